@@ -1,0 +1,70 @@
+# The two commands a newcomer needs: `make run` and `make test`. Every target is idempotent.
+# Without DATABASE_URL the project-local Postgres + PostGIS cluster (.data/pg, port 54329) is used,
+# installed from Debian packages and started on demand by scripts/pg.sh.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+EMBEDDED := $(if $(DATABASE_URL),,1)
+PG_URL = $(if $(EMBEDDED),$(shell scripts/pg.sh ensure),$(DATABASE_URL))
+TSX := node --import tsx
+
+# ops arguments (make backfill ZONE=berlin FROM=2026-11-20T00 TO=2026-11-20T23 FEEDS=all)
+ZONE ?= all
+FEEDS ?= all
+DAYS ?= 1
+VEHICLES ?= 200
+SEED ?= 42
+
+.PHONY: help setup deps db run test typecheck migrate seed simulate backfill republish publish-status bench soak db-stop clean
+
+help:
+	@echo "make run        start everything (API :8080, legacy MDS :8081, publisher, fleet simulator)"
+	@echo "make test       run the whole test suite"
+	@echo "make migrate | seed | simulate DAYS= VEHICLES= SEED= | backfill ZONE= FROM= TO= FEEDS= | republish | publish-status | bench | soak"
+
+deps:
+	@scripts/deps.sh
+
+db:
+	@$(if $(EMBEDDED),scripts/pg.sh ensure >/dev/null,true)
+
+setup: deps db
+
+run: setup
+	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) $(TSX) bin/run.ts
+
+test: setup
+	@DATABASE_URL="$(PG_URL)" NODE_ENV=test npx mocha
+
+typecheck: deps
+	@npx tsc --noEmit
+
+migrate: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts migrate
+
+seed: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts seed
+
+simulate: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts simulate --days $(DAYS) --vehicles $(VEHICLES) --seed $(SEED)
+
+backfill: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
+
+republish: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --force --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
+
+publish-status: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))
+
+bench: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bench/run.ts
+
+soak: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bench/soak.ts
+
+db-stop:
+	@scripts/pg.sh stop
+
+clean: db-stop
+	rm -rf .data

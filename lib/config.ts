@@ -1,0 +1,131 @@
+/**
+ * Configuration, parsed once from the environment into a frozen, typed object. A missing or malformed
+ * value fails at start with a message that names the variable, never later in a request.
+ * Pass the object in; do not import it as a global.
+ */
+import { randomBytes } from 'node:crypto';
+
+export interface Config {
+  readonly env: 'development' | 'test' | 'production';
+  /** `staging` makes the built-in vehicle gateway behave like the requirement's staging host. */
+  readonly mode: 'staging' | 'production';
+  readonly databaseUrl: string;
+  readonly databasePoolSize: number;
+  readonly storeUrl: string;
+  readonly s3Endpoint: string | undefined;
+  readonly s3Region: string;
+  readonly s3ForcePathStyle: boolean;
+  readonly port: number;
+  readonly legacyPort: number;
+  readonly host: string;
+  readonly publicBaseUrl: string;
+  readonly publicLegacyUrl: string;
+  /** HMAC key for signed photo/receipt URLs and feed access tokens. */
+  readonly signingSecret: string;
+  readonly providerId: string;
+  readonly providerName: string;
+  readonly logLevel: string;
+  readonly publishLatenessSeconds: number;
+  readonly tokenTtlSeconds: number;
+  readonly rateLimitPerMinute: number;
+  readonly maxBodyBytes: number;
+  readonly maxPhotoBytes: number;
+  readonly shutdownTimeoutMs: number;
+  readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string, def?: string): string {
+  const v = env[name];
+  if (v === undefined || v === '') {
+    if (def === undefined) throw new ConfigError(`${name} is required`);
+    return def;
+  }
+  return v;
+}
+
+function int(env: Env, name: string, def: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function num(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) throw new ConfigError(`${name} must be a number in [${min}, ${max}], got "${raw}"`);
+  return n;
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], def: T): T {
+  const v = str(env, name, def);
+  if (!(values as readonly string[]).includes(v)) throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${v}"`);
+  return v as T;
+}
+
+function url(env: Env, name: string, def: string): string {
+  const v = str(env, name, def).replace(/\/+$/, '');
+  try {
+    new URL(v);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL, got "${v}"`);
+  }
+  return v;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Parses the environment. Throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const envName = oneOf(env, 'NODE_ENV', ['development', 'test', 'production'] as const, 'development');
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const legacyPort = int(env, 'LEGACY_PORT', 8081, 0, 65535);
+  const signingSecret = str(env, 'SIGNING_SECRET', envName === 'production' ? undefined : 'dev-signing-secret-change-me');
+  if (envName === 'production' && signingSecret.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
+  const providerId = str(env, 'PROVIDER_ID', '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10');
+  if (!UUID.test(providerId)) throw new ConfigError('PROVIDER_ID must be a UUID');
+  const storeUrl = str(env, 'STORE_URL', 'file://.data/store');
+  if (!/^(file|s3):\/\//.test(storeUrl)) throw new ConfigError(`STORE_URL must start with file:// or s3://, got "${storeUrl}"`);
+  return Object.freeze({
+    env: envName,
+    mode: oneOf(env, 'MODE', ['staging', 'production'] as const, 'production'),
+    databaseUrl: str(env, 'DATABASE_URL'),
+    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
+    storeUrl,
+    s3Endpoint: env.S3_ENDPOINT || undefined,
+    s3Region: str(env, 'S3_REGION', 'us-east-1'),
+    s3ForcePathStyle: str(env, 'S3_FORCE_PATH_STYLE', 'true') === 'true',
+    port,
+    legacyPort,
+    host: str(env, 'HOST', '127.0.0.1'),
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
+    publicLegacyUrl: url(env, 'PUBLIC_LEGACY_URL', `http://localhost:${legacyPort}`),
+    signingSecret,
+    providerId: providerId.toLowerCase(),
+    providerName: str(env, 'PROVIDER_NAME', 'Demo Mobility'),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, envName === 'test' ? 'silent' : 'info'),
+    publishLatenessSeconds: int(env, 'PUBLISH_LATENESS_SECONDS', 300, 0, 86400),
+    tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 900, 1, 86400),
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 4000, 1),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024),
+    maxPhotoBytes: int(env, 'MAX_PHOTO_BYTES', 10 * 1024 * 1024, 1024),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0),
+    gateway: Object.freeze({
+      failRate: num(env, 'GATEWAY_FAIL_RATE', 0, 0, 1),
+      delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),
+      timeoutMs: int(env, 'GATEWAY_TIMEOUT_MS', 5000, 1),
+    }),
+  });
+}
+
+/** A config for tests and tools: the environment plus overrides. */
+export function testConfig(overrides: Env = {}): Config {
+  return loadConfig({ NODE_ENV: 'test', SIGNING_SECRET: randomBytes(24).toString('hex'), ...process.env, ...overrides });
+}

@@ -1,0 +1,259 @@
+/**
+ * Postgres access. Every runtime query is a named query from a `.sql` file in `sql/queries/`
+ * (loaded once), run through one helper that names it (prepared statement), times it and tags its
+ * errors. Row-count helpers turn a wrong count into a typed error; SQLSTATEs are mapped here only.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, basename } from 'node:path';
+import pg from 'pg';
+import type { Logger } from './log.js';
+import { SQL_DIR } from './paths.js';
+
+// Return int8/numeric as JS numbers where they fit: counts and money here are far below 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+export interface NamedQuery {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** SQLSTATE codes we act on (https://www.postgresql.org/docs/15/errcodes-appendix.html). */
+export const SQLSTATE = {
+  uniqueViolation: '23505',
+  foreignKeyViolation: '23503',
+  checkViolation: '23514',
+  notNullViolation: '23502',
+  exclusionViolation: '23P01',
+  invalidTextRepresentation: '22P02',
+  invalidDatetimeFormat: '22007',
+  datetimeFieldOverflow: '22008',
+  numericValueOutOfRange: '22003',
+  stringDataRightTruncation: '22001',
+  serializationFailure: '40001',
+  deadlockDetected: '40P01',
+  lockNotAvailable: '55P03',
+  queryCanceled: '57014',
+  adminShutdown: '57P01',
+  crashShutdown: '57P02',
+  cannotConnectNow: '57P03',
+  objectInUse: '55006',
+} as const;
+
+export type DbErrorKind = 'conflict' | 'invalid' | 'retryable' | 'timeout' | 'unavailable' | 'row_count' | 'other';
+
+export class DbError extends Error {
+  constructor(
+    message: string,
+    readonly kind: DbErrorKind,
+    readonly query: string,
+    readonly code?: string,
+    readonly constraint?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'DbError';
+  }
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+
+/** Maps a driver error to a DbError kind; the one place where SQLSTATEs are interpreted. */
+export function classify(err: unknown, query: string): DbError {
+  if (err instanceof DbError) return err;
+  const e = err as { code?: string; constraint?: string; message?: string };
+  const code = e?.code;
+  let kind: DbErrorKind = 'other';
+  switch (code) {
+    case SQLSTATE.uniqueViolation:
+    case SQLSTATE.exclusionViolation:
+    case SQLSTATE.foreignKeyViolation:
+      kind = 'conflict';
+      break;
+    case SQLSTATE.checkViolation:
+    case SQLSTATE.notNullViolation:
+    case SQLSTATE.invalidTextRepresentation:
+    case SQLSTATE.invalidDatetimeFormat:
+    case SQLSTATE.datetimeFieldOverflow:
+    case SQLSTATE.numericValueOutOfRange:
+    case SQLSTATE.stringDataRightTruncation:
+      kind = 'invalid';
+      break;
+    case SQLSTATE.serializationFailure:
+    case SQLSTATE.deadlockDetected:
+    case SQLSTATE.lockNotAvailable:
+      kind = 'retryable';
+      break;
+    case SQLSTATE.queryCanceled:
+      kind = 'timeout';
+      break;
+    case SQLSTATE.adminShutdown:
+    case SQLSTATE.crashShutdown:
+    case SQLSTATE.cannotConnectNow:
+      kind = 'unavailable';
+      break;
+    default:
+      if ((code && CONNECTION_CODES.has(code)) || /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Client has encountered a connection error/i.test(e?.message ?? '')) {
+        kind = 'unavailable';
+      }
+  }
+  return new DbError(`${query}: ${e?.message ?? String(err)}`, kind, query, code, e?.constraint, { cause: err });
+}
+
+/** Loads every `-- name: X` section of every `.sql` file in `sql/queries/` once. */
+function loadQueries(dir: string): Map<string, NamedQuery> {
+  const map = new Map<string, NamedQuery>();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+    const src = readFileSync(join(dir, file), 'utf8');
+    const parts = src.split(/^--\s*name:\s*/m).slice(1);
+    for (const part of parts) {
+      const nl = part.indexOf('\n');
+      const name = part.slice(0, nl).trim();
+      const text = part.slice(nl + 1).trim().replace(/;\s*$/, '');
+      if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new Error(`bad query name "${name}" in ${basename(file)}`);
+      if (map.has(name)) throw new Error(`query ${name} defined twice (${basename(file)})`);
+      map.set(name, { name, text });
+    }
+  }
+  return map;
+}
+
+let registry: Map<string, NamedQuery> | undefined;
+
+/** The named query `name` from `sql/queries/*.sql`. Throws at first use if it does not exist. */
+export function q(name: string): NamedQuery {
+  registry ??= loadQueries(join(SQL_DIR, 'queries'));
+  const found = registry.get(name);
+  if (!found) throw new Error(`no query named ${name} in sql/queries`);
+  return found;
+}
+
+export type Row = Record<string, any>;
+
+/** Something that runs queries: the pool or a client inside a transaction. */
+export interface Queryable {
+  query<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<pg.QueryResult<T>>;
+  one<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T>;
+  maybeOne<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T | undefined>;
+  many<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T[]>;
+}
+
+abstract class Runner implements Queryable {
+  constructor(protected readonly log: Logger) {}
+  protected abstract run(config: pg.QueryConfig): Promise<pg.QueryResult>;
+
+  async query<T extends Row = Row>(query: NamedQuery | string, params: unknown[] = []): Promise<pg.QueryResult<T>> {
+    const named = typeof query === 'string' ? undefined : query;
+    const label = named?.name ?? 'adhoc';
+    const started = performance.now();
+    try {
+      const res = await this.run(named ? { name: named.name, text: named.text, values: params } : { text: query as string, values: params });
+      const ms = performance.now() - started;
+      if (ms > 500) this.log.warn({ query: label, ms: Math.round(ms) }, 'slow query');
+      return res as pg.QueryResult<T>;
+    } catch (err) {
+      throw classify(err, label);
+    }
+  }
+
+  async one<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T> {
+    const res = await this.query<T>(query, params);
+    if (res.rows.length !== 1) {
+      throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
+    }
+    return res.rows[0]!;
+  }
+
+  async maybeOne<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T | undefined> {
+    const res = await this.query<T>(query, params);
+    if (res.rows.length > 1) {
+      throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected at most one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
+    }
+    return res.rows[0];
+  }
+
+  async many<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T[]> {
+    return (await this.query<T>(query, params)).rows;
+  }
+}
+
+class ClientRunner extends Runner {
+  constructor(readonly client: pg.PoolClient, log: Logger) {
+    super(log);
+  }
+  protected run(config: pg.QueryConfig) {
+    return this.client.query(config);
+  }
+}
+
+export type Tx = Queryable & { readonly client: pg.PoolClient };
+
+export interface TxOptions {
+  /** Retries of serialization failures and deadlocks (whole transaction). Default 3. */
+  retries?: number;
+  isolation?: 'read committed' | 'repeatable read' | 'serializable';
+}
+
+export class Db extends Runner {
+  readonly pool: pg.Pool;
+
+  constructor(connectionString: string, log: Logger, opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {}) {
+    super(log);
+    this.pool = new pg.Pool({
+      connectionString,
+      max: opts.max ?? 20,
+      // Fail fast while Postgres is down: callers answer 503 instead of hanging.
+      connectionTimeoutMillis: 2000,
+      idleTimeoutMillis: 30000,
+      application_name: opts.applicationName ?? 'platform',
+      statement_timeout: opts.statementTimeoutMs ?? 30000,
+    });
+    // An idle client losing its connection (Postgres restart) must not crash the process.
+    this.pool.on('error', (err) => log.warn({ err: err.message }, 'idle postgres client error'));
+  }
+
+  protected run(config: pg.QueryConfig) {
+    return this.pool.query(config);
+  }
+
+  /** Runs `fn` in a transaction; retries the whole transaction on serialization failure/deadlock. */
+  async tx<T>(fn: (tx: Tx) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    const retries = opts.retries ?? 3;
+    for (let attempt = 0; ; attempt++) {
+      let client: pg.PoolClient;
+      try {
+        client = await this.pool.connect();
+      } catch (err) {
+        throw classify(err, 'connect');
+      }
+      const runner = new ClientRunner(client, this.log);
+      let released = false;
+      try {
+        await runner.query(opts.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation.toUpperCase()}` : 'BEGIN');
+        const result = await fn(runner);
+        await runner.query('COMMIT');
+        return result;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          // the connection is gone: drop it from the pool
+          client.release(true);
+          released = true;
+        }
+        const e = classify(err, 'tx');
+        if (e.kind === 'retryable' && attempt < retries) {
+          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+          continue;
+        }
+        throw err instanceof DbError || !(err as any)?.code ? err : e;
+      } finally {
+        if (!released) client.release();
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,16 @@
+/**
+ * Mocha global fixture: builds the migrated template database once before any test file runs, and
+ * says clearly when the official specs are absent.
+ */
+import { existsSync } from 'node:fs';
+import { ensureTemplate } from './db.js';
+import { SPECS_DIR } from '../../lib/paths.js';
+
+process.env.NODE_ENV = 'test';
+
+export async function mochaGlobalSetup(): Promise<void> {
+  await ensureTemplate();
+  if (!existsSync(SPECS_DIR)) {
+    console.warn(`\n  !! official specs not found at ${SPECS_DIR} (set SPECS_DIR): conformance tests will be skipped\n`);
+  }
+}
