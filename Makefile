@@ -34,7 +34,7 @@ run: setup
 	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) $(TSX) bin/run.ts
 
 test: setup
-	@DATABASE_URL="$(PG_URL)" NODE_ENV=test npx mocha
+	@DATABASE_URL="$(PG_URL)" NODE_ENV=test npx mocha 'test/**/*.test.ts'
 
 typecheck: deps
 	@npx tsc --noEmit
