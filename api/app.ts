@@ -28,7 +28,7 @@ export function buildApp(ctx: AppContext): Koa {
 export function buildLegacyApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
-  app.use(safety(ctx.log));
+  app.use(safety(ctx.log, 'legacy'));
   app.use(legacyRoutes(ctx));
   return app;
 }

@@ -7,8 +7,9 @@ import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
 import { redactUrl } from '../../lib/log.js';
+import { metrics } from '../../lib/metrics.js';
 
-export function safety(log: Logger): Koa.Middleware {
+export function safety(log: Logger, host = 'main'): Koa.Middleware {
   return async (ctx, next) => {
     const started = performance.now();
     const requestId = (ctx.get('x-request-id') || '').replace(/[^A-Za-z0-9._-]/g, '').slice(0, 64) || randomUUID();
@@ -26,6 +27,11 @@ export function safety(log: Logger): Koa.Middleware {
       ctx.body = { status, error: status >= 500 ? 'internal server error' : e.expose && e.message ? e.message : 'request failed' };
     } finally {
       const ms = Math.round((performance.now() - started) * 10) / 10;
+      // label by the matched route pattern, never the raw path (ids would explode cardinality)
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 ? 'unmatched' : 'other');
+      const labels = { host, method: ctx.method, route: String(route), status: String(ctx.status) };
+      metrics.httpRequests.inc(labels);
+      metrics.httpDuration.observe(labels, ms / 1000);
       ctx.state.log[ctx.status >= 500 ? 'error' : 'info']({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, 'request');
     }
   };

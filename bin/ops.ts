@@ -1,0 +1,238 @@
+/**
+ * The ops CLI (`npm run ops -- <command>`; the Makefile targets call it). Every command has --help.
+ * Secrets are printed once, when created or rotated, and never logged.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError } from 'commander';
+import { SingleBar, Presets } from 'cli-progress';
+import { loadConfig } from '../lib/config.js';
+import { migrate } from '../lib/migrate.js';
+import { createContext, closeContext } from '../lib/runtime.js';
+import type { AppContext } from '../lib/context.js';
+import { q } from '../lib/db.js';
+import { createKey, listKeys, revokeKey, rotateKey, createFeedClient, listFeedClients, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
+import { importZone, ZoneImportError } from '../lib/admin/zones.js';
+import { parseHour } from '../lib/feeds/hours.js';
+
+const program = new Command('ops').description('Operator tooling of the partner platform').showHelpAfterError();
+
+/** Runs `fn` with a context built from the environment, closing it afterwards; errors exit non-zero. */
+function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
+  return async (...args: any[]) => {
+    const ctx = await createContext(loadConfig(), { applicationName: 'ops', logLevel: process.env.LOG_LEVEL ?? 'warn' });
+    try {
+      await fn(ctx, ...args);
+    } catch (err) {
+      if (err instanceof AdminError || err instanceof ZoneImportError || (err as Error)?.name === 'RentalError') {
+        console.error(`error: ${(err as Error).message}`);
+        process.exitCode = 1;
+      } else throw err;
+    } finally {
+      await closeContext(ctx);
+    }
+  };
+}
+
+const int = (v: string) => {
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('must be a whole number');
+  return Number(v);
+};
+const hour = (v: string) => {
+  const h = parseHour(v);
+  if (!h) throw new InvalidArgumentError('must be a UTC hour YYYY-MM-DDTHH with a real date and hour 00–23');
+  return h;
+};
+const list = (v: string) => (v === 'all' ? 'all' : v.split(',').map((s) => s.trim()).filter(Boolean));
+
+program
+  .command('migrate')
+  .description('apply pending database migrations')
+  .action(async () => {
+    const { applied } = await migrate(loadConfig().databaseUrl);
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+  });
+
+program
+  .command('seed')
+  .description('seed the demo zones, fleet, partners and demo credentials (no-op when present)')
+  .action(
+    withContext(async (ctx) => {
+      await migrate(ctx.config.databaseUrl);
+      const { seedDemo } = await import('../lib/seed/index.js');
+      console.log(await seedDemo(ctx));
+    }),
+  );
+
+program
+  .command('simulate')
+  .description('simulate fleet history (deterministic for a seed) ending now')
+  .option('--days <n>', 'days of history', int, 1)
+  .option('--vehicles <n>', 'vehicles per zone', int, 200)
+  .option('--seed <n>', 'random seed', int, 42)
+  .option('--zones <ids>', 'comma-separated zone ids (default: all)')
+  .action(
+    withContext(async (ctx, opts) => {
+      await migrate(ctx.config.databaseUrl);
+      const { seedDemo } = await import('../lib/seed/index.js');
+      await seedDemo(ctx);
+      const { simulateHistory } = await import('../lib/sim/index.js');
+      const started = Date.now();
+      const summary = await simulateHistory(ctx, { days: opts.days, vehicles: opts.vehicles, seed: opts.seed, end: ctx.clock.now(), ...(opts.zones ? { zones: opts.zones.split(',') } : {}) });
+      console.log({ ...summary, seconds: (Date.now() - started) / 1000 });
+    }),
+  );
+
+function addHourWindow(cmd: Command): Command {
+  return cmd
+    .requiredOption('--from <hour>', 'first UTC hour, YYYY-MM-DDTHH', hour)
+    .requiredOption('--to <hour>', 'last UTC hour, YYYY-MM-DDTHH (inclusive)', hour)
+    .option('--zone <ids>', 'zone id(s), comma-separated, or all', list, 'all')
+    .option('--feeds <list>', 'feeds, comma-separated (mds_trips, mds_events, mds_status_changes, insurance_trips) or all', list, 'all');
+}
+
+addHourWindow(program.command('backfill'))
+  .description('publish every hour in the window that is missing, dirty or failed (safe to re-run)')
+  .option('--force', 'rewrite every hour even when published (republish)', false)
+  .action(
+    withContext(async (ctx, opts) => {
+      const { backfill } = await import('../publisher/ops.js');
+      const bar = new SingleBar({ format: ' {bar} {percentage}% | {value}/{total} files | {item}', hideCursor: true }, Presets.shades_classic);
+      let started = false;
+      const result = await backfill(ctx, {
+        zones: opts.zone,
+        from: opts.from,
+        to: opts.to,
+        feeds: opts.feeds,
+        force: opts.force,
+        onProgress: (p: { done: number; total: number; item?: string }) => {
+          if (!started && process.stdout.isTTY) {
+            bar.start(p.total, 0, { item: '' });
+            started = true;
+          }
+          if (started) bar.update(p.done, { item: p.item ?? '' });
+        },
+      });
+      if (started) bar.stop();
+      console.log(`published ${result.published}, unchanged ${result.unchanged}, failed ${result.failed.length}`);
+      for (const f of result.failed) console.error(`FAILED ${f.feed} ${f.version} ${f.zone} ${f.hour}: ${f.error}`);
+      if (result.failed.length) process.exitCode = 1;
+    }),
+  );
+
+program
+  .command('publish-status')
+  .description('table of hours × feeds: published, dirty, failed, missing')
+  .option('--zone <ids>', 'zone id(s), comma-separated, or all', list, 'all')
+  .option('--from <hour>', 'first UTC hour (default: 24 hours ago)', hour)
+  .option('--to <hour>', 'last UTC hour (default: the last closed hour)', hour)
+  .action(
+    withContext(async (ctx, opts) => {
+      const { publishStatus, formatStatusTable } = await import('../publisher/ops.js');
+      const now = ctx.clock.now();
+      const to = opts.to ?? new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000 - 3_600_000);
+      const from = opts.from ?? new Date(to.getTime() - 23 * 3_600_000);
+      const status = await publishStatus(ctx, { zones: opts.zone, from, to });
+      console.log(formatStatusTable(status));
+    }),
+  );
+
+const keys = program.command('keys').description('API keys of partners (partner), MaaS providers (tomp) and insurers (insurance)');
+keys
+  .command('create')
+  .description('create a key; the partner is created when it does not exist; the key is shown once')
+  .requiredOption('--partner <name>', 'partner name')
+  .requiredOption('--scope <scope>', 'partner | tomp | insurance')
+  .option('--label <text>', 'a note', '')
+  .action(
+    withContext(async (ctx, opts) => {
+      if (!['partner', 'tomp', 'insurance'].includes(opts.scope)) throw new AdminError('scope must be partner, tomp or insurance');
+      const k = await createKey(ctx.db, opts.partner, opts.scope, opts.label);
+      console.log(`key id ${k.id} (${k.scope}, ${k.partner})\nAPI key (shown once): ${k.key}`);
+    }),
+  );
+keys
+  .command('list')
+  .description('list keys (prefixes only)')
+  .option('--scope <scope>', 'partner | tomp | insurance')
+  .action(withContext(async (ctx, opts) => console.table(await listKeys(ctx.db, opts.scope))));
+keys
+  .command('rotate <keyId>')
+  .description('issue a new key for the same partner and scope, revoking the old one')
+  .action(
+    withContext(async (ctx, keyId: string) => {
+      const k = await rotateKey(ctx.db, ctx.clock, keyId);
+      console.log(`revoked ${k.revoked}; new key id ${k.id}\nAPI key (shown once): ${k.key}`);
+    }),
+  );
+keys
+  .command('revoke <keyId>')
+  .description('revoke a key (effective everywhere within a minute)')
+  .action(withContext(async (ctx, keyId: string) => console.log(`revoked ${(await revokeKey(ctx.db, ctx.clock, keyId)).id}`)));
+
+const clients = program.command('clients').description('OAuth 2.0 client-credentials clients of the data feeds');
+clients
+  .command('create <clientId>')
+  .description('create a feed client; the secret is shown once')
+  .requiredOption('--role <role>', 'city | insurer | gbfs | data')
+  .option('--zones <ids>', 'comma-separated zone ids (default: every zone)')
+  .option('--label <text>', 'a note', '')
+  .action(
+    withContext(async (ctx, clientId: string, opts) => {
+      const c = await createFeedClient(ctx.db, clientId, opts.role, opts.zones ? opts.zones.split(',') : null, opts.label);
+      console.log(`client ${c.client_id} (${c.role}, zones ${c.zones ? c.zones.join(',') : 'all'})\nsecret (shown once): ${c.secret}`);
+    }),
+  );
+clients.command('list').description('list feed clients').action(withContext(async (ctx) => console.table(await listFeedClients(ctx.db))));
+clients
+  .command('rotate <clientId>')
+  .description('replace the secret (the old one stops working at once; issued tokens run out within their lifetime)')
+  .action(withContext(async (ctx, clientId: string) => console.log(`secret (shown once): ${(await rotateFeedClient(ctx.db, clientId)).secret}`)));
+clients
+  .command('revoke <clientId>')
+  .description('revoke a client: its tokens stop working within 60 seconds')
+  .action(withContext(async (ctx, clientId: string) => console.log(`revoked ${(await revokeFeedClient(ctx.db, ctx.clock, clientId)).client_id}`)));
+
+const zone = program.command('zone').description('operational zones');
+zone
+  .command('import <file>')
+  .description('import or update a zone and its areas from a GeoJSON FeatureCollection (see docs/operations.md)')
+  .action(
+    withContext(async (ctx, file: string) => {
+      const json = JSON.parse(readFileSync(file, 'utf8'));
+      const r = await importZone(ctx.db, ctx.clock, json);
+      console.log(`${r.created ? 'created' : 'updated'} zone ${r.zoneId} with ${r.areas} areas`);
+    }),
+  );
+
+const vehicle = program.command('vehicle').description('vehicles');
+vehicle
+  .command('set-status <idOrCode> <status>')
+  .description('set a vehicle status: ready | unavailable (a vehicle on a ride cannot be changed)')
+  .action(
+    withContext(async (ctx, idOrCode: string, status: string) => {
+      if (!['ready', 'unavailable'].includes(status)) throw new AdminError('status must be ready or unavailable');
+      const row = await ctx.db.maybeOne(q('AdminSetVehicleStatus'), [idOrCode, status]);
+      if (!row) {
+        const exists = await ctx.db.maybeOne(q('AdminFindVehicle'), [idOrCode]);
+        throw new AdminError(exists ? `vehicle ${exists.code} is ${exists.status}; end its rental first` : `no vehicle ${idOrCode}`);
+      }
+      console.log(`vehicle ${row.code} (${row.id}) is now ${row.status}`);
+    }),
+  );
+
+const rental = program.command('rental').description('rentals');
+rental
+  .command('end <rentalId>')
+  .description('end a running rental internally (ENDED_INTERNALLY), e.g. when the user forgot')
+  .action(
+    withContext(async (ctx, rentalId: string) => {
+      const { endRental } = await import('../lib/rentals/engine.js');
+      const r = await endRental(ctx, { rentalId, endState: 'ENDED_INTERNALLY' });
+      console.log(`rental ${r.id} is ${r.state}`);
+    }),
+  );
+
+program.parseAsync(process.argv).catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

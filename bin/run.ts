@@ -1,0 +1,102 @@
+/**
+ * `make run`: the whole system in one process on one machine — migrate, seed the demo data on an
+ * empty database (with the last 24 hours of simulated operation), then the API (main + legacy host),
+ * the publisher and the live fleet simulator. Ctrl-C (SIGINT) or SIGTERM stops everything cleanly:
+ * the servers stop accepting and finish in-flight requests, the publisher finishes its running jobs.
+ */
+import type { Server } from 'node:http';
+import { loadConfig, ConfigError } from '../lib/config.js';
+import { migrate } from '../lib/migrate.js';
+import { createContext, closeContext } from '../lib/runtime.js';
+import { buildApp, buildLegacyApp } from '../api/app.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const ctx = await createContext(config, { applicationName: 'run' });
+  const { log } = ctx;
+
+  const { applied } = await migrate(config.databaseUrl);
+  if (applied.length) log.info({ applied }, 'migrations applied');
+
+  let seeded = false;
+  if (process.env.SEED_DEMO === '1') {
+    const { seedDemo } = await import('../lib/seed/index.js');
+    const summary = await seedDemo(ctx);
+    seeded = Boolean((summary as { created?: boolean }).created);
+    if (seeded) {
+      log.info('demo data seeded; simulating the last 24 hours of operation');
+      const { simulateHistory } = await import('../lib/sim/index.js');
+      await simulateHistory(ctx, { days: 1, seed: 42, end: ctx.clock.now() });
+    }
+  }
+
+  const servers: Server[] = [];
+  const listen = (app: ReturnType<typeof buildApp>, port: number) =>
+    new Promise<Server>((resolve) => {
+      const s = app.listen(port, config.host, () => resolve(s));
+      s.keepAliveTimeout = 5000;
+    });
+  servers.push(await listen(buildApp(ctx), config.port));
+  servers.push(await listen(buildLegacyApp(ctx), config.legacyPort));
+
+  const { startPublisher } = await import('../publisher/index.js');
+  const publisher = await startPublisher(ctx, { cron: true });
+  const { startLiveSimulator } = await import('../lib/sim/live.js');
+  const sim = startLiveSimulator(ctx, {});
+
+  printBanner(config, seeded);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    const deadline = setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 5000);
+    deadline.unref();
+    await sim.stop();
+    await Promise.all(servers.map((s) => new Promise<void>((r) => { s.close(() => r()); s.closeIdleConnections(); })));
+    await publisher.stop();
+    await closeContext(ctx);
+    console.log('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+function printBanner(config: ReturnType<typeof loadConfig>, seeded: boolean): void {
+  const b = config.publicBaseUrl;
+  const l = config.publicLegacyUrl;
+  console.log(`
+  Partner platform is running${seeded ? ' (demo data seeded, 24 h of history simulated)' : ''}
+
+  Partner rental API   ${b}/v1/...            X-Auth-Token: demo-partner-key
+  TOMP booking API     ${b}/edge/tomp/...     X-Access-Token: demo-maas-key
+  Feeds token          ${b}/v1/partner-apis/token   (Basic demo-city:demo-city-secret or demo-gbfs:demo-gbfs-secret)
+  MDS 2.0              ${b}/v1/partner-apis/mds/{zone}/...
+  GBFS 3.0 / 2.2       ${b}/v1/partner-apis/gbfs/{zone}/gbfs.json   ${b}/gbfs/v2/gbfs.json
+  Insurance trips      ${b}/v1/partner-apis/insurance/{zone}/trips   X-Access-Token: demo-insurer-key
+  Legacy MDS host      ${l}/token   ${l}/en/{zone}/...
+  API docs             ${b}/docs
+  Health / metrics     ${b}/healthz  ${b}/readyz  ${b}/metrics
+
+  Demo zones: berlin (free-floating), copenhagen (parking spots). Ctrl-C stops everything.
+`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

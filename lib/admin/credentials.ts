@@ -1,0 +1,83 @@
+/**
+ * Credential administration for the ops CLI: partners and their API keys (partner, TOMP, insurer
+ * scopes) and OAuth feed clients. Secrets are returned once, at creation or rotation, and stored
+ * only as hashes.
+ */
+import { q, type Db } from '../db.js';
+import type { Clock } from '../clock.js';
+import { createApiKey, type KeyScope } from '../auth/api-keys.js';
+import { generateSecret, hashSecret } from '../auth/secrets.js';
+import { ROLES, type Role } from '../feeds/roles.js';
+
+export type PartnerKind = 'rental' | 'maas' | 'insurer';
+
+const KIND_OF_SCOPE: Record<KeyScope, PartnerKind> = { partner: 'rental', tomp: 'maas', insurance: 'insurer' };
+const TRIP_TYPE_OF_KIND: Record<PartnerKind, 'rider' | 'maas' | 'operator'> = { rental: 'rider', maas: 'maas', insurer: 'rider' };
+
+export class AdminError extends Error {}
+
+/** Finds the partner by name, creating it with the kind that fits the key scope when absent. */
+export async function ensurePartner(db: Db, name: string, scope: KeyScope, opts: { tripType?: 'rider' | 'maas' | 'operator'; postponedCommit?: boolean } = {}) {
+  const found = await db.maybeOne(q('AdminFindPartnerByName'), [name]);
+  if (found) return found;
+  const kind = KIND_OF_SCOPE[scope];
+  return db.one(q('AdminCreatePartner'), [name, kind, opts.tripType ?? TRIP_TYPE_OF_KIND[kind], opts.postponedCommit ?? false]);
+}
+
+export async function createKey(db: Db, partnerName: string, scope: KeyScope, label = '') {
+  const partner = await ensurePartner(db, partnerName, scope);
+  const { id, key } = await createApiKey(db, partner.id, scope, { label });
+  return { id, key, partner: partner.name as string, scope };
+}
+
+export async function listKeys(db: Db, scope?: KeyScope) {
+  return db.many(q('AdminListApiKeys'), [scope ?? null]);
+}
+
+export async function revokeKey(db: Db, clock: Clock, keyId: string) {
+  const row = await db.maybeOne(q('AdminRevokeApiKey'), [keyId, clock.now()]);
+  if (!row) throw new AdminError(`no active key with id ${keyId}`);
+  return row;
+}
+
+/** A new key for the same partner and scope; the old one is revoked in the same transaction. */
+export async function rotateKey(db: Db, clock: Clock, keyId: string) {
+  return db.tx(async (tx) => {
+    const old = await tx.maybeOne(q('AdminRevokeApiKey'), [keyId, clock.now()]);
+    if (!old) throw new AdminError(`no active key with id ${keyId}`);
+    const { id, key } = await createApiKey(tx, old.partner_id, old.scope, { label: old.label });
+    return { id, key, scope: old.scope as KeyScope, revoked: keyId };
+  });
+}
+
+function checkRole(role: string): Role {
+  if (!(ROLES as readonly string[]).includes(role)) throw new AdminError(`role must be one of ${ROLES.join(', ')}`);
+  return role as Role;
+}
+
+export async function createFeedClient(db: Db, clientId: string, role: string, zones: string[] | null, label = '') {
+  if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId)) throw new AdminError('client id: 1–128 characters of A–Z a–z 0–9 . _ -');
+  const secret = generateSecret();
+  const row: { client_id: string; role: Role; zones: string[] | null } = await db.one(q('AdminCreateFeedClient'), [clientId, await hashSecret(secret), checkRole(role), zones, label]).catch((err) => {
+    if (err?.kind === 'conflict') throw new AdminError(`client ${clientId} exists already`);
+    throw err;
+  });
+  return { ...row, secret };
+}
+
+export async function listFeedClients(db: Db) {
+  return db.many(q('AdminListFeedClients'));
+}
+
+export async function rotateFeedClient(db: Db, clientId: string) {
+  const secret = generateSecret();
+  const row: { client_id: string; role: Role; zones: string[] | null } | undefined = await db.maybeOne(q('AdminRotateFeedClient'), [clientId, await hashSecret(secret)]);
+  if (!row) throw new AdminError(`no active feed client ${clientId}`);
+  return { ...row, secret };
+}
+
+export async function revokeFeedClient(db: Db, clock: Clock, clientId: string) {
+  const row = await db.maybeOne(q('AdminRevokeFeedClient'), [clientId, clock.now()]);
+  if (!row) throw new AdminError(`no active feed client ${clientId}`);
+  return row;
+}

@@ -1,0 +1,34 @@
+/**
+ * Prometheus metrics (prom-client), one registry per process. Families increment the counters
+ * named here rather than creating their own, so /metrics documents the whole platform in one place.
+ */
+import client from 'prom-client';
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+const mk = {
+  counter: (name: string, help: string, labelNames: string[] = []) => new client.Counter({ name, help, labelNames, registers: [registry] }),
+  gauge: (name: string, help: string, labelNames: string[] = []) => new client.Gauge({ name, help, labelNames, registers: [registry] }),
+  histogram: (name: string, help: string, labelNames: string[], buckets: number[]) =>
+    new client.Histogram({ name, help, labelNames, buckets, registers: [registry] }),
+};
+
+export const metrics = {
+  httpRequests: mk.counter('http_requests_total', 'HTTP requests by host, route and status', ['host', 'method', 'route', 'status']),
+  httpDuration: mk.histogram('http_request_duration_seconds', 'HTTP request latency', ['host', 'method', 'route', 'status'], [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
+  rentalsStarted: mk.counter('rentals_started_total', 'Rentals started', ['source']),
+  rentalsEnded: mk.counter('rentals_ended_total', 'Rentals ended by final state', ['state']),
+  rentalStartFailures: mk.counter('rental_start_failures_total', 'Rental starts refused or failed by error code', ['code']),
+  photoDecisions: mk.counter('photo_decisions_total', 'Parking photo decisions', ['decision']),
+  tokensIssued: mk.counter('oauth_tokens_issued_total', 'OAuth access tokens issued', ['role']),
+  tokenFailures: mk.counter('oauth_token_failures_total', 'OAuth token requests refused', ['error']),
+  rateLimited: mk.counter('rate_limit_rejections_total', 'Requests refused by the rate limit', ['family']),
+  publishDuration: mk.histogram('feed_publish_duration_seconds', 'Time to publish one feed file', ['feed', 'version'], [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60]),
+  publishLag: mk.gauge('feed_publish_lag_seconds', 'Seconds between an hour closing and its publication (last published)', ['feed', 'version']),
+  publishFailures: mk.counter('feed_publish_failures_total', 'Failed publish attempts', ['feed', 'version']),
+  dirtyHours: mk.gauge('feed_dirty_hours', 'Published hours waiting for republication'),
+  queueDepth: mk.gauge('jobs_queue_depth', 'Queued jobs per queue', ['queue']),
+  jobFailures: mk.counter('jobs_failed_total', 'Failed jobs per queue', ['queue']),
+  storeErrors: mk.counter('store_errors_total', 'Object store errors by operation', ['op']),
+};
