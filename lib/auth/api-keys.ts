@@ -1,0 +1,147 @@
+/**
+ * API keys of the partner rental API, the TOMP API and the insurer feed. Keys are stored as sha256;
+ * a verified key is cached in process for 30 s (so a revocation takes effect everywhere within a
+ * minute without a database round trip per request), an unknown key for a few seconds in a bounded
+ * cache so that a flood of random keys costs neither memory nor a query each.
+ */
+import type { Clock } from '../clock.js';
+import { q, type Db, type Queryable } from '../db.js';
+import { generateApiKey, hashApiKey } from './secrets.js';
+
+export type KeyScope = 'partner' | 'tomp' | 'insurance';
+
+export const KEY_SCOPES: readonly KeyScope[] = ['partner', 'tomp', 'insurance'];
+
+export interface Principal {
+  keyId: string;
+  partnerId: string;
+  partnerName: string;
+  scope: KeyScope;
+  rateLimitPerMinute: number;
+  tripType: 'rider' | 'maas' | 'operator';
+  tompPostponedCommit: boolean;
+  /** null: the partner has no partner_zones rows, i.e. every zone */
+  zones: string[] | null;
+}
+
+export interface VerifierOptions {
+  /** how long a valid key is trusted without asking the database; default 30 s */
+  cacheTtlMs?: number;
+  /** how long an unknown key is remembered as unknown; default 5 s */
+  negativeTtlMs?: number;
+  /** bound of each cache (entries); default 10 000 */
+  maxEntries?: number;
+}
+
+interface Entry {
+  principal: Principal | undefined;
+  until: number;
+}
+
+/** Keys longer than this are rejected without hashing: no real key is that long. */
+const MAX_KEY_LENGTH = 256;
+
+export class ApiKeyVerifier {
+  private readonly ttl: number;
+  private readonly negativeTtl: number;
+  private readonly max: number;
+  // Map keeps insertion order: the first entry is the oldest, evicted when full.
+  private readonly positive = new Map<string, Entry>();
+  private readonly negative = new Map<string, Entry>();
+  // concurrent requests with one uncached key share one query
+  private readonly inflight = new Map<string, Promise<Principal | undefined>>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    opts: VerifierOptions = {},
+  ) {
+    this.ttl = opts.cacheTtlMs ?? 30_000;
+    this.negativeTtl = opts.negativeTtlMs ?? 5_000;
+    this.max = opts.maxEntries ?? 10_000;
+  }
+
+  /** The principal of a usable key of `scope`; undefined for unknown, revoked, expired or other-scope keys. */
+  async verify(key: string, scope: KeyScope): Promise<Principal | undefined> {
+    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) return undefined;
+    const hash = hashApiKey(key);
+    const id = `${scope}:${hash.toString('base64')}`;
+    const now = this.clock.now().getTime();
+    const hit = this.positive.get(id) ?? this.negative.get(id);
+    if (hit) {
+      if (hit.until > now) return hit.principal;
+      this.positive.delete(id);
+      this.negative.delete(id);
+    }
+    let pending = this.inflight.get(id);
+    if (!pending) {
+      pending = this.lookup(hash, scope, id).finally(() => this.inflight.delete(id));
+      this.inflight.set(id, pending);
+    }
+    return pending;
+  }
+
+  /** Forgets every cached answer (tests, or after an administrative revocation in this process). */
+  clear(): void {
+    this.positive.clear();
+    this.negative.clear();
+  }
+
+  private async lookup(hash: Buffer, scope: KeyScope, id: string): Promise<Principal | undefined> {
+    const now = this.clock.now();
+    const row = await this.db.maybeOne(q('AuthFindApiKey'), [hash, scope, now]);
+    if (!row) {
+      put(this.negative, id, { principal: undefined, until: now.getTime() + this.negativeTtl }, this.max);
+      return undefined;
+    }
+    const principal: Principal = {
+      keyId: row.key_id,
+      partnerId: row.partner_id,
+      partnerName: row.partner_name,
+      scope,
+      rateLimitPerMinute: row.rate_limit_per_minute,
+      tripType: row.trip_type,
+      tompPostponedCommit: row.tomp_postponed_commit,
+      zones: row.zones ?? null,
+    };
+    // never trust a cached key past its own expiry
+    let until = now.getTime() + this.ttl;
+    if (row.expires_at) until = Math.min(until, (row.expires_at as Date).getTime());
+    put(this.positive, id, { principal, until }, this.max);
+    return principal;
+  }
+}
+
+function put(map: Map<string, Entry>, id: string, entry: Entry, max: number): void {
+  map.delete(id);
+  while (map.size >= max) {
+    const oldest = map.keys().next();
+    if (oldest.done) break;
+    map.delete(oldest.value);
+  }
+  map.set(id, entry);
+}
+
+/**
+ * Stores a new key (generated unless `opts.key` is given, e.g. the demo keys) and returns it in
+ * clear: the only time the clear key exists outside the caller.
+ */
+export async function createApiKey(
+  db: Queryable,
+  partnerId: string,
+  scope: KeyScope,
+  opts: { key?: string; label?: string; expiresAt?: Date | null } = {},
+): Promise<{ id: string; key: string }> {
+  if (!KEY_SCOPES.includes(scope)) throw new Error(`unknown key scope ${scope}`);
+  const key = opts.key ?? generateApiKey(scope === 'partner' ? 'pk' : scope === 'tomp' ? 'tk' : 'ik');
+  if (key.length < 8 || key.length > MAX_KEY_LENGTH) throw new Error('api key must be 8-256 characters');
+  // enough to recognise a key in a listing, never a meaningful part of it
+  const prefix = key.slice(0, Math.min(10, Math.floor(key.length / 3)));
+  const row = await db.one(q('AuthInsertApiKey'), [partnerId, scope, hashApiKey(key), prefix, opts.label ?? '', opts.expiresAt ?? null]);
+  return { id: row.id, key };
+}
+
+/** Revokes a key; false when it does not exist or was already revoked. Caches elsewhere expire within their TTL. */
+export async function revokeApiKey(db: Queryable, keyId: string, at: Date): Promise<boolean> {
+  return (await db.maybeOne(q('AuthRevokeApiKey'), [keyId, at])) !== undefined;
+}

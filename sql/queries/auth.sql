@@ -1,0 +1,38 @@
+-- API keys, and the shared per-key rate limit. Times come from the caller's clock ($n), not now().
+
+-- name: AuthFindApiKey
+-- A usable key of the given scope with what a request needs to know about its partner. zones is
+-- null when the partner has no partner_zones rows (= every zone).
+SELECT k.id AS key_id,
+       k.expires_at,
+       p.id AS partner_id,
+       p.name AS partner_name,
+       p.rate_limit_per_minute,
+       p.trip_type,
+       p.tomp_postponed_commit,
+       (SELECT array_agg(z.zone_id ORDER BY z.zone_id) FROM partner_zones z WHERE z.partner_id = p.id) AS zones
+  FROM api_keys k
+  JOIN partners p ON p.id = k.partner_id
+ WHERE k.key_hash = $1
+   AND k.scope = $2
+   AND k.revoked_at IS NULL
+   AND (k.expires_at IS NULL OR k.expires_at > $3);
+
+-- name: AuthInsertApiKey
+INSERT INTO api_keys (partner_id, scope, key_hash, key_prefix, label, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id;
+
+-- name: AuthRevokeApiKey
+UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id;
+
+-- name: AuthRateLimitHit
+-- One statement per request: the row lock of the upsert serialises concurrent hits of one key
+-- across every API process, and RETURNING gives this request's position in the window.
+INSERT INTO rate_limit_counters AS c (key_id, window_start, count)
+VALUES ($1, $2, 1)
+ON CONFLICT (key_id, window_start) DO UPDATE SET count = c.count + 1
+RETURNING c.count;
+
+-- name: AuthRateLimitPrune
+DELETE FROM rate_limit_counters WHERE window_start < $1;

@@ -1,0 +1,59 @@
+import { expect } from 'chai';
+import { useTestContext } from './support/context.js';
+import { RateLimiter } from '../lib/ratelimit.js';
+import { ManualClock } from '../lib/clock.js';
+import { Db } from '../lib/db.js';
+
+describe('rate limiter', () => {
+  const t = useTestContext({ now: '2026-11-21T10:00:00Z' });
+
+  it('allows the limit, then refuses with remaining 0 and retryAfter until the window ends', async () => {
+    const clock = new ManualClock('2026-11-21T10:00:15.500Z');
+    const rl = new RateLimiter(t.ctx.db, clock);
+    const results = [];
+    for (let i = 0; i < 5; i++) results.push(await rl.hit('key-a', 3));
+    expect(results.map((r) => r.allowed)).to.deep.equal([true, true, true, false, false]);
+    expect(results.map((r) => r.remaining)).to.deep.equal([2, 1, 0, 0, 0]);
+    expect(results[0]!.retryAfterSeconds).to.equal(0);
+    expect(results[3]!.retryAfterSeconds).to.equal(45); // 44.5 s left, rounded up
+    // another key has its own budget
+    expect(await rl.hit('key-b', 3)).to.deep.equal({ allowed: true, remaining: 2, retryAfterSeconds: 0 });
+  });
+
+  it('rolls over to a fresh budget in the next minute', async () => {
+    const clock = new ManualClock('2026-11-21T10:05:59.000Z');
+    const rl = new RateLimiter(t.ctx.db, clock);
+    expect((await rl.hit('key-roll', 1)).allowed).to.equal(true);
+    const refused = await rl.hit('key-roll', 1);
+    expect(refused).to.deep.equal({ allowed: false, remaining: 0, retryAfterSeconds: 1 });
+    clock.advance(1000);
+    expect(await rl.hit('key-roll', 1)).to.deep.equal({ allowed: true, remaining: 0, retryAfterSeconds: 0 });
+  });
+
+  it('shares one budget between limiters of separate pools (processes)', async () => {
+    const clock = new ManualClock('2026-11-21T10:10:00Z');
+    const db1 = new Db(t.database.url, t.ctx.log, { max: 5 });
+    const db2 = new Db(t.database.url, t.ctx.log, { max: 5 });
+    try {
+      const a = new RateLimiter(db1, clock);
+      const b = new RateLimiter(db2, clock);
+      const hits = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).hit('key-shared', 25)));
+      expect(hits.filter((h) => h.allowed)).to.have.length(25);
+      // every allowed hit saw a distinct position in the window
+      expect(new Set(hits.filter((h) => h.allowed).map((h) => h.remaining)).size).to.equal(25);
+      expect(hits.filter((h) => !h.allowed).every((h) => h.remaining === 0 && h.retryAfterSeconds === 60)).to.equal(true);
+    } finally {
+      await db1.close();
+      await db2.close();
+    }
+  });
+
+  it('prunes old windows', async () => {
+    const clock = new ManualClock('2026-11-21T11:00:00Z');
+    await new RateLimiter(t.ctx.db, clock).hit('key-old', 10);
+    clock.advance(10 * 60_000);
+    await new RateLimiter(t.ctx.db, clock).hit('key-new', 10);
+    const rows = await t.ctx.db.many(`SELECT key_id FROM rate_limit_counters WHERE key_id IN ('key-old', 'key-new')`);
+    expect(rows.map((r) => r.key_id)).to.deep.equal(['key-new']);
+  });
+});
