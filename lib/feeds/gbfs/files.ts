@@ -1,0 +1,91 @@
+/**
+ * The GBFS files we publish, their ttl and cadence, their public URLs and where their snapshots live
+ * (gbfs_snapshots row + object key). The file route (api/feeds) resolves a request with
+ * `gbfsSnapshotRef`, so publisher and route cannot disagree on names.
+ */
+import type { Role } from '../roles.js';
+
+export const V3_FILES = [
+  'gbfs',
+  'gbfs_versions',
+  'system_information',
+  'vehicle_types',
+  'station_information',
+  'station_status',
+  'vehicle_status',
+  'system_regions',
+  'system_pricing_plans',
+  'system_alerts',
+  'geofencing_zones',
+] as const;
+export type V3File = (typeof V3_FILES)[number];
+
+export const V2_FILES = [
+  'gbfs',
+  'system_information',
+  'vehicle_types',
+  'gbfs_versions',
+  'system_alerts',
+  'system_pricing_plans',
+  'system_regions',
+  'free_bike_status',
+  'geofencing_zones',
+] as const;
+export type V2File = (typeof V2_FILES)[number];
+
+export type GbfsVersion = '2.2' | '3.0';
+
+/**
+ * Files whose data changes with the fleet or the clock: rebuilt on every status run (~15 s) and
+ * published with ttl 30. system_alerts is one of them because a zone falls asleep on the clock.
+ */
+const STATUS_FILES: ReadonlySet<string> = new Set(['station_status', 'vehicle_status', 'free_bike_status', 'system_alerts']);
+export const STATUS_TTL = 30;
+export const STATIC_TTL = 3600;
+
+export function isStatusFile(file: string): boolean {
+  return STATUS_FILES.has(file);
+}
+
+export function gbfsTtl(file: string): number {
+  return isStatusFile(file) ? STATUS_TTL : STATIC_TTL;
+}
+
+export function v3Url(publicBaseUrl: string, zoneId: string, file: string): string {
+  return `${publicBaseUrl}/v1/partner-apis/gbfs/${encodeURIComponent(zoneId)}/${file}.json`;
+}
+
+export function v2Url(publicBaseUrl: string, file: string): string {
+  return `${publicBaseUrl}/gbfs/v2/${file}.json`;
+}
+
+/** Object key of a snapshot; `file` is the gbfs_snapshots.file value (e.g. `gbfs.city`). */
+export function gbfsObjectKey(version: GbfsVersion, scope: string, file: string): string {
+  return `gbfs/${version}/${scope}/${file}.json.gz`;
+}
+
+/**
+ * The gbfs_snapshots.file of a requested file. GBFS 3.0 gbfs.json depends on the caller's role
+ * (it lists only what the role may read) while the zone is the scope, so it is stored once per role
+ * as `gbfs.{role}`. In 2.2 the scope (gbfsV2Scope) already contains the role: plain `gbfs`.
+ */
+export function gbfsSnapshotFile(version: GbfsVersion, file: string, role: Role): string {
+  return version === '3.0' && file === 'gbfs' ? `gbfs.${role}` : file;
+}
+
+export interface GbfsSnapshotRef {
+  version: GbfsVersion;
+  scope: string;
+  file: string;
+  objectKey: string;
+}
+
+/**
+ * Which snapshot answers a request: (version, scope, file) is the gbfs_snapshots primary key.
+ * `scope` is the zone id for 3.0 and `gbfsV2Scope(role, zones)` for 2.2; `file` is the requested
+ * name without `.json`.
+ */
+export function gbfsSnapshotRef(version: GbfsVersion, scope: string, file: string, role: Role): GbfsSnapshotRef {
+  const stored = gbfsSnapshotFile(version, file, role);
+  return { version, scope, file: stored, objectKey: gbfsObjectKey(version, scope, stored) };
+}

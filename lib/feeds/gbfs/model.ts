@@ -1,0 +1,199 @@
+/**
+ * What the GBFS builders read from the database: one snapshot of every zone a publish run covers,
+ * loaded with a handful of batched queries (zone ids as an array), never one query per zone.
+ */
+import { q, type Queryable, type Row } from '../../db.js';
+import { currentSleepWindow } from './time.js';
+
+export interface MultiPolygon {
+  type: 'MultiPolygon';
+  coordinates: number[][][][];
+}
+
+export interface GbfsZone {
+  id: string;
+  name: string;
+  city: string;
+  country: string;
+  timezone: string;
+  currency: string;
+  language: string;
+  parkingMode: 'free-floating' | 'parking-spot';
+  maxSpeedKph: number;
+  reducedSpeedKph: number;
+  minBatteryPercent: number;
+  sleepWindows: unknown;
+  status: 'operating' | 'closed';
+  supportEmail: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface GbfsVehicleType {
+  id: string;
+  formFactor: 'scooter' | 'bicycle';
+  propulsionType: 'electric' | 'electric_assist' | 'human';
+  name: string;
+  make: string;
+  model: string;
+  color: string;
+  maxRangeMeters: number;
+  maxSpeedKph: number;
+  ratedPowerW: number;
+  wheelCount: number;
+  riderCapacity: number;
+}
+
+export interface GbfsPrice {
+  vehicleTypeId: string;
+  startPrice: number;
+  pricePerMinute: number;
+}
+
+export type AreaType = 'operations' | 'no-parking' | 'parking-spot' | 'slow-zone' | 'no-riding' | 'incentive' | 'free-floating';
+
+export interface GbfsArea {
+  id: string;
+  name: string;
+  areaType: AreaType;
+  vehicleTypes: string[];
+  capacity: number | null;
+  maxSpeedKph: number | null;
+  geometry: MultiPolygon;
+  lat: number;
+  lon: number;
+}
+
+export interface GbfsStation {
+  id: string;
+  createdAt: Date;
+}
+
+export interface GbfsVehicle {
+  gbfsId: string;
+  vehicleTypeId: string;
+  status: 'ready' | 'booked';
+  batteryPercent: number;
+  lastSeenAt: Date;
+  lat: number;
+  lon: number;
+  maxRangeMeters: number;
+  stationId: string | null;
+}
+
+export interface ZoneData {
+  zone: GbfsZone;
+  types: GbfsVehicleType[];
+  prices: GbfsPrice[];
+  /** every area (only when static files are built) */
+  areas: GbfsArea[];
+  /** parking-spot areas = stations */
+  stations: GbfsStation[];
+  /** listed vehicles (only when status files are built) */
+  vehicles: GbfsVehicle[];
+  /** the sleep window the zone is in now, if any */
+  sleeping: { start: Date; end: Date } | undefined;
+}
+
+export interface LoadOptions {
+  /** null: every zone */
+  zoneIds: string[] | null;
+  now: Date;
+  areas: boolean;
+  vehicles: boolean;
+}
+
+function group<R>(rows: Row[], key: (r: Row) => string, map: (r: Row) => R, into: Map<string, ZoneData>, pick: (z: ZoneData) => R[]): void {
+  for (const r of rows) {
+    const z = into.get(key(r));
+    if (z) pick(z).push(map(r));
+  }
+}
+
+/** Loads the zones of `opts.zoneIds` (ordered by id) with what their GBFS files need. */
+export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Map<string, ZoneData>> {
+  const zones = await db.many(q('GbfsZones'), [opts.zoneIds]);
+  const out = new Map<string, ZoneData>();
+  for (const r of zones) {
+    const zone: GbfsZone = {
+      id: r.id,
+      name: r.name,
+      city: r.city,
+      country: r.country,
+      timezone: r.timezone,
+      currency: r.currency,
+      language: r.language,
+      parkingMode: r.parking_mode,
+      maxSpeedKph: r.max_speed_kph,
+      reducedSpeedKph: r.reduced_speed_kph,
+      minBatteryPercent: r.min_battery_percent,
+      sleepWindows: r.sleep_windows,
+      status: r.status,
+      supportEmail: r.support_email,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    };
+    out.set(zone.id, {
+      zone,
+      types: [],
+      prices: [],
+      areas: [],
+      stations: [],
+      vehicles: [],
+      sleeping: currentSleepWindow(zone.sleepWindows, zone.timezone, opts.now),
+    });
+  }
+  const ids = [...out.keys()];
+  if (ids.length === 0) return out;
+
+  const [types, prices, areas, vehicles] = await Promise.all([
+    db.many(q('GbfsVehicleTypes'), [ids]),
+    db.many(q('GbfsPricing'), [ids]),
+    db.many(q(opts.areas ? 'GbfsAreas' : 'GbfsStations'), [ids]),
+    opts.vehicles ? db.many(q('GbfsVehicles'), [ids]) : Promise.resolve([]),
+  ]);
+  const byZone = (r: Row): string => r.zone_id;
+  group(types, byZone, (r): GbfsVehicleType => ({
+    id: r.id,
+    formFactor: r.form_factor,
+    propulsionType: r.propulsion_type,
+    name: r.name,
+    make: r.make,
+    model: r.model,
+    color: r.color,
+    maxRangeMeters: r.max_range_meters,
+    maxSpeedKph: r.max_speed_kph,
+    ratedPowerW: r.rated_power_w,
+    wheelCount: r.wheel_count,
+    riderCapacity: r.rider_capacity,
+  }), out, (z) => z.types);
+  group(prices, byZone, (r): GbfsPrice => ({ vehicleTypeId: r.vehicle_type_id, startPrice: r.start_price, pricePerMinute: r.price_per_minute }), out, (z) => z.prices);
+  if (opts.areas) {
+    group(areas, byZone, (r): GbfsArea => ({
+      id: r.id,
+      name: r.name,
+      areaType: r.area_type,
+      vehicleTypes: r.vehicle_types,
+      capacity: r.capacity,
+      maxSpeedKph: r.max_speed_kph,
+      geometry: r.geometry,
+      lat: r.lat,
+      lon: r.lon,
+    }), out, (z) => z.areas);
+    group(areas.filter((a) => a.area_type === 'parking-spot'), byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
+  } else {
+    group(areas, byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
+  }
+  group(vehicles, byZone, (r): GbfsVehicle => ({
+    gbfsId: r.gbfs_id,
+    vehicleTypeId: r.vehicle_type_id,
+    status: r.status,
+    batteryPercent: r.battery_percent,
+    lastSeenAt: r.last_seen_at,
+    lat: r.lat,
+    lon: r.lon,
+    maxRangeMeters: r.max_range_meters,
+    stationId: r.station_id,
+  }), out, (z) => z.vehicles);
+  return out;
+}

@@ -1,0 +1,208 @@
+/**
+ * GBFS 2.2 files of one region scope (requirement §2.4, spec in specs/gbfs/v2.2): the zones a
+ * feed client may read, merged. Regions are the zones; vehicles carry no region (2.2 has none on
+ * free_bike_status). The first zone (by id) gives the system's language and time zone.
+ */
+import { canRead, type Role } from '../roles.js';
+import {
+  currentRangeMeters,
+  major,
+  planId,
+  priceDescription,
+  rentalApps,
+  rentalUris,
+  vehicleFlags,
+  zoneAlerts,
+  type BuildEnv,
+} from './common.js';
+import { V2_FILES, v2Url, v3Url, type V2File } from './files.js';
+import { areaRule, areaVehicleTypeIds, orderedAreas } from './geofencing.js';
+import type { GbfsVehicleType, ZoneData } from './model.js';
+import { posix } from './time.js';
+
+export interface V2Scope {
+  id: string;
+  role: Role;
+  /** null: every zone */
+  zoneIds: string[] | null;
+  /** the scope's zones that exist, ordered by id */
+  zones: ZoneData[];
+}
+
+export function envelopeV2(lastUpdated: Date, ttl: number, data: unknown): Record<string, unknown> {
+  return { last_updated: posix(lastUpdated), ttl, version: '2.2', data };
+}
+
+function language(s: V2Scope): string {
+  return s.zones[0]?.zone.language ?? 'en';
+}
+
+export function gbfsV2(s: V2Scope, env: BuildEnv) {
+  const feeds = V2_FILES.filter((f) => f === 'gbfs' || canRead(s.role, { family: 'gbfs', version: '2.2', file: f })).map((name) => ({
+    name,
+    url: v2Url(env.publicBaseUrl, name),
+  }));
+  return { [language(s)]: { feeds } };
+}
+
+export function gbfsVersionsV2(s: V2Scope, env: BuildEnv) {
+  const versions = [{ version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') }];
+  // 3.0 is published per zone: it is the same system only when the scope is one zone
+  if (s.zones.length === 1) versions.push({ version: '3.0', url: v3Url(env.publicBaseUrl, s.zones[0]!.zone.id, 'gbfs') });
+  return { versions };
+}
+
+export function systemInformationV2(s: V2Scope, env: BuildEnv) {
+  const first = s.zones[0]?.zone;
+  const zoneIds = s.zones.map((z) => z.zone.id);
+  return {
+    // stable and unique per zone set; the role is not part of the system
+    system_id: s.zoneIds === null ? env.providerId : `${env.providerId}:${zoneIds.join('+')}`,
+    language: language(s),
+    name: s.zones.length === 1 ? `${env.providerName} ${first!.name}` : env.providerName,
+    operator: env.providerName,
+    url: env.publicBaseUrl,
+    email: first?.supportEmail ?? 'support@example.com',
+    timezone: first?.timezone ?? 'UTC',
+    rental_apps: rentalApps(env.publicBaseUrl),
+  };
+}
+
+/** Every type of every zone, once. */
+function scopeTypes(s: V2Scope): GbfsVehicleType[] {
+  const byId = new Map<string, GbfsVehicleType>();
+  for (const z of s.zones) for (const t of z.types) byId.set(t.id, t);
+  return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+export function vehicleTypesV2(s: V2Scope) {
+  return {
+    vehicle_types: scopeTypes(s).map((t) => ({
+      vehicle_type_id: t.id,
+      form_factor: t.formFactor,
+      propulsion_type: t.propulsionType,
+      name: t.name,
+      // required by the schema for motorised types; a human-powered type has no range
+      ...(t.propulsionType === 'human' ? {} : { max_range_meters: t.maxRangeMeters }),
+    })),
+  };
+}
+
+export function freeBikeStatusV2(s: V2Scope, env: BuildEnv) {
+  const bikes = [];
+  for (const z of s.zones) {
+    const priced = new Set(z.prices.map((p) => p.vehicleTypeId));
+    for (const v of z.vehicles) {
+      const f = vehicleFlags(z, v);
+      bikes.push({
+        bike_id: v.gbfsId,
+        last_reported: posix(v.lastSeenAt),
+        lat: v.lat,
+        lon: v.lon,
+        is_reserved: f.isReserved,
+        is_disabled: f.isDisabled,
+        vehicle_type_id: v.vehicleTypeId,
+        current_range_meters: currentRangeMeters(v),
+        ...(priced.has(v.vehicleTypeId) ? { pricing_plan_id: planId(z.zone.id, v.vehicleTypeId) } : {}),
+        rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
+      });
+    }
+  }
+  return { bikes };
+}
+
+export function systemRegionsV2(s: V2Scope) {
+  return { regions: s.zones.map((z) => ({ region_id: z.zone.id, name: z.zone.name })) };
+}
+
+export function systemPricingPlansV2(s: V2Scope) {
+  const plans = [];
+  for (const z of s.zones) {
+    const { zone } = z;
+    const names = new Map(z.types.map((t) => [t.id, t.name]));
+    for (const p of z.prices) {
+      plans.push({
+        plan_id: planId(zone.id, p.vehicleTypeId),
+        name: `${names.get(p.vehicleTypeId) ?? p.vehicleTypeId} ${zone.name}`,
+        currency: zone.currency,
+        price: major(p.startPrice, zone.currency),
+        is_taxable: false,
+        description: priceDescription(p.startPrice, p.pricePerMinute, zone.currency, zone.language).text,
+        per_min_pricing: [{ start: 0, rate: major(p.pricePerMinute, zone.currency), interval: 1 }],
+      });
+    }
+  }
+  return { plans };
+}
+
+export function systemAlertsV2(s: V2Scope, env: BuildEnv) {
+  const alerts = [];
+  for (const z of s.zones) {
+    for (const a of zoneAlerts(z)) {
+      alerts.push({
+        alert_id: a.id,
+        type: a.type,
+        times: [{ start: posix(a.start), ...(a.end ? { end: posix(a.end) } : {}) }],
+        region_ids: [a.zoneId],
+        station_ids: z.stations.map((st) => st.id),
+        url: env.publicBaseUrl,
+        summary: a.summary,
+        description: a.description,
+        last_updated: posix(a.lastUpdated),
+      });
+    }
+  }
+  return { alerts };
+}
+
+export function geofencingZonesV2(s: V2Scope) {
+  const features = [];
+  for (const z of s.zones) {
+    for (const a of orderedAreas(z.areas)) {
+      const ids = areaVehicleTypeIds(a, z.types);
+      if (ids?.length === 0) continue;
+      const r = areaRule(a, z.zone);
+      features.push({
+        type: 'Feature',
+        geometry: a.geometry,
+        properties: {
+          name: a.name,
+          rules: [
+            {
+              ...(ids ? { vehicle_type_id: ids } : {}),
+              // 2.2 has one flag for starting and ending
+              ride_allowed: r.rideStartAllowed && r.rideEndAllowed,
+              ride_through_allowed: r.rideThroughAllowed,
+              ...(r.maximumSpeedKph !== undefined ? { maximum_speed_kph: r.maximumSpeedKph } : {}),
+            },
+          ],
+        },
+      });
+    }
+  }
+  return { geofencing_zones: { type: 'FeatureCollection', features } };
+}
+
+/** The `data` of a 2.2 file. */
+export function buildV2(file: V2File, s: V2Scope, env: BuildEnv): unknown {
+  switch (file) {
+    case 'gbfs':
+      return gbfsV2(s, env);
+    case 'gbfs_versions':
+      return gbfsVersionsV2(s, env);
+    case 'system_information':
+      return systemInformationV2(s, env);
+    case 'vehicle_types':
+      return vehicleTypesV2(s);
+    case 'free_bike_status':
+      return freeBikeStatusV2(s, env);
+    case 'system_regions':
+      return systemRegionsV2(s);
+    case 'system_pricing_plans':
+      return systemPricingPlansV2(s);
+    case 'system_alerts':
+      return systemAlertsV2(s, env);
+    case 'geofencing_zones':
+      return geofencingZonesV2(s);
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * GBFS 3.0 files of one zone (requirement §2.5, spec in specs/gbfs/v3.0). Each builder returns the
+ * `data` member; the envelope (last_updated, ttl, version) is added by `envelopeV3`.
+ */
+import { canRead, type Role } from '../roles.js';
+import {
+  currentRangeMeters,
+  loc,
+  planId,
+  priceDescription,
+  major,
+  rentalApps,
+  rentalUris,
+  stationCounts,
+  vehicleFlags,
+  zoneAlerts,
+  zoneLanguages,
+  zoneRentable,
+  type BuildEnv,
+} from './common.js';
+import { V3_FILES, v2Url, v3Url, type V3File } from './files.js';
+import { areaRule, areaVehicleTypeIds, globalRule, orderedAreas, type Rule } from './geofencing.js';
+import type { ZoneData } from './model.js';
+import { openingHours, rfc3339 } from './time.js';
+
+export function envelopeV3(lastUpdated: Date, timeZone: string, ttl: number, data: unknown): Record<string, unknown> {
+  return { last_updated: rfc3339(lastUpdated, timeZone), ttl, version: '3.0', data };
+}
+
+/** gbfs.json for a role: only the files the role may read (gbfs itself always). */
+export function gbfsV3(z: ZoneData, env: BuildEnv, role: Role) {
+  const feeds = V3_FILES.filter((f) => f === 'gbfs' || canRead(role, { family: 'gbfs', version: '3.0', file: f })).map((name) => ({
+    name,
+    url: v3Url(env.publicBaseUrl, z.zone.id, name),
+  }));
+  return { feeds };
+}
+
+export function gbfsVersionsV3(z: ZoneData, env: BuildEnv) {
+  return {
+    versions: [
+      { version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') },
+      { version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') },
+    ],
+  };
+}
+
+export function systemInformationV3(z: ZoneData, env: BuildEnv) {
+  const { zone } = z;
+  return {
+    system_id: `${env.providerId}:${zone.id}`,
+    languages: zoneLanguages(zone.language),
+    name: loc(`${env.providerName} ${zone.name}`, zone.language),
+    operator: loc(env.providerName, zone.language),
+    attribution_organization_name: loc(env.providerName, zone.language),
+    attribution_url: env.publicBaseUrl,
+    email: zone.supportEmail,
+    feed_contact_email: zone.supportEmail,
+    opening_hours: openingHours(zone.sleepWindows),
+    timezone: zone.timezone,
+    rental_apps: rentalApps(env.publicBaseUrl),
+  };
+}
+
+export function vehicleTypesV3(z: ZoneData, env: BuildEnv) {
+  const { zone } = z;
+  const priced = new Set(z.prices.map((p) => p.vehicleTypeId));
+  return {
+    vehicle_types: z.types.map((t) => {
+      const plan = priced.has(t.id) ? planId(zone.id, t.id) : undefined;
+      return {
+        vehicle_type_id: t.id,
+        // the 3.0 enum has no plain `scooter` (specs/gbfs/README.md)
+        form_factor: t.formFactor === 'scooter' ? 'scooter_standing' : 'bicycle',
+        propulsion_type: t.propulsionType,
+        name: loc(t.name, zone.language),
+        make: loc(t.make, zone.language),
+        model: loc(t.model, zone.language),
+        description: loc(`${t.make} ${t.model}`, zone.language),
+        color: t.color,
+        eco_labels: [],
+        max_range_meters: t.maxRangeMeters,
+        max_permitted_speed: Math.min(t.maxSpeedKph, zone.maxSpeedKph),
+        rated_power: t.ratedPowerW,
+        wheel_count: t.wheelCount,
+        rider_capacity: t.riderCapacity,
+        // vehicles cannot be pre-booked (partner API): no reservation time
+        default_reserve_time: 0,
+        return_constraint: zone.parkingMode === 'parking-spot' ? 'any_station' : 'free_floating',
+        vehicle_assets: { icon_url: `${env.publicBaseUrl}/assets/vehicle-types/${t.id}.svg`, icon_last_modified: '2026-01-01' },
+        ...(plan ? { default_pricing_plan_id: plan, pricing_plan_ids: [plan] } : { pricing_plan_ids: [] }),
+      };
+    }),
+  };
+}
+
+export function stationInformationV3(z: ZoneData) {
+  const { zone } = z;
+  return {
+    stations: z.areas
+      .filter((a) => a.areaType === 'parking-spot')
+      .map((a) => ({
+        station_id: a.id,
+        name: loc(a.name, zone.language),
+        lat: a.lat,
+        lon: a.lon,
+        // a painted parking area, no docks
+        is_virtual_station: true,
+        station_area: a.geometry,
+        capacity: a.capacity ?? 0,
+      })),
+  };
+}
+
+export function stationStatusV3(z: ZoneData) {
+  const renting = zoneRentable(z);
+  return {
+    stations: stationCounts(z).map((c) => ({
+      station_id: c.stationId,
+      is_installed: true,
+      is_renting: renting,
+      // a ride can always be ended at a station, also while the zone sleeps
+      is_returning: true,
+      last_reported: rfc3339(c.lastReported, z.zone.timezone),
+      num_vehicles_available: c.available,
+      vehicle_types_available: [...c.byType].map(([vehicle_type_id, count]) => ({ vehicle_type_id, count })),
+    })),
+  };
+}
+
+export function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
+  return {
+    vehicles: z.vehicles.map((v) => {
+      const f = vehicleFlags(z, v);
+      return {
+        vehicle_id: v.gbfsId,
+        vehicle_type_id: v.vehicleTypeId,
+        lat: v.lat,
+        lon: v.lon,
+        is_reserved: f.isReserved,
+        is_disabled: f.isDisabled,
+        current_fuel_percent: v.batteryPercent / 100,
+        current_range_meters: currentRangeMeters(v),
+        last_reported: rfc3339(v.lastSeenAt, z.zone.timezone),
+        rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
+        ...(v.stationId ? { station_id: v.stationId } : {}),
+      };
+    }),
+  };
+}
+
+export function systemRegionsV3(z: ZoneData) {
+  return { regions: [{ region_id: z.zone.id, name: loc(z.zone.name, z.zone.language) }] };
+}
+
+export function systemPricingPlansV3(z: ZoneData) {
+  const { zone } = z;
+  const names = new Map(z.types.map((t) => [t.id, t.name]));
+  return {
+    plans: z.prices.map((p) => ({
+      plan_id: planId(zone.id, p.vehicleTypeId),
+      name: loc(`${names.get(p.vehicleTypeId) ?? p.vehicleTypeId} ${zone.name}`, zone.language),
+      description: [priceDescription(p.startPrice, p.pricePerMinute, zone.currency, zone.language)],
+      currency: zone.currency,
+      price: major(p.startPrice, zone.currency),
+      // prices include VAT: no tax is added on top
+      is_taxable: false,
+      surge_pricing: false,
+      per_min_pricing: [{ start: 0, rate: major(p.pricePerMinute, zone.currency), interval: 1 }],
+    })),
+  };
+}
+
+export function systemAlertsV3(z: ZoneData, env: BuildEnv) {
+  const tz = z.zone.timezone;
+  return {
+    alerts: zoneAlerts(z).map((a) => ({
+      alert_id: a.id,
+      type: a.type,
+      times: [{ start: rfc3339(a.start, tz), ...(a.end ? { end: rfc3339(a.end, tz) } : {}) }],
+      region_ids: [a.zoneId],
+      station_ids: z.stations.map((s) => s.id),
+      url: loc(env.publicBaseUrl, z.zone.language),
+      summary: loc(a.summary, a.language),
+      description: loc(a.description, a.language),
+      last_updated: rfc3339(a.lastUpdated, tz),
+    })),
+  };
+}
+
+function ruleV3(rule: Rule, vehicleTypeIds: string[] | undefined) {
+  return {
+    ...(vehicleTypeIds ? { vehicle_type_ids: vehicleTypeIds } : {}),
+    ride_start_allowed: rule.rideStartAllowed,
+    ride_end_allowed: rule.rideEndAllowed,
+    ride_through_allowed: rule.rideThroughAllowed,
+    station_parking: rule.stationParking,
+    ...(rule.maximumSpeedKph !== undefined ? { maximum_speed_kph: rule.maximumSpeedKph } : {}),
+  };
+}
+
+export function geofencingZonesV3(z: ZoneData) {
+  const { zone } = z;
+  const features = [];
+  for (const a of orderedAreas(z.areas)) {
+    const ids = areaVehicleTypeIds(a, z.types);
+    if (ids?.length === 0) continue;
+    features.push({
+      type: 'Feature',
+      geometry: a.geometry,
+      properties: { name: loc(a.name, zone.language), rules: [ruleV3(areaRule(a, zone), ids)] },
+    });
+  }
+  const allTypes = z.types.map((t) => t.id);
+  return {
+    geofencing_zones: { type: 'FeatureCollection', features },
+    global_rules: [ruleV3(globalRule(zone, z.areas), allTypes.length ? allTypes : undefined)],
+  };
+}
+
+/** The `data` of a 3.0 file (role only matters for gbfs). */
+export function buildV3(file: V3File, z: ZoneData, env: BuildEnv, role: Role): unknown {
+  switch (file) {
+    case 'gbfs':
+      return gbfsV3(z, env, role);
+    case 'gbfs_versions':
+      return gbfsVersionsV3(z, env);
+    case 'system_information':
+      return systemInformationV3(z, env);
+    case 'vehicle_types':
+      return vehicleTypesV3(z, env);
+    case 'station_information':
+      return stationInformationV3(z);
+    case 'station_status':
+      return stationStatusV3(z);
+    case 'vehicle_status':
+      return vehicleStatusV3(z, env);
+    case 'system_regions':
+      return systemRegionsV3(z);
+    case 'system_pricing_plans':
+      return systemPricingPlansV3(z);
+    case 'system_alerts':
+      return systemAlertsV3(z, env);
+    case 'geofencing_zones':
+      return geofencingZonesV3(z);
+  }
+}
