@@ -13,12 +13,14 @@ import { tompRoutes } from './tomp/router.js';
 import { feedRoutes } from './feeds/router.js';
 import { legacyRoutes } from './legacy/router.js';
 import { opsRoutes } from './ops/router.js';
+import { publicRoutes } from './public/router.js';
 
 export function buildApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(safety(ctx.log));
   app.use(opsRoutes(ctx));
+  app.use(publicRoutes(ctx));
   app.use(feedRoutes(ctx));
   app.use(tompRoutes(ctx));
   app.use(partnerRoutes(ctx));
