@@ -1,7 +1,54 @@
-// Placeholder until this family's router lands: answers nothing, passes through.
+/**
+ * The TOMP 1.6.1 subset under /edge/tomp (docs/tomp-api.md). Order of checks for every request
+ * under the prefix: unknown path → 404 and known path with another method → 405 (before auth, so a
+ * typo is not reported as a key problem), then X-Access-Token (401/403), the rate limit (429), the
+ * route. Every error is a TOMP error object `{status, title, detail}`.
+ */
 import type Koa from 'koa';
+import { Router } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
+import { TompError } from '../../lib/tomp/errors.js';
+import { tompAuth } from './auth.js';
+import { preferredLanguage, renderErrors } from './http.js';
+import { meta, pricingPlans, regions } from './operator.js';
+import { bookingEvents, bookingRead, legEvents, legRead, oneStop, support } from './bookings.js';
 
-export function tompRoutes(_ctx: AppContext): Koa.Middleware {
-  return (_koa, next) => next();
+export const TOMP_PREFIX = '/edge/tomp';
+
+export function tompRoutes(ctx: AppContext): Koa.Middleware {
+  // trailing slashes are not significant: /support and /support/ (the spec's path) are one route
+  const router = new Router({ prefix: TOMP_PREFIX, strict: false });
+  router.get('/operator/regions', regions(ctx));
+  router.get('/operator/meta', meta(ctx));
+  router.get('/operator/pricing-plans', pricingPlans(ctx));
+  router.post('/bookings/one-stop', oneStop(ctx));
+  router.get('/bookings/:id', bookingRead(ctx));
+  router.post('/bookings/:id/events', bookingEvents(ctx));
+  router.get('/legs/:id', legRead(ctx));
+  router.post('/legs/:id/events', legEvents(ctx));
+  router.post('/support', support(ctx));
+
+  const errors = renderErrors(ctx.log);
+  const auth = tompAuth(ctx);
+  const routes = router.routes();
+
+  return async (koa, next) => {
+    if (koa.path !== TOMP_PREFIX && !koa.path.startsWith(`${TOMP_PREFIX}/`)) return next();
+    await errors(koa, async () => {
+      const match = router.match(koa.path, koa.method);
+      if (!match.route) {
+        const allowed = new Set(match.path.flatMap((layer) => layer.methods));
+        if (allowed.size === 0) throw new TompError(404, `no such endpoint: ${koa.method} ${koa.path}`);
+        if (koa.method === 'OPTIONS') {
+          koa.status = 204;
+          koa.set('Allow', [...allowed].join(', '));
+          return;
+        }
+        throw new TompError(405, `method ${koa.method} not allowed here`, { allow: [...allowed].join(', ') });
+      }
+      await auth(koa, () => routes(koa as any, async () => undefined) as Promise<void>);
+      // TOMP marks Content-Language as a required header of its responses
+      if (koa.status < 300 && !koa.response.get('Content-Language')) koa.set('Content-Language', preferredLanguage(koa.get('accept-language')));
+    });
+  };
 }

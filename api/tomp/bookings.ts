@@ -1,0 +1,122 @@
+/**
+ * Booking and trip execution: POST /bookings/one-stop, GET /bookings/{id}, POST /bookings/{id}/events
+ * (COMMIT/CANCEL of a pending booking), GET /legs/{id}, POST /legs/{id}/events (START_FINISHING,
+ * FINISH), POST /support and /support/.
+ */
+import type Koa from 'koa';
+import type { AppContext } from '../../lib/context.js';
+import { q } from '../../lib/db.js';
+import { TompError } from '../../lib/tomp/errors.js';
+import { applyLegEvent, createOneStopBooking, getBooking, getBookingByLeg, readBooking, viewBooking, viewLeg, type Caller } from '../../lib/tomp/bookings.js';
+import { operateBooking } from '../../lib/tomp/holds.js';
+import { isoUtc } from '../../lib/tomp/money.js';
+import {
+  BookingOperation,
+  BOOKING_OPERATIONS,
+  LegEvent,
+  LEG_EVENTS,
+  OneStopBookingRequest,
+  SupportRequest,
+} from '../../schemas/tomp/requests.js';
+import { principalOf } from './auth.js';
+import { preferredLanguage, readJson, validated } from './http.js';
+
+type RouteCtx = Koa.ParameterizedContext & { params: Record<string, string> };
+
+const callerOf = (ctx: Koa.Context): Caller => {
+  const p = principalOf(ctx);
+  return { partnerId: p.partnerId, zones: p.zones, tompPostponedCommit: p.tompPostponedCommit };
+};
+
+export function oneStop(app: AppContext): Koa.Middleware {
+  return async (ctx) => {
+    const body = validated<OneStopBookingRequest>(OneStopBookingRequest, await readJson(ctx, app.config.maxBodyBytes));
+    const language = preferredLanguage(ctx.get('accept-language'));
+    const result = await createOneStopBooking(app, callerOf(ctx), {
+      assetId: body.useAssets[0]!,
+      from: body.from.coordinates,
+      externalId: body.customer.externalId,
+      language,
+    });
+    ctx.status = 201;
+    ctx.set('Content-Language', result.language);
+    ctx.set('Expires', result.expiresAt.toUTCString());
+    ctx.set('Location', `${app.config.publicBaseUrl}/edge/tomp/bookings/${result.booking.id}`);
+    ctx.body = result.booking;
+  };
+}
+
+export function bookingRead(app: AppContext): Koa.Middleware {
+  return async (ctx) => {
+    const row = await getBooking(app, callerOf(ctx), (ctx as RouteCtx).params.id!);
+    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
+    ctx.body = viewBooking(app, row);
+  };
+}
+
+export function bookingEvents(app: AppContext): Koa.Middleware {
+  return async (ctx) => {
+    const id = (ctx as RouteCtx).params.id!;
+    const caller = callerOf(ctx);
+    const body = validated<BookingOperation>(BookingOperation, await readJson(ctx, app.config.maxBodyBytes));
+    if (!(BOOKING_OPERATIONS as readonly string[]).includes(body.operation)) {
+      throw new TompError(400, `operation ${body.operation} is not supported; use ${BOOKING_OPERATIONS.join(' or ')}`);
+    }
+    // unknown ids are 404 before anything else
+    if (!(await readBooking(app, caller, id))) throw new TompError(404, 'booking not found');
+    await operateBooking(app, caller.partnerId, id.toLowerCase(), body.operation as 'COMMIT' | 'CANCEL');
+    const row = await getBooking(app, caller, id);
+    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
+    ctx.set('Expires', row.expires_at.toUTCString());
+    ctx.body = viewBooking(app, row);
+  };
+}
+
+export function legRead(app: AppContext): Koa.Middleware {
+  return async (ctx) => {
+    const row = await getBookingByLeg(app, callerOf(ctx), (ctx as RouteCtx).params.id!);
+    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
+    ctx.body = viewLeg(app, row);
+  };
+}
+
+export function legEvents(app: AppContext): Koa.Middleware {
+  return async (ctx) => {
+    const id = (ctx as RouteCtx).params.id!;
+    const caller = callerOf(ctx);
+    const body = validated<LegEvent>(LegEvent, await readJson(ctx, app.config.maxBodyBytes));
+    // 404 for an unknown leg wins over the event check
+    await getBookingByLeg(app, caller, id);
+    if (!(LEG_EVENTS as readonly string[]).includes(body.event)) {
+      throw new TompError(400, `event ${body.event} is not supported; use ${LEG_EVENTS.join(' or ')}`);
+    }
+    const leg = await applyLegEvent(app, caller, id, body.event as 'START_FINISHING' | 'FINISH', body.userLocation?.coordinates);
+    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
+    ctx.body = leg;
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function support(app: AppContext): Koa.Middleware {
+  return async (ctx) => {
+    const caller = callerOf(ctx);
+    const body = validated<SupportRequest>(SupportRequest, await readJson(ctx, app.config.maxBodyBytes));
+    const booking = UUID.test(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
+    if (!booking) throw new TompError(404, 'booking not found');
+    const time = new Date(body.time);
+    const ticket = await app.db.one(q('TompInsertSupportTicket'), [
+      booking.id, caller.partnerId, body.supportType, time, body.contactInformationEndUser, body.comment, app.clock.now(),
+    ]);
+    ctx.status = 200;
+    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
+    ctx.body = {
+      id: booking.id,
+      supportType: body.supportType,
+      time: isoUtc(time),
+      contactInformationEndUser: body.contactInformationEndUser,
+      comment: body.comment,
+      status: ticket.status,
+    };
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * HTTP plumbing of the TOMP family: the error renderer, the JSON body reader (size limit → 413,
+ * malformed → 400), body validation against schemas/tomp, and the language negotiation that feeds
+ * the Content-Language header TOMP requires on its responses.
+ */
+import type Koa from 'koa';
+import { DbError } from '../../lib/db.js';
+import type { Logger } from '../../lib/log.js';
+import { compile, describeErrors } from '../../lib/validate.js';
+import { TompError } from '../../lib/tomp/errors.js';
+
+/** First middleware of the family: every failure leaves as a TOMP error object, never a stack trace. */
+export function renderErrors(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      const e = toTompError(err, (ctx.state.log as Logger | undefined) ?? log);
+      ctx.status = e.status;
+      ctx.type = 'application/json';
+      ctx.body = e.toBody();
+      if (e.opts.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(e.opts.retryAfterSeconds));
+      if (e.opts.allow) ctx.set('Allow', e.opts.allow);
+    }
+  };
+}
+
+function toTompError(err: unknown, log: Logger): TompError {
+  if (err instanceof TompError) {
+    if (err.status >= 500 && err.status !== 503) log.error({ err }, 'tomp request failed');
+    return err;
+  }
+  if (err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout')) {
+    log.warn({ err: err.message }, 'database unavailable');
+    return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: 5 });
+  }
+  log.error({ err }, 'tomp request failed');
+  return new TompError(500, 'internal error');
+}
+
+/** Reads the whole body as JSON, refusing more than `limit` bytes (413) and anything that is not JSON (400). */
+export async function readJson(ctx: Koa.Context, limit: number): Promise<unknown> {
+  const declared = Number(ctx.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) throw new TompError(413, `request body larger than ${limit} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    // keep draining (without storing) so that the client still reads our 413 on this connection
+    if (size <= limit) chunks.push(chunk as Buffer);
+  }
+  if (size > limit) throw new TompError(413, `request body larger than ${limit} bytes`);
+  if (size === 0) throw new TompError(400, 'a JSON request body is required');
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new TompError(400, 'malformed JSON in request body');
+  }
+}
+
+/** Validates `body` against a schemas/tomp schema; 400 with a short description of what is wrong. */
+export function validated<T>(schema: object, body: unknown): T {
+  const validate = compile<T>(schema);
+  if (!validate(body)) throw new TompError(400, `invalid request body: ${describeErrors(validate.errors)}`);
+  return body;
+}
+
+const LANGUAGE_TAG = /^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$/;
+
+/** The caller's preferred language tag from Accept-Language (highest q), or `fallback`. */
+export function preferredLanguage(header: string | undefined, fallback = 'en'): string {
+  if (!header) return fallback;
+  const tags = header
+    .split(',')
+    .map((part, i) => {
+      const [tag = '', ...params] = part.trim().split(';');
+      const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+      const weight = qParam ? Number(qParam.slice(2)) : 1;
+      return { tag: tag.trim(), weight: Number.isFinite(weight) ? weight : 0, i };
+    })
+    .filter((t) => LANGUAGE_TAG.test(t.tag) && t.weight > 0 && t.tag.length <= 35)
+    .sort((a, b) => b.weight - a.weight || a.i - b.i);
+  return tags[0]?.tag ?? fallback;
+}

@@ -1,0 +1,167 @@
+/**
+ * Postponed commit (partners.tomp_postponed_commit): a one-stop booking is PENDING and holds its
+ * vehicle (vehicles.status 'booked', MDS reservation_start → reserved) until it expires. COMMIT
+ * starts the rental through the engine (which lets a TOMP start take a 'booked' vehicle, MDS
+ * reserved → trip_start → on_trip); CANCEL and expiry release the vehicle (reservation_cancel →
+ * available). Every change happens under the booking's row lock, so a COMMIT racing a CANCEL or
+ * the expiry sweep is decided by Postgres: whoever locks first wins, the other sees the new state.
+ */
+import type { AppContext } from '../context.js';
+import { q, type Tx } from '../db.js';
+import { recordEvent } from '../fleet/events.js';
+import { startRental } from '../rentals/engine.js';
+import { isSleeping } from '../zones.js';
+import { TompError, mapEngineError } from './errors.js';
+
+interface HoldInput {
+  partnerId: string;
+  userId: string;
+  vehicleId: string;
+  from: { lng: number; lat: number };
+  externalId: string;
+  language: string;
+  now: Date;
+  expiresAt: Date;
+}
+
+const notPossible = (detail: string, type: string) => new TompError(406, detail, { type });
+
+/** Creates the PENDING booking and holds the vehicle; returns the booking id. */
+export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string> {
+  return ctx.db.tx(async (tx) => {
+    const c = await tx.maybeOne(q('TompHoldCheck'), [i.vehicleId, i.from.lng, i.from.lat]);
+    if (!c) throw notPossible('unknown asset', 'VehicleNotFound');
+    if (isSleeping({ timezone: c.timezone, sleepWindows: c.sleep_windows, status: c.zone_status }, i.now)) {
+      throw notPossible('the zone is sleeping: no trips can start now', 'ZoneIsSleeping');
+    }
+    if (c.status !== 'ready' || c.mds_state !== 'available' || c.battery_percent < c.min_battery_percent) {
+      throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
+    }
+    if (c.distance_m > c.unlock_distance_m) throw notPossible('the departure location is too far from the vehicle', 'UserTooFarFromVehicle');
+    // the race is decided here: only one transaction can turn a ready vehicle into a booked one
+    const v = await tx.maybeOne(q('TompHoldVehicle'), [i.vehicleId]);
+    if (!v) throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
+    await recordEvent(tx, {
+      deviceId: i.vehicleId,
+      zoneId: v.zone_id,
+      eventTypes: ['reservation_start'],
+      vehicleState: 'reserved',
+      ts: i.now,
+      location: { lat: v.lat, lng: v.lng },
+      batteryPercent: v.battery_percent,
+    });
+    const b = await tx.one<{ id: string }>(q('TompInsertBooking'), [
+      i.partnerId, i.userId, i.vehicleId, null, 'PENDING', i.from.lng, i.from.lat, i.externalId, i.language, i.expiresAt, i.now,
+    ]);
+    await tx.one(q('TompInsertLeg'), [b.id, i.now, i.now]);
+    return b.id;
+  });
+}
+
+interface LockedBooking {
+  id: string;
+  partner_id: string;
+  user_id: string;
+  vehicle_id: string;
+  rental_id: string | null;
+  state: string;
+  expires_at: Date;
+  from_lng: number;
+  from_lat: number;
+}
+
+/** Ends a hold under the booking's lock: booking → `state`, leg CANCELLED, vehicle ready/available again. */
+async function release(tx: Tx, b: LockedBooking, state: 'CANCELLED' | 'EXPIRED', now: Date): Promise<void> {
+  await tx.one(q('TompSetBookingState'), [b.id, state, now, ['PENDING']]);
+  await tx.one(q('TompSetLegState'), [b.id, 'CANCELLED', now]);
+  const v = await tx.maybeOne(q('TompReleaseVehicle'), [b.vehicle_id]);
+  // only a vehicle still reserved goes back to available (one taken meanwhile by a trip is left alone)
+  if (v && v.mds_state === 'reserved') {
+    await recordEvent(tx, {
+      deviceId: b.vehicle_id,
+      zoneId: v.zone_id,
+      eventTypes: ['reservation_cancel'],
+      vehicleState: 'available',
+      ts: now,
+      location: { lat: v.lat, lng: v.lng },
+      batteryPercent: v.battery_percent,
+    });
+  }
+}
+
+const isDue = (b: LockedBooking, now: Date) => b.state === 'PENDING' && b.expires_at.getTime() <= now.getTime();
+
+/** Releases one booking if it is (still) a PENDING booking past its expiry. */
+export async function expireIfDue(ctx: AppContext, bookingId: string): Promise<boolean> {
+  return ctx.db.tx(async (tx) => {
+    const b = await tx.maybeOne<LockedBooking>(q('TompLockBookingForExpiry'), [bookingId]);
+    const now = ctx.clock.now();
+    if (!b || !isDue(b, now)) return false;
+    await release(tx, b, 'EXPIRED', now);
+    return true;
+  });
+}
+
+/**
+ * Sweep: releases every PENDING booking past its expiry. Idempotent and safe with several workers
+ * (each booking is re-checked under its row lock, locked rows are skipped). Returns how many it released.
+ */
+export async function expirePendingBookings(ctx: AppContext, batch = 200): Promise<number> {
+  const due = await ctx.db.many<{ id: string }>(q('TompExpiredPending'), [ctx.clock.now(), batch]);
+  let released = 0;
+  for (const { id } of due) {
+    try {
+      if (await expireIfDue(ctx, id)) released++;
+    } catch (err) {
+      ctx.log.warn({ err, bookingId: id }, 'tomp booking expiry failed; retried by the next sweep');
+    }
+  }
+  return released;
+}
+
+type Outcome = { ok: true } | { ok: false; error: TompError };
+
+/**
+ * COMMIT or CANCEL of a PENDING booking. The booking row stays locked while the engine starts the
+ * rental (the engine never locks tomp_bookings, so this cannot deadlock), so neither CANCEL nor the
+ * expiry can slip in between. A booking that cannot be started any more (zone asleep, vehicle
+ * gone…) is released and answered 406; a vehicle that does not answer keeps the hold (503, retry).
+ */
+export async function operateBooking(ctx: AppContext, partnerId: string, bookingId: string, operation: 'COMMIT' | 'CANCEL'): Promise<void> {
+  const outcome = await ctx.db.tx<Outcome>(async (tx) => {
+    const b = await tx.maybeOne<LockedBooking>(q('TompLockBooking'), [bookingId, partnerId]);
+    if (!b) throw new TompError(404, 'booking not found');
+    const now = ctx.clock.now();
+    if (isDue(b, now)) {
+      await release(tx, b, 'EXPIRED', now);
+      return { ok: false, error: new TompError(409, 'the booking has expired', { type: 'BookingExpired' }) };
+    }
+    if (b.state !== 'PENDING') {
+      throw new TompError(409, `operation ${operation} is not allowed on a booking that is not PENDING`, { type: 'IllegalBookingOperation' });
+    }
+    if (operation === 'CANCEL') {
+      await release(tx, b, 'CANCELLED', now);
+      return { ok: true };
+    }
+    let rental;
+    try {
+      rental = await startRental(ctx, {
+        partnerId,
+        userId: b.user_id,
+        vehicleId: b.vehicle_id,
+        userStartLocation: { latitude: b.from_lat, longitude: b.from_lng },
+        source: 'tomp',
+      });
+    } catch (err) {
+      const mapped = mapEngineError(err, 'start');
+      if (mapped instanceof TompError && mapped.status === 406) {
+        await release(tx, b, 'CANCELLED', ctx.clock.now());
+        return { ok: false, error: mapped };
+      }
+      throw mapped;
+    }
+    await tx.one(q('TompConfirmBooking'), [b.id, rental.id, ctx.clock.now(), new Date(rental.startedAt)]);
+    return { ok: true };
+  });
+  if (!outcome.ok) throw outcome.error;
+}
