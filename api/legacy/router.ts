@@ -1,7 +1,49 @@
-// Placeholder until this family's router lands: answers nothing, passes through.
+/**
+ * The legacy MDS host (LEGACY_PORT): POST /token and the 1.2 / 0.4 provider feeds under
+ * /en/{zoneID}. The version comes from Accept, which must name 1.2 or 0.4 (else 406 listing both);
+ * only city clients read these feeds. Hours not published yet answer 404 with a body that says so.
+ */
 import type Koa from 'koa';
+import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
+import type { MdsEndpoint } from '../../lib/feeds/roles.js';
+import { authenticate, authorize, buildFeedDeps, resolveZone, type FeedDeps } from '../feeds/auth.js';
+import { MDS_0_4, MDS_1_2, negotiate, type MediaOffer } from '../feeds/accept.js';
+import { notYetPublished404, serveHourFile } from '../feeds/files.js';
+import { single, timeHourParam } from '../feeds/params.js';
+import { feedHost } from '../feeds/router.js';
+import { tokenHandler } from '../feeds/token.js';
+import type { ZoneInfo } from '../feeds/zones.js';
+import { legacyRealtimeRoutes } from './realtime.js';
 
-export function legacyRoutes(_ctx: AppContext): Koa.Middleware {
-  return (_koa, next) => next();
+export type LegacyVersion = '1.2' | '0.4';
+
+/** Authentication, version (required), role and zone checks of every legacy feed. */
+export async function legacyGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint): Promise<{ zone: ZoneInfo; offer: MediaOffer<LegacyVersion> }> {
+  const claims = await authenticate(deps, ctx);
+  const offer = negotiate<LegacyVersion>(ctx.get('Accept') || undefined, [MDS_1_2, MDS_0_4], undefined);
+  authorize(claims, { family: 'mds', version: offer.version, endpoint });
+  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+  return { zone, offer };
+}
+
+export function legacyRoutes(ctx: AppContext): Koa.Middleware {
+  const deps = buildFeedDeps(ctx);
+  const router = new Router();
+  router.post('/token', tokenHandler(deps));
+
+  router.get('/en/:zoneID/trips', async (ctx) => {
+    const { zone, offer } = await legacyGate(deps, ctx, 'trips');
+    const hour = timeHourParam('end_time', single(ctx.query, 'end_time'));
+    await serveHourFile(deps, ctx, { feed: 'mds_trips', version: offer.version, zone, hour, contentType: offer.contentType, notPublished: notYetPublished404 });
+  });
+
+  router.get('/en/:zoneID/status_changes', async (ctx) => {
+    const { zone, offer } = await legacyGate(deps, ctx, 'status_changes');
+    const hour = timeHourParam('event_time', single(ctx.query, 'event_time'));
+    await serveHourFile(deps, ctx, { feed: 'mds_status_changes', version: offer.version, zone, hour, contentType: offer.contentType, notPublished: notYetPublished404 });
+  });
+
+  legacyRealtimeRoutes(router, deps);
+  return feedHost(router);
 }

@@ -1,0 +1,57 @@
+/**
+ * Who is asking, and may they read this: bearer tokens (signature and expiry checked locally, then
+ * the in-process revocation set), role rules from lib/feeds/roles.ts, and the zone scope. Order of
+ * answers: 401 no/bad/expired token, 403 feed outside the role, 400 malformed zone id, 404 unknown
+ * zone, 403 zone outside the client's scope.
+ */
+import type Koa from 'koa';
+import type { AppContext } from '../../lib/context.js';
+import { RevokedClients } from '../../lib/auth/feed-clients.js';
+import { verifyFeedToken, type FeedTokenClaims } from '../../lib/auth/tokens.js';
+import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
+import { ZoneDirectory, type ZoneInfo } from './zones.js';
+import { forbidden, notFound, unauthorized } from './errors.js';
+import { zoneParam } from './params.js';
+
+/** What the feed routes of one host share; built once per app. */
+export interface FeedDeps {
+  app: AppContext;
+  revoked: RevokedClients;
+  zones: ZoneDirectory;
+}
+
+export function buildFeedDeps(app: AppContext): FeedDeps {
+  return { app, revoked: new RevokedClients(app.db, app.clock), zones: new ZoneDirectory(app.db) };
+}
+
+/** The bearer token of the request, or undefined when there is no Authorization: Bearer header. */
+export function bearerToken(ctx: Koa.Context): string | undefined {
+  const h = ctx.get('Authorization');
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(h);
+  return m?.[1];
+}
+
+/** Verifies the bearer token; throws 401 with `WWW-Authenticate: Bearer`. */
+export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<FeedTokenClaims> {
+  const header = ctx.get('Authorization');
+  const token = bearerToken(ctx);
+  if (!token) throw unauthorized(header ? 'the Authorization header must be "Bearer <access token>"' : 'an access token is required', Boolean(header));
+  const res = await verifyFeedToken(deps.app.config, deps.app.clock, token);
+  if (!res.ok) throw unauthorized(res.reason === 'expired' ? 'the access token has expired' : 'the access token is invalid', true);
+  if (await deps.revoked.isRevoked(res.claims.clientId)) throw unauthorized('the access token has been revoked', true);
+  ctx.state.feedClient = res.claims.clientId;
+  return res.claims;
+}
+
+export function authorize(claims: { role: FeedTokenClaims['role'] }, access: FeedAccess): void {
+  if (!canRead(claims.role, access)) throw forbidden('this feed is outside the role of the client');
+}
+
+/** Validates the zone id, checks the zone exists and is inside `zones` (null: every zone). */
+export async function resolveZone(deps: FeedDeps, zones: readonly string[] | null, raw: string | undefined): Promise<ZoneInfo> {
+  const id = zoneParam(raw);
+  const zone = await deps.zones.get(id);
+  if (!zone) throw notFound(`unknown zone ${id}`);
+  if (!inScope(zones, id)) throw forbidden(`zone ${id} is outside the scope of the client`);
+  return zone;
+}

@@ -1,0 +1,53 @@
+/**
+ * The authenticating file route's core: answers an hourly feed request from its publication row and
+ * the stored object. Hour states: a hour not yet closed, or before the zone existed → 404; a closed
+ * hour without a current file (inside the lateness, dirty and waiting to be republished, failed)
+ * → the caller's "not published yet" answer (202 on MDS 2.0, 404 on the legacy host); published →
+ * 200 with the file (an empty hour is a file with an empty array).
+ */
+import type Koa from 'koa';
+import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
+import { q } from '../../lib/db.js';
+import type { HourlyFeedName } from '../../lib/feeds/publications.js';
+import { serveObject } from '../../lib/http/serve-object.js';
+import type { FeedDeps } from './auth.js';
+import type { ZoneInfo } from './zones.js';
+import { FeedError, notFound } from './errors.js';
+import type { Hour } from './params.js';
+
+
+/** Hour files can be republished (late data): let clients keep them briefly, then revalidate. */
+export const HOUR_FILE_CACHE_CONTROL = 'private, max-age=60';
+
+export interface HourFileRequest {
+  feed: HourlyFeedName;
+  version: '2.0' | '1.2' | '0.4';
+  zone: ZoneInfo;
+  hour: Hour;
+  contentType: string;
+  /** what to answer for a closed hour without a current file */
+  notPublished: (hour: Hour) => FeedError;
+}
+
+export async function serveHourFile(deps: FeedDeps, ctx: Koa.Context, r: HourFileRequest): Promise<void> {
+  const now = deps.app.clock.now();
+  if (r.hour.start.getTime() + HOUR_MS > now.getTime()) throw notFound(`hour ${r.hour.key} is not in the past`);
+  if (r.hour.start.getTime() < floorHour(r.zone.createdAt).getTime()) throw notFound(`zone ${r.zone.id} did not operate in hour ${r.hour.key}`);
+  const row = await deps.app.db.maybeOne(q('FeedPublication'), [r.feed, r.version, r.zone.id, r.hour.sql]);
+  if (!row || row.status !== 'published' || row.dirty || !row.object_key) throw r.notPublished(r.hour);
+  const served = await serveObject(ctx, deps.app.store, row.object_key, { cacheControl: HOUR_FILE_CACHE_CONTROL, contentType: r.contentType });
+  if (!served) {
+    // The index names an object the store does not have (deleted by hand, or a store switch):
+    // the hour needs publishing again, which is what the client is told.
+    ctx.state.log?.warn({ key: row.object_key }, 'published feed object missing from the store');
+    throw r.notPublished(r.hour);
+  }
+}
+
+/** MDS 2.0 (and insurance): 202 with an error body (MDS 2.0 "Data is not yet available for this hour"). */
+export const notYetAvailable202 = (hour: Hour) =>
+  new FeedError(202, 'not_published', `data for hour ${hour.key} is not available yet; retry later`, [`hour ${hour.key} has not been published yet`], { 'Retry-After': '60' });
+
+/** Legacy 1.2/0.4: 404 saying so (1.2's "102 Processing" breaks proxies). */
+export const notYetPublished404 = (hour: Hour) =>
+  new FeedError(404, 'not_published', `hour ${hour.key} is not published yet; retry later`, [`hour ${hour.key} has not been published yet`], { 'Retry-After': '60' });

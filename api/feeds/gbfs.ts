@@ -1,0 +1,54 @@
+/**
+ * GBFS through the authenticating route, from the snapshots engineer G's publisher writes
+ * (gbfs_snapshots + store). 3.0 is scoped by the zone in the path; 2.2 by the caller's region scope
+ * (gbfsV2Scope(role, zones)). gbfs.json lists only what the role may read: for 3.0 the publisher
+ * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
+ */
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import { q } from '../../lib/db.js';
+import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
+import { gbfsSnapshotFile, V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
+import { serveObject } from '../../lib/http/serve-object.js';
+import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
+import { FeedError, forbidden, notFound } from './errors.js';
+
+const notSnapshotted = () =>
+  new FeedError(503, 'service_unavailable', 'this feed has not been published yet; retry shortly', undefined, { 'Retry-After': '30' });
+
+async function serveSnapshot(deps: FeedDeps, ctx: Koa.Context, version: '2.2' | '3.0', scope: string, file: string): Promise<void> {
+  const row = await deps.app.db.maybeOne(q('FeedGbfsSnapshot'), [version, scope, file]);
+  if (!row) throw notSnapshotted();
+  const served = await serveObject(ctx, deps.app.store, row.object_key, {
+    cacheControl: `private, max-age=${Math.max(0, Number(row.ttl))}`,
+    contentType: 'application/json; charset=utf-8',
+  });
+  if (!served) {
+    ctx.state.log?.warn({ key: row.object_key }, 'gbfs snapshot object missing from the store');
+    throw notSnapshotted();
+  }
+}
+
+function fileParam(raw: string | undefined, files: readonly string[]): string {
+  if (!raw || !files.includes(raw)) throw notFound('unknown GBFS file');
+  return raw;
+}
+
+export function gbfsRoutes(router: Router, deps: FeedDeps): void {
+  router.get('/v1/partner-apis/gbfs/:zoneID/:file.json', async (ctx) => {
+    const claims = await authenticate(deps, ctx);
+    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+    const file = fileParam(ctx.params.file, V3_FILES);
+    authorize(claims, { family: 'gbfs', version: '3.0', file });
+    const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+    await serveSnapshot(deps, ctx, '3.0', zone.id, gbfsSnapshotFile('3.0', file, claims.role));
+  });
+
+  router.get('/gbfs/v2/:file.json', async (ctx) => {
+    const claims = await authenticate(deps, ctx);
+    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+    const file = fileParam(ctx.params.file, V2_FILES);
+    authorize(claims, { family: 'gbfs', version: '2.2', file });
+    await serveSnapshot(deps, ctx, '2.2', gbfsV2Scope(claims.role, claims.zones), gbfsSnapshotFile('2.2', file, claims.role));
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Realtime MDS 2.0 endpoints answered from the database with the publisher's record mappers:
+ * /vehicles, /vehicles/{deviceID}, /vehicles/status, /vehicles/status/{deviceID} and
+ * /events/recent. Envelopes as the requirement shows them (section 2.1), which differ from the
+ * official 2.0 schemas in three known ways (docs/feeds-access.md): last_updated and ttl are objects
+ * ({last_updated: ms}, {ttl: 0}); /vehicles carries version, vehicles and links only; links is an
+ * empty object (nothing is paginated). The records themselves follow the official schemas.
+ */
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import { mds20Head } from '../../lib/feeds/mds/envelope.js';
+import { toMdsEvent, toMdsVehicle, toMdsVehicleStatus } from '../../lib/feeds/mds/records.js';
+import { streamEvents, streamVehicles, streamVehicleStatus } from '../../lib/feeds/mds/sources.js';
+import type { FeedDeps } from './auth.js';
+import { MDS_2_0 } from './accept.js';
+import { notFound } from './errors.js';
+import { mdsGate } from './mds.js';
+import { recentWindow, uuidParam } from './params.js';
+import { streamFeed } from './stream.js';
+
+export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string): void {
+  const { config, db, clock } = deps.app;
+  const head = () => mds20Head(clock.now().getTime());
+
+  const vehicles = (single: boolean) => async (ctx: Koa.Context & { params: Record<string, string> }) => {
+    const zone = await mdsGate(deps, ctx, 'vehicles');
+    const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
+    await streamFeed(ctx, {
+      contentType: MDS_2_0.contentType,
+      head: { version: '2.0.0' },
+      arrayKey: 'vehicles',
+      tail: { links: {} },
+      rows: streamVehicles(db, zone.id, device),
+      map: (r) => toMdsVehicle(r, config),
+      ...(single ? { emptyError: () => notFound(`unknown device ${device}`) } : {}),
+    });
+  };
+
+  const status = (single: boolean) => async (ctx: Koa.Context & { params: Record<string, string> }) => {
+    const zone = await mdsGate(deps, ctx, 'vehicles_status');
+    const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
+    await streamFeed(ctx, {
+      contentType: MDS_2_0.contentType,
+      head: head(),
+      arrayKey: 'vehicles_status',
+      rows: streamVehicleStatus(db, zone.id, device),
+      map: (r) => toMdsVehicleStatus(r, config),
+      ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
+    });
+  };
+
+  // /vehicles/status must win over /vehicles/:deviceID: register it first.
+  router.get(`${base}/vehicles/status`, status(false));
+  router.get(`${base}/vehicles/status/:deviceID`, status(true));
+  router.get(`${base}/vehicles`, vehicles(false));
+  router.get(`${base}/vehicles/:deviceID`, vehicles(true));
+
+  router.get(`${base}/events/recent`, async (ctx) => {
+    const zone = await mdsGate(deps, ctx, 'events');
+    const { start, end } = recentWindow(ctx.query, clock.now());
+    await streamFeed(ctx, {
+      contentType: MDS_2_0.contentType,
+      head: head(),
+      arrayKey: 'events',
+      tail: { links: {} },
+      rows: streamEvents(db, zone.id, { from: start, to: end }),
+      map: (r) => toMdsEvent(r, config),
+    });
+  });
+}

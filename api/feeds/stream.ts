@@ -1,0 +1,50 @@
+/**
+ * Streams a realtime feed response from a database cursor: the first row is fetched before the
+ * status line goes out, so that an unreachable database still gets a proper 503 and an unknown
+ * device a 404; the rest flows cursor → mapper → JSON chunks → socket with bounded memory.
+ */
+import type Koa from 'koa';
+import { jsonEnvelope } from '../../lib/feeds/mds/envelope.js';
+
+/** Cache policy of the realtime endpoints: always fresh, never in a shared cache. */
+export const REALTIME_CACHE_CONTROL = 'private, no-cache';
+
+export interface StreamSpec<R> {
+  contentType: string;
+  head: object;
+  arrayKey: string;
+  tail?: object;
+  rows: AsyncGenerator<R>;
+  map: (row: R) => object | undefined;
+  /** when set, an empty result is this error instead of an empty array (single-device endpoints) */
+  emptyError?: () => Error;
+}
+
+export async function streamFeed<R>(ctx: Koa.Context, spec: StreamSpec<R>): Promise<void> {
+  const it = spec.rows;
+  // However the response ends (finished, client gone, error), close the cursor and its connection.
+  ctx.res.once('close', () => void it.return(undefined).catch(() => undefined));
+  let first: IteratorResult<R>;
+  try {
+    first = await it.next();
+  } catch (err) {
+    await it.return(undefined).catch(() => undefined);
+    throw err;
+  }
+  if (first.done && spec.emptyError) throw spec.emptyError();
+
+  async function* records(): AsyncGenerator<object | undefined> {
+    if (first.done) return;
+    yield spec.map(first.value);
+    for (;;) {
+      const n = await it.next();
+      if (n.done) return;
+      yield spec.map(n.value);
+    }
+  }
+
+  ctx.status = 200;
+  ctx.set('Content-Type', spec.contentType);
+  ctx.set('Cache-Control', REALTIME_CACHE_CONTROL);
+  ctx.body = jsonEnvelope(spec.head, spec.arrayKey, records(), spec.tail ?? {});
+}

@@ -1,0 +1,110 @@
+/**
+ * The token endpoint (POST /v1/partner-apis/token on the main host, POST /token on the legacy host):
+ * OAuth 2.0 client credentials grant, RFC 6749 §4.4, with errors per §5.2.
+ *
+ * Client authentication: HTTP Basic, the id and secret each form-urlencoded before joining (§2.3.1).
+ * Credentials in the body (client_id/client_secret) are accepted only when there is no Authorization
+ * header — the RFC allows them but discourages them; a request using both methods is rejected (§2.3).
+ */
+import type Koa from 'koa';
+import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
+import { issueFeedToken } from '../../lib/auth/tokens.js';
+import type { FeedDeps } from './auth.js';
+
+const MAX_BODY = 4096;
+
+class OAuthError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type',
+    readonly description: string,
+  ) {
+    super(description);
+  }
+}
+
+async function readBody(ctx: Koa.Context): Promise<string> {
+  const declared = Number(ctx.get('Content-Length') || 0);
+  if (declared > MAX_BODY) throw new OAuthError(400, 'invalid_request', 'request body too large');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new OAuthError(400, 'invalid_request', 'request body too large');
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** application/x-www-form-urlencoded decoding: `+` is a space, then percent-decoding. */
+function formDecode(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    throw new OAuthError(400, 'invalid_request', 'malformed percent-encoding');
+  }
+}
+
+function parseForm(body: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const pair of body.split('&')) {
+    if (!pair) continue;
+    const eq = pair.indexOf('=');
+    const k = formDecode(eq < 0 ? pair : pair.slice(0, eq));
+    const v = formDecode(eq < 0 ? '' : pair.slice(eq + 1));
+    // §3.2: request parameters MUST NOT be included more than once
+    if (out.has(k)) throw new OAuthError(400, 'invalid_request', `parameter ${k} given more than once`);
+    out.set(k, v);
+  }
+  return out;
+}
+
+function basicCredentials(header: string): { id: string; secret: string } | undefined {
+  const m = /^Basic[ ]+([A-Za-z0-9+/]+=*)\s*$/i.exec(header);
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
+}
+
+export function tokenHandler(deps: FeedDeps): Koa.Middleware {
+  return async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
+    try {
+      if (!ctx.is('application/x-www-form-urlencoded')) {
+        throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded');
+      }
+      const form = parseForm(await readBody(ctx));
+      const grant = form.get('grant_type');
+      if (!grant) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
+
+      const header = ctx.get('Authorization');
+      let creds: { id: string; secret: string } | undefined;
+      if (header) {
+        if (form.has('client_id') || form.has('client_secret')) {
+          throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not both the Authorization header and body credentials');
+        }
+        creds = basicCredentials(header);
+      } else if (form.has('client_id') && form.has('client_secret')) {
+        creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
+      }
+      if (!creds) throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      const now = deps.app.clock.now();
+      const client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now);
+      if (!client) throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+
+      const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
+      ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
+      ctx.status = 200;
+      ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      ctx.status = err.status;
+      if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
+      ctx.body = { error: err.error, error_description: err.description };
+    }
+  };
+}

@@ -1,0 +1,286 @@
+/**
+ * Feed serving benchmark.
+ *
+ *  1. A ~2 MB (uncompressed) hourly trips file, stored gzip, served through the authenticating route
+ *     (token check, publication lookup, store read, gzip passthrough) with 32 connections, and the
+ *     same bytes from nginx (`nginx-light`, gzip_static on, one worker, loopback) in the same run.
+ *     Goal: our throughput ≥ 70 % of nginx's.
+ *  2. Median time of /vehicles/status for a 10,000-vehicle zone. Goal ≤ 250 ms.
+ *  3. Peak RSS of this process (API in-process).
+ *
+ * Runs against a fresh database cloned from the migrated template (DATABASE_URL or the embedded
+ * cluster). `npx tsx bench/feeds.bench.ts` runs it directly; `run()` is for bench/run.ts.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { buildApp } from '../api/app.js';
+import { issueFeedToken } from '../lib/auth/tokens.js';
+import { systemClock } from '../lib/clock.js';
+import { testConfig } from '../lib/config.js';
+import type { AppContext } from '../lib/context.js';
+import { Db } from '../lib/db.js';
+import { SimulatedGateway } from '../lib/gateway.js';
+import { createLogger } from '../lib/log.js';
+import { openStore } from '../lib/store/index.js';
+import { cloneDatabase } from '../test/support/db.js';
+
+export interface BenchResult {
+  name: string;
+  /** numbers by name (units in the name) */
+  metrics: Record<string, number | null>;
+  goals: Array<{ metric: string; goal: string; met: boolean | null }>;
+  notes: string[];
+}
+
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+const CONNECTIONS = 32;
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const ZONE = 'bench';
+const HOUR = '2026-11-20T08';
+
+function tripsFile(targetBytes: number): Buffer {
+  const trips: object[] = [];
+  let size = 0;
+  const provider = randomUUID();
+  for (let i = 0; size < targetBytes; i++) {
+    const t = {
+      provider_id: provider,
+      device_id: randomUUID(),
+      trip_id: randomUUID(),
+      distance: 500 + ((i * 37) % 4000),
+      duration: 120 + ((i * 13) % 1500),
+      start_location: { lat: 52.5 + ((i * 7) % 1000) / 1e5, lng: 13.4 + ((i * 11) % 1000) / 1e5 },
+      end_location: { lat: 52.5 + ((i * 5) % 1000) / 1e5, lng: 13.4 + ((i * 3) % 1000) / 1e5 },
+      start_time: 1_763_625_600_000 + i * 1000,
+      end_time: 1_763_625_600_000 + i * 1000 + 600_000,
+      accessibility_attributes: [],
+      trip_type: ['rider'],
+    };
+    size += JSON.stringify(t).length + 1;
+    trips.push(t);
+  }
+  return Buffer.from(JSON.stringify({ version: '2.0.0', last_updated: { last_updated: Date.now() }, ttl: { ttl: 0 }, trips }));
+}
+
+function ensureNginx(notes: string[]): string | undefined {
+  const find = () => ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p));
+  let bin = find();
+  if (bin) return bin;
+  notes.push('nginx not found: installing nginx-light with apt-get');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env, timeout: 180_000 });
+  const r = spawnSync('apt-get', ['install', '-y', '-qq', 'nginx-light'], { stdio: 'ignore', env, timeout: 300_000 });
+  bin = find();
+  if (!bin) notes.push(`nginx-light could not be installed (apt-get exit ${r.status}): nginx comparison skipped`);
+  return bin;
+}
+
+async function startNginx(bin: string, dir: string, body: Buffer, gz: Buffer): Promise<{ port: number; stop: () => void } | undefined> {
+  const root = join(dir, 'www');
+  spawnSync('mkdir', ['-p', join(root, 'trips')]);
+  // nginx workers drop root privileges (user nobody): the temp dir must be readable to them
+  chmodSync(dir, 0o755);
+  writeFileSync(join(root, 'trips', `${HOUR}.json`), body);
+  writeFileSync(join(root, 'trips', `${HOUR}.json.gz`), gz);
+  // a free port: bind 0 in node, release, hand to nginx
+  const probe = (await import('node:net')).createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const port = (probe.address() as AddressInfo).port;
+  probe.close();
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(
+    conf,
+    `worker_processes 1;
+daemon off;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'error.log')} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  default_type application/json;
+  sendfile on; tcp_nopush on; keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:${port};
+    root ${root};
+    gzip_static on;
+    etag on;
+  }
+}
+`,
+  );
+  const proc = spawn(bin, ['-c', conf, '-p', dir], { stdio: 'ignore' });
+  for (let i = 0; i < 50; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/trips/${HOUR}.json`, { headers: { 'Accept-Encoding': 'gzip' } });
+      await res.arrayBuffer();
+      if (res.ok) return { port, stop: () => proc.kill('SIGTERM') };
+    } catch {
+      // not up yet
+    }
+  }
+  proc.kill('SIGTERM');
+  return undefined;
+}
+
+/**
+ * autocannon in a child process: in-process it would share the event loop with the API under test
+ * and halve what we measure (nginx runs in its own process too).
+ */
+async function cannon(url: string, headers: Record<string, string>): Promise<{ rps: number; bytesPerSec: number; errors: number; non2xx: number }> {
+  const args = [AUTOCANNON, '-j', '-c', String(CONNECTIONS), '-d', String(DURATION_S)];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
+  args.push(url);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  await once(child, 'close');
+  const r = JSON.parse(out) as { requests: { average: number }; throughput: { average: number }; errors: number; non2xx: number };
+  return { rps: r.requests.average, bytesPerSec: r.throughput.average, errors: r.errors, non2xx: r.non2xx };
+}
+
+async function seedVehicles(db: Db, n: number): Promise<void> {
+  await db.query(`INSERT INTO vehicle_types (id, form_factor, propulsion_type, name, make, model, max_range_meters, max_speed_kph)
+                  VALUES ('bench-scooter', 'scooter', 'electric', 'Scooter', 'Acme', 'S1', 40000, 20)`);
+  await db.query(
+    `INSERT INTO vehicles (code, zone_id, vehicle_type_id, mds_state, battery_percent, location, license_plate, license_plate_id)
+     SELECT lpad(upper(to_hex(i + 4096)), 4, '0'), $1, 'bench-scooter', 'available', 50 + i % 50,
+            ST_SetSRID(ST_MakePoint(13.3 + (i % 100) * 0.002, 52.45 + (i / 100) * 0.002), 4326), 'P' || i, 'PID' || i
+       FROM generate_series(1, $2) i`,
+    [ZONE, n],
+  );
+  await db.query(
+    `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent)
+     SELECT id, zone_id, '{service_start}', 'available', now() - interval '2 hours', location, battery_percent FROM vehicles WHERE zone_id = $1`,
+    [ZONE],
+  );
+  await db.query(
+    `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent)
+     SELECT id, zone_id, now() - interval '1 minute', location, battery_percent FROM vehicles WHERE zone_id = $1`,
+    [ZONE],
+  );
+  await db.query('ANALYZE');
+}
+
+export async function run(): Promise<BenchResult> {
+  const notes: string[] = [];
+  const metrics: BenchResult['metrics'] = {};
+  const database = await cloneDatabase();
+  const dir = mkdtempSync(join(tmpdir(), 'feeds-bench-'));
+  const config = testConfig({ NODE_ENV: 'production', SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
+  const log = createLogger('silent');
+  const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 20 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
+  let server: Server | undefined;
+  let nginx: { port: number; stop: () => void } | undefined;
+  try {
+    await ctx.db.query(
+      `INSERT INTO zones (id, name, city, country, timezone, currency, vat_rate, parking_mode, boundary, created_at)
+       VALUES ($1, 'Bench', 'Berlin', 'DE', 'Europe/Berlin', 'EUR', 0.19, 'free-floating',
+               ST_GeomFromText('MULTIPOLYGON(((13.2 52.4,13.6 52.4,13.6 52.7,13.2 52.7,13.2 52.4)))', 4326), '2020-01-01')`,
+      [ZONE],
+    );
+    const body = tripsFile(2 * 1024 * 1024);
+    const gz = gzipSync(body, { level: 9 });
+    const key = `mds/2.0/${ZONE}/trips/${HOUR}.json.gz`;
+    await ctx.store.put(key, gz, { contentType: 'application/json', contentEncoding: 'gzip' });
+    await ctx.db.query(
+      `INSERT INTO feed_publications (feed, version, scope, hour, status, object_key, sha256, record_count, bytes, last_updated, published_at)
+       VALUES ('mds_trips', '2.0', $1, $2::timestamp, 'published', $3, 'x', 1, $4, now(), now())`,
+      [ZONE, `${HOUR}:00:00`, key, gz.length],
+    );
+    metrics.file_bytes = body.length;
+    metrics.file_gzip_bytes = gz.length;
+    const { accessToken } = await issueFeedToken(config, systemClock, { clientId: 'bench', role: 'city', zones: null });
+    await ctx.db.query(`INSERT INTO feed_clients (client_id, secret_hash, role) VALUES ('bench', 'scrypt$x', 'city')`);
+
+    server = buildApp(ctx).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const apiPort = (server.address() as AddressInfo).port;
+    {
+      const t0 = performance.now();
+      for (let i = 0; i < 20; i++) {
+        const res = await fetch(`http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, { headers: { Authorization: `Bearer ${accessToken}`, 'Accept-Encoding': 'gzip' } });
+        await res.arrayBuffer();
+      }
+      metrics.api_sequential_ms = Math.round(((performance.now() - t0) / 20) * 10) / 10;
+    }
+    const ours = await cannon(`http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, {
+      Authorization: `Bearer ${accessToken}`,
+      'Accept-Encoding': 'gzip',
+    });
+    metrics.api_rps = Math.round(ours.rps);
+    metrics.api_mb_per_s = Math.round((ours.bytesPerSec / 1e6) * 10) / 10;
+    if (ours.errors || ours.non2xx) notes.push(`api: ${ours.errors} errors, ${ours.non2xx} non-2xx`);
+
+    const bin = ensureNginx(notes);
+    nginx = bin ? await startNginx(bin, dir, body, gz) : undefined;
+    if (bin && !nginx) notes.push('nginx did not start: comparison skipped');
+    if (nginx) {
+      const ref = await cannon(`http://127.0.0.1:${nginx.port}/trips/${HOUR}.json`, { 'Accept-Encoding': 'gzip' });
+      metrics.nginx_rps = Math.round(ref.rps);
+      metrics.nginx_mb_per_s = Math.round((ref.bytesPerSec / 1e6) * 10) / 10;
+      metrics.api_vs_nginx = Math.round((ours.rps / ref.rps) * 100) / 100;
+    } else {
+      metrics.nginx_rps = null;
+      metrics.api_vs_nginx = null;
+    }
+
+    await seedVehicles(ctx.db, 10_000);
+    const url = `http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/vehicles/status`;
+    const times: number[] = [];
+    let count = 0;
+    for (let i = 0; i < 21; i++) {
+      const t0 = performance.now();
+      const res = await fetch(url, { headers: { Authorization: `Bearer ${accessToken}` } });
+      const json = (await res.json()) as { vehicles_status: unknown[] };
+      times.push(performance.now() - t0);
+      count = json.vehicles_status.length;
+    }
+    times.sort((a, b) => a - b);
+    metrics.vehicles_status_count = count;
+    metrics.vehicles_status_median_ms = Math.round(times[Math.floor(times.length / 2)]!);
+    metrics.peak_rss_mb = Math.round(process.resourceUsage().maxRSS / 1024);
+  } finally {
+    nginx?.stop();
+    if (server) await new Promise((r) => server!.close(r));
+    await ctx.db.close();
+    await ctx.store.close();
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return {
+    name: 'feeds',
+    metrics,
+    goals: [
+      { metric: 'api_vs_nginx', goal: '>= 0.70', met: metrics.api_vs_nginx == null ? null : metrics.api_vs_nginx >= 0.7 },
+      { metric: 'vehicles_status_median_ms', goal: '<= 250', met: (metrics.vehicles_status_median_ms ?? Infinity) <= 250 },
+    ],
+    notes,
+  };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  run().then(
+    (r) => {
+      console.log(`\nfeeds bench (${CONNECTIONS} connections, ${DURATION_S} s each)`);
+      for (const [k, v] of Object.entries(r.metrics)) console.log(`  ${k.padEnd(28)} ${v ?? 'n/a'}`);
+      for (const g of r.goals) console.log(`  goal ${g.metric} ${g.goal}: ${g.met === null ? 'not measured' : g.met ? 'met' : 'NOT met'}`);
+      for (const n of r.notes) console.log(`  note: ${n}`);
+      process.exit(0);
+    },
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,98 @@
+/**
+ * OAuth 2.0 clients of the feeds (table feed_clients): authentication for the token endpoint,
+ * creation for the CLI and the seed, and the in-process revocation set the feed routes consult
+ * after verifying a token's signature.
+ */
+import type { Db, Queryable } from '../db.js';
+import { q } from '../db.js';
+import type { Clock } from '../clock.js';
+import { ROLES, type Role } from '../feeds/roles.js';
+import { hashSecret, verifySecret, generateSecret } from './secrets.js';
+
+export interface FeedClient {
+  clientId: string;
+  role: Role;
+  /** null: every zone */
+  zones: string[] | null;
+  label: string;
+}
+
+const CLIENT_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+// Checked against when the client id is unknown, so that an unknown id and a wrong secret take the
+// same time (no client-id enumeration by timing). Built lazily: scrypt costs a few milliseconds.
+let dummyHash: Promise<string> | undefined;
+
+/**
+ * The client when `clientId` exists, is not revoked (as of `now`) and `secret` matches; otherwise
+ * undefined. Constant-time in the secret; the same cost for unknown ids.
+ */
+export async function authenticateFeedClient(db: Queryable, clientId: string, secret: string, now: Date): Promise<FeedClient | undefined> {
+  const row = CLIENT_ID.test(clientId) ? await db.maybeOne(q('FeedClientById'), [clientId]) : undefined;
+  if (!row) {
+    dummyHash ??= hashSecret('not-a-client-secret');
+    await verifySecret(secret, await dummyHash);
+    return undefined;
+  }
+  const ok = await verifySecret(secret, row.secret_hash);
+  if (!ok) return undefined;
+  if (row.revoked_at && row.revoked_at <= now) return undefined;
+  return { clientId: row.client_id, role: row.role, zones: row.zones, label: row.label };
+}
+
+/** Creates a client; returns the secret once (only its scrypt hash is stored). */
+export async function createFeedClient(
+  db: Queryable,
+  input: { clientId: string; role: Role; zones?: string[] | null; secret?: string; label?: string },
+): Promise<{ clientId: string; secret: string }> {
+  if (!CLIENT_ID.test(input.clientId)) throw new Error(`invalid client id ${JSON.stringify(input.clientId)}`);
+  if (!ROLES.includes(input.role)) throw new Error(`invalid role ${JSON.stringify(input.role)}`);
+  const secret = input.secret ?? generateSecret();
+  await db.query(q('FeedClientInsert'), [input.clientId, await hashSecret(secret), input.role, input.zones ?? null, input.label ?? '']);
+  return { clientId: input.clientId, secret };
+}
+
+/** Marks a client revoked at `at`; its tokens stop working within one refresh of RevokedClients. */
+export async function revokeFeedClient(db: Queryable, clientId: string, at: Date): Promise<boolean> {
+  const res = await db.query(q('FeedClientRevoke'), [clientId, at]);
+  return (res.rowCount ?? 0) > 0;
+}
+
+/**
+ * The ids of revoked clients, loaded with one query for all and refreshed when older than
+ * `refreshMs` (default 30 s) by the clock, so a revocation takes effect within 60 s in every process
+ * without a query per request. Concurrent callers share one refresh.
+ */
+export class RevokedClients {
+  private ids = new Set<string>();
+  private loadedAt = -Infinity;
+  private inflight: Promise<void> | undefined;
+  private readonly refreshMs: number;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    opts: { refreshMs?: number } = {},
+  ) {
+    this.refreshMs = opts.refreshMs ?? 30_000;
+  }
+
+  async isRevoked(clientId: string): Promise<boolean> {
+    if (this.clock.now().getTime() - this.loadedAt >= this.refreshMs) await this.refresh();
+    return this.ids.has(clientId);
+  }
+
+  refresh(): Promise<void> {
+    this.inflight ??= (async () => {
+      try {
+        const now = this.clock.now();
+        const rows = await this.db.many(q('FeedRevokedClients'), [now]);
+        this.ids = new Set(rows.map((r) => r.client_id as string));
+        this.loadedAt = now.getTime();
+      } finally {
+        this.inflight = undefined;
+      }
+    })();
+    return this.inflight;
+  }
+}

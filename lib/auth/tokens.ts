@@ -1,0 +1,92 @@
+/**
+ * Feed access tokens (OAuth 2.0 client_credentials, RFC 6749 §4.4). A token is a signed JWT (HS256)
+ * that carries everything a feed route needs — client id, role, zone scope — so verifying one costs
+ * no database round trip. Revocation is the one thing a signature cannot know; the routes check a
+ * small in-process set of revoked clients (lib/auth/feed-clients.ts) after verifying.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import { SignJWT, jwtVerify, errors } from 'jose';
+import type { Config } from '../config.js';
+import type { Clock } from '../clock.js';
+import { ROLES, type Role } from '../feeds/roles.js';
+
+const ISSUER = 'feeds';
+const AUDIENCE = 'feeds';
+
+export interface FeedTokenClaims {
+  /** the feed client id (`sub`) */
+  clientId: string;
+  role: Role;
+  /** null: every zone */
+  zones: string[] | null;
+  /** seconds since the epoch */
+  issuedAt: number;
+  expiresAt: number;
+  jti: string;
+}
+
+export type VerifyResult = { ok: true; claims: FeedTokenClaims } | { ok: false; reason: 'malformed' | 'invalid' | 'expired' };
+
+// The signing secret also signs photo/receipt URLs: derive a key of our own so that a signature made
+// for one purpose can never be replayed as the other.
+const keys = new Map<string, Uint8Array>();
+function tokenKey(secret: string): Uint8Array {
+  let k = keys.get(secret);
+  if (!k) {
+    k = new Uint8Array(createHmac('sha256', secret).update('feed-access-token/v1').digest());
+    keys.set(secret, k);
+  }
+  return k;
+}
+
+/** Signs an access token for `client` valid for `config.tokenTtlSeconds` from the clock's now. */
+export async function issueFeedToken(
+  config: Config,
+  clock: Clock,
+  client: { clientId: string; role: Role; zones: readonly string[] | null },
+): Promise<{ accessToken: string; expiresIn: number; claims: FeedTokenClaims }> {
+  const iat = Math.floor(clock.now().getTime() / 1000);
+  const exp = iat + config.tokenTtlSeconds;
+  const jti = randomUUID();
+  const zones = client.zones === null ? null : [...client.zones];
+  const accessToken = await new SignJWT({ role: client.role, zones })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(client.clientId)
+    .setIssuer(ISSUER)
+    .setAudience(AUDIENCE)
+    .setIssuedAt(iat)
+    .setExpirationTime(exp)
+    .setJti(jti)
+    .sign(tokenKey(config.signingSecret));
+  return { accessToken, expiresIn: config.tokenTtlSeconds, claims: { clientId: client.clientId, role: client.role, zones, issuedAt: iat, expiresAt: exp, jti } };
+}
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * Verifies signature, issuer, audience and expiry against the clock (no clock tolerance: a token is
+ * valid for exactly its lifetime). Never throws.
+ */
+export async function verifyFeedToken(config: Config, clock: Clock, token: string): Promise<VerifyResult> {
+  if (token.length > 4096 || !JWT_SHAPE.test(token)) return { ok: false, reason: 'malformed' };
+  try {
+    const { payload } = await jwtVerify(token, tokenKey(config.signingSecret), {
+      algorithms: ['HS256'],
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      currentDate: clock.now(),
+      requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+    });
+    const role = payload.role as Role;
+    const zones = payload.zones;
+    if (!ROLES.includes(role)) return { ok: false, reason: 'invalid' };
+    if (zones !== null && !(Array.isArray(zones) && zones.every((z) => typeof z === 'string'))) return { ok: false, reason: 'invalid' };
+    return {
+      ok: true,
+      claims: { clientId: payload.sub!, role, zones: zones as string[] | null, issuedAt: payload.iat!, expiresAt: payload.exp!, jti: payload.jti! },
+    };
+  } catch (err) {
+    if (err instanceof errors.JWTExpired) return { ok: false, reason: 'expired' };
+    return { ok: false, reason: 'invalid' };
+  }
+}

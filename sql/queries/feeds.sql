@@ -1,0 +1,24 @@
+-- Feed access (OAuth clients) and the indexes the feed routes read (publications, GBFS snapshots).
+
+-- name: FeedClientById
+SELECT client_id, secret_hash, role, zones, label, revoked_at FROM feed_clients WHERE client_id = $1;
+
+-- name: FeedClientInsert
+INSERT INTO feed_clients (client_id, secret_hash, role, zones, label) VALUES ($1, $2, $3, $4, $5);
+
+-- name: FeedClientRevoke
+UPDATE feed_clients SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL;
+
+-- name: FeedRevokedClients
+SELECT client_id FROM feed_clients WHERE revoked_at IS NOT NULL AND revoked_at <= $1;
+
+-- name: FeedZones
+SELECT id, created_at FROM zones;
+
+-- name: FeedPublication
+SELECT status, object_key, record_count, dirty, last_updated, published_at
+  FROM feed_publications
+ WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
+
+-- name: FeedGbfsSnapshot
+SELECT object_key, ttl, last_updated, published_at FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;

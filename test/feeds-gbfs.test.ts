@@ -1,0 +1,163 @@
+/**
+ * GBFS and insurance through the feed routes: served files validate against the official schemas,
+ * discovery lists only what the role may read and its URLs work as written; insurance by API key
+ * (and the deprecated bearer token) with version negotiation.
+ */
+import { expect } from 'chai';
+import request from 'supertest';
+import { buildApp } from '../api/app.js';
+import { createApiKey } from '../lib/auth/api-keys.js';
+import { feedOf } from '../lib/feeds/publications.js';
+import { V2_FILES, V3_FILES } from '../lib/feeds/gbfs/files.js';
+import { publishHour } from '../publisher/publish.js';
+import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
+import { useTestContext } from './support/context.js';
+import { gbfsSpecsAvailable, gbfsVehicle, gbfsZone, officialGbfs } from './support/gbfs-fixtures.js';
+import { insertClient, tokenFor } from './support/feed-auth.js';
+
+const NOW = Date.parse('2026-11-21T10:30:00Z');
+const HOUR = '2026-11-21T08';
+
+function expectGbfs(version: '2.2' | '3.0', file: string, body: unknown): void {
+  if (!gbfsSpecsAvailable()) return;
+  const v = officialGbfs(version, file);
+  if (!v(body)) throw new Error(`${version}/${file}: ${JSON.stringify(v.errors?.slice(0, 5))}`);
+}
+
+describe('feeds: GBFS and insurance', () => {
+  const t = useTestContext({ now: new Date(NOW) });
+  let app: ReturnType<typeof request>;
+  let city: string;
+  let gbfs: string;
+  let insurerKey: string;
+
+  before(async function () {
+    this.timeout(60_000);
+    if (!gbfsSpecsAvailable()) console.warn('    (specs/gbfs absent: schema checks skipped)');
+    const db = t.ctx.db;
+    await gbfsZone(db, { id: 'munich' });
+    await gbfsZone(db, { id: 'augsburg', lat: 48.37, lng: 10.9 });
+    await db.query(`UPDATE zones SET created_at = '2026-01-01'`);
+    await gbfsVehicle(db, 'munich', 48.137, 11.575);
+    await gbfsVehicle(db, 'munich', 48.138, 11.576, { status: 'riding' });
+    await insertClient(db, 'city-munich', 'city', ['munich']);
+    await insertClient(db, 'gbfs-all', 'gbfs', null);
+    expect((await publishGbfsSnapshots(t.ctx)).failed).to.equal(0);
+    for (const z of ['munich', 'augsburg']) await publishHour(t.ctx, feedOf('insurance_trips', '2.0')!, z, new Date(`${HOUR}:00:00Z`));
+    const partner = await db.one(`INSERT INTO partners (name, kind) VALUES ('Insurer', 'insurer') RETURNING id`);
+    await db.query(`INSERT INTO partner_zones (partner_id, zone_id) VALUES ($1, 'munich')`, [partner.id]);
+    insurerKey = (await createApiKey(db, partner.id, 'insurance')).key;
+    city = `Bearer ${await tokenFor(t.ctx, 'city-munich', 'city', ['munich'])}`;
+    gbfs = `Bearer ${await tokenFor(t.ctx, 'gbfs-all', 'gbfs', null)}`;
+    app = request(buildApp(t.ctx).callback());
+  });
+
+  /** The path of an absolute feed URL on our main host, which it must name. */
+  const local = (url: string) => {
+    expect(url.startsWith(t.ctx.config.publicBaseUrl + '/'), url).to.equal(true);
+    return url.slice(t.ctx.config.publicBaseUrl.length);
+  };
+
+  describe('GBFS 3.0', () => {
+    for (const file of V3_FILES) {
+      it(`${file}.json validates against the official schema`, async () => {
+        const res = await app.get(`/v1/partner-apis/gbfs/munich/${file}.json`).set('Authorization', city);
+        expect(res.status).to.equal(200);
+        expect(res.headers['content-type']).to.match(/^application\/json/);
+        expect(res.headers['cache-control']).to.match(/^private, max-age=\d+$/);
+        expectGbfs('3.0', file, res.body);
+        expect(res.body.version).to.equal('3.0');
+      });
+    }
+
+    it('gbfs.json URLs work as written with the same token', async () => {
+      const res = await app.get('/v1/partner-apis/gbfs/munich/gbfs.json').set('Authorization', gbfs);
+      expect(res.status).to.equal(200);
+      const feeds = res.body.data.feeds as Array<{ name: string; url: string }>;
+      expect(feeds.length).to.be.greaterThan(3);
+      for (const f of feeds) {
+        const r = await app.get(local(f.url)).set('Authorization', gbfs);
+        expect(r.status, f.url).to.equal(200);
+      }
+    });
+
+    it('unknown file → 404; 304 on If-None-Match', async () => {
+      expect((await app.get('/v1/partner-apis/gbfs/munich/stations.json').set('Authorization', city)).status).to.equal(404);
+      expect((await app.get('/v1/partner-apis/gbfs/munich/..%2Fgbfs.json').set('Authorization', city)).status).to.equal(404);
+      const first = await app.get('/v1/partner-apis/gbfs/munich/vehicle_status.json').set('Authorization', city);
+      const again = await app.get('/v1/partner-apis/gbfs/munich/vehicle_status.json').set('Authorization', city).set('If-None-Match', first.headers.etag);
+      expect(again.status).to.equal(304);
+    });
+  });
+
+  describe('GBFS 2.2 (region-scoped by the token)', () => {
+    for (const file of V2_FILES) {
+      it(`${file}.json validates against the official schema`, async () => {
+        const res = await app.get(`/gbfs/v2/${file}.json`).set('Authorization', city);
+        expect(res.status).to.equal(200);
+        expectGbfs('2.2', file, res.body);
+      });
+    }
+
+    it('the scope follows the token: a one-zone client sees its zone only', async () => {
+      const mine = await app.get('/gbfs/v2/system_regions.json').set('Authorization', city);
+      const all = await app.get('/gbfs/v2/system_regions.json').set('Authorization', gbfs);
+      expect(mine.body.data.regions).to.have.length(1);
+      expect(all.body.data.regions).to.have.length(2);
+    });
+
+    it('gbfs.json URLs work as written', async () => {
+      const res = await app.get('/gbfs/v2/gbfs.json').set('Authorization', gbfs);
+      for (const lang of Object.values(res.body.data) as Array<{ feeds: Array<{ url: string }> }>) {
+        for (const f of lang.feeds) expect((await app.get(local(f.url)).set('Authorization', gbfs)).status, f.url).to.equal(200);
+      }
+    });
+
+    it('a client whose scope has no snapshot yet → 503 with Retry-After', async () => {
+      const token = await tokenFor(t.ctx, 'fresh', 'gbfs', ['augsburg', 'munich', 'x']);
+      const res = await app.get('/gbfs/v2/gbfs.json').set('Authorization', `Bearer ${token}`);
+      expect(res.status).to.equal(503);
+      expect(res.headers['retry-after']).to.equal('30');
+    });
+  });
+
+  describe('insurance', () => {
+    const trips = (zone = 'munich') => app.get(`/v1/partner-apis/insurance/${zone}/trips?end_time=${HOUR}`);
+
+    it('X-Access-Token: 200 with the insurance content type', async () => {
+      const res = await trips().set('X-Access-Token', insurerKey);
+      expect(res.status).to.equal(200);
+      expect(res.headers['content-type']).to.equal('application/vnd.insurance+json;version=2.0');
+      expect(res.body.version).to.equal('2.0.0');
+      expect(res.body.trips).to.deep.equal([]);
+      expect(res.body.last_updated).to.be.a('number');
+    });
+
+    it('a zone outside the partner → 403; wrong key → 401; a partner key of another scope → 401', async () => {
+      expect((await trips('augsburg').set('X-Access-Token', insurerKey)).status).to.equal(403);
+      expect((await trips().set('X-Access-Token', 'nope')).status).to.equal(401);
+      const p = await t.ctx.db.one(`INSERT INTO partners (name, kind) VALUES ('Rental', 'rental') RETURNING id`);
+      const partnerKey = (await createApiKey(t.ctx.db, p.id, 'partner')).key;
+      expect((await trips().set('X-Access-Token', partnerKey)).status).to.equal(401);
+    });
+
+    for (const accept of ['application/vnd.insurance+json;version=2.0', '*/*', 'application/vnd.insurance+json']) {
+      it(`Accept ${accept} → 200`, async () => {
+        expect((await trips().set('X-Access-Token', insurerKey).set('Accept', accept)).status).to.equal(200);
+      });
+    }
+    for (const accept of ['application/vnd.insurance+json;version=1.0', 'application/vnd.mds+json;version=2.0', 'text/csv']) {
+      it(`Accept ${accept} → 406`, async () => {
+        const res = await trips().set('X-Access-Token', insurerKey).set('Accept', accept);
+        expect(res.status).to.equal(406);
+        expect(res.body.error_details).to.deep.equal(['application/vnd.insurance+json;version=2.0']);
+      });
+    }
+
+    it('hour states: not yet published → 202; future → 404; malformed → 400', async () => {
+      expect((await app.get('/v1/partner-apis/insurance/munich/trips?end_time=2026-11-21T09').set('X-Access-Token', insurerKey)).status).to.equal(202);
+      expect((await app.get('/v1/partner-apis/insurance/munich/trips?end_time=2026-11-21T11').set('X-Access-Token', insurerKey)).status).to.equal(404);
+      expect((await app.get('/v1/partner-apis/insurance/munich/trips?end_time=2026-13-01T00').set('X-Access-Token', insurerKey)).status).to.equal(400);
+    });
+  });
+});

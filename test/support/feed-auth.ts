@@ -1,0 +1,146 @@
+/**
+ * Fixtures of the feed tests: zones, OAuth feed clients, tokens, and hourly files / GBFS snapshots
+ * put into the store with their index rows (what the publishers write), in plain SQL so the tests
+ * do not depend on lib/seed.
+ */
+import { gzipSync } from 'node:zlib';
+import { createHash } from 'node:crypto';
+import type { AppContext } from '../../lib/context.js';
+import type { Queryable } from '../../lib/db.js';
+import type { Role } from '../../lib/feeds/roles.js';
+import { createFeedClient } from '../../lib/auth/feed-clients.js';
+import { issueFeedToken } from '../../lib/auth/tokens.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsImport from 'ajv-formats';
+import { SPECS_DIR } from '../../lib/paths.js';
+
+export function squareWkt(lat: number, lng: number, half = 0.01): string {
+  const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
+  return `MULTIPOLYGON(((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b})))`;
+}
+
+export async function insertFeedZone(db: Queryable, id: string, createdAt: Date | string = '2020-01-01T00:00:00Z'): Promise<string> {
+  await db.query(
+    `INSERT INTO zones (id, name, city, country, timezone, currency, vat_rate, parking_mode, boundary, created_at)
+     VALUES ($1, $1, 'Berlin', 'DE', 'Europe/Berlin', 'EUR', 0.19, 'free-floating', ST_GeomFromText($2, 4326), $3)`,
+    [id, squareWkt(52.52, 13.405, 0.02), new Date(createdAt)],
+  );
+  return id;
+}
+
+export async function insertClient(db: Queryable, clientId: string, role: Role, zones: string[] | null = null, secret = `${clientId}-secret`) {
+  return createFeedClient(db, { clientId, role, zones, secret });
+}
+
+/** A signed token without going through the endpoint (what the endpoint would issue). */
+export async function tokenFor(ctx: AppContext, clientId: string, role: Role, zones: string[] | null = null): Promise<string> {
+  return (await issueFeedToken(ctx.config, ctx.clock, { clientId, role, zones })).accessToken;
+}
+
+export type HourFeed = 'mds_trips' | 'mds_events' | 'mds_status_changes' | 'insurance_trips';
+
+const KEY_PART: Record<HourFeed, string> = {
+  mds_trips: 'mds/{v}/{z}/trips',
+  mds_events: 'mds/{v}/{z}/events',
+  mds_status_changes: 'mds/{v}/{z}/status_changes',
+  insurance_trips: 'insurance/{v}/{z}/trips',
+};
+
+/** Stores `body` gzip at the interface's key and writes a published feed_publications row. */
+export async function publishHour(
+  ctx: AppContext,
+  p: { feed: HourFeed; version: '2.0' | '1.2' | '0.4'; zone: string; hour: string; body: unknown; records?: number; dirty?: boolean; status?: 'published' | 'failed' },
+): Promise<string> {
+  const key = `${KEY_PART[p.feed].replace('{v}', p.version).replace('{z}', p.zone)}/${p.hour}.json.gz`;
+  const json = Buffer.from(JSON.stringify(p.body));
+  const sha = createHash('sha256').update(json).digest('hex');
+  if (p.status !== 'failed') await ctx.store.put(key, gzipSync(json), { contentType: 'application/json', contentEncoding: 'gzip', metadata: { sha256: sha } });
+  await ctx.db.query(
+    `INSERT INTO feed_publications (feed, version, scope, hour, status, object_key, sha256, record_count, bytes, last_updated, published_at, dirty)
+     VALUES ($1, $2, $3, $4::timestamp, $5, $6, $7, $8, $9, now(), now(), $10)
+     ON CONFLICT (feed, version, scope, hour) DO UPDATE SET status = EXCLUDED.status, object_key = EXCLUDED.object_key,
+       sha256 = EXCLUDED.sha256, record_count = EXCLUDED.record_count, dirty = EXCLUDED.dirty`,
+    [p.feed, p.version, p.zone, `${p.hour}:00:00`, p.status ?? 'published', p.status === 'failed' ? null : key, p.status === 'failed' ? null : sha,
+      p.status === 'failed' ? null : (p.records ?? 0), json.length, p.dirty ?? false],
+  );
+  return key;
+}
+
+/** Stores a GBFS file and its gbfs_snapshots row. */
+export async function publishGbfs(ctx: AppContext, p: { version: '2.2' | '3.0'; scope: string; file: string; body: unknown; ttl?: number }): Promise<string> {
+  const key = `gbfs/${p.version}/${p.scope}/${p.file}.json.gz`;
+  const json = Buffer.from(JSON.stringify(p.body));
+  const sha = createHash('sha256').update(json).digest('hex');
+  await ctx.store.put(key, gzipSync(json), { contentType: 'application/json', contentEncoding: 'gzip', metadata: { sha256: sha } });
+  await ctx.db.query(
+    `INSERT INTO gbfs_snapshots (version, scope, file, object_key, sha256, bytes, ttl, last_updated)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+     ON CONFLICT (version, scope, file) DO UPDATE SET object_key = EXCLUDED.object_key, sha256 = EXCLUDED.sha256`,
+    [p.version, p.scope, p.file, key, sha, json.length, p.ttl ?? 60],
+  );
+  return key;
+}
+
+/** Basic credentials as RFC 6749 §2.3.1 wants them: each part form-urlencoded, then base64. */
+export function basic(id: string, secret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Official MDS schemas (specs/mds), compiled as specs/mds/README.md says: 2.0 bundles with the 2020-12
+// dialect, 1.2.0 / 0.4.1 with the draft-06 meta-schema; strict off. Absent specs: undefined.
+// ---------------------------------------------------------------------------------------------
+
+const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
+const requireJson = createRequire(import.meta.url);
+const mdsValidators = new Map<string, ValidateFunction>();
+
+export function mdsSpecsAvailable(): boolean {
+  return existsSync(join(SPECS_DIR, 'mds', '2.0', 'micromobility', 'trips.json'));
+}
+
+/** `2.0/micromobility/vehicles`, `1.2.0/vehicles`, `0.4.1/status_changes` … */
+export function mdsSpec(name: string): ValidateFunction {
+  let v = mdsValidators.get(name);
+  if (!v) {
+    const schema = JSON.parse(readFileSync(join(SPECS_DIR, 'mds', `${name}.json`), 'utf8'));
+    let ajv: Ajv;
+    if (name.startsWith('2.0')) ajv = new Ajv2020({ strict: false, allErrors: true });
+    else {
+      ajv = new Ajv({ strict: false, allErrors: true });
+      ajv.addMetaSchema(requireJson('ajv/dist/refs/json-schema-draft-06.json'));
+    }
+    addFormats(ajv);
+    v = ajv.compile(schema);
+    mdsValidators.set(name, v);
+  }
+  return v;
+}
+
+/**
+ * The requirement's MDS 2.0 envelope (data-feeds.md 2.1) in the official schema's form: last_updated
+ * and ttl are objects there ({last_updated: ms}, {ttl: 0}), /vehicles has neither, and links is an
+ * empty object where the schema wants `next` whenever links is present. Records are left untouched,
+ * so they are checked against the official schema as they are.
+ */
+export function officialMds20Envelope(body: any): any {
+  const out = { ...body };
+  if (out.last_updated && typeof out.last_updated === 'object') out.last_updated = out.last_updated.last_updated;
+  if (out.ttl && typeof out.ttl === 'object') out.ttl = out.ttl.ttl;
+  if ('vehicles' in out && !('last_updated' in out)) Object.assign(out, { last_updated: Date.now(), ttl: 0 });
+  if (out.links && Object.keys(out.links).length === 0) delete out.links;
+  return out;
+}
+
+/** Asserts `body` validates against the named MDS schema (no-op when specs are absent). */
+export function expectMds(name: string, body: unknown): void {
+  if (!mdsSpecsAvailable()) return;
+  const v = mdsSpec(name);
+  const subject = name.startsWith('2.0') ? officialMds20Envelope(body) : body;
+  if (!v(subject)) throw new Error(`${name}: ${JSON.stringify(v.errors?.slice(0, 5), null, 1)}`);
+}
