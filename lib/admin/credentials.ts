@@ -7,6 +7,7 @@ import { q, type Db } from '../db.js';
 import type { Clock } from '../clock.js';
 import { createApiKey, type KeyScope } from '../auth/api-keys.js';
 import { generateSecret, hashSecret } from '../auth/secrets.js';
+import { createFeedClient as insertFeedClient, revokeFeedClient as revokeClient } from '../auth/feed-clients.js';
 import { ROLES, type Role } from '../feeds/roles.js';
 
 export type PartnerKind = 'rental' | 'maas' | 'insurer';
@@ -57,12 +58,12 @@ function checkRole(role: string): Role {
 
 export async function createFeedClient(db: Db, clientId: string, role: string, zones: string[] | null, label = '') {
   if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId)) throw new AdminError('client id: 1–128 characters of A–Z a–z 0–9 . _ -');
-  const secret = generateSecret();
-  const row: { client_id: string; role: Role; zones: string[] | null } = await db.one(q('AdminCreateFeedClient'), [clientId, await hashSecret(secret), checkRole(role), zones, label]).catch((err) => {
+  const checked = checkRole(role);
+  const { secret } = await insertFeedClient(db, { clientId, role: checked, zones, label }).catch((err) => {
     if (err?.kind === 'conflict') throw new AdminError(`client ${clientId} exists already`);
     throw err;
   });
-  return { ...row, secret };
+  return { client_id: clientId, role: checked, zones, secret };
 }
 
 export async function listFeedClients(db: Db) {
@@ -77,7 +78,6 @@ export async function rotateFeedClient(db: Db, clientId: string) {
 }
 
 export async function revokeFeedClient(db: Db, clock: Clock, clientId: string) {
-  const row = await db.maybeOne(q('AdminRevokeFeedClient'), [clientId, clock.now()]);
-  if (!row) throw new AdminError(`no active feed client ${clientId}`);
-  return row;
+  if (!(await revokeClient(db, clientId, clock.now()))) throw new AdminError(`no active feed client ${clientId}`);
+  return { client_id: clientId };
 }

@@ -21,21 +21,12 @@ RETURNING id, partner_id, scope, label;
 -- name: AdminFindApiKey
 SELECT id, partner_id, scope, label, revoked_at FROM api_keys WHERE id = $1;
 
--- name: AdminCreateFeedClient
-INSERT INTO feed_clients (client_id, secret_hash, role, zones, label)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING client_id, role, zones;
-
 -- name: AdminListFeedClients
 SELECT client_id, role, zones, label, created_at, revoked_at FROM feed_clients ORDER BY client_id;
 
 -- name: AdminRotateFeedClient
 UPDATE feed_clients SET secret_hash = $2 WHERE client_id = $1 AND revoked_at IS NULL
 RETURNING client_id, role, zones;
-
--- name: AdminRevokeFeedClient
-UPDATE feed_clients SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL
-RETURNING client_id;
 
 -- name: AdminUpsertZone
 INSERT INTO zones (id, name, city, country, timezone, currency, vat_rate, language, parking_mode,
