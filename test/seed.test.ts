@@ -1,0 +1,106 @@
+import { expect } from 'chai';
+import { seedDemo } from '../lib/seed/index.js';
+import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
+import { authenticateFeedClient } from '../lib/auth/feed-clients.js';
+import { vehicleCode } from '../lib/seed/fleet.js';
+import { useTestContext } from './support/context.js';
+
+describe('demo seed', () => {
+  const t = useTestContext({ now: '2026-03-10T12:00:00Z' });
+  let first: Awaited<ReturnType<typeof seedDemo>>;
+
+  before(async function () {
+    this.timeout(60000);
+    first = await seedDemo(t.ctx, { vehiclesPerZone: 40 });
+  });
+
+  const count = async (sql: string, params: unknown[] = []) => (await t.ctx.db.one(`SELECT count(*)::int AS n FROM (${sql}) x`, params)).n as number;
+
+  it('creates two zones in different cities, one free-floating and one with parking spots', async () => {
+    expect(first.created).to.equal(true);
+    const zones = await t.ctx.db.many(`SELECT id, city, country, timezone, currency, vat_rate, parking_mode, licence_verification_required, sleep_windows FROM zones ORDER BY id`);
+    expect(zones.map((z) => [z.id, z.city, z.country, z.currency, z.vat_rate, z.parking_mode])).to.deep.equal([
+      ['berlin', 'Berlin', 'DE', 'EUR', 0.19, 'free-floating'],
+      ['copenhagen', 'Copenhagen', 'DK', 'DKK', 0.25, 'parking-spot'],
+    ]);
+    expect(zones[1].licence_verification_required).to.equal(true);
+    expect(zones[1].sleep_windows).to.deep.equal([{ start: '01:00', end: '05:00' }]);
+  });
+
+  it('has valid area geometry: every area inside its zone, convex operations areas, the area types each zone needs', async () => {
+    expect(await count(`SELECT 1 FROM areas a JOIN zones z ON z.id = a.zone_id WHERE NOT ST_Covers(z.boundary, a.geom) OR NOT ST_IsValid(a.geom)`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM areas WHERE area_type = 'operations' AND NOT ST_Equals(geom, ST_Multi(ST_ConvexHull(geom)))`)).to.equal(0);
+    const types = await t.ctx.db.many(`SELECT zone_id, array_agg(DISTINCT area_type ORDER BY area_type) AS types FROM areas GROUP BY zone_id ORDER BY zone_id`);
+    expect(types[0].types).to.deep.equal(['free-floating', 'incentive', 'no-parking', 'no-riding', 'operations', 'slow-zone']);
+    expect(types[1].types).to.deep.equal(['incentive', 'no-riding', 'operations', 'parking-spot', 'slow-zone']);
+    expect(await count(`SELECT 1 FROM areas WHERE area_type = 'slow-zone' AND max_speed_kph IS NULL`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM areas WHERE area_type = 'parking-spot' AND capacity > 0`)).to.be.greaterThan(5);
+    // real city centres
+    const c = await t.ctx.db.many(`SELECT zone_id, ST_X(ST_Centroid(geom)) AS lng, ST_Y(ST_Centroid(geom)) AS lat FROM areas WHERE area_type = 'operations' ORDER BY zone_id`);
+    expect(c[0].lat).to.be.closeTo(52.52, 0.05);
+    expect(c[0].lng).to.be.closeTo(13.405, 0.05);
+    expect(c[1].lat).to.be.closeTo(55.676, 0.05);
+    expect(c[1].lng).to.be.closeTo(12.568, 0.05);
+  });
+
+  it('prices every vehicle type in every zone', async () => {
+    const rows = await t.ctx.db.many(`SELECT p.zone_id, p.vehicle_type_id, vt.form_factor, vt.propulsion_type FROM pricing p JOIN vehicle_types vt ON vt.id = p.vehicle_type_id ORDER BY 1, 2`);
+    expect(rows.map((r) => `${r.zone_id}/${r.vehicle_type_id}/${r.form_factor}/${r.propulsion_type}`)).to.deep.equal([
+      'berlin/bicycle/bicycle/electric_assist',
+      'berlin/scooter/scooter/electric',
+      'copenhagen/bicycle/bicycle/electric_assist',
+      'copenhagen/scooter/scooter/electric',
+    ]);
+  });
+
+  it('places the fleet: unique codes, plates, inside operations, not in no-riding, in spots where parking-spot', async () => {
+    expect(first.vehicles).to.equal(80);
+    const vehicles = await t.ctx.db.many(`SELECT code, license_plate, mds_state, status, locked FROM vehicles`);
+    expect(vehicles).to.have.length(80);
+    expect(new Set(vehicles.map((v) => v.code)).size).to.equal(80);
+    for (const v of vehicles) {
+      expect(v.code).to.match(/^[A-Z0-9]{4}$/);
+      expect(v.license_plate).to.be.a('string').and.not.equal('');
+      expect([v.mds_state, v.status, v.locked]).to.deep.equal(['available', 'ready', true]);
+    }
+    expect(await count(`SELECT 1 FROM vehicles v WHERE NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = v.zone_id AND a.area_type = 'operations' AND ST_Covers(a.geom, v.location))`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM vehicles v JOIN areas a ON a.zone_id = v.zone_id AND a.area_type IN ('no-riding', 'no-parking') AND ST_Covers(a.geom, v.location)`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM vehicles v WHERE v.zone_id = 'copenhagen' AND NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = v.zone_id AND a.area_type = 'parking-spot' AND ST_Covers(a.geom, v.location))`)).to.equal(0);
+    // every vehicle was put into service by a provider_drop_off event that explains its state
+    expect(await count(`SELECT 1 FROM events WHERE event_types = ARRAY['provider_drop_off'] AND vehicle_state = 'available' AND ts = $1`, [first.deployedAt])).to.equal(80);
+  });
+
+  it('creates the demo partners with user pools and working credentials', async () => {
+    const partners = await t.ctx.db.many(`SELECT name, kind, trip_type, (SELECT count(*)::int FROM users u WHERE u.partner_id = p.id) AS users FROM partners p ORDER BY name`);
+    expect(partners.map((p) => [p.name, p.kind, p.trip_type])).to.deep.equal([
+      ['Demo Insurance', 'insurer', 'rider'],
+      ['Demo MaaS', 'maas', 'maas'],
+      ['Demo Mobility App', 'rental', 'operator'],
+      ['Demo Partner App', 'rental', 'rider'],
+    ]);
+    expect(partners.filter((p) => p.kind !== 'insurer').every((p) => p.users > 0)).to.equal(true);
+    const verifier = new ApiKeyVerifier(t.ctx.db, t.ctx.clock);
+    expect((await verifier.verify('demo-partner-key', 'partner'))?.tripType).to.equal('rider');
+    expect((await verifier.verify('demo-maas-key', 'tomp'))?.partnerName).to.equal('Demo MaaS');
+    expect((await verifier.verify('demo-insurer-key', 'insurance'))?.partnerName).to.equal('Demo Insurance');
+    expect(await verifier.verify('demo-partner-key', 'tomp')).to.equal(undefined);
+    const city = await authenticateFeedClient(t.ctx.db, 'demo-city', 'demo-city-secret', t.ctx.clock.now());
+    expect(city).to.include({ role: 'city', zones: null });
+    expect(await authenticateFeedClient(t.ctx.db, 'demo-gbfs', 'demo-gbfs-secret', t.ctx.clock.now())).to.include({ role: 'gbfs' });
+    expect(await authenticateFeedClient(t.ctx.db, 'demo-city', 'wrong', t.ctx.clock.now())).to.equal(undefined);
+  });
+
+  it('is idempotent, also when run concurrently', async () => {
+    const before = await t.ctx.db.one(`SELECT (SELECT count(*) FROM vehicles) v, (SELECT count(*) FROM areas) a, (SELECT count(*) FROM users) u, (SELECT count(*) FROM api_keys) k, (SELECT count(*) FROM events) e`);
+    const again = await Promise.all([seedDemo(t.ctx), seedDemo(t.ctx)]);
+    expect(again.map((s) => s.created)).to.deep.equal([false, false]);
+    const after = await t.ctx.db.one(`SELECT (SELECT count(*) FROM vehicles) v, (SELECT count(*) FROM areas) a, (SELECT count(*) FROM users) u, (SELECT count(*) FROM api_keys) k, (SELECT count(*) FROM events) e`);
+    expect(after).to.deep.equal(before);
+  });
+
+  it('vehicle codes are a bijection (no two indexes share a code)', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 50000; i++) seen.add(vehicleCode(i));
+    expect(seen.size).to.equal(50000);
+  });
+});

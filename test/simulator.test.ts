@@ -1,0 +1,230 @@
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { Db } from '../lib/db.js';
+import { ManualClock } from '../lib/clock.js';
+import { seedDemo } from '../lib/seed/index.js';
+import { simulateHistory, type SimSummary } from '../lib/sim/index.js';
+import { isValidTransition, isMdsState, TRIP_EVENT_TYPES, type MdsState } from '../lib/mds/state-machine.js';
+import { Prng } from '../lib/sim/prng.js';
+import type { AppContext } from '../lib/context.js';
+import { useTestContext } from './support/context.js';
+import { cloneDatabase, type TestDatabase } from './support/db.js';
+
+const NOW = '2026-03-10T12:00:00Z';
+const END = new Date(NOW);
+const OPTS = { days: 2, vehicles: 30, seed: 7, end: END };
+
+/** sha256 over the rows of a query, in its order. */
+async function digest(db: Db, sql: string): Promise<{ hash: string; rows: number }> {
+  const rows = await db.many(sql);
+  const h = createHash('sha256');
+  for (const r of rows) h.update(JSON.stringify(r) + '\n');
+  return { hash: h.digest('hex'), rows: rows.length };
+}
+
+const DIGESTS = {
+  rentals: `SELECT id, partner_id, user_id, vehicle_id, trip_id, state, started_at, ended_at, total_amount, ST_AsText(vehicle_end_location) e, group_id, ride_type FROM rentals ORDER BY id`,
+  trips: `SELECT trip_id, device_id, trip_type, start_time, end_time, distance_m, duration_s, ride_type, user_ride_count, ST_AsText(end_location) e FROM trips ORDER BY trip_id`,
+  events: `SELECT event_id, device_id, event_types, vehicle_state, ts, ST_AsText(location) l, battery_percent, trip_ids FROM events ORDER BY event_id`,
+  telemetry: `SELECT telemetry_id, device_id, ts, ST_AsText(location) l, battery_percent, trip_id FROM telemetry ORDER BY telemetry_id`,
+  vehicles: `SELECT id, code, mds_state, status, locked, battery_percent, ST_AsText(location) l FROM vehicles ORDER BY id`,
+};
+
+describe('fleet history simulator', function () {
+  this.timeout(120000);
+  const t = useTestContext({ now: NOW });
+  let summary: SimSummary;
+
+  before(async () => {
+    await seedDemo(t.ctx, { vehiclesPerZone: 20 });
+    summary = await simulateHistory(t.ctx, OPTS);
+  });
+
+  const rows = (sql: string, params: unknown[] = []) => t.ctx.db.many(sql, params);
+  const count = async (sql: string, params: unknown[] = []) => (await t.ctx.db.one(`SELECT count(*)::int AS n FROM (${sql}) x`, params)).n as number;
+
+  it('writes rides, events and telemetry for the requested fleet', () => {
+    expect(summary.vehicles).to.equal(60);
+    expect(summary.vehiclesAdded).to.equal(20);
+    expect(summary.rentals).to.be.greaterThan(100);
+    expect(summary.trips).to.equal(summary.rentals);
+    expect(summary.telemetry).to.be.greaterThan(summary.trips * 3);
+    expect(summary.events).to.be.greaterThan(summary.trips * 2);
+  });
+
+  it('is deterministic: the same seed on the same state gives identical rows, ids included', async () => {
+    const other: TestDatabase = await cloneDatabase();
+    const db = new Db(other.url, t.ctx.log);
+    try {
+      const ctx2: AppContext = { ...t.ctx, db, clock: new ManualClock(NOW) };
+      await seedDemo(ctx2, { vehiclesPerZone: 20 });
+      const s2 = await simulateHistory(ctx2, OPTS);
+      expect(s2).to.deep.equal(summary);
+      for (const [name, sql] of Object.entries(DIGESTS)) {
+        expect(await digest(db, sql), name).to.deep.equal(await digest(t.ctx.db, sql));
+      }
+    } finally {
+      await db.close();
+      await other.drop();
+    }
+  });
+
+  it('gives every trip exactly one trip_start and one trip_end event carrying its trip id, at its start and end', async () => {
+    expect(await count(`
+      SELECT tr.trip_id FROM trips tr
+       WHERE (SELECT count(*) FROM events e WHERE e.device_id = tr.device_id AND e.trip_ids = ARRAY[tr.trip_id] AND e.event_types = '{trip_start}' AND e.ts = tr.start_time) <> 1
+          OR (SELECT count(*) FROM events e WHERE e.device_id = tr.device_id AND e.trip_ids = ARRAY[tr.trip_id] AND e.event_types = '{trip_end}' AND e.ts = tr.end_time) <> 1`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM events e WHERE e.trip_ids IS NOT NULL AND NOT EXISTS (SELECT 1 FROM trips tr WHERE tr.trip_id = ANY(e.trip_ids))`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM rentals r JOIN trips tr ON tr.rental_id = r.id WHERE tr.trip_id <> r.trip_id OR tr.start_time <> r.started_at OR tr.end_time <> r.ended_at OR tr.device_id <> r.vehicle_id`)).to.equal(0);
+  });
+
+  it('moves every vehicle through the MDS state machine, and leaves it in the state of its last event', async () => {
+    const events = await rows(`SELECT device_id, event_types, vehicle_state, ts, trip_ids FROM events ORDER BY device_id, ts, event_id`);
+    let device = '';
+    let state: MdsState = 'removed';
+    let lastTs = 0;
+    const types = new Set<string>();
+    for (const e of events) {
+      if (e.device_id !== device) {
+        device = e.device_id;
+        state = 'removed';
+        lastTs = 0;
+      }
+      expect(e.ts.getTime(), `${device} events strictly ordered`).to.be.greaterThan(lastTs);
+      expect(isMdsState(e.vehicle_state)).to.equal(true);
+      expect(isValidTransition(state, e.event_types, e.vehicle_state), `${device} ${state} --${e.event_types}--> ${e.vehicle_state} at ${e.ts.toISOString()}`).to.equal(true);
+      if (e.event_types.some((x: string) => TRIP_EVENT_TYPES.has(x))) expect(e.trip_ids).to.have.length(1);
+      for (const x of e.event_types) types.add(x);
+      state = e.vehicle_state;
+      lastTs = e.ts.getTime();
+    }
+    for (const x of ['provider_drop_off', 'trip_start', 'trip_end', 'battery_low', 'battery_charged', 'rebalance_pick_up', 'off_hours', 'on_hours', 'maintenance']) {
+      expect(types.has(x), x).to.equal(true);
+    }
+    // final vehicle rows agree with their last event
+    expect(await count(`
+      SELECT 1 FROM vehicles v
+        JOIN LATERAL (SELECT * FROM events e WHERE e.device_id = v.id ORDER BY ts DESC LIMIT 1) e ON true
+       WHERE e.vehicle_state <> v.mds_state OR NOT ST_Equals(e.location, v.location) OR e.battery_percent <> v.battery_percent
+          OR v.locked <> (v.mds_state <> 'on_trip')
+          OR v.status <> CASE v.mds_state WHEN 'available' THEN 'ready' WHEN 'on_trip' THEN 'riding' WHEN 'reserved' THEN 'booked' ELSE 'unavailable' END`)).to.equal(0);
+  });
+
+  it('puts vehicles to sleep in the sleep window of the parking-spot zone and wakes them up', async () => {
+    // no rental starts inside 01:00–05:00 Copenhagen time
+    expect(await count(`SELECT 1 FROM rentals WHERE zone_id = 'copenhagen' AND (started_at AT TIME ZONE 'Europe/Copenhagen')::time >= '01:00' AND (started_at AT TIME ZONE 'Europe/Copenhagen')::time < '05:00'`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM events WHERE zone_id = 'copenhagen' AND event_types = '{off_hours}'`)).to.be.greaterThan(10);
+    expect(await count(`SELECT 1 FROM events WHERE zone_id = 'berlin' AND event_types && '{off_hours,on_hours}'`)).to.equal(0);
+  });
+
+  it('never overlaps rentals of one vehicle or of one user', async () => {
+    expect(await count(`SELECT 1 FROM rentals a JOIN rentals b ON a.vehicle_id = b.vehicle_id AND a.id < b.id
+                         AND tstzrange(a.started_at, a.ended_at) && tstzrange(b.started_at, b.ended_at)`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM rentals a JOIN rentals b ON a.user_id = b.user_id AND a.id < b.id
+                         AND tstzrange(a.started_at, a.ended_at) && tstzrange(b.started_at, b.ended_at)`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM rentals WHERE state = 'RUNNING'`)).to.equal(0);
+  });
+
+  it('keeps all telemetry inside the operations area, along the rides, with draining battery', async () => {
+    expect(await count(`SELECT 1 FROM telemetry t WHERE NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = t.zone_id AND a.area_type = 'operations' AND ST_Covers(a.geom, t.location))`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM telemetry t JOIN trips tr ON tr.trip_id = t.trip_id WHERE t.ts < tr.start_time OR t.ts > tr.end_time OR t.device_id <> tr.device_id`)).to.equal(0);
+    // at most ~30 s between points of a ride
+    expect(await count(`SELECT 1 FROM (SELECT ts - lag(ts) OVER (PARTITION BY trip_id ORDER BY ts) AS gap FROM telemetry) g WHERE gap > interval '31 seconds'`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM (SELECT battery_percent - lag(battery_percent) OVER (PARTITION BY trip_id ORDER BY ts) AS d FROM telemetry) g WHERE d > 0`)).to.equal(0);
+    // parking-spot zone rides end inside a parking spot
+    expect(await count(`SELECT 1 FROM trips tr WHERE tr.zone_id = 'copenhagen' AND NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = tr.zone_id AND a.area_type = 'parking-spot' AND ST_Covers(a.geom, tr.end_location))`)).to.equal(0);
+  });
+
+  it('prices rides with the committed prices and the one cost rule', async () => {
+    expect(await count(`SELECT 1 FROM rentals r WHERE r.duration_min <> ceil(extract(epoch FROM r.ended_at - r.started_at) / 60)
+                          OR r.total_amount <> CASE WHEN r.state = 'ENDED_WITH_NO_CHARGE' THEN 0 ELSE r.start_price + r.price_per_minute * r.duration_min END
+                          OR r.vat_amount <> r.total_amount - round(r.total_amount / (1 + r.vat_rate))
+                          OR r.subtotal <> r.total_amount - r.vat_amount`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM rentals r JOIN pricing p ON p.zone_id = r.zone_id JOIN vehicles v ON v.id = r.vehicle_id AND v.vehicle_type_id = p.vehicle_type_id
+                         JOIN zones z ON z.id = r.zone_id
+                        WHERE r.start_price <> p.start_price OR r.price_per_minute <> p.price_per_minute OR r.currency <> z.currency OR r.vat_rate <> z.vat_rate`)).to.equal(0);
+    const states = await rows(`SELECT state, count(*)::int AS n FROM rentals GROUP BY state ORDER BY state`);
+    expect(states.map((s) => s.state)).to.include('ENDED');
+  });
+
+  it('takes the trip type from the partner, makes group rides and TOMP bookings for MaaS rides', async () => {
+    const types = await rows(`SELECT tr.trip_type, p.trip_type AS partner_type FROM trips tr JOIN rentals r ON r.id = tr.rental_id JOIN partners p ON p.id = r.partner_id`);
+    expect(types.every((x) => x.trip_type === x.partner_type)).to.equal(true);
+    expect(new Set(types.map((x) => x.trip_type))).to.deep.equal(new Set(['rider', 'maas', 'operator']));
+    const groups = await rows(`SELECT group_id, array_agg(ride_type ORDER BY ride_type) AS types, count(DISTINCT user_id)::int AS users FROM rentals WHERE group_id IS NOT NULL GROUP BY group_id`);
+    expect(groups.length).to.be.greaterThan(0);
+    for (const g of groups) {
+      expect(g.types[0]).to.equal('group-guest');
+      expect(g.types.filter((x: string) => x === 'group-host')).to.have.length(1);
+      expect(g.users).to.equal(g.types.length);
+    }
+    expect(await count(`SELECT 1 FROM trips WHERE is_group_ride <> (ride_type <> 'solo')`)).to.equal(0);
+    expect(await count(`SELECT 1 FROM rentals r JOIN partners p ON p.id = r.partner_id WHERE p.kind = 'maas'
+                          AND NOT EXISTS (SELECT 1 FROM tomp_bookings b JOIN tomp_legs l ON l.booking_id = b.id WHERE b.rental_id = r.id AND b.state = 'FINISHED' AND l.state = 'FINISHED')`)).to.equal(0);
+    // user_ride_count counts the user's rides
+    expect(await count(`SELECT 1 FROM (SELECT tr.user_ride_count, row_number() OVER (PARTITION BY r.user_id ORDER BY r.started_at) AS n FROM trips tr JOIN rentals r ON r.id = tr.rental_id) x WHERE user_ride_count <> n`)).to.equal(0);
+  });
+
+  it('continues from the current state when simulating the next day on top', async () => {
+    const next = await simulateHistory(t.ctx, { days: 1, seed: 8, end: new Date(END.getTime() + 86400000) });
+    expect(next.vehicles).to.equal(60);
+    expect(next.trips).to.be.greaterThan(20);
+    const events = await rows(`SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`);
+    let device = '';
+    let state: MdsState = 'removed';
+    for (const e of events) {
+      if (e.device_id !== device) [device, state] = [e.device_id, 'removed'];
+      expect(isValidTransition(state, e.event_types, e.vehicle_state)).to.equal(true);
+      state = e.vehicle_state;
+    }
+    expect(await count(`SELECT 1 FROM rentals a JOIN rentals b ON a.user_id = b.user_id AND a.id < b.id
+                         AND tstzrange(a.started_at, a.ended_at) && tstzrange(b.started_at, b.ended_at)`)).to.equal(0);
+  });
+
+  it('draws valid v4 UUIDs from its PRNG', () => {
+    const rng = new Prng(1);
+    for (let i = 0; i < 1000; i++) expect(rng.uuid()).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Prng(5).uuid()).to.equal(new Prng(5).uuid());
+    expect(new Prng(5).uuid()).to.not.equal(new Prng(6).uuid());
+  });
+});
+
+describe('live simulator', function () {
+  this.timeout(120000);
+  const t = useTestContext({ now: '2026-03-10T12:00:00Z' });
+
+  it('rides through the rental engine: starts, telemetry, ends, operator events, all legal', async () => {
+    await seedDemo(t.ctx, { vehiclesPerZone: 15 });
+    const { startLiveSimulator } = await import('../lib/sim/live.js');
+    const live = startLiveSimulator(t.ctx, { rate: 10, seed: 3, manual: true });
+    for (let i = 0; i < 120; i++) {
+      await live.tick();
+      t.ctx.clock.advance(3000);
+    }
+    await live.stop();
+    const rentals = await t.ctx.db.many(`SELECT state, source, trip_id FROM rentals`);
+    expect(rentals.length).to.be.greaterThan(5);
+    expect(rentals.every((r) => r.source === 'simulator')).to.equal(true);
+    expect(rentals.filter((r) => r.state !== 'RUNNING').length).to.be.greaterThan(2);
+    const { n } = await t.ctx.db.one(`SELECT count(DISTINCT trip_id)::int AS n FROM telemetry WHERE trip_id IS NOT NULL`);
+    expect(n).to.be.greaterThan(2);
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM trips`)).n).to.equal(rentals.filter((r) => r.state !== 'RUNNING').length);
+    const events = await t.ctx.db.many(`SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`);
+    let device = '';
+    let state: MdsState = 'removed';
+    for (const e of events) {
+      if (e.device_id !== device) [device, state] = [e.device_id, 'removed'];
+      expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types} ${e.vehicle_state}`).to.equal(true);
+      state = e.vehicle_state;
+    }
+    // telemetry of live rides stays inside the operations area
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM telemetry x WHERE NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = x.zone_id AND a.area_type = 'operations' AND ST_Covers(a.geom, x.location))`)).n).to.equal(0);
+  });
+
+  it('stop() resolves even when the timer loop is running', async () => {
+    const { startLiveSimulator } = await import('../lib/sim/live.js');
+    const live = startLiveSimulator(t.ctx, { rate: 50, seed: 4 });
+    await new Promise((r) => setTimeout(r, 300));
+    await live.stop();
+  });
+});
