@@ -11,6 +11,7 @@
  * Runs against a fresh database cloned from the migrated template (DATABASE_URL or the embedded
  * cluster). `npx tsx bench/feeds.bench.ts` runs it directly; `run()` is for bench/run.ts.
  */
+import type { BenchResult } from './types.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -33,13 +34,6 @@ import { createLogger } from '../lib/log.js';
 import { openStore } from '../lib/store/index.js';
 import { cloneDatabase } from '../test/support/db.js';
 
-export interface BenchResult {
-  name: string;
-  /** numbers by name (units in the name) */
-  metrics: Record<string, number | null>;
-  goals: Array<{ metric: string; goal: string; met: boolean | null }>;
-  notes: string[];
-}
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 const CONNECTIONS = 32;

@@ -1,0 +1,84 @@
+/**
+ * `make bench`: runs every benchmark in bench/*.bench.ts, each in its own process (so that each
+ * peak RSS is its own), and writes one Markdown report with each figure, its goal and whether it
+ * was met: bench/results/report.md (also printed). `BENCH=publisher,feeds make bench` runs a subset.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { join, basename } from 'node:path';
+import { tmpdir } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import type { BenchResult } from './types.js';
+import { ROOT } from '../lib/paths.js';
+
+const BENCH_DIR = join(ROOT, 'bench');
+
+async function runOne(file: string, out: string): Promise<void> {
+  const mod = (await import(pathToFileURL(join(BENCH_DIR, file)).href)) as { run: () => Promise<BenchResult> };
+  const result = await mod.run();
+  writeFileSync(out, JSON.stringify(result));
+  process.exit(0);
+}
+
+function fmt(v: number | null | undefined): string {
+  if (v === null || v === undefined) return 'n/a';
+  return Number.isInteger(v) ? v.toLocaleString('en-US') : String(Math.round(v * 100) / 100);
+}
+
+function report(results: Array<{ file: string; result?: BenchResult; error?: string; seconds: number }>): string {
+  const lines = [`# Benchmark report`, '', `Machine: ${process.platform} ${process.arch}, Node ${process.version}, ${new Date().toISOString()}`, ''];
+  lines.push('| benchmark | goal | measured | met |', '|---|---|---|---|');
+  for (const r of results) {
+    for (const g of r.result?.goals ?? []) {
+      lines.push(`| ${r.result!.name} | ${g.metric} ${g.goal} | ${fmt(r.result!.metrics[g.metric])} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`);
+    }
+    if (r.error) lines.push(`| ${basename(r.file, '.bench.ts')} | — | failed: ${r.error.split('\n')[0]} | **no** |`);
+  }
+  for (const r of results) {
+    lines.push('', `## ${r.result?.name ?? r.file} (${Math.round(r.seconds)} s)`, '');
+    if (r.error) {
+      lines.push('```', r.error.slice(0, 2000), '```');
+      continue;
+    }
+    lines.push('| figure | value |', '|---|---|');
+    for (const [k, v] of Object.entries(r.result!.metrics)) lines.push(`| ${k} | ${fmt(v)} |`);
+    for (const n of r.result!.notes) lines.push(`- ${n}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+async function main(): Promise<void> {
+  const oneIdx = process.argv.indexOf('--one');
+  if (oneIdx > 0) return runOne(process.argv[oneIdx + 1]!, process.argv[oneIdx + 2]!);
+  const only = process.env.BENCH?.split(',').map((s) => s.trim());
+  const files = readdirSync(BENCH_DIR)
+    .filter((f) => f.endsWith('.bench.ts'))
+    .filter((f) => !only || only.includes(basename(f, '.bench.ts')))
+    .sort();
+  const tmp = join(tmpdir(), `bench-${process.pid}`);
+  mkdirSync(tmp, { recursive: true });
+  const results: Array<{ file: string; result?: BenchResult; error?: string; seconds: number }> = [];
+  for (const file of files) {
+    console.log(`\n=== ${file}`);
+    const out = join(tmp, `${file}.json`);
+    const started = Date.now();
+    const child = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'run.ts'), '--one', file, out], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8', env: process.env });
+    const seconds = (Date.now() - started) / 1000;
+    try {
+      results.push({ file, result: JSON.parse(readFileSync(out, 'utf8')) as BenchResult, seconds });
+    } catch {
+      results.push({ file, error: (child.stderr || `exit ${child.status}`).trim(), seconds });
+    }
+  }
+  rmSync(tmp, { recursive: true, force: true });
+  const md = report(results);
+  mkdirSync(join(BENCH_DIR, 'results'), { recursive: true });
+  writeFileSync(join(BENCH_DIR, 'results', 'report.md'), md);
+  console.log(`\n${md}\nwritten to bench/results/report.md`);
+  if (results.some((r) => r.error)) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
