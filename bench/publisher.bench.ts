@@ -1,0 +1,163 @@
+/**
+ * Publisher benchmark: a simulated day of a 10,000-vehicle zone (bulk SQL generator: 3 rides per
+ * vehicle per day, each a trip + trip_start + trip_end event), every hourly file set published
+ * (7 files per hour), then one hour 10× the average for the memory goal (peak RSS < 200 MB).
+ * Floor: `COPY (SELECT row_to_json(…) …) TO STDOUT` of the same source rows, i.e. what Postgres
+ * alone needs to hand the rows out as JSON.
+ *
+ *   npx tsx bench/publisher.bench.ts          (BENCH_VEHICLES, BENCH_TRIPS_PER_VEHICLE to scale)
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import copyStreams from 'pg-copy-streams';
+import { ManualClock } from '../lib/clock.js';
+import { testConfig } from '../lib/config.js';
+import type { AppContext } from '../lib/context.js';
+import { Db, q } from '../lib/db.js';
+import { SimulatedGateway } from '../lib/gateway.js';
+import { createLogger } from '../lib/log.js';
+import { openStore } from '../lib/store/index.js';
+import { addHours, parseHour } from '../lib/feeds/hours.js';
+import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
+import { hourParam } from '../lib/feeds/mds/sources.js';
+import { publishHour } from '../publisher/publish.js';
+import { cloneDatabase } from '../test/support/db.js';
+import { bulkHistory, bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
+
+
+export interface BenchResult {
+  name: string;
+  metrics: Record<string, number | null>;
+  goals: Array<{ metric: string; goal: string; met: boolean | null }>;
+  notes: string[];
+}
+
+const VEHICLES = Number(process.env.BENCH_VEHICLES ?? 10000);
+const TRIPS_PER_VEHICLE = Number(process.env.BENCH_TRIPS_PER_VEHICLE ?? 3);
+const DAY = parseHour('2026-11-20T00')!;
+const BIG_HOUR = parseHour('2026-11-21T08')!;
+
+class PeakRss {
+  peak = process.memoryUsage().rss;
+  private timer = setInterval(() => (this.peak = Math.max(this.peak, process.memoryUsage().rss)), 20);
+  reset() {
+    this.peak = process.memoryUsage().rss;
+  }
+  stop() {
+    clearInterval(this.timer);
+  }
+}
+
+/** Seconds Postgres needs to COPY the hour's source rows out as JSON, once per file that reads them. */
+async function copyFloor(db: Db, zone: string, hour: Date): Promise<number> {
+  const client = await db.pool.connect();
+  try {
+    const started = performance.now();
+    for (const f of HOURLY_FEEDS) {
+      const src = f.source === 'trips' ? q('MdsTripsOfHour').text : q('MdsEventsOfHour').text;
+      const sql = src.replace('$1', `'${zone}'`).replace('$2', `'${hourParam(hour)}'`).replace(/;\s*$/, '');
+      const sink = new Writable({ write: (_c, _e, cb) => cb() });
+      await pipeline(client.query(copyStreams.to(`COPY (SELECT row_to_json(s) FROM (${sql}) s) TO STDOUT`)), sink);
+    }
+    return (performance.now() - started) / 1000;
+  } finally {
+    client.release();
+  }
+}
+
+export async function run(): Promise<BenchResult> {
+  const database = await cloneDatabase();
+  const storeDir = mkdtempSync(join(tmpdir(), 'bench-store-'));
+  const config = testConfig({ DATABASE_URL: database.url, STORE_URL: `file://${storeDir}`, LOG_LEVEL: 'silent' });
+  const log = createLogger(config.logLevel);
+  const ctx: AppContext = {
+    config, log, db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 600000 }), store: await openStore(config),
+    clock: new ManualClock('2026-11-22T00:00:00Z'), gateway: new SimulatedGateway({}),
+  };
+  const rss = new PeakRss();
+  try {
+    const zone = await feedZone(ctx.db, { id: 'bench', createdAt: new Date('2026-11-01T00:00:00Z') });
+    const genStart = performance.now();
+    await bulkVehicles(ctx.db, zone, VEHICLES, 'B');
+    await bulkHistory(ctx.db, zone, DAY, 24, TRIPS_PER_VEHICLE);
+    const perHourTrips = (VEHICLES * TRIPS_PER_VEHICLE) / 24;
+    // the big hour: 10× the average hour of the day
+    await bulkHistory(ctx.db, zone, BIG_HOUR, 1, Math.max(1, Math.round((perHourTrips * 10) / VEHICLES)));
+    await ctx.db.query('ANALYZE trips; ANALYZE events; ANALYZE vehicles');
+    const genSeconds = (performance.now() - genStart) / 1000;
+    const counts = await ctx.db.one(`SELECT (SELECT count(*) FROM trips WHERE end_time < $1) AS trips, (SELECT count(*) FROM events WHERE ts < $1) AS events`, [addHours(DAY, 24)]);
+
+    // the day, hour by hour, every file set
+    rss.reset();
+    const dayStart = performance.now();
+    let bytes = 0;
+    for (let h = 0; h < 24; h++) {
+      for (const f of HOURLY_FEEDS) bytes += (await publishHour(ctx, f, zone, addHours(DAY, h))).bytes;
+    }
+    const daySeconds = (performance.now() - dayStart) / 1000;
+    const dayRss = rss.peak;
+    const rowsRead = Number(counts.trips) * HOURLY_FEEDS.filter((f) => f.source === 'trips').length + Number(counts.events) * HOURLY_FEEDS.filter((f) => f.source === 'events').length;
+
+    let floorSeconds = 0;
+    for (let h = 0; h < 24; h++) floorSeconds += await copyFloor(ctx.db, zone, addHours(DAY, h));
+
+    // the big hour, forced (a real write), for peak memory
+    rss.reset();
+    const bigStart = performance.now();
+    let bigRecords = 0;
+    for (const f of HOURLY_FEEDS) bigRecords += (await publishHour(ctx, f, zone, BIG_HOUR, { force: true })).records;
+    const bigSeconds = (performance.now() - bigStart) / 1000;
+    const bigRss = rss.peak;
+    const bigFloor = await copyFloor(ctx.db, zone, BIG_HOUR);
+
+    const mb = (n: number) => Math.round((n / 1048576) * 10) / 10;
+    const metrics = {
+      vehicles: VEHICLES,
+      day_trips: Number(counts.trips),
+      day_events: Number(counts.events),
+      generate_s: Math.round(genSeconds * 10) / 10,
+      seconds_per_hour_file_set: Math.round((daySeconds / 24) * 1000) / 1000,
+      rows_per_s: Math.round(rowsRead / daySeconds),
+      day_gzip_mb: mb(bytes),
+      copy_floor_ratio: Math.round((daySeconds / floorSeconds) * 100) / 100,
+      peak_rss_day_mb: mb(dayRss),
+      big_hour_records: bigRecords,
+      big_hour_seconds: Math.round(bigSeconds * 100) / 100,
+      big_hour_copy_floor_ratio: Math.round((bigSeconds / bigFloor) * 100) / 100,
+      peak_rss_big_hour_mb: mb(bigRss),
+    };
+    return {
+      name: 'publisher',
+      metrics,
+      goals: [{ metric: 'peak_rss_big_hour_mb', goal: '< 200', met: metrics.peak_rss_big_hour_mb < 200 }],
+      notes: [
+        `data: own bulk SQL generator (${TRIPS_PER_VEHICLE} rides per vehicle per day), not lib/sim's simulateHistory, to control the hour sizes exactly`,
+        'rows_per_s counts source rows read per file (a trip row is read by the 4 trip files, an event row by the 3 event files)',
+        'copy_floor_ratio: publisher time / COPY (row_to_json of the same source queries) TO STDOUT time; includes mapping, validation, gzip, sha256, spool and the store write',
+        'peak RSS is the whole process (Node, pg pool, bench data generation finished before measuring)',
+      ],
+    };
+  } finally {
+    rss.stop();
+    await ctx.db.close();
+    await ctx.store.close();
+    await database.drop();
+    rmSync(storeDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  run()
+    .then((r) => {
+      console.log(JSON.stringify(r, null, 2));
+      process.exit(0);
+    })
+    .catch((err) => {
+      console.error(err);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,64 @@
+/**
+ * Insurance trip record (data-feeds requirement §2.6): the MDS 2.0 trip plus what an insurer needs to
+ * identify the ride, the vehicle and the rider's experience.
+ */
+import type { Provider, TripRow } from '../mds/rows.js';
+import type { MdsLocation } from '../mds/records.js';
+
+export interface InsuranceTrip {
+  trip_id: string;
+  device_id: string;
+  provider_id: string;
+  accessibility_attributes: string[];
+  city: string;
+  country: string;
+  /** meters */
+  distance: number;
+  /** seconds */
+  duration: number;
+  /** km/h, two decimals; 0 for a zero-length ride */
+  average_ride_speed: number;
+  start_location: MdsLocation;
+  end_location: MdsLocation;
+  start_time: number;
+  end_time: number;
+  is_group_ride: boolean;
+  license_plate: string;
+  license_plate_id: string;
+  ride_type: 'solo' | 'group-host' | 'group-guest';
+  /** the sales channel: rider (partner app), maas, operator (our own brand) */
+  trip_type: string[];
+  user_ride_count: number;
+  /** the 4-character code printed on the vehicle */
+  vehicle_short_id: string;
+}
+
+export function averageSpeedKmh(distanceM: number, durationS: number): number {
+  if (durationS <= 0) return 0;
+  return Math.round((distanceM / durationS) * 3.6 * 100) / 100;
+}
+
+export function toInsuranceTrip(row: TripRow, p: Provider): InsuranceTrip {
+  return {
+    trip_id: row.trip_id,
+    device_id: row.device_id,
+    provider_id: p.providerId,
+    accessibility_attributes: [],
+    city: row.city,
+    country: row.country,
+    distance: row.distance_m,
+    duration: row.duration_s,
+    average_ride_speed: averageSpeedKmh(row.distance_m, row.duration_s),
+    start_location: { lat: Number(row.start_lat), lng: Number(row.start_lng) },
+    end_location: { lat: Number(row.end_lat), lng: Number(row.end_lng) },
+    start_time: Number(row.start_ms),
+    end_time: Number(row.end_ms),
+    is_group_ride: row.is_group_ride,
+    license_plate: row.license_plate,
+    license_plate_id: row.license_plate_id,
+    ride_type: row.ride_type,
+    trip_type: [row.trip_type],
+    user_ride_count: row.user_ride_count,
+    vehicle_short_id: row.vehicle_code,
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * Streaming sources of the feed records: server-side cursors (pg-query-stream) on a dedicated
+ * connection inside a read-only REPEATABLE READ transaction, so that a whole hour is read from one
+ * snapshot and memory stays bounded by the batch size however large the hour is. Each yields rows
+ * shaped for the mappers in records.ts / legacy.ts / insurance.
+ *
+ *   for await (const row of streamTrips(ctx.db, zone, hour)) out.push(toMdsTrip(row, ctx.config));
+ */
+import QueryStream from 'pg-query-stream';
+import type pg from 'pg';
+import { classify, q, type Db, type NamedQuery, type Row } from '../../db.js';
+import { LEGACY_VEHICLE_STATES } from './legacy.js';
+import type { EventRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
+
+/** `timestamp` parameter text of a UTC hour; the hour columns are UTC `timestamp`s. */
+export function hourParam(hour: Date): string {
+  return hour.toISOString().slice(0, 13) + ':00:00';
+}
+
+export interface SnapshotOptions {
+  /** rows fetched per round trip (default 1000) */
+  batchSize?: number;
+  /** statement timeout inside the snapshot; a large hour streamed to a slow store takes a while */
+  statementTimeoutMs?: number;
+}
+
+/**
+ * One read-only snapshot on a dedicated connection: a few small queries and cursors that all see the
+ * same data. Close it with `close()` (always, e.g. in `finally`).
+ */
+export class Snapshot {
+  private isBroken = false;
+  private closed = false;
+
+  private constructor(
+    private readonly client: pg.PoolClient,
+    private readonly batchSize: number,
+    private readonly ownsClient: boolean,
+  ) {}
+
+  /** A snapshot on a connection of its own, released by close(). */
+  static async open(db: Db, opts: SnapshotOptions = {}): Promise<Snapshot> {
+    let client: pg.PoolClient;
+    try {
+      client = await db.pool.connect();
+    } catch (err) {
+      throw classify(err, 'connect');
+    }
+    return Snapshot.begin(client, opts, true);
+  }
+
+  /**
+   * A snapshot on the caller's connection (which may hold session state such as an advisory lock);
+   * close() ends the transaction but leaves the connection to the caller: check `broken` first.
+   */
+  static async begin(client: pg.PoolClient, opts: SnapshotOptions = {}, ownsClient = false): Promise<Snapshot> {
+    const s = new Snapshot(client, opts.batchSize ?? 1000, ownsClient);
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.floor(opts.statementTimeoutMs ?? 600_000))}`);
+    } catch (err) {
+      s.isBroken = true;
+      await s.close();
+      throw classify(err, 'snapshot');
+    }
+    return s;
+  }
+
+  async query<T extends Row = Row>(query: NamedQuery, params: unknown[]): Promise<T[]> {
+    try {
+      return (await this.client.query<T>({ name: query.name, text: query.text, values: params })).rows;
+    } catch (err) {
+      this.isBroken = true;
+      throw classify(err, query.name);
+    }
+  }
+
+  /** Rows of `query` through a cursor. Stopping early is fine: the connection is then discarded. */
+  async *stream<T extends Row = Row>(query: NamedQuery, params: unknown[]): AsyncGenerator<T> {
+    const qs = new QueryStream(query.text, params, { batchSize: this.batchSize, highWaterMark: this.batchSize });
+    const stream = this.client.query(qs);
+    let done = false;
+    try {
+      for await (const row of stream) yield row as T;
+      done = true;
+    } catch (err) {
+      throw classify(err, query.name);
+    } finally {
+      // an unfinished cursor may still be talking to the server: never hand that connection back
+      if (!done) this.isBroken = true;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.isBroken) {
+      try {
+        await this.client.query('COMMIT');
+      } catch {
+        this.isBroken = true;
+      }
+    }
+    if (this.ownsClient) this.client.release(this.isBroken ? true : undefined);
+  }
+
+  /** The connection can no longer be trusted (an error, or a cursor left unfinished). */
+  get broken(): boolean {
+    return this.isBroken;
+  }
+}
+
+/** Runs one cursor query in its own snapshot. */
+async function* streamOne<T extends Row>(db: Db, query: NamedQuery, params: unknown[], opts?: SnapshotOptions): AsyncGenerator<T> {
+  const snap = await Snapshot.open(db, opts);
+  try {
+    yield* snap.stream<T>(query, params);
+  } finally {
+    await snap.close();
+  }
+}
+
+/** Trips of a zone that ended in the UTC hour starting at `hour`, by end_time. */
+export function streamTrips(db: Db, zoneId: string, hour: Date, opts?: SnapshotOptions): AsyncGenerator<TripRow> {
+  return streamOne<TripRow & Row>(db, q('MdsTripsOfHour'), [zoneId, hourParam(hour)], opts);
+}
+
+/** Events of a zone with `from <= ts < to`, by ts (the recent-events window). */
+export function streamEvents(db: Db, zoneId: string, range: { from: Date; to: Date }, opts?: SnapshotOptions): AsyncGenerator<EventRow> {
+  return streamOne<EventRow & Row>(db, q('MdsEventsBetween'), [zoneId, range.from, range.to], opts);
+}
+
+/** Events of a zone in the UTC hour starting at `hour` (the historical events / status changes file). */
+export function streamEventsOfHour(db: Db, zoneId: string, hour: Date, opts?: SnapshotOptions): AsyncGenerator<EventRow> {
+  return streamOne<EventRow & Row>(db, q('MdsEventsOfHour'), [zoneId, hourParam(hour)], opts);
+}
+
+/** Vehicles of a zone (or the one device) with their type. */
+export function streamVehicles(db: Db, zoneId: string, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleRow> {
+  return streamOne<VehicleRow & Row>(db, q('MdsVehicles'), [zoneId, deviceId ?? null], opts);
+}
+
+/** Vehicles of a zone (or the one device) with their last event and last telemetry. */
+export function streamVehicleStatus(db: Db, zoneId: string, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
+  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, deviceId ?? null, null], opts);
+}
+
+/**
+ * Rows of the legacy vehicles feeds (1.2 and 0.4): like vehicle status, only for vehicles whose last
+ * state the legacy feeds show. toVehicle12/toVehicle04 may still return undefined: skip those.
+ */
+export function streamLegacyVehicles(db: Db, zoneId: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
+  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, null, LEGACY_VEHICLE_STATES], opts);
+}

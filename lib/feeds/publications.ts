@@ -1,0 +1,69 @@
+/**
+ * The catalogue of hourly feed files: which (feed, version) pairs exist, their object keys and ids.
+ * The publisher writes them, the file route (api/feeds/files.ts) reads their rows in
+ * feed_publications. Row semantics:
+ *   status 'published' + object_key: the file at object_key is current unless `dirty` (late data
+ *     arrived; republish pending). status 'failed': the last attempt failed (last_error); object_key
+ *     still names the previous good version, if any. status 'pending': first publication running.
+ */
+import { formatHour } from './hours.js';
+
+export type HourlyFeedName = 'mds_trips' | 'mds_events' | 'mds_status_changes' | 'insurance_trips';
+export type FeedVersion = '2.0' | '1.2' | '0.4';
+
+export interface HourlyFeed {
+  /** stable id used by ops (`mds-2.0-trips`, `insurance-2.0-trips` …) */
+  readonly id: string;
+  readonly feed: HourlyFeedName;
+  readonly version: FeedVersion;
+  /** the table the records come from: trips by end_time hour, events by ts hour */
+  readonly source: 'trips' | 'events';
+  /** the key segment after the zone */
+  readonly segment: 'trips' | 'events' | 'status_changes';
+  readonly family: 'mds' | 'insurance';
+}
+
+function def(family: 'mds' | 'insurance', version: FeedVersion, segment: HourlyFeed['segment']): HourlyFeed {
+  const feed: HourlyFeedName = family === 'insurance' ? 'insurance_trips' : segment === 'trips' ? 'mds_trips' : segment === 'events' ? 'mds_events' : 'mds_status_changes';
+  return Object.freeze({ id: `${family}-${version}-${segment}`, feed, version, source: segment === 'trips' ? 'trips' : 'events', segment, family });
+}
+
+export const HOURLY_FEEDS: readonly HourlyFeed[] = Object.freeze([
+  def('mds', '2.0', 'trips'),
+  def('mds', '2.0', 'events'),
+  def('mds', '1.2', 'trips'),
+  def('mds', '1.2', 'status_changes'),
+  def('mds', '0.4', 'trips'),
+  def('mds', '0.4', 'status_changes'),
+  def('insurance', '2.0', 'trips'),
+]);
+
+/** `mds/{version}/{zone}/{segment}/{YYYY-MM-DDTHH}.json.gz` or `insurance/2.0/{zone}/trips/…`. */
+export function objectKey(f: HourlyFeed, zoneId: string, hour: Date): string {
+  return `${f.family}/${f.version}/${zoneId}/${f.segment}/${formatHour(hour)}.json.gz`;
+}
+
+export function feedById(id: string): HourlyFeed | undefined {
+  return HOURLY_FEEDS.find((f) => f.id === id);
+}
+
+export function feedOf(feed: string, version: string): HourlyFeed | undefined {
+  return HOURLY_FEEDS.find((f) => f.feed === feed && f.version === version);
+}
+
+export class UnknownFeedError extends Error {}
+
+/**
+ * Feeds chosen by selectors: 'all', exact ids, or id prefixes (`mds-1.2` = both 1.2 files, `mds` =
+ * every MDS file). An unknown selector throws, naming the valid ids.
+ */
+export function selectFeeds(selectors: readonly string[] | 'all'): HourlyFeed[] {
+  if (selectors === 'all' || selectors.includes('all')) return [...HOURLY_FEEDS];
+  const out = new Set<HourlyFeed>();
+  for (const s of selectors) {
+    const matched = HOURLY_FEEDS.filter((f) => f.id === s || f.id.startsWith(s.endsWith('-') ? s : `${s}-`));
+    if (!matched.length) throw new UnknownFeedError(`unknown feed "${s}"; valid: all, ${HOURLY_FEEDS.map((f) => f.id).join(', ')}`);
+    for (const f of matched) out.add(f);
+  }
+  return HOURLY_FEEDS.filter((f) => out.has(f));
+}

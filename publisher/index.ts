@@ -1,0 +1,124 @@
+/**
+ * The publisher process: pg-boss queues + node-cron. The cron only enqueues (singleton keys, so each
+ * file is published once per cluster however many publishers run); queue workers do the work with
+ * retries and backoff. Schedules:
+ *   every minute   due and dirty/failed hourly files → `feeds-publish-hour` (one job per file)
+ *   every 30 s     rental housekeeping (auto-end idle rentals, photo windows), TOMP hold expiry
+ *   every 15 s     GBFS snapshots (the GBFS module decides which files actually change)
+ */
+import PgBoss from 'pg-boss';
+import cron, { type ScheduledTask } from 'node-cron';
+import type { AppContext } from '../lib/context.js';
+import { parseHour } from '../lib/feeds/hours.js';
+import { feedById } from '../lib/feeds/publications.js';
+import { publishHour } from './publish.js';
+import { dueHourJobs, singletonKey, type HourJob } from './schedule.js';
+import { loadOptionalJobs, type Sweep } from './jobs/optional.js';
+
+export const QUEUES = {
+  hour: 'feeds-publish-hour',
+  gbfs: 'feeds-gbfs',
+  rentals: 'housekeeping-rentals',
+  tomp: 'housekeeping-tomp',
+} as const;
+
+export interface PublisherOptions {
+  /** run the cron (enqueue); false = workers only (default true) */
+  cron?: boolean;
+  /** hourly-file workers in this process (default 2) */
+  concurrency?: number;
+  /** pg-boss polling interval (default 2 s; tests use less) */
+  pollingIntervalSeconds?: number;
+}
+
+export interface Publisher {
+  boss: PgBoss;
+  /** one cron tick by hand: enqueue what is due now (tests, ops) */
+  tick(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Sends one job per due file; pg-boss drops a send whose singleton key is already queued. */
+export async function enqueueDue(ctx: AppContext, boss: PgBoss): Promise<number> {
+  const jobs = await dueHourJobs(ctx);
+  let sent = 0;
+  for (const j of jobs) {
+    const id = await boss.send(QUEUES.hour, j, { singletonKey: singletonKey(j) });
+    if (id) sent++;
+  }
+  return sent;
+}
+
+export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {}): Promise<Publisher> {
+  const log = ctx.log.child({ component: 'publisher' });
+  const boss = new PgBoss({ connectionString: ctx.config.databaseUrl, schema: 'pgboss', max: 4, application_name: 'publisher' });
+  // background loops never throw: they report here
+  boss.on('error', (err) => log.error({ err: err.message }, 'pg-boss error'));
+  await boss.start();
+
+  // stately: at most one queued and one running job per singleton key
+  await boss.createQueue(QUEUES.hour, { name: QUEUES.hour, policy: 'stately', retryLimit: 6, retryDelay: 15, retryBackoff: true, expireInSeconds: 30 * 60 });
+  for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp]) {
+    await boss.createQueue(name, { name, policy: 'stately', retryLimit: 0, expireInSeconds: 5 * 60 });
+  }
+
+  const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 2 };
+  for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
+    await boss.work<HourJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
+      const data = job!.data;
+      const feed = feedById(data.feedId);
+      const hour = parseHour(data.hour);
+      if (!feed || !hour) {
+        log.error({ job: data }, 'malformed publish job dropped');
+        return;
+      }
+      // a throw fails the job: pg-boss retries it with backoff; the row already says 'failed'
+      await publishHour(ctx, feed, data.zone, hour);
+    });
+  }
+
+  const optional = await loadOptionalJobs(log);
+  const sweep = async (name: string, fns: (Sweep | undefined)[]) => {
+    const present = fns.filter((f): f is Sweep => f !== undefined);
+    if (!present.length) return false;
+    await boss.work(name, polling, async () => {
+      for (const fn of present) await fn(ctx);
+    });
+    return true;
+  };
+  const hasRentals = await sweep(QUEUES.rentals, [optional.autoEndIdleRentals, optional.expirePhotoWindows]);
+  const hasTomp = await sweep(QUEUES.tomp, [optional.expirePendingBookings]);
+  const hasGbfs = await sweep(QUEUES.gbfs, [optional.publishGbfsSnapshots]);
+
+  const tick = () => enqueueDue(ctx, boss);
+  const tasks: ScheduledTask[] = [];
+  if (opts.cron ?? true) {
+    const every = (expr: string, name: string, fn: () => Promise<unknown>) => {
+      tasks.push(
+        cron.schedule(expr, async () => {
+          try {
+            await fn();
+          } catch (err) {
+            log.warn({ err: (err as Error).message, task: name }, 'cron enqueue failed');
+          }
+        }, { name: `${name}-${Math.random().toString(36).slice(2, 8)}`, noOverlap: true }),
+      );
+    };
+    every('* * * * *', 'hourly-files', tick);
+    if (hasRentals) every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
+    if (hasTomp) every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
+    if (hasGbfs) every('*/15 * * * * *', 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
+    // do not wait a minute after a start for the backlog
+    void tick().catch((err) => log.warn({ err: (err as Error).message }, 'initial enqueue failed'));
+  }
+  log.info({ concurrency: opts.concurrency ?? 2, cron: opts.cron ?? true, rentals: hasRentals, tomp: hasTomp, gbfs: hasGbfs }, 'publisher started');
+
+  return {
+    boss,
+    tick,
+    async stop() {
+      for (const t of tasks) await t.destroy();
+      await boss.stop({ graceful: true, wait: true, timeout: ctx.config.shutdownTimeoutMs });
+    },
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * Ops functions behind `bin/ops.ts backfill | republish | publish-status` (the CLI adds the
+ * progress bar and the exit code). Both are safe to run next to live publishers: a file is published
+ * under its own advisory lock, and a backfill without `force` skips hours that are current.
+ */
+import type { AppContext } from '../lib/context.js';
+import { q } from '../lib/db.js';
+import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
+import { feedOf, selectFeeds, type HourlyFeed } from '../lib/feeds/publications.js';
+import { hourParam } from '../lib/feeds/mds/sources.js';
+import { publishHour, type PublishResult } from './publish.js';
+import { latestDueHour } from './schedule.js';
+
+export class OpsError extends Error {}
+
+export interface HourFailure {
+  feed: string;
+  zone: string;
+  hour: string;
+  error: string;
+}
+
+export type BackfillProgress =
+  | { kind: 'done'; done: number; total: number; result: PublishResult }
+  | { kind: 'skipped'; done: number; total: number; feed: string; zone: string; hour: string }
+  | { kind: 'failed'; done: number; total: number; failure: HourFailure };
+
+export interface BackfillOptions {
+  zones: string[] | 'all';
+  /** first and last hour (inclusive; floored to the hour) */
+  from: Date;
+  to: Date;
+  /** feed ids or prefixes (`mds-2.0-trips`, `mds-1.2`, `insurance`) or 'all' */
+  feeds: string[] | 'all';
+  /** publish hours that are already current again and rewrite their objects */
+  force: boolean;
+  /** files published in parallel (default 2) */
+  concurrency?: number;
+  onProgress?: (p: BackfillProgress) => void;
+}
+
+export interface BackfillSummary {
+  total: number;
+  written: number;
+  unchanged: number;
+  skipped: number;
+  failed: HourFailure[];
+}
+
+interface ZoneRow {
+  id: string;
+  created_at: Date;
+}
+
+async function resolveZones(ctx: AppContext, zones: string[] | 'all'): Promise<ZoneRow[]> {
+  const all = await ctx.db.many<ZoneRow>(q('PubZones'));
+  if (zones === 'all' || zones.includes('all')) return all;
+  const unknown = zones.filter((z) => !all.some((a) => a.id === z));
+  if (unknown.length) throw new OpsError(`unknown zone(s): ${unknown.join(', ')}`);
+  return all.filter((a) => zones.includes(a.id));
+}
+
+/**
+ * Publishes every (feed, zone, hour) in the range that has closed, from the zone's first hour on.
+ * Failures do not stop the run; they are returned (and recorded as 'failed' rows).
+ */
+export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<BackfillSummary> {
+  if (!(o.from.getTime() <= o.to.getTime())) throw new OpsError('from must not be after to');
+  const feeds = selectFeeds(o.feeds);
+  const zones = await resolveZones(ctx, o.zones);
+  const lastClosed = floorHour(new Date(ctx.clock.now().getTime() - HOUR_MS));
+  const current = new Set<string>();
+  if (!o.force) {
+    const rows = await ctx.db.many(q('PubStatusRows'), [zones.map((z) => z.id), hourParam(floorHour(o.from)), hourParam(floorHour(o.to))]);
+    for (const r of rows) if (r.status === 'published' && !r.dirty) current.add(`${feedOf(r.feed, r.version)?.id}|${r.scope}|${formatHour(r.hour)}`);
+  }
+  const work: { feed: HourlyFeed; zone: string; hour: Date }[] = [];
+  for (const z of zones) {
+    for (const hour of hoursBetween(o.from, o.to)) {
+      if (hour < floorHour(z.created_at) || hour > lastClosed) continue;
+      for (const feed of feeds) work.push({ feed, zone: z.id, hour });
+    }
+  }
+  const summary: BackfillSummary = { total: work.length, written: 0, unchanged: 0, skipped: 0, failed: [] };
+  let done = 0;
+  let next = 0;
+  const worker = async () => {
+    while (next < work.length) {
+      const w = work[next++]!;
+      const hour = formatHour(w.hour);
+      if (current.has(`${w.feed.id}|${w.zone}|${hour}`)) {
+        summary.skipped++;
+        o.onProgress?.({ kind: 'skipped', done: ++done, total: work.length, feed: w.feed.id, zone: w.zone, hour });
+        continue;
+      }
+      try {
+        const result = await publishHour(ctx, w.feed, w.zone, w.hour, { force: o.force });
+        if (result.outcome === 'written') summary.written++;
+        else summary.unchanged++;
+        o.onProgress?.({ kind: 'done', done: ++done, total: work.length, result });
+      } catch (err) {
+        const failure = { feed: w.feed.id, zone: w.zone, hour, error: err instanceof Error ? err.message : String(err) };
+        summary.failed.push(failure);
+        o.onProgress?.({ kind: 'failed', done: ++done, total: work.length, failure });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, o.concurrency ?? 2) }, worker));
+  return summary;
+}
+
+/** State of one file: current, waiting for a republish (dirty), failed, being published, never published, or not due yet. */
+export type CellState = 'published' | 'dirty' | 'failed' | 'pending' | 'missing' | 'not_due';
+
+export interface StatusRow {
+  zone: string;
+  hour: string;
+  /** feed id → state */
+  states: Record<string, CellState>;
+}
+
+export interface PublishStatus {
+  feeds: string[];
+  rows: StatusRow[];
+  totals: Record<CellState, number>;
+  failures: HourFailure[];
+}
+
+export interface PublishStatusOptions {
+  zones: string[] | 'all';
+  /** default: 24 hours before `to` */
+  from?: Date;
+  /** default: the latest hour that is due */
+  to?: Date;
+  feeds?: string[] | 'all';
+}
+
+/** The hours × feeds table of a range, per zone (hours before a zone existed are left out). */
+export async function publishStatus(ctx: AppContext, o: PublishStatusOptions): Promise<PublishStatus> {
+  const feeds = selectFeeds(o.feeds ?? 'all');
+  const zones = await resolveZones(ctx, o.zones);
+  const now = ctx.clock.now();
+  const due = latestDueHour(now, ctx.config.publishLatenessSeconds);
+  const to = floorHour(o.to ?? due);
+  const from = floorHour(o.from ?? new Date(to.getTime() - 23 * HOUR_MS));
+  if (from > to) throw new OpsError('from must not be after to');
+  const rows = await ctx.db.many(q('PubStatusRows'), [zones.map((z) => z.id), hourParam(from), hourParam(to)]);
+  const byKey = new Map<string, any>();
+  for (const r of rows) byKey.set(`${feedOf(r.feed, r.version)?.id}|${r.scope}|${formatHour(r.hour)}`, r);
+  const totals: Record<CellState, number> = { published: 0, dirty: 0, failed: 0, pending: 0, missing: 0, not_due: 0 };
+  const failures: HourFailure[] = [];
+  const out: StatusRow[] = [];
+  for (const z of zones) {
+    for (const hour of hoursBetween(from, to)) {
+      if (hour < floorHour(z.created_at)) continue;
+      const h = formatHour(hour);
+      const states: Record<string, CellState> = {};
+      for (const f of feeds) {
+        const r = byKey.get(`${f.id}|${z.id}|${h}`);
+        let s: CellState;
+        if (!r) s = hour > due ? 'not_due' : 'missing';
+        else if (r.status === 'failed') {
+          s = 'failed';
+          failures.push({ feed: f.id, zone: z.id, hour: h, error: r.last_error ?? '' });
+        } else if (r.status === 'pending') s = 'pending';
+        else s = r.dirty ? 'dirty' : 'published';
+        states[f.id] = s;
+        totals[s]++;
+      }
+      out.push({ zone: z.id, hour: h, states });
+    }
+  }
+  return { feeds: feeds.map((f) => f.id), rows: out, totals, failures };
+}

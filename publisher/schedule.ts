@@ -1,0 +1,45 @@
+/**
+ * What is due: hours whose files were never published (closed for the configured lateness, within
+ * a look-back window) and hours to publish again (dirty, failed after a backoff, left pending by a
+ * crash). Pure reads; the cron turns them into pg-boss jobs, with one singleton key per file.
+ */
+import type { AppContext } from '../lib/context.js';
+import { q } from '../lib/db.js';
+import { addHours, floorHour, formatHour, HOUR_MS } from '../lib/feeds/hours.js';
+import { feedOf, HOURLY_FEEDS, type HourlyFeed } from '../lib/feeds/publications.js';
+import { hourParam } from '../lib/feeds/mds/sources.js';
+
+export interface HourJob {
+  feedId: string;
+  zone: string;
+  /** `YYYY-MM-DDTHH` */
+  hour: string;
+}
+
+export function singletonKey(j: HourJob): string {
+  return `${j.feedId}:${j.zone}:${j.hour}`;
+}
+
+/** The latest hour that is due at `now`: closed at least `latenessSeconds` ago. */
+export function latestDueHour(now: Date, latenessSeconds: number): Date {
+  return floorHour(new Date(now.getTime() - latenessSeconds * 1000 - HOUR_MS));
+}
+
+export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: number; limit?: number; feeds?: readonly HourlyFeed[] } = {}): Promise<HourJob[]> {
+  const now = ctx.clock.now();
+  const feeds = opts.feeds ?? HOURLY_FEEDS;
+  const limit = opts.limit ?? 5000;
+  const to = latestDueHour(now, ctx.config.publishLatenessSeconds);
+  const from = addHours(to, -((opts.lookbackHours ?? 48) - 1));
+  const jobs: HourJob[] = [];
+  const missing = await ctx.db.many<{ zone_id: string; feed: string; version: string; hour: Date }>(q('PubMissingHours'), [
+    feeds.map((f) => f.feed), feeds.map((f) => f.version), hourParam(from), hourParam(to), limit,
+  ]);
+  for (const m of missing) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour) });
+  const again = await ctx.db.many<{ feed: string; version: string; scope: string; hour: Date }>(q('PubNeedsRepublish'), [now, limit]);
+  for (const r of again) {
+    const f = feedOf(r.feed, r.version);
+    if (f && feeds.includes(f)) jobs.push({ feedId: f.id, zone: r.scope, hour: formatHour(r.hour) });
+  }
+  return jobs;
+}

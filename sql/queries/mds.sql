@@ -1,0 +1,82 @@
+-- Source queries of the MDS / insurance record mappers (lib/feeds/mds/sources.ts). Times come out as
+-- integer milliseconds and points as lat/lng so that the mappers do no parsing. Hours are passed as
+-- text ('YYYY-MM-DDTHH:00:00') and compared with the generated UTC-hour columns, so that the process
+-- time zone never matters.
+
+-- name: MdsTripsOfHour
+SELECT t.trip_id, t.device_id, v.code AS vehicle_code, v.license_plate, v.license_plate_id,
+       vt.form_factor, vt.propulsion_type, t.trip_type,
+       (extract(epoch FROM t.start_time) * 1000)::int8 AS start_ms,
+       (extract(epoch FROM t.end_time) * 1000)::int8 AS end_ms,
+       ST_Y(t.start_location) AS start_lat, ST_X(t.start_location) AS start_lng,
+       ST_Y(t.end_location) AS end_lat, ST_X(t.end_location) AS end_lng,
+       t.distance_m, t.duration_s, t.is_group_ride, t.ride_type, t.user_ride_count,
+       z.city, z.country, (extract(epoch FROM t.recorded_at) * 1000)::int8 AS recorded_ms
+  FROM trips t
+  JOIN vehicles v ON v.id = t.device_id
+  JOIN vehicle_types vt ON vt.id = t.vehicle_type_id
+  JOIN zones z ON z.id = t.zone_id
+ WHERE t.zone_id = $1 AND t.end_hour = $2::timestamp
+ ORDER BY t.end_time, t.trip_id;
+
+-- name: MdsEventsOfHour
+SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
+       (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms,
+       ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
+       v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
+       (extract(epoch FROM e.recorded_at) * 1000)::int8 AS recorded_ms
+  FROM events e
+  JOIN vehicles v ON v.id = e.device_id
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+ WHERE e.zone_id = $1 AND e.hour = $2::timestamp
+ ORDER BY e.ts, e.event_id;
+
+-- name: MdsEventsBetween
+-- [from, to) on ts; the realtime recent-events window.
+SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
+       (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms,
+       ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
+       v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
+       (extract(epoch FROM e.recorded_at) * 1000)::int8 AS recorded_ms
+  FROM events e
+  JOIN vehicles v ON v.id = e.device_id
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+ WHERE e.zone_id = $1 AND e.ts >= $2 AND e.ts < $3
+ ORDER BY e.ts, e.event_id;
+
+-- name: MdsVehicles
+-- $2: a device id, or null for every vehicle of the zone.
+SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_type, vt.max_speed_kph,
+       vt.make, vt.model
+  FROM vehicles v
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+ WHERE v.zone_id = $1 AND ($2::uuid IS NULL OR v.id = $2::uuid)
+ ORDER BY v.id;
+
+-- name: MdsVehicleStatus
+-- Last event and last telemetry per vehicle, each one index probe (events_device_ts,
+-- telemetry_device_ts). Vehicles without any event have no MDS state yet and are left out. A vehicle
+-- without telemetry gets a synthetic last_telemetry from its current position (stable id per
+-- position report, so repeated reads agree).
+-- $2: device id or null; $3: vehicle states to keep (null = all).
+SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
+       v.battery_percent AS vehicle_battery_percent,
+       ST_Y(v.location) AS vehicle_lat, ST_X(v.location) AS vehicle_lng,
+       e.event_id, e.event_types, e.vehicle_state, (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms,
+       ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
+       COALESCE(t.telemetry_id, md5(v.id::text || v.last_seen_at::text)::uuid) AS telemetry_id,
+       (extract(epoch FROM COALESCE(t.ts, v.last_seen_at)) * 1000)::int8 AS telemetry_ms,
+       ST_Y(COALESCE(t.location, v.location)) AS telemetry_lat, ST_X(COALESCE(t.location, v.location)) AS telemetry_lng,
+       CASE WHEN t.telemetry_id IS NULL THEN v.battery_percent ELSE t.battery_percent END AS telemetry_battery_percent,
+       t.trip_id::text AS telemetry_trip_id
+  FROM vehicles v
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+  CROSS JOIN LATERAL (
+    SELECT * FROM events e WHERE e.device_id = v.id ORDER BY e.ts DESC LIMIT 1
+  ) e
+  LEFT JOIN LATERAL (
+    SELECT * FROM telemetry t WHERE t.device_id = v.id ORDER BY t.ts DESC LIMIT 1
+  ) t ON true
+ WHERE v.zone_id = $1 AND ($2::uuid IS NULL OR v.id = $2::uuid)
+   AND ($3::text[] IS NULL OR e.vehicle_state = ANY ($3::text[]))
+ ORDER BY v.id;

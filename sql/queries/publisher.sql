@@ -1,0 +1,76 @@
+-- The hourly feed publisher (publisher/). Hours are UTC `timestamp`s passed as text and read back
+-- with AT TIME ZONE 'UTC', so the process time zone never matters.
+
+-- name: PubLock
+-- One publisher per (feed, version, zone, hour) at a time, whichever process (worker, backfill).
+-- Session lock on the publisher's dedicated connection; released by PubUnlock or by disconnecting.
+SELECT pg_advisory_lock(hashtextextended($1, 7305040));
+
+-- name: PubUnlock
+SELECT pg_advisory_unlock(hashtextextended($1, 7305040));
+
+-- name: PubClaim
+-- Claims the hour before the data is read: clears dirty (late rows committed from now on set it
+-- again through the triggers) and creates the row on a first publication so the triggers see it.
+INSERT INTO feed_publications (feed, version, scope, hour, status, dirty, attempts)
+VALUES ($1, $2, $3, $4::timestamp, 'pending', false, 1)
+ON CONFLICT (feed, version, scope, hour) DO UPDATE
+   SET dirty = false, attempts = feed_publications.attempts + 1
+RETURNING status, sha256, object_key, record_count, bytes;
+
+-- name: PubTripStats
+SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::int8 AS watermark_ms
+  FROM trips WHERE zone_id = $1 AND end_hour = $2::timestamp;
+
+-- name: PubEventStats
+SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::int8 AS watermark_ms
+  FROM events WHERE zone_id = $1 AND hour = $2::timestamp;
+
+-- name: PubPublished
+-- dirty is left as it is: it was cleared by PubClaim, so true here means data arrived meanwhile.
+UPDATE feed_publications
+   SET status = 'published', object_key = $5, sha256 = $6, record_count = $7, bytes = $8,
+       last_updated = $9, source_watermark = $10,
+       published_at = CASE WHEN $11::boolean OR published_at IS NULL THEN $12::timestamptz ELSE published_at END,
+       attempts = 0, last_error = NULL, failed_at = NULL
+ WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
+
+-- name: PubFailed
+UPDATE feed_publications
+   SET status = 'failed', last_error = left($5, 2000), failed_at = $6
+ WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
+
+-- name: PubZones
+SELECT id, created_at FROM zones ORDER BY id;
+
+-- name: PubMissingHours
+-- Closed hours in [$3, $4] (clamped to the zone's first hour) without any publication row, for
+-- every (feed, version) pair given in $1/$2: what the cron enqueues.
+SELECT z.id AS zone_id, f.feed, f.version, (h AT TIME ZONE 'UTC') AS hour
+  FROM zones z
+ CROSS JOIN unnest($1::text[], $2::text[]) AS f (feed, version)
+ CROSS JOIN LATERAL generate_series(greatest(date_trunc('hour', z.created_at AT TIME ZONE 'UTC'), $3::timestamp), $4::timestamp, interval '1 hour') AS h
+ WHERE NOT EXISTS (SELECT 1 FROM feed_publications p
+                    WHERE p.feed = f.feed AND p.version = f.version AND p.scope = z.id AND p.hour = h)
+ ORDER BY h, z.id, f.feed, f.version
+ LIMIT $5;
+
+-- name: PubNeedsRepublish
+-- Dirty hours; failed hours after a backoff growing with the attempts (2^n minutes, at most an
+-- hour); pending hours left behind by a crashed publisher (the advisory lock is gone with it).
+SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
+  FROM feed_publications
+ WHERE (dirty AND status <> 'failed')
+    OR (status = 'failed' AND failed_at < $1::timestamptz - make_interval(mins => least(60, power(2, least(attempts, 6))::int)))
+    OR (status = 'pending')
+ ORDER BY hour
+ LIMIT $2;
+
+-- name: PubStatusRows
+SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour, status, dirty, record_count, bytes,
+       last_error, published_at, attempts
+  FROM feed_publications
+ WHERE scope = ANY ($1::text[]) AND hour BETWEEN $2::timestamp AND $3::timestamp;
+
+-- name: PubZonesCreated
+SELECT id, created_at FROM zones WHERE id = ANY ($1::text[]) ORDER BY id;

@@ -1,0 +1,81 @@
+/**
+ * The official schemas (MDS, GBFS) from SPECS_DIR, compiled the way the specs READMEs say:
+ * JSON Schema 2020-12 (MDS 2.0 bundles) with Ajv2020, draft-06 (MDS 1.2.0 / 0.4.1) with the draft-06
+ * meta-schema added, draft-07 (GBFS) with the default Ajv; always `strict: false` + ajv-formats.
+ * Never copied into the project. When the specs are absent, `specValidator` returns undefined and
+ * `specOrSkip` skips the test with a message naming the path.
+ *
+ *   const validate = specOrSkip(this, 'mds/2.0/micromobility/trips.json');   // inside it(function () {…})
+ *   expect(validate(body), describeSpecErrors(validate)).to.equal(true);
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsImport from 'ajv-formats';
+import { SPECS_DIR } from '../../lib/paths.js';
+
+const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
+const require = createRequire(import.meta.url);
+
+let ajv2020: Ajv2020 | undefined;
+let ajv06: Ajv | undefined;
+let ajv07: Ajv | undefined;
+const cache = new Map<string, ValidateFunction>();
+
+function engineFor(schema: { $schema?: string }): Ajv | Ajv2020 {
+  const dialect = schema.$schema ?? '';
+  if (dialect.includes('2020-12')) {
+    ajv2020 ??= addFormats(new Ajv2020({ allErrors: true, strict: false })) as Ajv2020;
+    return ajv2020;
+  }
+  if (dialect.includes('draft-06')) {
+    if (!ajv06) {
+      ajv06 = new Ajv({ allErrors: true, strict: false });
+      ajv06.addMetaSchema(require('ajv/dist/refs/json-schema-draft-06.json'));
+      addFormats(ajv06);
+    }
+    return ajv06;
+  }
+  ajv07 ??= addFormats(new Ajv({ allErrors: true, strict: false })) as Ajv;
+  return ajv07;
+}
+
+export function specsAvailable(): boolean {
+  return existsSync(SPECS_DIR);
+}
+
+/**
+ * The validator of the official schema at `path` (relative to SPECS_DIR, e.g.
+ * `mds/1.2.0/status_changes.json`, `gbfs/v3.0/vehicle_status.json`), or undefined when it is absent.
+ * A schema that does not compile throws (`mds/0.4.1/events.json` is broken upstream: validate 0.4
+ * events against `mds/0.4.1/status_changes.json` records instead, see specs/mds/README.md).
+ */
+export function specValidator(path: string): ValidateFunction | undefined {
+  const cached = cache.get(path);
+  if (cached) return cached;
+  const file = join(SPECS_DIR, path);
+  if (!existsSync(file)) return undefined;
+  const schema = JSON.parse(readFileSync(file, 'utf8'));
+  // the same $id appears in several files (1.2.0 and 0.4.1 share ids): compile without registering
+  const { $id: _id, ...rest } = schema;
+  const fn = engineFor(schema).compile(rest);
+  cache.set(path, fn);
+  return fn;
+}
+
+/** In a mocha test: the validator, or skip the test with a clear message when the spec is absent. */
+export function specOrSkip(test: Mocha.Context, path: string): ValidateFunction {
+  const fn = specValidator(path);
+  if (!fn) {
+    console.warn(`    (skipped: official schema ${path} not found under ${SPECS_DIR}; set SPECS_DIR)`);
+    test.skip();
+  }
+  return fn!;
+}
+
+/** The first errors of the last validation, for assertion messages. */
+export function describeSpecErrors(fn: ValidateFunction, max = 5): string {
+  return JSON.stringify((fn.errors ?? []).slice(0, max), null, 1);
+}
