@@ -13,6 +13,19 @@ import { q } from '../lib/db.js';
 import { createKey, listKeys, revokeKey, rotateKey, createFeedClient, listFeedClients, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
 import { importZone, ZoneImportError } from '../lib/admin/zones.js';
 import { parseHour } from '../lib/feeds/hours.js';
+import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
+
+/** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
+function formatStatus(s: PublishStatus): string {
+  const letter: Record<CellState, string> = { published: '✓', dirty: 'D', failed: 'F', pending: 'P', missing: '·', not_due: ' ' };
+  const short = s.feeds.map((f, i) => `${String.fromCharCode(97 + i)}=${f}`);
+  const head = `zone         hour           ${s.feeds.map((_, i) => String.fromCharCode(97 + i)).join(' ')}`;
+  const lines = [head, ...s.rows.map((r) => `${r.zone.padEnd(12)} ${r.hour}  ${s.feeds.map((f) => letter[r.states[f]!] ?? '?').join(' ')}`)];
+  lines.push('', `feeds: ${short.join('  ')}`, 'legend: ✓ published  D dirty (republish pending)  F failed  P pending  · missing', '');
+  lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  for (const f of s.failures) lines.push(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
+  return lines.join('\n');
+}
 
 const program = new Command('ops').description('Operator tooling of the partner platform').showHelpAfterError();
 
@@ -23,7 +36,8 @@ function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
     try {
       await fn(ctx, ...args);
     } catch (err) {
-      if (err instanceof AdminError || err instanceof ZoneImportError || (err as Error)?.name === 'RentalError') {
+      // expected operator mistakes: say what is wrong, no stack trace
+      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError'].includes((err as Error)?.constructor?.name)) {
         console.error(`error: ${(err as Error).message}`);
         process.exitCode = 1;
       } else throw err;
@@ -87,7 +101,7 @@ function addHourWindow(cmd: Command): Command {
     .requiredOption('--from <hour>', 'first UTC hour, YYYY-MM-DDTHH', hour)
     .requiredOption('--to <hour>', 'last UTC hour, YYYY-MM-DDTHH (inclusive)', hour)
     .option('--zone <ids>', 'zone id(s), comma-separated, or all', list, 'all')
-    .option('--feeds <list>', 'feeds, comma-separated (mds_trips, mds_events, mds_status_changes, insurance_trips) or all', list, 'all');
+    .option('--feeds <list>', 'feed ids or prefixes, comma-separated (e.g. mds-2.0-trips, mds-1.2, insurance) or all', list, 'all');
 }
 
 addHourWindow(program.command('backfill'))
@@ -104,17 +118,17 @@ addHourWindow(program.command('backfill'))
         to: opts.to,
         feeds: opts.feeds,
         force: opts.force,
-        onProgress: (p: { done: number; total: number; item?: string }) => {
-          if (!started && process.stdout.isTTY) {
+        onProgress: (p: BackfillProgress) => {
+          if (!started) {
             bar.start(p.total, 0, { item: '' });
             started = true;
           }
-          if (started) bar.update(p.done, { item: p.item ?? '' });
+          bar.update(p.done, { item: p.kind });
         },
       });
       if (started) bar.stop();
-      console.log(`published ${result.published}, unchanged ${result.unchanged}, failed ${result.failed.length}`);
-      for (const f of result.failed) console.error(`FAILED ${f.feed} ${f.version} ${f.zone} ${f.hour}: ${f.error}`);
+      console.log(`${result.total} files: ${result.written} written, ${result.unchanged} unchanged, ${result.skipped} skipped, ${result.failed.length} failed`);
+      for (const f of result.failed) console.error(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
       if (result.failed.length) process.exitCode = 1;
     }),
   );
@@ -127,12 +141,10 @@ program
   .option('--to <hour>', 'last UTC hour (default: the last closed hour)', hour)
   .action(
     withContext(async (ctx, opts) => {
-      const { publishStatus, formatStatusTable } = await import('../publisher/ops.js');
-      const now = ctx.clock.now();
-      const to = opts.to ?? new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000 - 3_600_000);
-      const from = opts.from ?? new Date(to.getTime() - 23 * 3_600_000);
-      const status = await publishStatus(ctx, { zones: opts.zone, from, to });
-      console.log(formatStatusTable(status));
+      const { publishStatus } = await import('../publisher/ops.js');
+      const status = await publishStatus(ctx, { zones: opts.zone, from: opts.from, to: opts.to });
+      console.log(formatStatus(status));
+      if (status.totals.failed > 0) process.exitCode = 1;
     }),
   );
 
