@@ -127,5 +127,6 @@ export function loadConfig(env: Env = process.env): Config {
 
 /** A config for tests and tools: the environment plus overrides. */
 export function testConfig(overrides: Env = {}): Config {
-  return loadConfig({ NODE_ENV: 'test', SIGNING_SECRET: randomBytes(24).toString('hex'), ...process.env, ...overrides });
+  // tests that never touch the database (store, mappers) need no DATABASE_URL
+  return loadConfig({ NODE_ENV: 'test', SIGNING_SECRET: randomBytes(24).toString('hex'), DATABASE_URL: 'postgres://unused.invalid/none', ...process.env, ...overrides });
 }
