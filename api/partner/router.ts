@@ -1,7 +1,41 @@
-// Placeholder until this family's router lands: answers nothing, passes through.
+/**
+ * The partner rental API (partner-rental-api.md): /v1/... and /v2/... on the main host, except the
+ * feed prefix /v1/partner-apis. Every answer inside these prefixes, errors included, is JSON:API;
+ * unmatched paths → 404 NotFound, a known path with another method → 405 MethodNotAllowed.
+ */
 import type Koa from 'koa';
+import Router, { type RouterMiddleware as Mw } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
+import { RentalError } from '../../lib/rentals/errors.js';
+import { authenticate } from './auth.js';
+import { renderError } from './render.js';
+import { userRoutes } from './users.js';
+import { rentalRoutes } from './rentals.js';
+import { catalogRoutes } from './catalog.js';
 
-export function partnerRoutes(_ctx: AppContext): Koa.Middleware {
-  return (_koa, next) => next();
+function inScope(path: string): boolean {
+  return (path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2') && !path.startsWith('/v1/partner-apis');
+}
+
+export function partnerRoutes(ctx: AppContext): Koa.Middleware {
+  const router = new Router();
+  const auth = authenticate(ctx) as unknown as Mw;
+  userRoutes(router, ctx, auth);
+  rentalRoutes(router, ctx, auth);
+  catalogRoutes(router, ctx, auth);
+  const routes = router.routes() as unknown as Koa.Middleware;
+
+  return async (koa, next) => {
+    if (!inScope(koa.path)) return next();
+    try {
+      await routes(koa, async () => {
+        const allowed = new Set<string>();
+        for (const layer of (koa as any).matched ?? []) for (const m of layer.methods as string[]) allowed.add(m);
+        if (allowed.size) throw new RentalError('MethodNotAllowed', { headers: { Allow: [...allowed].join(', ') } });
+        throw new RentalError('NotFound');
+      });
+    } catch (err) {
+      renderError(koa, err);
+    }
+  };
 }

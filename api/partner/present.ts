@@ -1,0 +1,87 @@
+/**
+ * Records of the partner API as the requirement names them (§2): `{id, type, attributes}` with
+ * camelCase attributes; vehicle_type and price sit beside attributes on a vehicle, as specified.
+ * Times are RFC 3339 UTC without fractional seconds; money is integer minor units, VAT included.
+ */
+import type { Config } from '../../lib/config.js';
+import type { Row } from '../../lib/db.js';
+import { signPath } from '../../lib/signing.js';
+import { PHOTO_WINDOW_MS } from '../../lib/rentals/photo.js';
+import type { Location, RentalRecord } from '../../lib/rentals/types.js';
+
+export const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+const DAY_MS = 86_400_000;
+/** Receipt links live 7 to 8 days: the expiry is a day boundary, so a link is stable for a day. */
+export const RECEIPT_LINK_DAYS = 8;
+
+export function presentUser(r: Row) {
+  return { id: r.id as string, type: 'user', attributes: { email: r.email as string, externalId: r.external_id as string } };
+}
+
+function location(l: Location | null) {
+  return l ? { longitude: l.longitude, latitude: l.latitude } : undefined;
+}
+
+export function receiptUrl(config: Config, rentalId: string, now: Date): string {
+  const expires = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS + RECEIPT_LINK_DAYS * DAY_MS);
+  return config.publicBaseUrl + signPath(config.signingSecret, 'receipt', `/v1/rental/${rentalId}/receipt`, expires);
+}
+
+export function photoUploadUrl(config: Config, r: RentalRecord): string {
+  const expires = new Date(r.endedAt!.getTime() + PHOTO_WINDOW_MS);
+  return config.publicBaseUrl + signPath(config.signingSecret, 'photo', `/v1/rental/${r.id}/photo`, expires);
+}
+
+export function presentRental(config: Config, r: RentalRecord, now: Date, opts: { photoUploadURL?: boolean } = {}) {
+  const ended = r.state !== 'RUNNING';
+  const total = r.totalAmount ?? 0;
+  const attributes: Record<string, unknown> = {
+    rentalDurationMin: r.durationMin ?? 0,
+    rentalDistanceMeters: r.distanceM ?? 0,
+    cost: {
+      startPrice: r.startPrice,
+      pricePerMinute: r.pricePerMinute,
+      subtotal: r.subtotal ?? 0,
+      total: { amount: total, currency: r.currency, vat: r.vatAmount ?? 0, vatPercentage: r.vatRate },
+    },
+    state: r.state,
+    startedAt: rfc3339(r.startedAt),
+    endedAt: r.endedAt ? rfc3339(r.endedAt) : undefined,
+    vehicle: { vehicleId: r.vehicleId, vehicleCode: r.vehicleCode },
+    userStartLocation: location(r.userStartLocation),
+    userEndLocation: location(r.userEndLocation),
+    vehicleStartLocation: location(r.vehicleStartLocation),
+    vehicleEndLocation: location(r.vehicleEndLocation),
+    receipt: ended ? { url: receiptUrl(config, r.id, now) } : undefined,
+    photoUploadURL: opts.photoUploadURL && ended ? photoUploadUrl(config, r) : undefined,
+  };
+  return { id: r.id, type: 'rental', attributes };
+}
+
+export function presentPrice(r: Row) {
+  return { currency: String(r.currency).trim(), pricePerMinute: r.price_per_minute as number, startPrice: r.start_price as number, vat: Number(r.vat_rate) };
+}
+
+export function presentPricing(r: Row) {
+  return { id: r.id as string, type: 'pricing', attributes: presentPrice(r) };
+}
+
+export function presentVehicle(r: Row) {
+  return {
+    id: r.id as string,
+    type: 'vehicle',
+    vehicle_type: r.form_factor as string,
+    attributes: {
+      batteryLevel: r.battery_percent as number,
+      location: { latitude: r.lat as number, longitude: r.lng as number },
+      code: String(r.code).trim(),
+      zoneId: r.zone_id as string,
+      locked: r.locked as boolean,
+      status: r.status as string,
+      // what the battery still gives: the type's full range scaled by the charge
+      maxRangeMeters: Math.round(((r.max_range_meters as number) * (r.battery_percent as number)) / 100),
+    },
+    price: presentPrice(r),
+  };
+}

@@ -1,0 +1,157 @@
+-- The rental engine (lib/rentals) and its housekeeping jobs (publisher/jobs/rentals.ts).
+-- Business times are parameters ($now from the injected clock), never SQL now().
+
+-- name: RentalGet
+-- $2 null: any partner (engine, jobs); otherwise only that partner's rental.
+SELECT * FROM rental_records WHERE id = $1 AND ($2::uuid IS NULL OR partner_id = $2);
+
+-- name: RentalListByUser
+SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 ORDER BY started_at DESC, id LIMIT $3;
+
+-- name: RentalActiveByUser
+SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 AND state = 'RUNNING';
+
+-- name: RentalUserForStart
+-- FOR SHARE: a concurrent GDPR erasure (which locks the user FOR UPDATE) waits for this start to
+-- commit and then sees its running rental.
+SELECT id FROM users WHERE id = $1 AND partner_id = $2 AND deleted_at IS NULL FOR SHARE;
+
+-- name: RentalLockVehicleForStart
+-- The vehicle row lock serialises every start on one vehicle; the checks below it are decided
+-- against a state nobody else can change until we commit. $2/$3: user position or nulls.
+SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.battery_percent,
+       ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
+       CASE WHEN $2::float8 IS NULL OR $3::float8 IS NULL THEN NULL
+            ELSE ST_Distance(v.location::geography, ST_SetSRID(ST_MakePoint($2::float8, $3::float8), 4326)::geography) END AS user_distance_m,
+       z.timezone, z.sleep_windows, z.status AS zone_status, z.min_battery_percent, z.unlock_distance_m,
+       z.licence_verification_required, z.reduced_speed_kph, z.currency, z.vat_rate,
+       p.start_price, p.price_per_minute,
+       EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4) AS held_by_booking,
+       EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING') AS has_running_rental,
+       (NOT EXISTS (SELECT 1 FROM partner_zones pz WHERE pz.partner_id = $5)
+        OR EXISTS (SELECT 1 FROM partner_zones pz WHERE pz.partner_id = $5 AND pz.zone_id = v.zone_id)) AS zone_allowed
+  FROM vehicles v
+  JOIN zones z ON z.id = v.zone_id
+  LEFT JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
+ WHERE v.id = $1
+   FOR UPDATE OF v;
+
+-- name: RentalUserHasRunning
+SELECT EXISTS (SELECT 1 FROM rentals WHERE user_id = $1 AND state = 'RUNNING') AS running;
+
+-- name: RentalInsert
+-- The rental and its vehicle riding + unlocked in one statement; a second running rental of the user
+-- or the vehicle fails on the partial unique indexes (rentals_one_running_per_user / _per_vehicle).
+WITH ins AS (
+  INSERT INTO rentals (partner_id, user_id, vehicle_id, zone_id, source, beginners_mode, licence_validated, group_id, ride_type,
+                       currency, vat_rate, start_price, price_per_minute, started_at, user_start_location,
+                       vehicle_start_location, start_battery_percent, created_at, updated_at)
+  SELECT $1, $2, v.id, v.zone_id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+         CASE WHEN $14::float8 IS NULL OR $15::float8 IS NULL THEN NULL ELSE ST_SetSRID(ST_MakePoint($14::float8, $15::float8), 4326) END,
+         v.location, v.battery_percent, $13, $13
+    FROM vehicles v WHERE v.id = $3
+  RETURNING id, trip_id, vehicle_id
+), vehicle AS (
+  UPDATE vehicles SET status = 'riding', locked = false WHERE id = (SELECT vehicle_id FROM ins)
+)
+SELECT id, trip_id FROM ins;
+
+-- name: RentalLockForEnd
+-- Locks the rental and its vehicle. A second concurrent end waits here and then reads the ended row.
+SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.state, r.started_at,
+       r.start_price, r.price_per_minute, r.vat_rate, r.ride_type,
+       ST_X(r.vehicle_start_location) AS start_lng, ST_Y(r.vehicle_start_location) AS start_lat,
+       v.vehicle_type_id, vt.form_factor, v.battery_percent, v.last_moved_at,
+       ST_X(v.location) AS lng, ST_Y(v.location) AS lat, p.trip_type
+  FROM rentals r
+  JOIN vehicles v ON v.id = r.vehicle_id
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+  JOIN partners p ON p.id = r.partner_id
+ WHERE r.id = $1 AND ($2::uuid IS NULL OR r.partner_id = $2)
+   FOR UPDATE OF r, v;
+
+-- name: RentalRideDistance
+-- Length of the ride's telemetry line on the spheroid, rounded up to whole meters; 0 without a line.
+SELECT COALESCE(ceil(ST_Length(ST_MakeLine(location ORDER BY ts)::geography)), 0)::int AS distance_m
+  FROM telemetry WHERE trip_id = $1;
+
+-- name: RentalEnd
+-- One statement for the rental, its vehicle and its trip. Conditional on RUNNING: whatever happened
+-- before, only one end of a rental can ever commit. The trip takes the new values from RETURNING
+-- (CTEs share one snapshot, so the updated row is not visible to a plain SELECT here); the user's
+-- ride count is their ended rentals before this one, plus this one.
+WITH ended AS (
+  UPDATE rentals r
+     SET state = $2, ended_at = $3,
+         user_end_location = CASE WHEN $4::float8 IS NULL OR $5::float8 IS NULL THEN NULL ELSE ST_SetSRID(ST_MakePoint($4::float8, $5::float8), 4326) END,
+         vehicle_end_location = v.location, end_battery_percent = v.battery_percent,
+         duration_min = $6, distance_m = $7, subtotal = $8, total_amount = $9, vat_amount = $10,
+         receipt_key = $11, updated_at = $3
+    FROM vehicles v
+   WHERE r.id = $1 AND r.state = 'RUNNING' AND v.id = r.vehicle_id
+  RETURNING r.*
+), vehicle AS (
+  -- ready and locked again, with a fresh GBFS id (GBFS privacy: ids rotate after every trip)
+  UPDATE vehicles SET status = 'ready', locked = true, gbfs_id = gen_random_uuid()
+   WHERE id = (SELECT vehicle_id FROM ended)
+), trip AS (
+  INSERT INTO trips (trip_id, rental_id, device_id, zone_id, vehicle_type_id, trip_type, start_time, end_time,
+                     start_location, end_location, distance_m, duration_s, is_group_ride, ride_type, user_ride_count)
+  SELECT e.trip_id, e.id, e.vehicle_id, e.zone_id, $12, $13, e.started_at, e.ended_at, e.vehicle_start_location, e.vehicle_end_location,
+         e.distance_m, $14, e.ride_type <> 'solo', e.ride_type,
+         (SELECT count(*) FROM rentals u WHERE u.user_id = e.user_id AND u.state <> 'RUNNING') + 1
+    FROM ended e
+)
+SELECT id FROM ended;
+
+-- name: RentalParkingAt
+-- Parking rules at a point: which kinds of area cover it for this form factor.
+SELECT z.parking_mode,
+       EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'no-parking' AND ST_Intersects(a.geom, pt.g)
+                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_no_parking,
+       EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'no-riding' AND ST_Intersects(a.geom, pt.g)
+                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_no_riding,
+       EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'parking-spot' AND ST_Intersects(a.geom, pt.g)
+                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_parking_spot,
+       EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'incentive' AND ST_Intersects(a.geom, pt.g)
+                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_incentive
+  FROM zones z, (SELECT ST_SetSRID(ST_MakePoint($2::float8, $3::float8), 4326) AS g) pt
+ WHERE z.id = $1;
+
+-- name: RentalIdleCandidates
+-- Running rentals whose vehicle has not moved since $1 (and that started before it).
+SELECT r.id
+  FROM rentals r JOIN vehicles v ON v.id = r.vehicle_id
+ WHERE r.state = 'RUNNING' AND r.started_at <= $1 AND v.last_moved_at <= $1
+ ORDER BY r.started_at
+ LIMIT $2;
+
+-- name: RentalPhotoTarget
+SELECT r.id, r.state, r.ended_at, r.zone_id, r.photo_decision,
+       ST_X(r.vehicle_end_location) AS lng, ST_Y(r.vehicle_end_location) AS lat, vt.form_factor
+  FROM rentals r
+  JOIN vehicles v ON v.id = r.vehicle_id
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+ WHERE r.id = $1;
+
+-- name: RentalRecordPhoto
+-- One decision per rental; a bad-photo decision may be replaced by a new upload inside the window.
+UPDATE rentals
+   SET photo_key = $2, photo_decision = $3, photo_decided_at = $4, updated_at = $4
+ WHERE id = $1 AND state <> 'RUNNING' AND (photo_decision IS NULL OR photo_decision = 'bad-photo')
+   AND ended_at + interval '30 minutes' > $4
+RETURNING id;
+
+-- name: RentalExpirePhotoWindows
+-- No photo within 30 minutes of the end: bad-parking (requirement). SKIP LOCKED lets several
+-- workers sweep at once; the conditions are re-checked on the locked rows.
+WITH due AS (
+  SELECT id FROM rentals
+   WHERE state <> 'RUNNING' AND photo_decision IS NULL AND ended_at + interval '30 minutes' <= $1
+   ORDER BY ended_at
+   LIMIT $2
+     FOR UPDATE SKIP LOCKED
+)
+UPDATE rentals r SET photo_decision = 'bad-parking', photo_decided_at = $1, updated_at = $1
+  FROM due WHERE r.id = due.id AND r.photo_decision IS NULL
+RETURNING r.id;
