@@ -1,0 +1,367 @@
+/**
+ * OpenAPI 3.1 document of the data feeds (data-feeds.md; code in api/feeds/ and api/legacy/): the
+ * token endpoints, MDS 2.0, GBFS 3.0 and 2.2, insurance trips on the main host, and the legacy MDS
+ * 1.2 / 0.4 host (its paths carry their own `servers`).
+ */
+import type { Header, OpenApiDocument, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
+import { header, json, pathParam, queryParam, ref, schemaRef } from './common.js';
+import { FEED_SCHEMAS, GBFS_FILES } from './records-feeds.js';
+
+export const MDS_20 = 'application/vnd.mds+json;version=2.0';
+export const MDS_12 = 'application/vnd.mds+json;version=1.2';
+export const MDS_04 = 'application/vnd.mds.provider+json;version=0.4';
+export const INSURANCE_20 = 'application/vnd.insurance+json;version=2.0';
+
+const RETRY_AFTER: Header = header('seconds to wait before retrying', { type: 'integer', minimum: 0 }, true);
+const CACHE_HEADERS: Record<string, Header> = {
+  ETag: header('validator of the file; send it back in If-None-Match', { type: 'string' }, true),
+  'Last-Modified': header('when the file was (re)published', { type: 'string' }, true),
+  'Cache-Control': header('`private, max-age=60` for hour files (they can be republished), the ttl for GBFS files', { type: 'string' }, true),
+};
+
+const error = (description: string, headers?: Record<string, Header>): Response => ({ description, ...(headers ? { headers } : {}), content: json(schemaRef('FeedError')) });
+
+const SHARED_RESPONSES: Record<string, Response> = {
+  NotPublished: error('the hour is closed but not published yet (inside the publishing lateness, or being republished): retry later', { 'Retry-After': RETRY_AFTER }),
+  NotModified: { description: 'not modified (If-None-Match / If-Modified-Since)' },
+  Unauthorized: error('missing, invalid, expired or revoked access token', { 'WWW-Authenticate': header('`Bearer realm="feeds"` (with `error="invalid_token"` when a token was presented)', { type: 'string' }, true) }),
+  Forbidden: error('valid token, but the feed or the zone is outside the client’s role', { 'WWW-Authenticate': header('`Bearer realm="feeds", error="insufficient_scope"`', { type: 'string' }, true) }),
+  InternalError: error('unexpected error'),
+  Unavailable: error('temporarily unavailable (database, or a GBFS file not published yet)', { 'Retry-After': RETRY_AFTER }),
+};
+
+const E = {
+  202: ref('responses', 'NotPublished'),
+  304: ref('responses', 'NotModified'),
+  400: (what: string) => error(`bad parameter: ${what}`),
+  401: ref('responses', 'Unauthorized'),
+  403: ref('responses', 'Forbidden'),
+  404: (what: string) => error(`not found: ${what}`),
+  406: (types: string[]) => error(`unsupported media type or version in Accept; the body lists the supported ones (${types.join(', ')})`),
+  500: ref('responses', 'InternalError'),
+  503: ref('responses', 'Unavailable'),
+};
+
+const zoneParam = pathParam('zoneID', 'the zone id of the requested data', { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' }, 'madrid');
+const deviceParam = pathParam('deviceID', 'the MDS device_id (UUID)', { type: 'string', format: 'uuid' });
+const timeHour = (name: string, description: string) =>
+  queryParam(name, `${description}: one UTC hour, YYYY-MM-DDTHH`, { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$' }, true, '2026-11-21T09');
+const ms = (name: string, description: string) => queryParam(name, `${description}, integer milliseconds since the Unix epoch`, { type: 'string', pattern: '^[0-9]{1,15}$' }, true);
+const CONDITIONAL: Parameter[] = [
+  { name: 'If-None-Match', in: 'header', description: 'ETag of a copy you hold: 304 when unchanged', schema: { type: 'string' } },
+  { name: 'If-Modified-Since', in: 'header', description: 'HTTP date: 304 when not modified since', schema: { type: 'string' } },
+];
+
+const FEED_TOKEN: SecurityRequirement[] = [{ FeedOAuth: [] }];
+const LEGACY_TOKEN: SecurityRequirement[] = [{ LegacyOAuth: [] }];
+
+function ok(description: string, types: Record<string, Schema>, file: boolean): Response {
+  return {
+    description,
+    ...(file ? { headers: CACHE_HEADERS } : {}),
+    content: Object.fromEntries(Object.entries(types).map(([t, s]) => [t, { schema: s }])),
+  };
+}
+
+interface FeedOp {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  parameters?: Parameter[];
+  ok: Response;
+  file: boolean;
+  /** 202 (MDS 2.0 / insurance) or nothing (the legacy host answers 404) for hours not yet published */
+  notPublished202?: boolean;
+  badParams: string;
+  notFound: string;
+  accept?: string[];
+  security: SecurityRequirement[];
+  extra?: Record<string, Response | Ref>;
+}
+
+function feedOp(o: FeedOp): Operation {
+  return {
+    operationId: o.operationId,
+    summary: o.summary,
+    ...(o.description ? { description: o.description } : {}),
+    tags: [o.tag],
+    parameters: [...(o.parameters ?? []), ...(o.file ? CONDITIONAL : [])],
+    responses: {
+      '200': o.ok,
+      ...(o.notPublished202 ? { '202': E[202] } : {}),
+      ...(o.file ? { '304': E[304] } : {}),
+      '400': E[400](o.badParams),
+      '401': E[401],
+      '403': E[403],
+      '404': E[404](o.notFound),
+      ...(o.accept ? { '406': E[406](o.accept) } : {}),
+      '500': E[500],
+      '503': E[503],
+      ...(o.extra ?? {}),
+    },
+    security: o.security,
+  };
+}
+
+function tokenOp(operationId: string, host: string): Operation {
+  return {
+    operationId,
+    summary: `Access token (${host})`,
+    description:
+      'OAuth 2.0 client credentials grant (RFC 6749 §4.4): HTTP Basic with the client id and secret, form field `grant_type=client_credentials`. The token lives 900 seconds; send it as `Authorization: Bearer <token>`. Credentials in the form (client_id, client_secret) are accepted only without an Authorization header.',
+    tags: ['Authentication'],
+    requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: schemaRef('TokenForm'), example: { grant_type: 'client_credentials' } } } },
+    responses: {
+      '200': {
+        description: 'the access token',
+        headers: { 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
+        content: json(schemaRef('AccessToken'), { access_token: 'eyJhbGciOi…', expires_in: 900, token_type: 'bearer' }),
+      },
+      '400': { description: '`invalid_request` (not a form, missing grant_type, repeated parameter, both credential methods) or `unsupported_grant_type`', content: json(schemaRef('OAuthError')) },
+      '401': {
+        description: '`invalid_client`: unknown client, wrong secret, or no credentials',
+        headers: { 'WWW-Authenticate': header('`Basic realm="feeds", charset="UTF-8"`', { type: 'string' }, true) },
+        content: json(schemaRef('OAuthError'), { error: 'invalid_client', error_description: 'client authentication failed' }),
+      },
+      '500': E[500],
+      '503': E[503],
+    },
+    security: [{ ClientBasic: [] }, {}],
+  };
+}
+
+function mdsPaths(): Record<string, PathItem> {
+  const base = '/v1/partner-apis/mds/{zoneID}';
+  const mds = (o: Omit<FeedOp, 'tag' | 'security' | 'accept' | 'ok'> & { schema: string; okDescription: string }): Operation =>
+    feedOp({ ...o, tag: 'MDS 2.0', security: FEED_TOKEN, accept: [MDS_20], ok: ok(o.okDescription, { [MDS_20]: schemaRef(o.schema) }, o.file), parameters: [zoneParam, ...(o.parameters ?? [])] });
+  return {
+    [`${base}/trips`]: {
+      get: mds({
+        operationId: 'mdsTrips',
+        summary: 'Trips of one UTC hour',
+        description: 'Trips that ended in the hour. A future hour, or one before the zone existed, is 404; a published hour without trips is 200 with an empty array.',
+        parameters: [timeHour('end_time', 'the hour the trips ended in')],
+        schema: 'MdsTrips',
+        okDescription: 'the trips of the hour',
+        file: true,
+        notPublished202: true,
+        badParams: 'missing or malformed end_time, malformed zone id',
+        notFound: 'unknown zone, future hour, or hour before the zone existed',
+      }),
+    },
+    [`${base}/vehicles`]: {
+      get: mds({ operationId: 'mdsVehicles', summary: 'All vehicles of the zone', schema: 'MdsVehicles', okDescription: 'the vehicles', file: false, badParams: 'malformed zone id', notFound: 'unknown zone' }),
+    },
+    [`${base}/vehicles/{deviceID}`]: {
+      get: mds({ operationId: 'mdsVehicle', summary: 'One vehicle', parameters: [deviceParam], schema: 'MdsVehicles', okDescription: 'the vehicle (an array of one)', file: false, badParams: 'malformed zone id or device id', notFound: 'unknown zone or device' }),
+    },
+    [`${base}/vehicles/status`]: {
+      get: mds({ operationId: 'mdsVehiclesStatus', summary: 'Status of all vehicles of the zone', description: 'The most recent event and telemetry of each vehicle.', schema: 'MdsVehiclesStatus', okDescription: 'the vehicle status records', file: false, badParams: 'malformed zone id', notFound: 'unknown zone' }),
+    },
+    [`${base}/vehicles/status/{deviceID}`]: {
+      get: mds({ operationId: 'mdsVehicleStatus', summary: 'Status of one vehicle', parameters: [deviceParam], schema: 'MdsVehiclesStatus', okDescription: 'the status (an array of one)', file: false, badParams: 'malformed zone id or device id', notFound: 'unknown zone or device, or no status yet' }),
+    },
+    [`${base}/events/recent`]: {
+      get: mds({
+        operationId: 'mdsEventsRecent',
+        summary: 'Recent events (at most two weeks back)',
+        parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)')],
+        schema: 'MdsEvents',
+        okDescription: 'the events of the window',
+        file: false,
+        badParams: 'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back',
+        notFound: 'unknown zone',
+      }),
+    },
+    [`${base}/events/historical`]: {
+      get: mds({
+        operationId: 'mdsEventsHistorical',
+        summary: 'Events of one UTC hour',
+        parameters: [timeHour('event_time', 'the hour of the events')],
+        schema: 'MdsEvents',
+        okDescription: 'the events of the hour',
+        file: true,
+        notPublished202: true,
+        badParams: 'missing or malformed event_time, malformed zone id',
+        notFound: 'unknown zone, future hour, or hour before the zone existed',
+      }),
+    },
+  };
+}
+
+function gbfsPaths(): Record<string, PathItem> {
+  const out: Record<string, PathItem> = {};
+  for (const { file, schema } of GBFS_FILES['3.0']) {
+    out[`/v1/partner-apis/gbfs/{zoneID}/${file}.json`] = {
+      get: feedOp({
+        operationId: `gbfsV3${schema.slice('GbfsV3'.length)}`,
+        summary: `GBFS 3.0 ${file}.json`,
+        ...(file === 'gbfs' ? { description: 'Lists only the feeds the caller’s role may read.' } : {}),
+        tag: 'GBFS 3.0',
+        parameters: [zoneParam],
+        ok: ok(`the ${file} file (version 3.0)`, { 'application/json': schemaRef(schema) }, true),
+        file: true,
+        badParams: 'malformed zone id',
+        notFound: 'unknown zone or file',
+        security: FEED_TOKEN,
+      }),
+    };
+  }
+  for (const { file, schema } of GBFS_FILES['2.2']) {
+    out[`/gbfs/v2/${file}.json`] = {
+      get: feedOp({
+        operationId: `gbfsV2${schema.slice('GbfsV2'.length)}`,
+        summary: `GBFS 2.2 ${file}.json`,
+        description: 'Scoped to the regions of the caller’s role. Tokens come from the legacy host’s /token (tokens of the main host work too).',
+        tag: 'GBFS 2.2',
+        ok: ok(`the ${file} file (version 2.2)`, { 'application/json': schemaRef(schema) }, true),
+        file: true,
+        badParams: 'none expected',
+        notFound: 'unknown file',
+        security: [...LEGACY_TOKEN, ...FEED_TOKEN],
+      }),
+    };
+  }
+  return out;
+}
+
+function legacyPaths(legacyServer: { url: string; description: string }): Record<string, PathItem> {
+  const legacy = (o: Omit<FeedOp, 'tag' | 'security' | 'accept' | 'ok'> & { schema: string; okDescription: string }): Operation =>
+    feedOp({
+      ...o,
+      description: `${o.description ?? ''} Accept must name version 1.2 (\`${MDS_12}\`) or 0.4 (\`${MDS_04}\`); anything else is 406.`.trim(),
+      tag: 'Legacy MDS 1.2 / 0.4',
+      security: LEGACY_TOKEN,
+      accept: [MDS_12, MDS_04],
+      ok: ok(o.okDescription, { [MDS_12]: schemaRef(o.schema), [MDS_04]: schemaRef(o.schema) }, o.file),
+      parameters: [zoneParam, ...(o.parameters ?? [])],
+    });
+  const servers = [legacyServer];
+  return {
+    '/token': { servers, post: tokenOp('legacyToken', 'legacy host') },
+    '/en/{zoneID}/trips': {
+      servers,
+      get: legacy({
+        operationId: 'legacyTrips',
+        summary: 'Trips of one UTC hour (1.2 / 0.4)',
+        parameters: [timeHour('end_time', 'the hour the trips ended in')],
+        schema: 'LegacyTrips',
+        okDescription: 'the trips of the hour',
+        file: true,
+        badParams: 'missing or malformed end_time, malformed zone id',
+        notFound: 'unknown zone, future hour, hour before the zone existed, or hour not published yet (`not_published`, with Retry-After)',
+      }),
+    },
+    '/en/{zoneID}/status_changes': {
+      servers,
+      get: legacy({
+        operationId: 'legacyStatusChanges',
+        summary: 'Status changes of one UTC hour (1.2 / 0.4)',
+        parameters: [timeHour('event_time', 'the hour of the status changes')],
+        schema: 'LegacyStatusChanges',
+        okDescription: 'the status changes of the hour',
+        file: true,
+        badParams: 'missing or malformed event_time, malformed zone id',
+        notFound: 'unknown zone, future hour, hour before the zone existed, or hour not published yet (`not_published`, with Retry-After)',
+      }),
+    },
+    '/en/{zoneID}/events': {
+      servers,
+      post: legacy({
+        operationId: 'legacyEvents',
+        summary: 'Recent status changes (1.2 / 0.4), at most two weeks back',
+        description: 'POST without a body, as the requirement specifies.',
+        parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)')],
+        schema: 'LegacyStatusChanges',
+        okDescription: 'the status changes of the window',
+        file: false,
+        badParams: 'missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back',
+        notFound: 'unknown zone',
+      }),
+    },
+    '/en/{zoneID}/vehicles': {
+      servers,
+      get: legacy({
+        operationId: 'legacyVehicles',
+        summary: 'Vehicles on the public right of way (1.2 / 0.4)',
+        description: 'Only vehicles in the legacy categories available, reserved or unavailable.',
+        schema: 'LegacyVehicles',
+        okDescription: 'the vehicles',
+        file: false,
+        badParams: 'malformed zone id',
+        notFound: 'unknown zone',
+      }),
+    },
+  };
+}
+
+export function feedsDocument(opts: { publicBaseUrl: string; publicLegacyUrl: string }): OpenApiDocument {
+  const legacyServer = { url: opts.publicLegacyUrl, description: 'legacy MDS host' };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Data feeds: MDS, GBFS, insurance',
+      version: '2.0.0',
+      description: [
+        'Read-only feeds for cities, data consumers and insurers: MDS 2.0 (and the legacy 1.2 / 0.4 host), GBFS 3.0 and 2.2, insurance trips.',
+        '',
+        `Get an access token with the OAuth 2.0 client credentials grant: \`POST ${opts.publicBaseUrl}/v1/partner-apis/token\` (MDS 2.0, GBFS 3.0, insurance) or \`POST ${opts.publicLegacyUrl}/token\` (legacy MDS, GBFS 2.2), then send \`Authorization: Bearer <token>\`. Insurers use an API key in \`X-Access-Token\` (the OAuth method is deprecated but still works).`,
+        '',
+        `Versions are negotiated with Accept: \`${MDS_20}\` (an absent Accept or \`*/*\` means 2.0), \`${INSURANCE_20}\`; the legacy host needs \`${MDS_12}\` or \`${MDS_04}\`.`,
+        '',
+        'Hourly files (trips, historical events, status changes, insurance trips) carry ETag and Last-Modified and answer conditional requests with 304; they are served gzip to clients that accept it. Every error is `{error, error_description, error_details}`.',
+      ].join('\n'),
+    },
+    servers: [{ url: opts.publicBaseUrl, description: 'main host' }],
+    tags: [
+      { name: 'Authentication' },
+      { name: 'MDS 2.0', description: 'base /v1/partner-apis/mds/{zoneID}' },
+      { name: 'GBFS 3.0', description: 'base /v1/partner-apis/gbfs/{zoneID}' },
+      { name: 'GBFS 2.2', description: 'base /gbfs/v2' },
+      { name: 'Insurance', description: 'base /v1/partner-apis/insurance/{zoneID}' },
+      { name: 'Legacy MDS 1.2 / 0.4', description: `on the legacy host ${opts.publicLegacyUrl}, base /en/{zoneID}` },
+    ],
+    paths: {
+      '/v1/partner-apis/token': { post: tokenOp('feedToken', 'main host') },
+      ...mdsPaths(),
+      ...gbfsPaths(),
+      '/v1/partner-apis/insurance/{zoneID}/trips': {
+        get: feedOp({
+          operationId: 'insuranceTrips',
+          summary: 'Insurance trips of one UTC hour',
+          description: 'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current) or a Bearer token of an insurer feed client (deprecated).',
+          tag: 'Insurance',
+          parameters: [zoneParam, timeHour('end_time', 'the hour the trips ended in')],
+          ok: ok('the insurance trips of the hour', { [INSURANCE_20]: schemaRef('InsuranceTrips') }, true),
+          file: true,
+          notPublished202: true,
+          badParams: 'missing or malformed end_time, malformed zone id',
+          notFound: 'unknown zone, future hour, or hour before the zone existed',
+          accept: [INSURANCE_20],
+          security: [{ InsurerKey: [] }, ...FEED_TOKEN],
+        }),
+      },
+      ...legacyPaths(legacyServer),
+    },
+    components: {
+      schemas: FEED_SCHEMAS,
+      responses: SHARED_RESPONSES,
+      securitySchemes: {
+        FeedOAuth: {
+          type: 'oauth2',
+          description: 'client credentials of the main host (MDS 2.0, GBFS 3.0, insurance); tokens live 900 s',
+          flows: { clientCredentials: { tokenUrl: `${opts.publicBaseUrl}/v1/partner-apis/token`, scopes: {} } },
+        },
+        LegacyOAuth: {
+          type: 'oauth2',
+          description: 'client credentials of the legacy host (legacy MDS, GBFS 2.2); tokens live 900 s',
+          flows: { clientCredentials: { tokenUrl: `${opts.publicLegacyUrl}/token`, scopes: {} } },
+        },
+        ClientBasic: { type: 'http', scheme: 'basic', description: 'client id and secret, for the token endpoints' },
+        InsurerKey: { type: 'apiKey', in: 'header', name: 'X-Access-Token', description: 'the insurer’s API key' },
+      },
+    },
+    security: FEED_TOKEN,
+  };
+}
