@@ -105,6 +105,11 @@ export function support(app: AppContext): Koa.Middleware {
     const booking = UUID.test(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
     if (!booking) throw new TompError(404, 'booking not found');
     const time = new Date(body.time);
+    // the date-time format admits leap seconds (23:59:60) and offsets that leave the 4-digit years,
+    // which JS dates and RFC 3339 output cannot carry
+    if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1 || time.getUTCFullYear() > 9999) {
+      throw new TompError(400, 'invalid request body: time is not a representable date-time');
+    }
     const ticket = await app.db.one(q('TompInsertSupportTicket'), [
       booking.id, caller.partnerId, body.supportType, time, body.contactInformationEndUser, body.comment, app.clock.now(),
     ]);

@@ -51,11 +51,22 @@ export async function readJson(ctx: Koa.Context, limit: number): Promise<unknown
   }
   if (size > limit) throw new TompError(413, `request body larger than ${limit} bytes`);
   if (size === 0) throw new TompError(400, 'a JSON request body is required');
+  let value: unknown;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch {
     throw new TompError(400, 'malformed JSON in request body');
   }
+  // Postgres text cannot hold U+0000: refuse it here rather than fail in the database with a 500
+  if (hasNul(value)) throw new TompError(400, 'strings in the request body must not contain NUL (\\u0000) characters');
+  return value;
+}
+
+function hasNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\u0000');
+  if (Array.isArray(v)) return v.some(hasNul);
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\u0000') || hasNul(x));
+  return false;
 }
 
 /** Validates `body` against a schemas/tomp schema; 400 with a short description of what is wrong. */

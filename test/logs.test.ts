@@ -1,0 +1,116 @@
+/**
+ * Credentials never reach a log. The apps run with a logger at level `debug` writing to a capture
+ * stream (and a pool logging through it); requests carry API keys (X-Auth-Token, Bearer,
+ * X-Access-Token), feed client secrets (HTTP Basic and form fields), access tokens (issued and
+ * presented) and signed URLs (sig=), on success and on failure paths, including a 5xx. The captured
+ * output must hold none of the secret strings, in clear or as the Basic base64 form.
+ */
+import { expect } from 'chai';
+import { Writable } from 'node:stream';
+import supertest from 'supertest';
+import { buildApp, buildLegacyApp } from '../api/app.js';
+import { Db } from '../lib/db.js';
+import { createLogger } from '../lib/log.js';
+import type { AppContext } from '../lib/context.js';
+import { useTestContext } from './support/context.js';
+import { insertPartner, insertUser, insertVehicle, insertZone } from './support/partner-fixtures.js';
+import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
+import { basic, insertClient, insertFeedZone } from './support/feed-auth.js';
+import { createApiKey } from '../lib/auth/api-keys.js';
+import { count } from './support/figures.js';
+
+const ROW = 'logs';
+
+describe('logs carry no credentials', function () {
+  this.timeout(60000);
+  const t = useTestContext({ now: '2026-11-21T10:00:00Z' });
+  const captured: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      captured.push(String(chunk));
+      cb();
+    },
+  });
+  let app: AppContext;
+  const secrets: string[] = [];
+
+  before(() => {
+    const log = createLogger('debug', sink);
+    app = { ...t.ctx, log, db: new Db(t.ctx.config.databaseUrl, log, { max: 10 }) };
+  });
+  after(() => app.db.close());
+
+  it('keys, secrets, tokens and signatures appear nowhere in the debug log', async () => {
+    const main = supertest.agent(buildApp(app).callback());
+    const legacy = supertest.agent(buildLegacyApp(app).callback());
+    const db = t.ctx.db;
+
+    // partner API: both header forms, a wrong key, a 5xx path (the vehicle refuses to unlock)
+    const zone = await insertZone(db);
+    const partner = await insertPartner(db);
+    secrets.push(partner.key);
+    const user = await insertUser(db, partner.id);
+    const v1 = await insertVehicle(db, zone);
+    t.ctx.gateway.failNext('unlock', 'refused');
+    count(ROW, 'faults');
+    const failed = await main.post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user, vehicleId: v1.id });
+    expect(failed.status).to.be.at.least(500);
+    const started = await main.post('/v1/rental/start').set('Authorization', `Bearer ${partner.key}`).send({ userId: user, vehicleId: v1.id });
+    expect(started.status, started.text).to.equal(200);
+    const wrongKey = `pk-wrong-${'s3cr3t'.repeat(4)}`;
+    secrets.push(wrongKey);
+    expect((await main.get('/v1/zone/info').set('X-Auth-Token', wrongKey)).status).to.equal(401);
+    const ended = await main.post(`/v1/rental/${started.body.data[0].id}/end`).set('X-Auth-Token', partner.key).send({});
+    expect(ended.status, ended.text).to.equal(200);
+    const r = ended.body.data[0].attributes ?? ended.body.data[0];
+    const photo = new URL(r.photoUploadURL);
+    const receipt = new URL(r.receipt.url);
+    secrets.push(photo.searchParams.get('sig')!, receipt.searchParams.get('sig')!);
+    await main.get(receipt.pathname + receipt.search);
+    await main.put(photo.pathname + photo.search).set('Content-Type', 'image/jpeg').send(Buffer.from([0xff, 0xd8, 0xff, 0xd9]));
+    const tampered = photo.searchParams.get('sig')!.slice(0, -3) + 'zzz';
+    secrets.push(tampered);
+    await main.put(`${photo.pathname}?expires=${photo.searchParams.get('expires')}&sig=${tampered}`).set('Content-Type', 'image/jpeg').send(Buffer.from([0xff]));
+
+    // TOMP: a good key, a key of another API, an unknown key
+    const tz = await insertTompZone(db);
+    const maas = await insertMaasPartner(db);
+    secrets.push(maas.key);
+    const tv = await insertTompVehicle(db, tz);
+    expect((await main.post('/edge/tomp/bookings/one-stop').set('X-Access-Token', maas.key).send(oneStopBody(tv.id, tv))).status).to.equal(201);
+    await main.get('/edge/tomp/operator/meta').set('X-Access-Token', partner.key);
+    await main.get('/edge/tomp/operator/meta').set('X-Access-Token', wrongKey);
+
+    // feeds: token requests (Basic, form fields, wrong secret), tokens in use, insurer API key
+    const fz = await insertFeedZone(db, 'log-zone');
+    const secret = 'feed-secret-Zq8xW2vP4mN7kL1j';
+    await insertClient(db, 'log-city', 'city', null, secret);
+    secrets.push(secret, Buffer.from(`log-city:${secret}`).toString('base64'));
+    const tokenRes = await main.post('/v1/partner-apis/token').set('Authorization', basic('log-city', secret)).type('form').send('grant_type=client_credentials');
+    expect(tokenRes.status, tokenRes.text).to.equal(200);
+    const accessToken = tokenRes.body.access_token as string;
+    secrets.push(accessToken);
+    await legacy.post('/token').type('form').send(`grant_type=client_credentials&client_id=log-city&client_secret=${encodeURIComponent(secret)}`);
+    const wrongSecret = 'wrong-feed-secret-Yt5rE3wQ';
+    secrets.push(wrongSecret);
+    await main.post('/v1/partner-apis/token').set('Authorization', basic('log-city', wrongSecret)).type('form').send('grant_type=client_credentials');
+    await main.get(`/v1/partner-apis/mds/${fz}/vehicles`).set('Authorization', `Bearer ${accessToken}`).set('Accept', 'application/vnd.mds+json;version=2.0');
+    await main.get(`/v1/partner-apis/mds/${fz}/trips?end_time=2026-11-21T08&access_token=${accessToken}`).set('Authorization', `Bearer ${accessToken}`);
+    await legacy.get(`/en/${fz}/vehicles`).set('Authorization', `Bearer ${accessToken}`).set('Accept', 'application/vnd.mds+json;version=1.2');
+    const insurer = await db.one(`INSERT INTO partners (name, kind, trip_type) VALUES ('log-insurer', 'insurer', 'rider') RETURNING id`);
+    const insKey = await createApiKey(db, insurer.id, 'insurance', { key: 'ins-key-Hh7Gg6Ff5Dd4' });
+    secrets.push(insKey.key);
+    await main.get(`/v1/partner-apis/insurance/${fz}/trips?end_time=2026-11-21T08`).set('X-Access-Token', insKey.key).set('Accept', 'application/vnd.insurance+json;version=2.0');
+
+    const out = captured.join('');
+    count(ROW, 'inputs', secrets.length);
+    expect(out.length, 'the debug log captured the requests').to.be.greaterThan(1000);
+    expect(out).to.contain('"msg":"request"');
+    // the signed-URL and query-token requests were logged, with their credentials cut out
+    expect(out).to.contain('sig=[Redacted]');
+    expect(out).to.contain('access_token=[Redacted]');
+    const leaked = secrets.filter((s) => out.includes(s));
+    if (leaked.length) count(ROW, 'failures', leaked.length);
+    expect(leaked, `leaked into the log: ${leaked.map((s) => s.slice(0, 12) + '…').join(', ')}`).to.deep.equal([]);
+  });
+});
