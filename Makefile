@@ -34,6 +34,7 @@ run: setup
 	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) $(TSX) bin/run.ts
 
 test: setup
+	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs page test will be skipped"
 	@DATABASE_URL="$(PG_URL)" NODE_ENV=test npx mocha 'test/**/*.test.ts'
 
 typecheck: deps

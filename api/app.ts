@@ -14,6 +14,7 @@ import { feedRoutes } from './feeds/router.js';
 import { legacyRoutes } from './legacy/router.js';
 import { opsRoutes } from './ops/router.js';
 import { publicRoutes } from './public/router.js';
+import { docsRoutes } from './docs/router.js';
 
 export function buildApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
@@ -21,6 +22,7 @@ export function buildApp(ctx: AppContext): Koa {
   app.use(safety(ctx.log));
   app.use(opsRoutes(ctx));
   app.use(publicRoutes(ctx));
+  app.use(docsRoutes(ctx));
   app.use(feedRoutes(ctx));
   app.use(tompRoutes(ctx));
   app.use(partnerRoutes(ctx));

@@ -37,3 +37,11 @@ export function describeErrors(errors: ErrorObject[] | null | undefined, max = 3
     })
     .join('; ');
 }
+
+/** Postgres text cannot hold U+0000: a body with it anywhere (string or key) is bad input, not a server fault. */
+export function containsNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\u0000');
+  if (Array.isArray(v)) return v.some(containsNul);
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\u0000') || containsNul(x));
+  return false;
+}

@@ -4,7 +4,7 @@
  * 400 InvalidRequestBody.
  */
 import type Koa from 'koa';
-import { compile } from '../../lib/validate.js';
+import { compile, containsNul } from '../../lib/validate.js';
 import { RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
 
 /** The raw body, at most `limit` bytes; `tooLarge` is the error code of an oversized body. */
@@ -46,14 +46,7 @@ export async function readJson<T>(ctx: Koa.Context, schema: object, limit: numbe
     }
   }
   const validate = compile<T>(schema);
-  if (!validate(value) || hasNul(value)) throw new RentalError('InvalidRequestBody');
+  if (!validate(value) || containsNul(value)) throw new RentalError('InvalidRequestBody');
   return value;
 }
 
-/** Postgres text cannot hold U+0000: such input is a bad body, not a server fault. */
-function hasNul(v: unknown): boolean {
-  if (typeof v === 'string') return v.includes('\u0000');
-  if (Array.isArray(v)) return v.some(hasNul);
-  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\u0000') || hasNul(x));
-  return false;
-}

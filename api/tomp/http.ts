@@ -6,7 +6,7 @@
 import type Koa from 'koa';
 import { DbError } from '../../lib/db.js';
 import type { Logger } from '../../lib/log.js';
-import { compile, describeErrors } from '../../lib/validate.js';
+import { compile, describeErrors, containsNul } from '../../lib/validate.js';
 import { TompError } from '../../lib/tomp/errors.js';
 
 /** First middleware of the family: every failure leaves as a TOMP error object, never a stack trace. */
@@ -58,16 +58,10 @@ export async function readJson(ctx: Koa.Context, limit: number): Promise<unknown
     throw new TompError(400, 'malformed JSON in request body');
   }
   // Postgres text cannot hold U+0000: refuse it here rather than fail in the database with a 500
-  if (hasNul(value)) throw new TompError(400, 'strings in the request body must not contain NUL (\\u0000) characters');
+  if (containsNul(value)) throw new TompError(400, 'strings in the request body must not contain NUL (\\u0000) characters');
   return value;
 }
 
-function hasNul(v: unknown): boolean {
-  if (typeof v === 'string') return v.includes('\u0000');
-  if (Array.isArray(v)) return v.some(hasNul);
-  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\u0000') || hasNul(x));
-  return false;
-}
 
 /** Validates `body` against a schemas/tomp schema; 400 with a short description of what is wrong. */
 export function validated<T>(schema: object, body: unknown): T {

@@ -97,14 +97,13 @@ export async function startRental(ctx: AppContext, input: StartRentalInput): Pro
       const user = await tx.maybeOne(q('RentalUserForStart'), [input.userId, input.partnerId]);
       if (!user) throw new RentalError('UserNotFound');
       const at = input.userStartLocation;
-      const v = await tx.maybeOne(q('RentalLockVehicleForStart'), [input.vehicleId, at?.longitude ?? null, at?.latitude ?? null, now, input.partnerId]);
+      const v = await tx.maybeOne(q('RentalLockVehicleForStart'), [input.vehicleId, at?.longitude ?? null, at?.latitude ?? null, now, input.partnerId, input.userId]);
       if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
       if ((await tx.one(q('RentalUserHasRunning'), [input.userId])).running) throw new RentalError('RentalAlreadyExists');
       if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
-      // a TOMP booking starts the vehicle its own pending booking holds
-      const tomp = input.source === 'tomp';
-      const statusOk = v.status === 'ready' || (tomp && v.status === 'booked');
-      if (!statusOk || v.has_running_rental || (v.held_by_booking && !tomp) || v.battery_percent < v.min_battery_percent || v.start_price === null) {
+      // a booked vehicle can be started only by the user whose pending TOMP booking holds it
+      const statusOk = v.status === 'ready' || (v.status === 'booked' && v.held_by_user);
+      if (!statusOk || v.has_running_rental || v.held_by_other || v.battery_percent < v.min_battery_percent || v.start_price === null) {
         throw new RentalError('VehicleNotAvailable');
       }
       if (v.licence_verification_required && input.userLicenseValidated !== true) throw new RentalError('UserLicenceVerificationRequired');

@@ -18,7 +18,7 @@ SELECT id FROM users WHERE id = $1 AND partner_id = $2 AND deleted_at IS NULL FO
 
 -- name: RentalLockVehicleForStart
 -- The vehicle row lock serialises every start on one vehicle; the checks below it are decided
--- against a state nobody else can change until we commit. $2/$3: user position or nulls.
+-- against a state nobody else can change until we commit. $2/$3: user position or nulls; $6 the user.
 SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.battery_percent,
        ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
        CASE WHEN $2::float8 IS NULL OR $3::float8 IS NULL THEN NULL
@@ -26,7 +26,9 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.battery_percent,
        z.timezone, z.sleep_windows, z.status AS zone_status, z.min_battery_percent, z.unlock_distance_m,
        z.licence_verification_required, z.reduced_speed_kph, z.currency, z.vat_rate,
        p.start_price, p.price_per_minute,
-       EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4) AS held_by_booking,
+       -- a pending TOMP booking holds the vehicle for its own user only ($6)
+       EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4 AND b.user_id <> $6) AS held_by_other,
+       EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4 AND b.user_id = $6) AS held_by_user,
        EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING') AS has_running_rental,
        (NOT EXISTS (SELECT 1 FROM partner_zones pz WHERE pz.partner_id = $5)
         OR EXISTS (SELECT 1 FROM partner_zones pz WHERE pz.partner_id = $5 AND pz.zone_id = v.zone_id)) AS zone_allowed
