@@ -30,8 +30,9 @@ db:
 
 setup: deps db
 
+# LOG_LEVEL=info shows one line per request and per published file
 run: setup
-	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) $(TSX) bin/run.ts
+	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) LOG_LEVEL=$${LOG_LEVEL:-warn} $(TSX) bin/run.ts
 
 test: setup
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs page test will be skipped"

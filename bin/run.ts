@@ -36,6 +36,11 @@ async function main(): Promise<void> {
       log.info('demo data seeded; simulating the last 24 hours of operation');
       const { simulateHistory } = await import('../lib/sim/index.js');
       await simulateHistory(ctx, { days: 1, seed: 42, end: ctx.clock.now() });
+      // publish the simulated day now, so that every feed has history to show from the first minute
+      const { backfill } = await import('../publisher/ops.js');
+      const now = ctx.clock.now();
+      const r = await backfill(ctx, { zones: 'all', from: new Date(now.getTime() - 25 * 3_600_000), to: now, feeds: 'all', force: false });
+      log.info({ written: r.written, failed: r.failed.length }, 'simulated day published');
     }
   }
 

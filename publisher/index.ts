@@ -62,7 +62,8 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     await boss.createQueue(name, { name, policy: 'stately', retryLimit: 0, expireInSeconds: 5 * 60 });
   }
 
-  const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 2 };
+  // pg-boss waits one polling interval between jobs of a worker: keep it short so a backlog drains fast
+  const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5 };
   for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
     await boss.work<HourJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
       const data = job!.data;
