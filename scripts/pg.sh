@@ -9,8 +9,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PGPORT="${EMBEDDED_PG_PORT:-54329}"
 DATA="$ROOT/.data/pg"
+PORT_FILE="$ROOT/.data/pg-port"
 RUN="$ROOT/.data/pg-run"
 LOG="$ROOT/.data/pg.log"
 PGVER=15
@@ -18,6 +18,17 @@ BIN="/usr/lib/postgresql/$PGVER/bin"
 DB_NAME="${EMBEDDED_PG_DB:-platform}"
 
 log() { echo "[pg] $*" >&2; }
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# The cluster keeps the port it was created with (.data/pg-port). A new cluster takes
+# EMBEDDED_PG_PORT (default 54329) or, when another server already listens there (a second checkout
+# on the same machine), the next free port.
+if [ -f "$PORT_FILE" ]; then
+  PGPORT="$(cat "$PORT_FILE")"
+else
+  PGPORT="${EMBEDDED_PG_PORT:-54329}"
+fi
 
 as_pg() {
   # initdb and postgres refuse to run as root: run them as the postgres system user then.
@@ -43,7 +54,11 @@ ensure() {
   install_packages
   mkdir -p "$ROOT/.data"
   if [ ! -f "$DATA/PG_VERSION" ]; then
-    log "initialising cluster in $DATA"
+    rm -rf "$DATA"
+    PGPORT="${EMBEDDED_PG_PORT:-54329}"
+    while ! port_free "$PGPORT"; do PGPORT=$((PGPORT + 1)); done
+    echo "$PGPORT" >"$PORT_FILE"
+    log "initialising cluster in $DATA (port $PGPORT)"
     mkdir -p "$DATA" "$RUN"
     [ "$(id -u)" = "0" ] && chown -R postgres:postgres "$DATA" "$RUN"
     as_pg "$BIN/initdb" -D "$DATA" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
