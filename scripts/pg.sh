@@ -64,7 +64,6 @@ ensure() {
     as_pg "$BIN/initdb" -D "$DATA" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
     cat >>"$DATA/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
-port = $PGPORT
 unix_socket_directories = '$RUN'
 max_connections = 300
 shared_buffers = 256MB
@@ -76,8 +75,17 @@ EOF
   mkdir -p "$RUN"
   [ "$(id -u)" = "0" ] && chown postgres:postgres "$RUN" && touch "$LOG" && chown postgres:postgres "$LOG"
   if ! running; then
-    log "starting on 127.0.0.1:$PGPORT"
-    as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null
+    # the port is given at start (not in postgresql.conf): when another server took it meanwhile,
+    # move to the next free one and remember it
+    for _ in $(seq 1 20); do
+      log "starting on 127.0.0.1:$PGPORT"
+      if as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 -o "-p $PGPORT" start >/dev/null; then break; fi
+      grep -q "could not bind\|could not create any TCP/IP sockets" "$LOG" || exit 1
+      PGPORT=$((PGPORT + 1))
+      while ! port_free "$PGPORT"; do PGPORT=$((PGPORT + 1)); done
+      echo "$PGPORT" >"$PORT_FILE"
+      : >"$LOG"
+    done
   fi
   for _ in $(seq 1 60); do
     "$BIN/pg_isready" -h 127.0.0.1 -p "$PGPORT" -q && break
@@ -91,7 +99,7 @@ EOF
 case "${1:-ensure}" in
   ensure) ensure; echo "postgres://postgres@127.0.0.1:$PGPORT/$DB_NAME" ;;
   stop) if [ -f "$DATA/PG_VERSION" ] && running; then as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null; log "stopped"; fi ;;
-  restart) as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -m fast -w restart >/dev/null ;;
+  restart) as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -m fast -w -o "-p $PGPORT" restart >/dev/null ;;
   status) if [ -f "$DATA/PG_VERSION" ] && running; then echo "running on $PGPORT"; else echo "stopped"; fi ;;
   url) echo "postgres://postgres@127.0.0.1:$PGPORT/$DB_NAME" ;;
   *) echo "usage: $0 ensure|stop|restart|status|url" >&2; exit 2 ;;
