@@ -29,6 +29,43 @@ export const metrics = {
   publishFailures: mk.counter('feed_publish_failures_total', 'Failed publish attempts', ['feed', 'version']),
   dirtyHours: mk.gauge('feed_dirty_hours', 'Published hours waiting for republication'),
   queueDepth: mk.gauge('jobs_queue_depth', 'Queued jobs per queue', ['queue']),
-  jobFailures: mk.counter('jobs_failed_total', 'Failed jobs per queue', ['queue']),
+  jobFailures: mk.gauge('jobs_failed', 'Jobs in state failed per queue (pg-boss keeps them for inspection)', ['queue']),
   storeErrors: mk.counter('store_errors_total', 'Object store errors by operation', ['op']),
 };
+
+/**
+ * Gauges read from Postgres at scrape time (one small query each), so every process reports the
+ * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs.
+ */
+export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }): void {
+  const safe = async (fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch {
+      // a scrape during a database outage reports the last values rather than failing /metrics
+    }
+  };
+  (metrics.dirtyHours as any).collect = () =>
+    safe(async () => {
+      const [r] = await db.many('SELECT count(*)::int AS n FROM feed_publications WHERE dirty');
+      metrics.dirtyHours.set(r?.n ?? 0);
+    });
+  (metrics.publishLag as any).collect = () =>
+    safe(async () => {
+      const rows = await db.many(`SELECT DISTINCT ON (feed, version) feed, version,
+                                         extract(epoch FROM published_at - (hour + interval '1 hour') AT TIME ZONE 'UTC')::float8 AS lag
+                                    FROM feed_publications WHERE status = 'published' AND published_at IS NOT NULL
+                                   ORDER BY feed, version, hour DESC`);
+      for (const r of rows) metrics.publishLag.set({ feed: r.feed, version: r.version }, r.lag);
+    });
+  (metrics.queueDepth as any).collect = () =>
+    safe(async () => {
+      const rows = await db.many(`SELECT name, count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,
+                                         count(*) FILTER (WHERE state = 'failed')::int AS failed
+                                    FROM pgboss.job GROUP BY name`);
+      for (const r of rows) {
+        metrics.queueDepth.set({ queue: r.name }, r.queued);
+        metrics.jobFailures.set({ queue: r.name }, r.failed);
+      }
+    });
+}

@@ -9,12 +9,15 @@ import { createLogger } from './log.js';
 import { systemClock } from './clock.js';
 import { SimulatedGateway } from './gateway.js';
 import { openStore } from './store/index.js';
+import { instrumentStore } from './store/instrumented.js';
+import { registerDbCollectors } from './metrics.js';
 import type { AppContext } from './context.js';
 
 export async function createContext(config: Config, opts: { applicationName?: string; logLevel?: string } = {}): Promise<AppContext> {
   const log = createLogger(opts.logLevel ?? config.logLevel);
   const db = new Db(config.databaseUrl, log, { max: config.databasePoolSize, applicationName: opts.applicationName ?? 'platform' });
-  const store = await openStore(config);
+  const store = instrumentStore(await openStore(config));
+  registerDbCollectors(db);
   const gateway = new SimulatedGateway({
     failRate: config.mode === 'staging' ? 0 : config.gateway.failRate,
     delayMs: config.gateway.delayMs,

@@ -10,6 +10,7 @@ import type Koa from 'koa';
 import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
 import { issueFeedToken } from '../../lib/auth/tokens.js';
 import type { FeedDeps } from './auth.js';
+import { metrics } from '../../lib/metrics.js';
 
 const MAX_BODY = 4096;
 
@@ -98,10 +99,12 @@ export function tokenHandler(deps: FeedDeps): Koa.Middleware {
 
       const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
       ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
+      metrics.tokensIssued.inc({ role: client.role });
       ctx.status = 200;
       ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
+      metrics.tokenFailures.inc({ error: err.error });
       ctx.status = err.status;
       if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
       ctx.body = { error: err.error, error_description: err.description };

@@ -8,6 +8,7 @@ import type { AppContext } from '../../lib/context.js';
 import { ApiKeyVerifier, type Principal } from '../../lib/auth/api-keys.js';
 import { RateLimiter } from '../../lib/ratelimit.js';
 import { RentalError } from '../../lib/rentals/errors.js';
+import { metrics } from '../../lib/metrics.js';
 
 export function presentedKey(ctx: Koa.Context): string | undefined {
   const token = ctx.get('x-auth-token');
@@ -26,6 +27,7 @@ export function authenticate(app: AppContext): Koa.Middleware {
     const rate = await limiter.hit(principal.keyId, principal.rateLimitPerMinute);
     ctx.set('X-RateLimit-Limit', String(principal.rateLimitPerMinute));
     ctx.set('X-RateLimit-Remaining', String(rate.remaining));
+    if (!rate.allowed) metrics.rateLimited.inc({ family: 'partner' });
     if (!rate.allowed) throw new RentalError('RateLimitExceeded', { headers: { 'Retry-After': String(rate.retryAfterSeconds) } });
     ctx.state.principal = principal;
     ctx.state.log = ctx.state.log?.child({ partnerId: principal.partnerId, keyId: principal.keyId });

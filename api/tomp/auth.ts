@@ -8,6 +8,7 @@ import type { AppContext } from '../../lib/context.js';
 import { ApiKeyVerifier, type Principal } from '../../lib/auth/api-keys.js';
 import { RateLimiter } from '../../lib/ratelimit.js';
 import { TompError } from '../../lib/tomp/errors.js';
+import { metrics } from '../../lib/metrics.js';
 
 export function tompAuth(app: AppContext): Koa.Middleware {
   const verifier = new ApiKeyVerifier(app.db, app.clock);
@@ -24,6 +25,7 @@ export function tompAuth(app: AppContext): Koa.Middleware {
     const rl = await limiter.hit(principal.keyId, principal.rateLimitPerMinute);
     ctx.set('X-RateLimit-Limit', String(principal.rateLimitPerMinute));
     ctx.set('X-RateLimit-Remaining', String(rl.remaining));
+    if (!rl.allowed) metrics.rateLimited.inc({ family: 'tomp' });
     if (!rl.allowed) throw new TompError(429, 'rate limit exceeded', { retryAfterSeconds: rl.retryAfterSeconds });
     ctx.state.principal = principal;
     await next();

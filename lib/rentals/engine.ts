@@ -18,6 +18,7 @@ import { isSleeping, parkingAt } from '../zones.js';
 import { receiptKey } from '../receipts.js';
 import { RentalError } from './errors.js';
 import { toRentalRecord, type Location, type RentalRecord } from './types.js';
+import { metrics } from '../metrics.js';
 
 export type { Location, RentalRecord } from './types.js';
 
@@ -89,6 +90,17 @@ function mapEndError(ctx: AppContext, err: unknown): RentalError {
 
 /** Starts a rental; throws RentalError with the requirement's code. */
 export async function startRental(ctx: AppContext, input: StartRentalInput): Promise<RentalRecord> {
+  try {
+    const r = await start(ctx, input);
+    metrics.rentalsStarted.inc({ source: input.source });
+    return r;
+  } catch (err) {
+    metrics.rentalStartFailures.inc({ code: err instanceof RentalError ? err.code : 'unknown' });
+    throw err;
+  }
+}
+
+async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRecord> {
   let unlocked = false;
   try {
     return await inTx(ctx, async (tx) => {
@@ -144,6 +156,12 @@ export async function startRental(ctx: AppContext, input: StartRentalInput): Pro
  * keeps ~8 ms of PDF CPU per rental off the end path.
  */
 export async function endRental(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord> {
+  const r = await end(ctx, input);
+  metrics.rentalsEnded.inc({ state: r.state });
+  return r;
+}
+
+async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord> {
   const endState = input.endState ?? 'ENDED';
   let record: RentalRecord;
   try {

@@ -14,6 +14,7 @@ import { checkPhoto } from '../photos.js';
 import { parkingAt } from '../zones.js';
 import { RentalError } from './errors.js';
 import type { PhotoDecision } from './types.js';
+import { metrics } from '../metrics.js';
 
 export const PHOTO_WINDOW_MS = 30 * 60 * 1000;
 
@@ -41,5 +42,6 @@ export async function submitParkingPhoto(ctx: AppContext, rentalId: string, byte
     const why = check.reason === 'not-portrait' ? 'photo must be in portrait orientation' : 'photo must be taken with a regular (not wide-angle) lens';
     throw new RentalError('ValidateParkingPhotoFailed', { detail: why, meta: { decision: 'bad-photo' } });
   }
+  metrics.photoDecisions.inc({ decision });
   return decision;
 }
