@@ -210,6 +210,11 @@ export class Db extends Runner {
     });
     // An idle client losing its connection (Postgres restart) must not crash the process.
     this.pool.on('error', (err) => log.warn({ err: err.message }, 'idle postgres client error'));
+    // …and neither must a checked-out client losing it between two queries (inside a transaction
+    // waiting for the vehicle gateway, or a cursor streaming a feed file): pg emits 'error' on the
+    // client, and an unhandled 'error' event ends the process. The query in progress fails and is
+    // mapped to 'unavailable' (503) by classify().
+    this.pool.on('connect', (client) => client.on('error', (err) => log.warn({ err: err.message }, 'postgres connection lost')));
   }
 
   protected run(config: pg.QueryConfig) {

@@ -56,10 +56,21 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   boss.on('error', (err) => log.error({ err: err.message }, 'pg-boss error'));
   await boss.start();
 
-  // stately: at most one queued and one running job per singleton key
-  await boss.createQueue(QUEUES.hour, { name: QUEUES.hour, policy: 'stately', retryLimit: 6, retryDelay: 15, retryBackoff: true, expireInSeconds: 30 * 60 });
+  // short: at most one queued job per singleton key, any number running. Not 'stately' (one running
+  // per key): a publisher killed mid-job leaves its job 'active' until it expires (30 min), and under
+  // stately the re-enqueued job of that file then fails pg-boss's fetch with a unique violation, which
+  // stalls the whole queue behind it (test/faults-publisher-kill.test.ts). Two running publications
+  // of one file are harmless: publishHour serialises them with its advisory lock, and the second
+  // finds the content unchanged. updateQueue moves databases created with 'stately'.
+  const hourQueue = { policy: 'short', retryLimit: 6, retryDelay: 15, retryBackoff: true, expireInSeconds: 30 * 60 } as const;
+  await boss.createQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
+  await boss.updateQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
+  // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
+  // must not pause them until it expires
   for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp]) {
-    await boss.createQueue(name, { name, policy: 'stately', retryLimit: 0, expireInSeconds: 5 * 60 });
+    const sweepQueue = { name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 } as const;
+    await boss.createQueue(name, sweepQueue);
+    await boss.updateQueue(name, sweepQueue);
   }
 
   // pg-boss waits one polling interval between jobs of a worker: keep it short so a backlog drains fast

@@ -101,6 +101,8 @@ export async function startRental(ctx: AppContext, input: StartRentalInput): Pro
 }
 
 async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRecord> {
+  // true once the unlock command was sent and may have reached the vehicle (it answered, or timed
+  // out: a vehicle that did not answer in time may still have opened)
   let unlocked = false;
   try {
     return await inTx(ctx, async (tx) => {
@@ -136,14 +138,17 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
         batteryPercent: v.battery_percent,
         tripIds: [ins.trip_id],
       });
-      await ctx.gateway.unlock(input.vehicleId);
-      unlocked = true;
+      try {
+        await ctx.gateway.unlock(input.vehicleId);
+      } finally {
+        unlocked = true;
+      }
       if (input.beginnersMode) await ctx.gateway.setMaxSpeed(input.vehicleId, v.reduced_speed_kph);
       return toRentalRecord(await tx.one(q('RentalGet'), [ins.id, null]));
     });
   } catch (err) {
     if (unlocked) {
-      // the vehicle opened but the rental did not commit: close it again (best effort)
+      // the vehicle opened (or may have) but the rental did not commit: close it again (best effort)
       await ctx.gateway.lock(input.vehicleId).catch((e) => ctx.log.error({ err: e, vehicleId: input.vehicleId }, 'relock after failed start failed'));
     }
     throw mapStartError(ctx, err);
