@@ -77,7 +77,10 @@ describe('feeds: realtime MDS from the database', () => {
       expect(res.headers['cache-control']).to.match(/no-cache/);
       expectMds('2.0/micromobility/vehicles', res.body);
       expect(res.body.version).to.equal('2.0.0');
-      expect(res.body.links).to.deep.equal({});
+      // official 2.0 envelope: integer last_updated and ttl; links with next (nothing is paginated)
+      expect(res.body.links).to.deep.equal({ next: null });
+      expect(res.body.last_updated).to.be.a('number');
+      expect(res.body.ttl).to.equal(0);
       const ids = res.body.vehicles.map((x: any) => x.device_id).sort();
       expect(ids).to.deep.equal([v.available, v.onTrip, v.removed, v.broken, v.silent].sort());
     });

@@ -1,10 +1,14 @@
 /**
  * Realtime MDS 2.0 endpoints answered from the database with the publisher's record mappers:
  * /vehicles, /vehicles/{deviceID}, /vehicles/status, /vehicles/status/{deviceID} and
- * /events/recent. Envelopes as the requirement shows them (section 2.1), which differ from the
- * official 2.0 schemas in three known ways (docs/feeds-access.md): last_updated and ttl are objects
- * ({last_updated: ms}, {ttl: 0}); /vehicles carries version, vehicles and links only; links is an
- * empty object (nothing is paginated). The records themselves follow the official schemas.
+ * /events/recent.
+ *
+ * Envelopes: the requirement (section 2.1) and the official 2.0 schemas disagree for the vehicle
+ * endpoints, and there the official schema wins (every response validates against it): /vehicles and
+ * /vehicles/status carry `last_updated` (ms) and `ttl` as plain integers, as MDS 2.0 defines them.
+ * Where both allow it we follow the requirement: /events/recent has `last_updated` and `ttl` objects.
+ * `links` is present on the paginable lists with `next: null` (nothing is paginated; the schema
+ * requires `next` whenever `links` is there). See docs/feeds-access.md.
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
@@ -21,15 +25,17 @@ import { streamFeed } from './stream.js';
 export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string): void {
   const { config, db, clock } = deps.app;
   const head = () => mds20Head(clock.now().getTime());
+  const vehicleHead = () => ({ version: '2.0.0', last_updated: clock.now().getTime(), ttl: 0 });
+  const noMorePages = { links: { next: null } };
 
   const vehicles = (single: boolean) => async (ctx: Koa.Context & { params: Record<string, string> }) => {
     const zone = await mdsGate(deps, ctx, 'vehicles');
     const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
     await streamFeed(ctx, {
       contentType: MDS_2_0.contentType,
-      head: { version: '2.0.0' },
+      head: vehicleHead(),
       arrayKey: 'vehicles',
-      tail: { links: {} },
+      ...(single ? {} : { tail: noMorePages }),
       rows: streamVehicles(db, zone.id, device),
       map: (r) => toMdsVehicle(r, config),
       ...(single ? { emptyError: () => notFound(`unknown device ${device}`) } : {}),
@@ -41,8 +47,9 @@ export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string):
     const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
     await streamFeed(ctx, {
       contentType: MDS_2_0.contentType,
-      head: head(),
+      head: vehicleHead(),
       arrayKey: 'vehicles_status',
+      ...(single ? {} : { tail: noMorePages }),
       rows: streamVehicleStatus(db, zone.id, device),
       map: (r) => toMdsVehicleStatus(r, config),
       ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
@@ -62,7 +69,7 @@ export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string):
       contentType: MDS_2_0.contentType,
       head: head(),
       arrayKey: 'events',
-      tail: { links: {} },
+      tail: noMorePages,
       rows: streamEvents(db, zone.id, { from: start, to: end }),
       map: (r) => toMdsEvent(r, config),
     });

@@ -167,7 +167,7 @@ function mdsPaths(): Record<string, PathItem> {
         operationId: 'mdsEventsRecent',
         summary: 'Recent events (at most two weeks back)',
         parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)')],
-        schema: 'MdsEvents',
+        schema: 'MdsEventsRecent',
         okDescription: 'the events of the window',
         file: false,
         badParams: 'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back',

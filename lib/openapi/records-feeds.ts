@@ -24,6 +24,19 @@ function envelope(head: { required: readonly string[]; properties: object }, key
 }
 
 const emptyLinks = { links: { type: 'object', maxProperties: 0, description: 'always empty: nothing is paginated' } };
+const lastPageLinks = {
+  links: {
+    type: 'object',
+    required: ['next'],
+    properties: { next: { type: 'null', description: 'always null: nothing is paginated' } },
+    description: 'MDS paging links; `next` is required by the MDS 2.0 schema whenever links are present',
+  },
+};
+/** The official MDS 2.0 head of the vehicle endpoints: plain integers (where the requirement's object form would fail the schema). */
+const vehicleHead = {
+  required: ['version', 'last_updated', 'ttl'],
+  properties: { version: { const: '2.0.0' }, last_updated: oas(timestampMs), ttl: { type: 'integer', minimum: 0, description: 'milliseconds; 0: always refresh' } },
+};
 const mdsHead = { required: MdsEventsHeadSchema.required, properties: MdsEventsHeadSchema.properties };
 
 const telemetry: Schema = {
@@ -115,13 +128,9 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
   },
   MdsTrips: envelope({ required: MdsTripsHeadSchema.required, properties: MdsTripsHeadSchema.properties }, 'trips', 'MdsTrip'),
   MdsEvents: envelope(mdsHead, 'events', 'MdsEvent', { tail: emptyLinks }),
-  MdsVehiclesStatus: envelope(mdsHead, 'vehicles_status', 'MdsVehicleStatus'),
-  MdsVehicles: {
-    type: 'object',
-    required: ['version', 'vehicles', 'links'],
-    description: 'version, vehicles and links only (no last_updated, no ttl), as the requirement shows it',
-    properties: { version: { const: '2.0.0' }, vehicles: { type: 'array', items: schemaRef('MdsVehicle') }, ...emptyLinks },
-  },
+  MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: lastPageLinks }),
+  MdsVehiclesStatus: { ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
+  MdsVehicles: { ...envelope(vehicleHead, 'vehicles', 'MdsVehicle'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
   InsuranceTrip: oas(InsuranceTripSchema),
   InsuranceTrips: envelope(InsuranceHeadSchema, 'trips', 'InsuranceTrip'),
   Trip12: oas(Trip12Schema),

@@ -122,25 +122,10 @@ export function mdsSpec(name: string): ValidateFunction {
   return v;
 }
 
-/**
- * The requirement's MDS 2.0 envelope (data-feeds.md 2.1) in the official schema's form: last_updated
- * and ttl are objects there ({last_updated: ms}, {ttl: 0}), /vehicles has neither, and links is an
- * empty object where the schema wants `next` whenever links is present. Records are left untouched,
- * so they are checked against the official schema as they are.
- */
-export function officialMds20Envelope(body: any): any {
-  const out = { ...body };
-  if (out.last_updated && typeof out.last_updated === 'object') out.last_updated = out.last_updated.last_updated;
-  if (out.ttl && typeof out.ttl === 'object') out.ttl = out.ttl.ttl;
-  if ('vehicles' in out && !('last_updated' in out)) Object.assign(out, { last_updated: Date.now(), ttl: 0 });
-  if (out.links && Object.keys(out.links).length === 0) delete out.links;
-  return out;
-}
 
 /** Asserts `body` validates against the named MDS schema (no-op when specs are absent). */
 export function expectMds(name: string, body: unknown): void {
   if (!mdsSpecsAvailable()) return;
   const v = mdsSpec(name);
-  const subject = name.startsWith('2.0') ? officialMds20Envelope(body) : body;
-  if (!v(subject)) throw new Error(`${name}: ${JSON.stringify(v.errors?.slice(0, 5), null, 1)}`);
+  if (!v(body)) throw new Error(`${name}: ${JSON.stringify(v.errors?.slice(0, 5), null, 1)}`);
 }
