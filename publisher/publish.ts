@@ -1,13 +1,18 @@
 /**
- * Publishes one hourly file: (feed, version, zone, hour) → one gzip object + its feed_publications row.
+ * Publishes hourly files: (feed, version, zone, hour) → one gzip object + its feed_publications row.
+ * The files of one (zone, hour) are published together: the 7 files read only 2 sources (trips and
+ * events of the hour), so each source is read once and every row is fanned out to all its files.
  *
- *   lock → claim (clear dirty / create 'pending' row) → snapshot → cursor → mapper → validate →
- *   JSON → gzip → sha256 + bytes → temp file → (content changed?) store.put → row 'published'
+ *   lock all → claim all (clear dirty / create 'pending' rows) → snapshot →
+ *     per source: cursor → row → for each file: mapper → validate → JSON → gzip → sha256 + bytes → spool
+ *   → per file: (content changed?) store.put → rows 'published' (or 'failed', per file)
  *
- * Memory does not depend on the hour's size: every stage is a stream with backpressure. The spool
- * file is what lets "same content again writes nothing" hold: the sha256 is known before the store
- * is touched. The store's put is atomic, so a failure anywhere leaves the previous version (or
- * nothing) under the key; the row then says 'failed' with the error, and a retry publishes.
+ * Memory does not depend on the hour's size: every stage is a stream with backpressure (the cursor
+ * is read only as fast as the slowest file's gzip takes it). The spool file is what lets "same
+ * content again writes nothing" hold: the sha256 is known before the store is touched. The store's
+ * put is atomic, so a failure anywhere leaves the previous version (or nothing) under the key; the
+ * row then says 'failed' with the error, and a retry publishes. A file that fails (a record our
+ * schema rejects, a store error) does not stop the other files of its hour.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -22,14 +27,29 @@ import type { AppContext } from '../lib/context.js';
 import { classify, q, type NamedQuery } from '../lib/db.js';
 import { describeErrors } from '../lib/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
-import { objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
-import { jsonEnvelope } from '../lib/feeds/mds/envelope.js';
+import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
+import { envelopeParts } from '../lib/feeds/mds/envelope.js';
+import type { Provider } from '../lib/feeds/mds/rows.js';
 import { Snapshot, hourParam } from '../lib/feeds/mds/sources.js';
-import { renderingOf } from './feeds/hourly.js';
+import { renderingOf, sourceOf, type Rendering } from './feeds/hourly.js';
+
+/**
+ * zlib level of the stored files. 6 (zlib's default) costs ~1.7× the CPU of 3 for ~5 % smaller
+ * files on our JSON; see docs/feeds.md "Performance". Changing it changes the bytes (and sha256) of
+ * every file, so each hour is rewritten once on its next republish.
+ */
+export const GZIP_LEVEL = 3;
+/** text gathered per file before it is handed to gzip */
+const CHUNK = 64 * 1024;
 
 export interface PublishOptions {
   /** write the object even when its content is unchanged (ops "republish") */
   force?: boolean;
+}
+
+export interface PublishSetOptions extends PublishOptions {
+  /** the files to publish (default: every hourly feed) */
+  feeds?: readonly HourlyFeed[];
 }
 
 export interface PublishResult {
@@ -43,6 +63,18 @@ export interface PublishResult {
   records: number;
   bytes: number;
 }
+
+/** A file of the set that was not published; its row says 'failed' with the error's message. */
+export interface PublishFailure {
+  feed: string;
+  zone: string;
+  hour: string;
+  key: string;
+  outcome: 'failed';
+  error: Error;
+}
+
+export type HourFileResult = PublishResult | PublishFailure;
 
 /** A record our own schema rejects: a bug or bad data; the hour is marked failed with this text. */
 export class FeedValidationError extends Error {
@@ -63,6 +95,72 @@ class Digest extends Transform {
   }
 }
 
+const settled = () => undefined;
+
+/** One file being written: envelope + records → gzip → sha256/bytes → spool file. */
+class FileSink {
+  private buf: string;
+  private first = true;
+  private readonly gzip = createGzip({ level: GZIP_LEVEL });
+  private readonly digest = new Digest();
+  private readonly done: Promise<void>;
+  error: Error | undefined;
+
+  constructor(readonly path: string, open: string, private readonly close: string) {
+    this.buf = open;
+    this.done = pipeline(this.gzip, this.digest, createWriteStream(path));
+    this.done.catch((err: Error) => (this.error ??= err));
+  }
+
+  /** Appends one record's JSON; false when gzip's buffer is full (await drained() before more). */
+  write(json: string): boolean {
+    this.buf += this.first ? json : ',' + json;
+    this.first = false;
+    if (this.buf.length < CHUNK) return true;
+    const ok = this.gzip.write(this.buf);
+    this.buf = '';
+    return ok;
+  }
+
+  /** Resolves when gzip takes more, or when the sink has failed (check `error`). */
+  drained(): Promise<void> {
+    return Promise.race([new Promise<void>((resolve) => this.gzip.once('drain', resolve)), this.done.then(settled, settled)]);
+  }
+
+  async end(): Promise<{ sha256: string; bytes: number }> {
+    this.gzip.end(this.buf + this.close);
+    this.buf = '';
+    await this.done;
+    return { sha256: this.digest.hash.digest('hex'), bytes: this.digest.bytes };
+  }
+
+  abort(err: Error): void {
+    this.error ??= err;
+    this.gzip.destroy(err);
+  }
+}
+
+interface Claimed {
+  feed: string;
+  version: string;
+  sha256: string | null;
+  object_key: string | null;
+}
+
+interface FileJob {
+  feed: HourlyFeed;
+  r: Rendering;
+  key: string;
+  lockKey: string;
+  prev?: Claimed;
+  sink?: FileSink;
+  records: number;
+  watermarkMs: number | null;
+  lastUpdatedMs: number;
+  error?: Error;
+  result?: PublishResult;
+}
+
 async function run(client: pg.PoolClient, query: NamedQuery, params: unknown[]): Promise<pg.QueryResult> {
   try {
     return await client.query({ name: query.name, text: query.text, values: params });
@@ -71,92 +169,194 @@ async function run(client: pg.PoolClient, query: NamedQuery, params: unknown[]):
   }
 }
 
-export async function publishHour(ctx: AppContext, feed: HourlyFeed, zoneId: string, hour: Date, opts: PublishOptions = {}): Promise<PublishResult> {
-  const r = renderingOf(feed);
-  const key = objectKey(feed, zoneId, hour);
-  const hourText = hourParam(hour);
-  const pk = [feed.feed, feed.version, zoneId, hourText];
-  const lockKey = `${feed.id}/${zoneId}/${hourText}`;
-  const log = ctx.log.child({ feed: feed.id, zone: zoneId, hour: formatHour(hour) });
-  const started = performance.now();
-
-  let client: pg.PoolClient;
+async function connect(ctx: AppContext): Promise<pg.PoolClient> {
   try {
-    client = await ctx.db.pool.connect();
+    return await ctx.db.pool.connect();
   } catch (err) {
     throw classify(err, 'connect');
   }
-  let discard = false;
-  const dir = await mkdtemp(join(tmpdir(), 'feed-'));
-  try {
-    // Long hours stream for a while: the pool's statement timeout must not cut the lock wait short
-    // of a concurrent publisher of the same file, nor the snapshot (which sets its own).
-    await run(client, q('PubLock'), [lockKey]);
-    const prev = (await run(client, q('PubClaim'), pk)).rows[0] as { sha256: string | null; object_key: string | null };
+}
 
-    const snap = await Snapshot.begin(client, { statementTimeoutMs: 30 * 60_000 });
-    let records = 0;
-    let watermarkMs: number | null = null;
-    const spool = join(dir, 'body.json.gz');
-    const digest = new Digest();
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
+/** Publishes one file. Throws (after recording the failure in its row) when it is not published. */
+export async function publishHour(ctx: AppContext, feed: HourlyFeed, zoneId: string, hour: Date, opts: PublishOptions = {}): Promise<PublishResult> {
+  const [r] = await publishHourSet(ctx, zoneId, hour, { ...opts, feeds: [feed] });
+  if (r!.outcome === 'failed') throw r!.error;
+  return r!;
+}
+
+/**
+ * Publishes the files of one (zone, hour), by default all 7, reading each source once. Never throws
+ * for a file's failure: each file has its result (the failed ones also have a 'failed' row).
+ */
+export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date, opts: PublishSetOptions = {}): Promise<HourFileResult[]> {
+  const hourText = hourParam(hour);
+  const feeds = [...new Map((opts.feeds ?? HOURLY_FEEDS).map((f) => [f.id, f])).values()];
+  const started = performance.now();
+  const jobs: FileJob[] = feeds.map((feed) => ({
+    feed, r: renderingOf(feed), key: objectKey(feed, zoneId, hour), lockKey: `${feed.id}/${zoneId}/${hourText}`,
+    records: 0, watermarkMs: null, lastUpdatedMs: hour.getTime() + HOUR_MS,
+  }));
+  if (!jobs.length) return [];
+  const log = ctx.log.child({ zone: zoneId, hour: formatHour(hour) });
+
+  let client: pg.PoolClient | undefined;
+  let discard = false;
+  let locked = false;
+  let dir: string | undefined;
+  try {
+    const c = (client = await connect(ctx));
+    // Long hours stream for a while: the snapshot sets its own statement timeout.
+    await run(c, q('PubLock'), [[...new Set(jobs.map((j) => j.lockKey))].sort()]);
+    locked = true;
+    const claimed = (await run(c, q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
+    for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
+    dir = await mkdtemp(join(tmpdir(), 'feed-'));
+
+    // One snapshot for both sources (reading them on two connections at once measured no faster:
+    // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
+    const snap = await Snapshot.begin(c, { statementTimeoutMs: 30 * 60_000 });
     try {
-      const [stats] = await snap.query<{ records: number; watermark_ms: number | null }>(r.statsQuery, [zoneId, hourText]);
-      watermarkMs = stats?.watermark_ms ?? null;
-      // last_updated: when the hour's data last changed, never before the hour closed; derived from
-      // the data so that republishing unchanged data produces identical bytes.
-      const lastUpdated = Math.max(watermarkMs ?? 0, hour.getTime() + HOUR_MS);
-      const head = r.head(lastUpdated);
-      if (!r.headSchema(head)) throw new FeedValidationError(`${feed.id} head: ${describeErrors(r.headSchema.errors)}`);
-      const provider = ctx.config;
-      async function* mapped(): AsyncGenerator<object> {
-        let i = 0;
-        for await (const row of snap.stream(r.rowsQuery, [zoneId, hourText])) {
-          const rec = r.map(row, provider);
-          i++;
-          if (rec === undefined) continue;
-          if (!r.record(rec)) throw new FeedValidationError(`${feed.id} row ${i}: ${describeErrors(r.record.errors)}`);
-          records++;
-          yield rec;
-        }
+      for (const source of ['trips', 'events'] as const) {
+        const group = jobs.filter((j) => j.feed.source === source);
+        if (group.length) await renderSource(snap, source, group, zoneId, hour, dir, ctx.config);
       }
-      await pipeline(jsonEnvelope(head, r.arrayKey, mapped(), r.tail), createGzip({ level: 6 }), digest, createWriteStream(spool));
     } finally {
       await snap.close();
       if (snap.broken) discard = true;
     }
 
-    const sha256 = digest.hash.digest('hex');
-    const unchanged = !opts.force && prev?.sha256 === sha256 && prev.object_key === key && (await ctx.store.head(key)) !== undefined;
-    if (!unchanged) {
-      await ctx.store.put(key, createReadStream(spool), {
-        contentType: 'application/json',
-        contentEncoding: 'gzip',
-        metadata: { sha256, records: String(records), 'last-updated': String(Math.max(watermarkMs ?? 0, hour.getTime() + HOUR_MS)) },
-      });
+    await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(ctx, j, opts.force ?? false)));
+    const done = jobs.filter((j) => j.result);
+    if (done.length) {
+      await run(c, q('PubPublished'), [
+        done.map((j) => j.feed.feed), done.map((j) => j.feed.version), zoneId, hourText, done.map((j) => j.key), done.map((j) => j.result!.sha256),
+        done.map((j) => j.records), done.map((j) => j.result!.bytes), done.map((j) => new Date(j.lastUpdatedMs)),
+        done.map((j) => (j.watermarkMs === null ? null : new Date(j.watermarkMs))), done.map((j) => j.result!.outcome === 'written'), ctx.clock.now(),
+      ]);
     }
-    const lastUpdated = new Date(Math.max(watermarkMs ?? 0, hour.getTime() + HOUR_MS));
-    await run(client, q('PubPublished'), [
-      ...pk, key, sha256, records, digest.bytes, lastUpdated, watermarkMs === null ? null : new Date(watermarkMs), !unchanged, ctx.clock.now(),
-    ]);
-    log.info({ records, bytes: digest.bytes, outcome: unchanged ? 'unchanged' : 'written', ms: Math.round(performance.now() - started) }, 'feed hour published');
-    return { feed: feed.id, zone: zoneId, hour: formatHour(hour), key, outcome: unchanged ? 'unchanged' : 'written', sha256, records, bytes: digest.bytes };
   } catch (err) {
     discard = true;
-    const message = err instanceof Error ? err.message : String(err);
-    log.warn({ err: message }, 'feed hour publication failed');
-    // through the pool: this connection may be the thing that broke
-    await ctx.db.query(q('PubFailed'), [...pk, message, ctx.clock.now()]).catch((e) => log.error({ err: String(e) }, 'could not record the failure'));
-    throw err;
+    for (const j of jobs) j.error ??= asError(err);
   } finally {
-    if (!discard) {
-      try {
-        await run(client, q('PubUnlock'), [lockKey]);
-      } catch {
-        discard = true;
+    try {
+      // while still holding the locks, so that a failure is never written over a newer publication
+      for (const j of jobs) {
+        if (!j.error) {
+          log.info({ feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, ms: Math.round(performance.now() - started) }, 'feed hour published');
+          continue;
+        }
+        log.warn({ feed: j.feed.id, err: j.error.message }, 'feed hour publication failed');
+        // through the pool: this connection may be the thing that broke
+        await ctx.db.query(q('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
+          .catch((e) => log.error({ feed: j.feed.id, err: String(e) }, 'could not record the failure'));
+      }
+    } finally {
+      if (client) {
+        if (locked && !discard) {
+          try {
+            await run(client, q('PubUnlock'), [[...new Set(jobs.map((j) => j.lockKey))]]);
+          } catch {
+            discard = true;
+          }
+        }
+        // a discarded connection takes its advisory locks with it
+        client.release(discard ? true : undefined);
+      }
+      if (dir) await rm(dir, { recursive: true, force: true });
+    }
+  }
+  return jobs.map((j) =>
+    j.error ? { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed' as const, error: j.error } : j.result!);
+}
+
+/**
+ * Reads one source of the hour once and writes every file of `group` from it. A file whose head or
+ * record fails validation, or whose spool breaks, gets its `error` and is dropped; the others go on.
+ * A source error (the cursor, a mapper throwing) fails every file of the group.
+ */
+async function renderSource(snap: Snapshot, source: HourlyFeed['source'], group: FileJob[], zoneId: string, hour: Date, dir: string, provider: Provider): Promise<void> {
+  const src = sourceOf(source);
+  const hourText = hourParam(hour);
+  const [stats] = await snap.query<{ records: number; watermark_ms: number | null }>(src.statsQuery, [zoneId, hourText]);
+  const watermarkMs = stats?.watermark_ms ?? null;
+  // last_updated: when the hour's data last changed, never before the hour closed; derived from
+  // the data so that republishing unchanged data produces identical bytes.
+  const lastUpdatedMs = Math.max(watermarkMs ?? 0, hour.getTime() + HOUR_MS);
+  let live: FileJob[] = [];
+  for (const j of group) {
+    j.watermarkMs = watermarkMs;
+    j.lastUpdatedMs = lastUpdatedMs;
+    const head = j.r.head(lastUpdatedMs);
+    if (!j.r.headSchema(head)) {
+      j.error = new FeedValidationError(`${j.feed.id} head: ${describeErrors(j.r.headSchema.errors)}`);
+      continue;
+    }
+    const { open, close } = envelopeParts(head, j.r.arrayKey, j.r.tail);
+    j.sink = new FileSink(join(dir, `${j.feed.id}.json.gz`), open, close);
+    live.push(j);
+  }
+  if (!live.length) return;
+
+  let i = 0;
+  try {
+    for await (const row of snap.stream(src.rowsQuery, [zoneId, hourText])) {
+      i++;
+      let waits: Promise<void>[] | undefined;
+      let dropped = false;
+      for (const j of live) {
+        const rec = j.r.map(row, provider);
+        if (rec === undefined) continue;
+        // the mapped object is what gets written: validating it (not the JSON text) needs no re-parse
+        if (!j.r.record(rec)) {
+          j.sink!.abort((j.error = new FeedValidationError(`${j.feed.id} row ${i}: ${describeErrors(j.r.record.errors)}`)));
+          dropped = true;
+          continue;
+        }
+        j.records++;
+        if (!j.sink!.write(JSON.stringify(rec))) (waits ??= []).push(j.sink!.drained());
+      }
+      if (waits) await Promise.all(waits);
+      if (dropped || waits) {
+        for (const j of live) j.error ??= j.sink!.error;
+        live = live.filter((j) => !j.error);
+        // nobody left to write for: stop reading (the snapshot then discards its connection)
+        if (!live.length) return;
       }
     }
-    // a discarded connection takes its advisory lock with it
-    client.release(discard ? true : undefined);
-    await rm(dir, { recursive: true, force: true });
+  } catch (err) {
+    for (const j of live) j.sink!.abort((j.error ??= asError(err)));
+    return;
+  }
+  await Promise.all(
+    live.map(async (j) => {
+      try {
+        const { sha256, bytes } = await j.sink!.end();
+        j.result = { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'written', sha256, records: j.records, bytes };
+      } catch (err) {
+        j.error ??= asError(err);
+      }
+    }),
+  );
+}
+
+/** Puts the spooled file unless the stored object already has its content; sets the outcome. */
+async function storeFile(ctx: AppContext, j: FileJob, force: boolean): Promise<void> {
+  const res = j.result!;
+  try {
+    const unchanged = !force && j.prev?.sha256 === res.sha256 && j.prev.object_key === j.key && (await ctx.store.head(j.key)) !== undefined;
+    if (unchanged) {
+      res.outcome = 'unchanged';
+      return;
+    }
+    await ctx.store.put(j.key, createReadStream(j.sink!.path), {
+      contentType: 'application/json',
+      contentEncoding: 'gzip',
+      metadata: { sha256: res.sha256, records: String(j.records), 'last-updated': String(j.lastUpdatedMs) },
+    });
+  } catch (err) {
+    j.error = asError(err);
+    j.result = undefined;
   }
 }

@@ -3,20 +3,24 @@
 
 -- name: PubLock
 -- One publisher per (feed, version, zone, hour) at a time, whichever process (worker, backfill).
--- Session lock on the publisher's dedicated connection; released by PubUnlock or by disconnecting.
-SELECT pg_advisory_lock(hashtextextended($1, 7305040));
+-- Session locks on the publisher's dedicated connection; released by PubUnlock or by disconnecting.
+-- $1: the files' lock keys, sorted by the caller: every publisher takes them in the same order, so
+-- two publishers of overlapping file sets cannot deadlock. unnest yields them in array order.
+SELECT count(pg_advisory_lock(hashtextextended(k, 7305040)))::int AS locked FROM unnest($1::text[]) AS k;
 
 -- name: PubUnlock
-SELECT pg_advisory_unlock(hashtextextended($1, 7305040));
+SELECT count(pg_advisory_unlock(hashtextextended(k, 7305040)))::int AS unlocked FROM unnest($1::text[]) AS k;
 
 -- name: PubClaim
--- Claims the hour before the data is read: clears dirty (late rows committed from now on set it
+-- Claims the files before the data is read: clears dirty (late rows committed from now on set it
 -- again through the triggers) and creates the row on a first publication so the triggers see it.
+-- $1/$2: feeds and versions of the files (one row each), $3 zone, $4 hour.
 INSERT INTO feed_publications (feed, version, scope, hour, status, dirty, attempts)
-VALUES ($1, $2, $3, $4::timestamp, 'pending', false, 1)
+SELECT f.feed, f.version, $3, $4::timestamp, 'pending', false, 1
+  FROM unnest($1::text[], $2::text[]) AS f (feed, version)
 ON CONFLICT (feed, version, scope, hour) DO UPDATE
    SET dirty = false, attempts = feed_publications.attempts + 1
-RETURNING status, sha256, object_key, record_count, bytes;
+RETURNING feed, version, status, sha256, object_key, record_count, bytes;
 
 -- name: PubTripStats
 SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::int8 AS watermark_ms
@@ -27,13 +31,17 @@ SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::
   FROM events WHERE zone_id = $1 AND hour = $2::timestamp;
 
 -- name: PubPublished
+-- One row per file (arrays in the same order): $1 feeds, $2 versions, $3 zone, $4 hour, $5 keys,
+-- $6 sha256s, $7 record counts, $8 byte counts, $9 last_updated, $10 watermarks, $11 written, $12 now.
 -- dirty is left as it is: it was cleared by PubClaim, so true here means data arrived meanwhile.
-UPDATE feed_publications
-   SET status = 'published', object_key = $5, sha256 = $6, record_count = $7, bytes = $8,
-       last_updated = $9, source_watermark = $10,
-       published_at = CASE WHEN $11::boolean OR published_at IS NULL THEN $12::timestamptz ELSE published_at END,
+UPDATE feed_publications p
+   SET status = 'published', object_key = u.object_key, sha256 = u.sha256, record_count = u.record_count, bytes = u.bytes,
+       last_updated = u.last_updated, source_watermark = u.watermark,
+       published_at = CASE WHEN u.written OR p.published_at IS NULL THEN $12::timestamptz ELSE p.published_at END,
        attempts = 0, last_error = NULL, failed_at = NULL
- WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
+  FROM unnest($1::text[], $2::text[], $5::text[], $6::text[], $7::int[], $8::int8[], $9::timestamptz[], $10::timestamptz[], $11::boolean[])
+       AS u (feed, version, object_key, sha256, record_count, bytes, last_updated, watermark, written)
+ WHERE p.feed = u.feed AND p.version = u.version AND p.scope = $3 AND p.hour = $4::timestamp;
 
 -- name: PubFailed
 UPDATE feed_publications

@@ -18,6 +18,20 @@ function members(o: object): string {
 }
 
 /**
+ * The envelope as the text before the first record and the text after the last one (records go
+ * between, comma-separated): what jsonEnvelope writes, for writers that place the records themselves.
+ */
+export function envelopeParts(head: object, arrayKey: string, tail: object = {}): { open: string; close: string } {
+  const path = arrayKey.split('.');
+  const headMembers = members(head);
+  const tailMembers = members(tail);
+  let open = '{' + (headMembers ? headMembers + ',' : '');
+  for (let i = 0; i < path.length; i++) open += JSON.stringify(path[i]) + ':' + (i === path.length - 1 ? '[' : '{');
+  const close = ']' + '}'.repeat(path.length - 1) + (tailMembers ? ',' + tailMembers : '') + '}';
+  return { open, close };
+}
+
+/**
  * `arrayKey` may be a dotted path (`data.trips`): the array is then nested in objects of those keys.
  * Records that are `undefined` are skipped (mappers return undefined for "no equivalent record").
  */
@@ -27,12 +41,7 @@ export function jsonEnvelope(
   records: AsyncIterable<object | undefined> | Iterable<object | undefined>,
   tail: object = {},
 ): Readable {
-  const path = arrayKey.split('.');
-  const headMembers = members(head);
-  const tailMembers = members(tail);
-  let open = '{' + (headMembers ? headMembers + ',' : '');
-  for (let i = 0; i < path.length; i++) open += JSON.stringify(path[i]) + ':' + (i === path.length - 1 ? '[' : '{');
-  const close = ']' + '}'.repeat(path.length - 1) + (tailMembers ? ',' + tailMembers : '') + '}';
+  const { open, close } = envelopeParts(head, arrayKey, tail);
 
   async function* chunks(): AsyncGenerator<Buffer> {
     let buf = open;
