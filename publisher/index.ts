@@ -10,9 +10,9 @@ import PgBoss from 'pg-boss';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { AppContext } from '../lib/context.js';
 import { parseHour } from '../lib/feeds/hours.js';
-import { feedById } from '../lib/feeds/publications.js';
-import { publishHour } from './publish.js';
-import { dueHourJobs, singletonKey, type HourJob } from './schedule.js';
+import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
+import { publishSetWithMetrics } from './publish-metrics.js';
+import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './schedule.js';
 import { loadOptionalJobs, type Sweep } from './jobs/optional.js';
 
 export const QUEUES = {
@@ -40,9 +40,10 @@ export interface Publisher {
 
 /** Sends one job per due file; pg-boss drops a send whose singleton key is already queued. */
 export async function enqueueDue(ctx: AppContext, boss: PgBoss): Promise<number> {
-  const jobs = await dueHourJobs(ctx);
+  const jobs = groupByHour(await dueHourJobs(ctx));
   let sent = 0;
   for (const j of jobs) {
+    // a file that becomes due while its hour's job is still queued is picked up by a later tick
     const id = await boss.send(QUEUES.hour, j, { singletonKey: singletonKey(j) });
     if (id) sent++;
   }
@@ -76,16 +77,19 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   // pg-boss waits one polling interval between jobs of a worker: keep it short so a backlog drains fast
   const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5 };
   for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
-    await boss.work<HourJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
+    await boss.work<HourSetJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
       const data = job!.data;
-      const feed = feedById(data.feedId);
       const hour = parseHour(data.hour);
-      if (!feed || !hour) {
+      const feeds = (data.feedIds ?? []).map(feedById);
+      if (!hour || !feeds.length || feeds.some((f) => !f)) {
         log.error({ job: data }, 'malformed publish job dropped');
         return;
       }
-      // a throw fails the job: pg-boss retries it with backoff; the row already says 'failed'
-      await publishHour(ctx, feed, data.zone, hour);
+      const results = await publishSetWithMetrics(ctx, data.zone, hour, feeds as HourlyFeed[]);
+      const failed = results.filter((r) => r.outcome === 'failed');
+      // a throw fails the job: pg-boss retries it with backoff (the failed rows already say so);
+      // the files of the hour that did publish come out unchanged on the retry
+      if (failed.length) throw new Error(`${failed.length} of ${results.length} files failed: ${failed.map((f) => f.feed).join(', ')}`);
     });
   }
 

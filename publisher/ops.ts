@@ -8,7 +8,8 @@ import { q } from '../lib/db.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
 import { feedOf, selectFeeds, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
-import { publishHour, type PublishResult } from './publish.js';
+import type { HourFileResult, PublishResult } from './publish.js';
+import { publishSetWithMetrics } from './publish-metrics.js';
 import { latestDueHour } from './schedule.js';
 
 export class OpsError extends Error {}
@@ -74,34 +75,48 @@ export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<Bac
     const rows = await ctx.db.many(q('PubStatusRows'), [zones.map((z) => z.id), hourParam(floorHour(o.from)), hourParam(floorHour(o.to))]);
     for (const r of rows) if (r.status === 'published' && !r.dirty) current.add(`${feedOf(r.feed, r.version)?.id}|${r.scope}|${formatHour(r.hour)}`);
   }
-  const work: { feed: HourlyFeed; zone: string; hour: Date }[] = [];
+  // one unit of work per (zone, hour): publishHourSet reads each source row once for all its files
+  const work: { zone: string; hour: Date; feeds: HourlyFeed[] }[] = [];
+  let total = 0;
   for (const z of zones) {
     for (const hour of hoursBetween(o.from, o.to)) {
       if (hour < floorHour(z.created_at) || hour > lastClosed) continue;
-      for (const feed of feeds) work.push({ feed, zone: z.id, hour });
+      work.push({ zone: z.id, hour, feeds: [...feeds] });
+      total += feeds.length;
     }
   }
-  const summary: BackfillSummary = { total: work.length, written: 0, unchanged: 0, skipped: 0, failed: [] };
+  const summary: BackfillSummary = { total, written: 0, unchanged: 0, skipped: 0, failed: [] };
   let done = 0;
   let next = 0;
   const worker = async () => {
     while (next < work.length) {
       const w = work[next++]!;
       const hour = formatHour(w.hour);
-      if (current.has(`${w.feed.id}|${w.zone}|${hour}`)) {
+      const due = w.feeds.filter((f) => !current.has(`${f.id}|${w.zone}|${hour}`));
+      for (const f of w.feeds) {
+        if (due.includes(f)) continue;
         summary.skipped++;
-        o.onProgress?.({ kind: 'skipped', done: ++done, total: work.length, feed: w.feed.id, zone: w.zone, hour });
-        continue;
+        o.onProgress?.({ kind: 'skipped', done: ++done, total, feed: f.id, zone: w.zone, hour });
       }
+      if (!due.length) continue;
+      let results: HourFileResult[];
       try {
-        const result = await publishHour(ctx, w.feed, w.zone, w.hour, { force: o.force });
-        if (result.outcome === 'written') summary.written++;
-        else summary.unchanged++;
-        o.onProgress?.({ kind: 'done', done: ++done, total: work.length, result });
+        results = await publishSetWithMetrics(ctx, w.zone, w.hour, due, { force: o.force });
       } catch (err) {
-        const failure = { feed: w.feed.id, zone: w.zone, hour, error: err instanceof Error ? err.message : String(err) };
-        summary.failed.push(failure);
-        o.onProgress?.({ kind: 'failed', done: ++done, total: work.length, failure });
+        // the set failed before any file (e.g. the database is gone): every file of it failed
+        const error = err instanceof Error ? err.message : String(err);
+        results = due.map((f) => ({ feed: f.id, zone: w.zone, hour, key: '', outcome: 'failed' as const, error: new Error(error) }));
+      }
+      for (const result of results) {
+        if (result.outcome === 'failed') {
+          const failure = { feed: result.feed, zone: w.zone, hour, error: result.error.message };
+          summary.failed.push(failure);
+          o.onProgress?.({ kind: 'failed', done: ++done, total, failure });
+        } else {
+          if (result.outcome === 'written') summary.written++;
+          else summary.unchanged++;
+          o.onProgress?.({ kind: 'done', done: ++done, total, result });
+        }
       }
     }
   };

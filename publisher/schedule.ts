@@ -16,8 +16,31 @@ export interface HourJob {
   hour: string;
 }
 
-export function singletonKey(j: HourJob): string {
-  return `${j.feedId}:${j.zone}:${j.hour}`;
+/**
+ * One pg-boss job publishes the due files of one (zone, hour) together (publishHourSet reads each
+ * source row once for all of them); the singleton key is the (zone, hour).
+ */
+export interface HourSetJob {
+  zone: string;
+  /** `YYYY-MM-DDTHH` */
+  hour: string;
+  feedIds: string[];
+}
+
+export function singletonKey(j: { zone: string; hour: string }): string {
+  return `${j.zone}:${j.hour}`;
+}
+
+/** Groups per-file jobs into one job per (zone, hour), in the order first seen. */
+export function groupByHour(jobs: readonly HourJob[]): HourSetJob[] {
+  const sets = new Map<string, HourSetJob>();
+  for (const j of jobs) {
+    const key = singletonKey(j);
+    const set = sets.get(key) ?? { zone: j.zone, hour: j.hour, feedIds: [] };
+    if (!set.feedIds.includes(j.feedId)) set.feedIds.push(j.feedId);
+    sets.set(key, set);
+  }
+  return [...sets.values()];
 }
 
 /** The latest hour that is due at `now`: closed at least `latenessSeconds` ago. */

@@ -274,9 +274,12 @@ describe('publisher: hourly files', function () {
   });
 
   it('backfill without force skips current hours; unknown feeds and zones are refused', async () => {
-    // the events added by the crash test left 1.2 status_changes of hour 10 dirty: only that one runs
+    // make exactly one file of the window need work: the 1.2 status_changes of hour 10 (late data)
+    await t.ctx.db.query(`UPDATE feed_publications SET dirty = (feed = 'mds_status_changes' AND hour = $2::timestamp)
+                           WHERE scope = $1 AND version = '1.2'`, [zone, '2026-11-21T10:00:00']);
     const s = await backfill(t.ctx, { zones: [zone], from: H9, to: H10, feeds: ['mds-1.2'], force: false });
-    expect(s).to.include({ total: 4, skipped: 3, written: 1 });
+    expect(s).to.include({ total: 4, skipped: 3 });
+    expect(s.written + s.unchanged, 'the dirty file is published again').to.equal(1);
     const again = await backfill(t.ctx, { zones: [zone], from: H9, to: H10, feeds: ['mds-1.2'], force: false });
     expect(again).to.include({ total: 4, skipped: 4, written: 0 });
     let err: unknown;
