@@ -128,10 +128,28 @@ http {
 }
 
 /**
- * autocannon in a child process: in-process it would share the event loop with the API under test
- * and halve what we measure (nginx runs in its own process too).
+ * The load generator runs in its own process (in-process it would share the event loop with the API
+ * under test). wrk (Debian's package, C, two threads) is preferred: a Node client saturates before a
+ * fast server does when every answer is ~400 KB, which would flatter the ratio. autocannon is the
+ * fallback when wrk cannot be installed.
  */
-async function cannon(url: string, headers: Record<string, string>): Promise<{ rps: number; bytesPerSec: number; errors: number; non2xx: number }> {
+async function cannon(url: string, headers: Record<string, string>, notes: string[]): Promise<{ rps: number; bytesPerSec: number; errors: number; non2xx: number; tool: string }> {
+  const wrk = ensureWrk(notes);
+  if (wrk) {
+    const args = ['-t', '2', '-c', String(CONNECTIONS), '-d', `${DURATION_S}s`];
+    for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+    args.push(url);
+    const child = spawn(wrk, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    await once(child, 'close');
+    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN);
+    const tr = /Transfer\/sec:\s+([\d.]+)([KMG]?B)/.exec(out);
+    const unit = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[tr?.[2] ?? 'B'] ?? 1;
+    const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+    const errors = (/Socket errors:[^\n]*/.exec(out)?.[0].match(/\d+/g) ?? []).reduce((a, b) => a + Number(b), 0);
+    return { rps, bytesPerSec: Number(tr?.[1] ?? 0) * unit, errors, non2xx, tool: 'wrk' };
+  }
   const args = [AUTOCANNON, '-j', '-c', String(CONNECTIONS), '-d', String(DURATION_S)];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
   args.push(url);
@@ -140,7 +158,19 @@ async function cannon(url: string, headers: Record<string, string>): Promise<{ r
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   await once(child, 'close');
   const r = JSON.parse(out) as { requests: { average: number }; throughput: { average: number }; errors: number; non2xx: number };
-  return { rps: r.requests.average, bytesPerSec: r.throughput.average, errors: r.errors, non2xx: r.non2xx };
+  return { rps: r.requests.average, bytesPerSec: r.throughput.average, errors: r.errors, non2xx: r.non2xx, tool: 'autocannon' };
+}
+
+let wrkPath: string | null | undefined;
+function ensureWrk(notes: string[]): string | undefined {
+  if (wrkPath !== undefined) return wrkPath ?? undefined;
+  if (!existsSync('/usr/bin/wrk')) {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    spawnSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: 'ignore', env, timeout: 300_000 });
+  }
+  wrkPath = existsSync('/usr/bin/wrk') ? '/usr/bin/wrk' : null;
+  if (!wrkPath) notes.push('wrk could not be installed: autocannon (a Node client) generated the load, which can saturate first');
+  return wrkPath ?? undefined;
 }
 
 async function seedVehicles(db: Db, n: number): Promise<void> {
@@ -211,7 +241,8 @@ export async function run(): Promise<BenchResult> {
     const ours = await cannon(`http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, {
       Authorization: `Bearer ${accessToken}`,
       'Accept-Encoding': 'gzip',
-    });
+    }, notes);
+    notes.push(`load generator: ${ours.tool}, ${CONNECTIONS} connections, ${DURATION_S} s per target`);
     metrics.api_rps = Math.round(ours.rps);
     metrics.api_mb_per_s = Math.round((ours.bytesPerSec / 1e6) * 10) / 10;
     if (ours.errors || ours.non2xx) notes.push(`api: ${ours.errors} errors, ${ours.non2xx} non-2xx`);
@@ -220,7 +251,7 @@ export async function run(): Promise<BenchResult> {
     nginx = bin ? await startNginx(bin, dir, body, gz) : undefined;
     if (bin && !nginx) notes.push('nginx did not start: comparison skipped');
     if (nginx) {
-      const ref = await cannon(`http://127.0.0.1:${nginx.port}/trips/${HOUR}.json`, { 'Accept-Encoding': 'gzip' });
+      const ref = await cannon(`http://127.0.0.1:${nginx.port}/trips/${HOUR}.json`, { 'Accept-Encoding': 'gzip' }, notes);
       metrics.nginx_rps = Math.round(ref.rps);
       metrics.nginx_mb_per_s = Math.round((ref.bytesPerSec / 1e6) * 10) / 10;
       metrics.api_vs_nginx = Math.round((ours.rps / ref.rps) * 100) / 100;
