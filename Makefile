@@ -48,7 +48,7 @@ seed: setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts seed
 
 simulate: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts simulate --days $(DAYS) --vehicles $(VEHICLES) --seed $(SEED)
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts simulate --days $(DAYS) --vehicles $(VEHICLES) --seed $(SEED) $(if $(END),--end $(END))
 
 backfill: setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)

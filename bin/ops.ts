@@ -84,6 +84,7 @@ program
   .option('--vehicles <n>', 'vehicles per zone', int, 200)
   .option('--seed <n>', 'random seed', int, 42)
   .option('--zones <ids>', 'comma-separated zone ids (default: all)')
+  .option('--end <hour>', 'UTC hour the history ends at, YYYY-MM-DDTHH (default: the current hour); same seed and end give the same rows', hour)
   .action(
     withContext(async (ctx, opts) => {
       await migrate(ctx.config.databaseUrl);
@@ -91,7 +92,8 @@ program
       await seedDemo(ctx);
       const { simulateHistory } = await import('../lib/sim/index.js');
       const started = Date.now();
-      const summary = await simulateHistory(ctx, { days: opts.days, vehicles: opts.vehicles, seed: opts.seed, end: ctx.clock.now(), ...(opts.zones ? { zones: opts.zones.split(',') } : {}) });
+      const end = opts.end ?? new Date(Math.floor(ctx.clock.now().getTime() / 3_600_000) * 3_600_000);
+      const summary = await simulateHistory(ctx, { days: opts.days, vehicles: opts.vehicles, seed: opts.seed, end, ...(opts.zones ? { zones: opts.zones.split(',') } : {}) });
       console.log({ ...summary, seconds: (Date.now() - started) / 1000 });
     }),
   );
