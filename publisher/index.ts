@@ -80,7 +80,9 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     await boss.work<HourSetJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
       const data = job!.data;
       const hour = parseHour(data.hour);
-      const feeds = (data.feedIds ?? []).map(feedById);
+      // jobs queued by an older publisher name one file (feedId): still honoured after an upgrade
+      const legacy = (data as { feedId?: string }).feedId;
+      const feeds = (data.feedIds ?? (legacy ? [legacy] : [])).map(feedById);
       if (!hour || !feeds.length || feeds.some((f) => !f)) {
         log.error({ job: data }, 'malformed publish job dropped');
         return;
