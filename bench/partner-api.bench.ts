@@ -7,15 +7,35 @@
  * loop) against a fresh database cloned from the migrated template, seeded like a small city: one
  * zone, 60 available vehicles in the list, 20 partners with a key and a user per connection.
  * Each autocannon connection loops: list, pricing, start, list, pricing, end (1/3 writes).
- * Goals: ≥ 1500 req/s and p99 < 50 ms on the 2-core reference machine.
+ *
+ * Two phases against the same server (after a short warm-up):
+ * - saturated: closed loop, BENCH_CONNECTIONS (40) connections as fast as the API answers → the
+ *   throughput figure (goal ≥ 1500 req/s);
+ * - offered: open loop at the load the issue names, 20 partners at their full rate of 4000/min
+ *   = 1333 req/s → the latency figures (goal p99 < 50 ms). Requests are scheduled evenly at that
+ *   rate (openLoop below; autocannon's overallRate sends each second's quota in a burst at the top
+ *   of the second and "corrects" latencies for a 1 ms interval, which measures its own bursts), over
+ *   80 sessions; latency counts from the scheduled instant, so a request that waits for a free
+ *   session is counted with its wait (no coordinated omission). A p99 at saturation is reported too,
+ *   but it measures the queue a closed loop builds, not what a partner sees at the stated load.
+ * Partners have the production limit (4000/min), so the rate limiter runs its real path.
+ *
+ * BENCH_API_WORKERS=n runs the API as n node:cluster workers sharing one port, as bin/api.ts runs
+ * it with API_WORKERS in production (Node answers on one core per process; the design scales the API
+ * by processes, DESIGN.md). Default 1: Postgres shares the same two cores and needs about as much
+ * CPU per request as the API, so a second API process did not measurably help on this machine.
+ * Cost per request (API and Postgres CPU ms) is reported too: it holds better than req/s on a
+ * machine other work shares (load_average_1m says how shared it was).
  *
  * `npx tsx bench/partner-api.bench.ts` runs it directly; `run()` is for bench/run.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import cluster from 'node:cluster';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
@@ -40,7 +60,13 @@ export interface BenchResult {
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 40);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 3);
+const WORKERS = Number(process.env.BENCH_API_WORKERS ?? 1);
 const PARTNERS = 20;
+const PARTNER_LIMIT_PER_MINUTE = 4000;
+/** 20 partners at their full rate */
+const OFFERED_RATE = Math.round((PARTNERS * PARTNER_LIMIT_PER_MINUTE) / 60);
+const OPEN_CONNECTIONS = Number(process.env.BENCH_OPEN_CONNECTIONS ?? 80);
 const LISTED_VEHICLES = 60;
 
 function benchConfig(databaseUrl: string, storeDir: string) {
@@ -55,14 +81,29 @@ function benchConfig(databaseUrl: string, storeDir: string) {
 
 /** Child-process mode: serve the API on a loopback port, print it, run until killed. */
 async function serve(databaseUrl: string, storeDir: string): Promise<void> {
+  // a normal exit on SIGTERM, so that --cpu-prof (BENCH_CPU_PROF=dir) writes its profile
+  if (cluster.isPrimary && WORKERS > 1) {
+    // workers inherit execArgv (tsx, --cpu-prof) and share the port the first listen(0) picked
+    for (let i = 0; i < WORKERS; i++) cluster.fork();
+    let listening = 0;
+    cluster.on('listening', (_w, address) => {
+      if (++listening === WORKERS) process.stdout.write(`listening ${address.port}\n`);
+    });
+    process.on('SIGTERM', () => {
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+      cluster.on('exit', () => {
+        if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      });
+    });
+    return;
+  }
   const config = benchConfig(databaseUrl, storeDir);
   const log = createLogger('silent');
   const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 20 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
   const server = buildApp(ctx).listen(0, '127.0.0.1');
   await once(server, 'listening');
-  // a normal exit on SIGTERM, so that --cpu-prof (BENCH_CPU_PROF=dir) writes its profile
   process.on('SIGTERM', () => process.exit(0));
-  process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
+  if (cluster.isPrimary) process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
 }
 
 async function startServer(databaseUrl: string, storeDir: string): Promise<{ port: number; proc: ChildProcess }> {
@@ -84,6 +125,174 @@ interface Slot {
   vehicleId: string;
 }
 
+type Ctx = { slot?: Slot; rentalId?: string; key?: string };
+
+/**
+ * The request loop of one phase over its own rental slots (user + vehicle). autocannon clears a
+ * connection's context at every pass through the request list, so a slot is taken at start and given
+ * back when its end answers; a phase that stops between the two leaves its slot rented, which is why
+ * every phase has its own.
+ */
+function loop(zoneId: string, listed: string[], slots: Slot[], refuse: (what: string) => void): autocannon.Request[] {
+  const free = [...slots];
+  let rr = 0;
+  const keyOf = (c: Ctx) => (c.key ??= slots[rr++ % slots.length]!.key);
+  const authed = (c: Ctx, req: autocannon.Request) => ({ ...req, headers: { ...req.headers, 'X-Auth-Token': c.slot?.key ?? keyOf(c), 'Content-Type': 'application/json' } });
+  const list: autocannon.Request = { method: 'GET', path: `/v1/vehicles?zoneID=${zoneId}`, setupRequest: (req, c) => authed(c as Ctx, req) };
+  const pricing: autocannon.Request = {
+    method: 'GET',
+    setupRequest: (req, c) => authed(c as Ctx, { ...req, path: `/v1/pricing/vehicle/${listed[rr++ % listed.length]}` }),
+  };
+  const start: autocannon.Request = {
+    method: 'POST',
+    path: '/v1/rental/start',
+    setupRequest: (req, c) => {
+      const s = ((c as Ctx).slot = free.pop()!);
+      return authed(c as Ctx, { ...req, body: JSON.stringify({ userId: s.userId, vehicleId: s.vehicleId }) });
+    },
+    onResponse: (status, body, c) => {
+      (c as Ctx).rentalId = status === 200 ? JSON.parse(body).data[0].id : undefined;
+      if (status !== 200) refuse(`start ${status} ${body.slice(0, 120)}`);
+    },
+  };
+  const end: autocannon.Request = {
+    method: 'POST',
+    setupRequest: (req, c) => authed(c as Ctx, { ...req, path: `/v1/rental/${(c as Ctx).rentalId ?? 'none'}/end`, body: '{}' }),
+    onResponse: (status, body, c) => {
+      if ((c as Ctx).slot) free.push((c as Ctx).slot!);
+      if (status !== 200) refuse(`end ${status} ${body.slice(0, 120)}`);
+    },
+  };
+  // BENCH_MIX=read|write isolates one side when looking for a bottleneck
+  const mix = process.env.BENCH_MIX;
+  return mix === 'read' ? [list, pricing] : mix === 'write' ? [start, end] : [list, pricing, start, list, pricing, end];
+}
+
+/**
+ * CPU seconds (user + system) used so far by the API: the child process and its cluster workers.
+ * Contention-proof cost per request, unlike throughput on a machine others share (Linux /proc).
+ */
+function apiCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    return own + children.reduce((sum, c) => sum + apiCpuSeconds(c), 0);
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds of the Postgres backends serving the bench database (its connections stay pooled). */
+async function pgCpuSeconds(db: Db, datname: string): Promise<number> {
+  const rows = await db.many(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [datname]);
+  return rows.reduce((sum, r) => {
+    const stat = readFileSync(`/proc/${r.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return sum + (Number(f[11]) + Number(f[12])) / 100;
+  }, 0);
+}
+
+function withSocket(url: string, dir: string): string {
+  const u = new URL(url);
+  return `postgres://${u.username}@${encodeURIComponent(dir)}:${u.port}${u.pathname}`;
+}
+
+/** One session of the open loop: a partner's user renting its own vehicle over and over. */
+interface Session {
+  slot: Slot;
+  step: number;
+  rentalId?: string;
+}
+
+function send(agent: http.Agent, port: number, method: string, path: string, key: string, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers: { 'X-Auth-Token': key, 'Content-Type': 'application/json', ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Open loop: the i-th request is due at t0 + i/rate whatever the answers do; a due request goes to an
+ * idle session (its next step of list, pricing, start, list, pricing, end) or waits in a backlog.
+ * Latency counts from the due instant.
+ */
+async function openLoop(port: number, zoneId: string, listed: string[], slots: Slot[], rate: number, durationS: number, refuse: (what: string) => void) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: slots.length });
+  const idle: Session[] = slots.map((slot) => ({ slot, step: 0 }));
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  let rr = 0;
+  const total = Math.round(rate * durationS);
+  const due: number[] = [];
+  let scheduled = 0;
+  let answered = 0;
+  const t0 = performance.now();
+  const step = async (s: Session, at: number) => {
+    const key = s.slot.key;
+    try {
+      let res;
+      switch (s.step) {
+        case 0:
+        case 3:
+          res = await send(agent, port, 'GET', `/v1/vehicles?zoneID=${zoneId}`, key);
+          break;
+        case 1:
+        case 4:
+          res = await send(agent, port, 'GET', `/v1/pricing/vehicle/${listed[rr++ % listed.length]}`, key);
+          break;
+        case 2:
+          res = await send(agent, port, 'POST', '/v1/rental/start', key, JSON.stringify({ userId: s.slot.userId, vehicleId: s.slot.vehicleId }));
+          s.rentalId = res.status === 200 ? JSON.parse(res.body).data[0].id : undefined;
+          if (res.status !== 200) refuse(`start ${res.status} ${res.body.slice(0, 120)}`);
+          break;
+        default:
+          res = await send(agent, port, 'POST', `/v1/rental/${s.rentalId ?? 'none'}/end`, key, '{}');
+          if (res.status !== 200) refuse(`end ${res.status} ${res.body.slice(0, 120)}`);
+      }
+      if (res.status >= 300) non2xx++;
+      latencies.push(performance.now() - at);
+    } catch {
+      errors++;
+    }
+    s.step = (s.step + 1) % 6;
+    answered++;
+    idle.push(s);
+    pump();
+  };
+  let finish!: () => void;
+  const done = new Promise<void>((r) => (finish = r));
+  let timer: NodeJS.Timeout | undefined;
+  function pump() {
+    const now = performance.now();
+    while (scheduled < total && t0 + (scheduled * 1000) / rate <= now) due.push(t0 + (scheduled++ * 1000) / rate);
+    while (due.length && idle.length) void step(idle.shift()!, due.shift()!);
+    if (answered === total) finish();
+    else if (scheduled < total && !timer) {
+      timer = setTimeout(() => {
+        timer = undefined;
+        pump();
+      }, Math.max(0, t0 + (scheduled * 1000) / rate - performance.now()));
+    }
+  }
+  pump();
+  await done;
+  const elapsedS = (performance.now() - t0) / 1000;
+  agent.destroy();
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]! * 10) / 10;
+  return { total, perSecond: Math.round(total / elapsedS), p50: pct(50), p90: pct(90), p99: pct(99), max: Math.round(latencies[latencies.length - 1]!), non2xx, errors };
+}
+
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
@@ -92,76 +301,69 @@ export async function run(): Promise<BenchResult> {
   const log = createLogger('silent');
   const db = new Db(database.url, log, { max: 5 });
   let proc: ChildProcess | undefined;
+  const refusals = new Map<string, number>();
+  const refuse = (what: string) => refusals.set(what, (refusals.get(what) ?? 0) + 1);
   try {
     const zone = await insertZone(db, { unlockDistanceM: 500 });
-    const partners = [];
-    for (let i = 0; i < PARTNERS; i++) partners.push(await insertPartner(db, { rateLimitPerMinute: 1_000_000 }));
-    // the listed fleet plus one vehicle per connection that the start/end loop rents over and over
+    const partners: Array<{ id: string; key: string }> = [];
+    for (let i = 0; i < PARTNERS; i++) partners.push(await insertPartner(db, { rateLimitPerMinute: PARTNER_LIMIT_PER_MINUTE }));
+    // the listed fleet plus, per phase, one vehicle per connection that the start/end loop rents over and over
     const listed: string[] = [];
     for (let i = 0; i < LISTED_VEHICLES; i++) listed.push((await insertVehicle(db, zone, { eastM: (i % 10) * 40, northM: Math.floor(i / 10) * 40 })).id);
-    const slots: Slot[] = [];
-    for (let i = 0; i < CONNECTIONS; i++) {
-      const partner = partners[i % PARTNERS]!;
-      const v = await insertVehicle(db, zone, { eastM: -200 - (i % 10) * 30, northM: Math.floor(i / 10) * 30 });
-      slots.push({ key: partner.key, userId: await insertUser(db, partner.id), vehicleId: v.id });
-    }
+    let placed = 0;
+    const slotsFor = async (n: number): Promise<Slot[]> => {
+      const slots: Slot[] = [];
+      for (let i = 0; i < n; i++, placed++) {
+        const partner = partners[i % PARTNERS]!;
+        const v = await insertVehicle(db, zone, { eastM: -200 - (placed % 10) * 20, northM: -300 + Math.floor(placed / 10) * 15 });
+        slots.push({ key: partner.key, userId: await insertUser(db, partner.id), vehicleId: v.id });
+      }
+      return slots;
+    };
+    const warmSlots = await slotsFor(CONNECTIONS);
+    const closedSlots = await slotsFor(CONNECTIONS);
+    const openSlots = await slotsFor(OPEN_CONNECTIONS);
     await db.query('ANALYZE');
 
-    const server = await startServer(database.url, join(dir, 'store'));
+    // BENCH_PG_SOCKET=dir: the API reaches Postgres over its Unix socket instead of loopback TCP
+    const apiDbUrl = process.env.BENCH_PG_SOCKET ? withSocket(database.url, process.env.BENCH_PG_SOCKET) : database.url;
+    const server = await startServer(apiDbUrl, join(dir, 'store'));
     proc = server.proc;
-    // autocannon clears a connection's context at every pass through the request list, so a rental
-    // slot (user + vehicle) is taken at start and given back when its end answers
-    const free = [...slots];
-    const refusals = new Map<string, number>();
-    const refuse = (what: string) => refusals.set(what, (refusals.get(what) ?? 0) + 1);
-    let rr = 0;
-    type Ctx = { slot?: Slot; rentalId?: string; key?: string };
-    const keyOf = (c: Ctx) => (c.key ??= slots[rr++ % slots.length]!.key);
-    const authed = (c: Ctx, req: autocannon.Request) => ({ ...req, headers: { ...req.headers, 'X-Auth-Token': c.slot?.key ?? keyOf(c), 'Content-Type': 'application/json' } });
-    const list: autocannon.Request = { method: 'GET', path: `/v1/vehicles?zoneID=${zone.id}`, setupRequest: (req, c) => authed(c as Ctx, req) };
-    const pricing: autocannon.Request = {
-      method: 'GET',
-      setupRequest: (req, c) => authed(c as Ctx, { ...req, path: `/v1/pricing/vehicle/${listed[rr++ % listed.length]}` }),
-    };
-    const start: autocannon.Request = {
-      method: 'POST',
-      path: '/v1/rental/start',
-      setupRequest: (req, c) => {
-        const s = ((c as Ctx).slot = free.pop()!);
-        return authed(c as Ctx, { ...req, body: JSON.stringify({ userId: s.userId, vehicleId: s.vehicleId }) });
-      },
-      onResponse: (status, body, c) => {
-        (c as Ctx).rentalId = status === 200 ? JSON.parse(body).data[0].id : undefined;
-        if (status !== 200) refuse(`start ${status} ${body.slice(0, 120)}`);
-      },
-    };
-    const end: autocannon.Request = {
-      method: 'POST',
-      setupRequest: (req, c) => authed(c as Ctx, { ...req, path: `/v1/rental/${(c as Ctx).rentalId ?? 'none'}/end`, body: '{}' }),
-      onResponse: (status, body, c) => {
-        if ((c as Ctx).slot) free.push((c as Ctx).slot!);
-        if (status !== 200) refuse(`end ${status} ${body.slice(0, 120)}`);
-      },
-    };
-    // BENCH_MIX=read|write isolates one side when looking for a bottleneck
-    const mix = process.env.BENCH_MIX;
-    const result = await autocannon({
-      url: `http://127.0.0.1:${server.port}`,
-      connections: CONNECTIONS,
-      duration: DURATION_S,
-      requests: mix === 'read' ? [list, pricing] : mix === 'write' ? [start, end] : [list, pricing, start, list, pricing, end],
-    });
-    metrics.requests_per_s = Math.round(result.requests.average);
-    metrics.latency_p50_ms = result.latency.p50;
-    metrics.latency_p99_ms = result.latency.p99;
-    metrics.requests_total = result.requests.total;
-    metrics.non_2xx = result.non2xx;
-    metrics.errors = result.errors;
+    const url = `http://127.0.0.1:${server.port}`;
+    if (WARMUP_S > 0) await autocannon({ url, connections: CONNECTIONS, duration: WARMUP_S, requests: loop(zone.id, listed, warmSlots, () => undefined) });
+
+    const datname = new URL(database.url).pathname.slice(1);
+    const cpu0 = apiCpuSeconds(proc.pid!);
+    const pg0 = await pgCpuSeconds(db, datname).catch(() => NaN);
+    const closed = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, requests: loop(zone.id, listed, closedSlots, refuse) });
+    metrics.requests_per_s = Math.round(closed.requests.average);
+    metrics.saturated_latency_p50_ms = closed.latency.p50;
+    metrics.saturated_latency_p99_ms = closed.latency.p99;
+    metrics.api_cpu_ms_per_request = Math.round(((apiCpuSeconds(proc.pid!) - cpu0) * 1000 * 100) / closed.requests.total) / 100;
+    metrics.postgres_cpu_ms_per_request = Math.round((((await pgCpuSeconds(db, datname).catch(() => NaN)) - pg0) * 1000 * 100) / closed.requests.total) / 100;
+    metrics.load_average_1m = Math.round(loadavg()[0]! * 10) / 10;
+
+    const open = await openLoop(server.port, zone.id, listed, openSlots, OFFERED_RATE, DURATION_S, refuse);
+    metrics.offered_requests_per_s = OFFERED_RATE;
+    metrics.answered_requests_per_s = open.perSecond;
+    metrics.latency_p50_ms = open.p50;
+    metrics.latency_p90_ms = open.p90;
+    metrics.latency_p99_ms = open.p99;
+    metrics.latency_max_ms = open.max;
+
+    metrics.requests_total = closed.requests.total + open.total;
+    metrics.non_2xx = closed.non2xx + open.non2xx;
+    metrics.errors = closed.errors + open.errors;
     const ended = await db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'ENDED'`);
     metrics.rentals_ended = ended.n;
-    if (result.non2xx) notes.push(`${result.non2xx} non-2xx answers (a start refused leaves its end answering 400)`);
+    if (metrics.non_2xx) notes.push(`${metrics.non_2xx} non-2xx answers (a start refused leaves its end answering 400)`);
     for (const [what, n] of refusals) notes.push(`${n} × ${what}`);
-    notes.push(`${CONNECTIONS} connections, ${DURATION_S} s, ${PARTNERS} partner keys, loop: list, pricing, start, list, pricing, end`);
+    notes.push(
+      `API: ${WORKERS > 1 ? `${WORKERS} node:cluster worker processes on one port (bin/api.ts API_WORKERS=${WORKERS})` : 'one process (BENCH_API_WORKERS=n for n cluster workers)'}, pool 20 each, Postgres on the same ${cpus().length} cores`,
+      `saturated: closed loop, ${CONNECTIONS} connections, ${DURATION_S} s → requests_per_s, saturated_latency_p50/p99_ms`,
+      `offered: open loop, requests due evenly at ${OFFERED_RATE} req/s (${PARTNERS} partners × ${PARTNER_LIMIT_PER_MINUTE}/min) over ${OPEN_CONNECTIONS} sessions, ${DURATION_S} s, latency from the due instant → latency_p50/p90/p99_ms`,
+      `warm-up ${WARMUP_S} s closed loop first (not counted); loop per connection: list, pricing, start, list, pricing, end (1/3 writes); partners at the production limit ${PARTNER_LIMIT_PER_MINUTE}/min`,
+    );
   } finally {
     proc?.kill('SIGTERM');
     if (proc) await once(proc, 'exit').catch(() => undefined);
@@ -173,8 +375,8 @@ export async function run(): Promise<BenchResult> {
     name: 'partner-api',
     metrics,
     goals: [
-      { metric: 'requests_per_s', goal: '>= 1500', met: (metrics.requests_per_s ?? 0) >= 1500 },
-      { metric: 'latency_p99_ms', goal: '< 50', met: (metrics.latency_p99_ms ?? Infinity) < 50 },
+      { metric: 'requests_per_s', goal: '>= 1500 (saturated, closed loop)', met: (metrics.requests_per_s ?? 0) >= 1500 },
+      { metric: 'latency_p99_ms', goal: `< 50 (at the offered ${OFFERED_RATE} req/s)`, met: (metrics.latency_p99_ms ?? Infinity) < 50 },
     ],
     notes,
   };

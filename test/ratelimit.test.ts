@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
-import { RateLimiter } from '../lib/ratelimit.js';
+import { RateLimiter, sliceFor } from '../lib/ratelimit.js';
 import { ManualClock } from '../lib/clock.js';
 import { Db } from '../lib/db.js';
 
@@ -46,6 +46,51 @@ describe('rate limiter', () => {
       await db1.close();
       await db2.close();
     }
+  });
+
+  it('claims slices: two limiters sharing a limit never allow more than it in total, with ~limit/slice round trips', async () => {
+    const clock = new ManualClock('2026-11-21T10:20:30Z');
+    const db1 = new Db(t.database.url, t.ctx.log, { max: 5 });
+    const db2 = new Db(t.database.url, t.ctx.log, { max: 5 });
+    try {
+      const limit = 200;
+      const slice = sliceFor(limit);
+      expect(slice).to.equal(10);
+      const a = new RateLimiter(db1, clock);
+      const b = new RateLimiter(db2, clock);
+      // waves of concurrent hits from both "processes", far more than the budget
+      const hits = [];
+      for (let wave = 0; wave < 10; wave++) hits.push(...(await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 3 ? a : b).hit('key-slices', limit)))));
+      const allowed = hits.filter((h) => h.allowed);
+      // every claimed position up to the limit was spent (both kept being asked), none twice
+      expect(allowed).to.have.length(limit);
+      expect(new Set(allowed.map((h) => h.remaining)).size).to.equal(limit);
+      expect(Math.min(...allowed.map((h) => h.remaining))).to.equal(0);
+      expect(hits.filter((h) => !h.allowed).every((h) => h.remaining === 0 && h.retryAfterSeconds === 30)).to.equal(true);
+      // limit/slice claims that got positions, plus at most one per limiter that found the window spent
+      expect(a.claims + b.claims).to.be.at.most(limit / slice + 2);
+      const { count } = await t.ctx.db.one(`SELECT count FROM rate_limit_counters WHERE key_id = 'key-slices'`);
+      expect(count).to.be.at.least(limit);
+      // refusals after the window is spent cost no round trip
+      const before = a.claims;
+      for (let i = 0; i < 20; i++) expect((await a.hit('key-slices', limit)).allowed).to.equal(false);
+      expect(a.claims).to.equal(before);
+      // the next window starts a fresh budget
+      clock.advance(30_000);
+      expect(await a.hit('key-slices', limit)).to.deep.equal({ allowed: true, remaining: limit - 1, retryAfterSeconds: 0 });
+    } finally {
+      await db1.close();
+      await db2.close();
+    }
+  });
+
+  it('at the default limit a busy key costs one round trip per 50 requests', async () => {
+    const clock = new ManualClock('2026-11-21T10:30:00Z');
+    const rl = new RateLimiter(t.ctx.db, clock);
+    const hits = await Promise.all(Array.from({ length: 500 }, () => rl.hit('key-busy', 4000)));
+    expect(hits.every((h) => h.allowed)).to.equal(true);
+    expect(Math.min(...hits.map((h) => h.remaining))).to.equal(3500);
+    expect(rl.claims).to.equal(10);
   });
 
   it('prunes old windows', async () => {

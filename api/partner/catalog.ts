@@ -39,13 +39,17 @@ export function catalogRoutes(router: Router, app: AppContext, auth: Mw): void {
   });
 
   router.get('/v1/vehicles', auth, async (ctx) => {
-    const zone = await zoneFor(ctx, ctx.query.zoneID);
+    const raw = ctx.query.zoneID;
+    if (typeof raw !== 'string' || raw.trim() === '') throw new RentalError('EmptyZoneID');
+    if (!ZONE_ID.test(raw)) throw new RentalError('ZoneNotFound');
     const now = app.clock.now();
+    // zone and vehicles in one round trip (see the query)
+    const rows = await app.db.many(q('PartnerAvailableVehicles'), [raw, now, principalOf(ctx).zones]);
+    const zone = rows[0];
+    if (!zone) throw new RentalError('ZoneNotFound');
     // a sleeping zone has no available vehicles
-    const rows = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.status }, now)
-      ? []
-      : await app.db.many(q('PartnerAvailableVehicles'), [zone.id, now]);
-    ctx.body = { data: rows.map(presentVehicle) };
+    const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
+    ctx.body = { data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) };
   });
 
   router.get('/v1/vehicles/code/:code', auth, async (ctx) => {

@@ -113,7 +113,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
       const at = input.userStartLocation;
       const v = await tx.maybeOne(q('RentalLockVehicleForStart'), [input.vehicleId, at?.longitude ?? null, at?.latitude ?? null, now, input.partnerId, input.userId]);
       if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
-      if ((await tx.one(q('RentalUserHasRunning'), [input.userId])).running) throw new RentalError('RentalAlreadyExists');
+      if (user.running) throw new RentalError('RentalAlreadyExists');
       if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
       // a booked vehicle can be started only by the user whose pending TOMP booking holds it
       const statusOk = v.status === 'ready' || (v.status === 'booked' && v.held_by_user);
@@ -183,7 +183,7 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
       }
       const endedAt = now < r.started_at ? (r.started_at as Date) : now;
       const durationSeconds = Math.floor((endedAt.getTime() - (r.started_at as Date).getTime()) / 1000);
-      const { distance_m: distanceM } = await tx.one(q('RentalRideDistance'), [r.trip_id]);
+      const distanceM = r.distance_m as number;
       const cost = computeCost({
         startPrice: r.start_price ?? 0,
         pricePerMinute: r.price_per_minute ?? 0,

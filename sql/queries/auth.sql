@@ -26,12 +26,13 @@ RETURNING id;
 -- name: AuthRevokeApiKey
 UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id;
 
--- name: AuthRateLimitHit
--- One statement per request: the row lock of the upsert serialises concurrent hits of one key
--- across every API process, and RETURNING gives this request's position in the window.
+-- name: AuthRateLimitClaim
+-- Claims the next $3 positions of the key's window for one process (lib/ratelimit.ts). The row lock
+-- of the upsert serialises concurrent claims of one key across every API process, so the claimed
+-- ranges (count - $3, count] never overlap; positions past the limit are refused by the caller.
 INSERT INTO rate_limit_counters AS c (key_id, window_start, count)
-VALUES ($1, $2, 1)
-ON CONFLICT (key_id, window_start) DO UPDATE SET count = c.count + 1
+VALUES ($1, $2, $3)
+ON CONFLICT (key_id, window_start) DO UPDATE SET count = c.count + $3
 RETURNING c.count;
 
 -- name: AuthRateLimitPrune

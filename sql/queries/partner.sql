@@ -77,15 +77,24 @@ SELECT v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, ST_X(v.lo
  WHERE v.code = $1 AND ($2::text[] IS NULL OR v.zone_id = ANY ($2));
 
 -- name: PartnerAvailableVehicles
--- What a partner can rent now: ready, charged enough for the zone, no running rental, not held by a
--- pending TOMP booking ($2 = now), priced.
-SELECT v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
-       vt.form_factor, vt.max_range_meters, p.start_price, p.price_per_minute, z.currency, z.vat_rate
-  FROM vehicles v
-  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
-  JOIN zones z ON z.id = v.zone_id
-  JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
- WHERE v.zone_id = $1 AND v.status = 'ready' AND v.battery_percent >= z.min_battery_percent
-   AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING')
-   AND NOT EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2)
+-- What a partner can rent now in one zone, with the zone in the same round trip (the list is the
+-- API's most frequent read): one row per vehicle, or a single row with vehicle columns null when the
+-- zone has none; no row when the zone does not exist or is outside the partner's zones ($3).
+-- Available: ready, charged enough for the zone, no running rental, not held by a pending TOMP
+-- booking ($2 = now), priced. The caller drops the vehicles when the zone is sleeping.
+SELECT z.timezone, z.sleep_windows, z.status AS zone_status,
+       v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, v.lng, v.lat,
+       v.form_factor, v.max_range_meters, v.start_price, v.price_per_minute, z.currency, z.vat_rate
+  FROM zones z
+  LEFT JOIN LATERAL (
+    SELECT v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
+           vt.form_factor, vt.max_range_meters, p.start_price, p.price_per_minute
+      FROM vehicles v
+      JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+      JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
+     WHERE v.zone_id = z.id AND v.status = 'ready' AND v.battery_percent >= z.min_battery_percent
+       AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING')
+       AND NOT EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2)
+  ) v ON true
+ WHERE z.id = $1 AND ($3::text[] IS NULL OR z.id = ANY ($3))
  ORDER BY v.code;

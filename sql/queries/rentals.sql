@@ -13,8 +13,11 @@ SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 AND state = 
 
 -- name: RentalUserForStart
 -- FOR SHARE: a concurrent GDPR erasure (which locks the user FOR UPDATE) waits for this start to
--- commit and then sees its running rental.
-SELECT id FROM users WHERE id = $1 AND partner_id = $2 AND deleted_at IS NULL FOR SHARE;
+-- commit and then sees its running rental. `running` saves a round trip; a running rental that
+-- commits after this snapshot is still caught by rentals_one_running_per_user at the insert.
+SELECT u.id, EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = u.id AND r.state = 'RUNNING') AS running
+  FROM users u WHERE u.id = $1 AND u.partner_id = $2 AND u.deleted_at IS NULL
+   FOR SHARE OF u;
 
 -- name: RentalLockVehicleForStart
 -- The vehicle row lock serialises every start on one vehicle; the checks below it are decided
@@ -37,9 +40,6 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.battery_percent,
   LEFT JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
  WHERE v.id = $1
    FOR UPDATE OF v;
-
--- name: RentalUserHasRunning
-SELECT EXISTS (SELECT 1 FROM rentals WHERE user_id = $1 AND state = 'RUNNING') AS running;
 
 -- name: RentalInsert
 -- The rental and its vehicle riding + unlocked in one statement; a second running rental of the user
@@ -64,7 +64,10 @@ SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.stat
        r.start_price, r.price_per_minute, r.vat_rate, r.ride_type,
        ST_X(r.vehicle_start_location) AS start_lng, ST_Y(r.vehicle_start_location) AS start_lat,
        v.vehicle_type_id, vt.form_factor, v.battery_percent, v.last_moved_at,
-       ST_X(v.location) AS lng, ST_Y(v.location) AS lat, p.trip_type
+       ST_X(v.location) AS lng, ST_Y(v.location) AS lat, p.trip_type,
+       -- the ride's telemetry line (as RentalRideDistance), in the same round trip
+       (SELECT COALESCE(ceil(ST_Length(ST_MakeLine(t.location ORDER BY t.ts)::geography)), 0)::int
+          FROM telemetry t WHERE t.trip_id = r.trip_id) AS distance_m
   FROM rentals r
   JOIN vehicles v ON v.id = r.vehicle_id
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
