@@ -18,6 +18,11 @@ export interface EventInput {
   tripIds?: string[];
   /** When the event reached us; defaults to the database's now(). */
   recordedAt?: Date;
+  /**
+   * The vehicle's current `mds_state`, when the caller already read it under the vehicle's row lock
+   * in this transaction (the rental engine does): saves the lock-and-read round trip.
+   */
+  lockedState?: string;
 }
 
 export class VehicleNotFoundError extends Error {
@@ -36,9 +41,12 @@ export class VehicleNotFoundError extends Error {
  */
 export async function recordEvent(q: Queryable, e: EventInput): Promise<string> {
   if (q instanceof Db) return q.tx((tx) => recordEvent(tx, e));
-  const vehicle = await q.maybeOne<{ mds_state: string }>(sql('FleetLockVehicle'), [e.deviceId]);
-  if (!vehicle) throw new VehicleNotFoundError(e.deviceId);
-  const from = vehicle.mds_state;
+  let from = e.lockedState;
+  if (from === undefined) {
+    const vehicle = await q.maybeOne<{ mds_state: string }>(sql('FleetLockVehicle'), [e.deviceId]);
+    if (!vehicle) throw new VehicleNotFoundError(e.deviceId);
+    from = vehicle.mds_state;
+  }
   if (!isMdsState(from) || !isValidTransition(from, e.eventTypes, e.vehicleState)) {
     throw new InvalidTransitionError(from as MdsState, e.eventTypes, e.vehicleState);
   }
@@ -46,7 +54,7 @@ export async function recordEvent(q: Queryable, e: EventInput): Promise<string> 
   if (e.eventTypes.some((t) => TRIP_EVENT_TYPES.has(t)) && !(e.tripIds && e.tripIds.length > 0)) {
     throw new InvalidTransitionError(from, e.eventTypes, e.vehicleState);
   }
-  const row = await q.one<{ event_id: string }>(sql('FleetInsertEvent'), [
+  const row = await q.one<{ event_id: string }>(sql('FleetInsertEventSetState'), [
     e.deviceId,
     e.zoneId,
     e.eventTypes,
@@ -58,6 +66,5 @@ export async function recordEvent(q: Queryable, e: EventInput): Promise<string> 
     e.tripIds && e.tripIds.length > 0 ? e.tripIds : null,
     e.recordedAt ?? null,
   ]);
-  if (from !== e.vehicleState) await q.query(sql('FleetSetMdsState'), [e.deviceId, e.vehicleState]);
   return row.event_id;
 }

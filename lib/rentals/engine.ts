@@ -137,6 +137,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
         location: { lat: v.lat, lng: v.lng },
         batteryPercent: v.battery_percent,
         tripIds: [ins.trip_id],
+        lockedState: v.mds_state,
       });
       try {
         await ctx.gateway.unlock(input.vehicleId);
@@ -182,13 +183,16 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
         if (!verdict.canEnd) throw new RentalError('FailedToEndRentalNoParking');
       }
       const endedAt = now < r.started_at ? (r.started_at as Date) : now;
-      const durationSeconds = Math.floor((endedAt.getTime() - (r.started_at as Date).getTime()) / 1000);
+      // minutes are rounded up from the exact duration (a ride of 60.2 s is 2 minutes); the trip
+      // record keeps whole seconds, rounded up alike
+      const durationMs = endedAt.getTime() - (r.started_at as Date).getTime();
+      const durationSeconds = Math.ceil(durationMs / 1000);
       const distanceM = r.distance_m as number;
       const cost = computeCost({
         startPrice: r.start_price ?? 0,
         pricePerMinute: r.price_per_minute ?? 0,
         vatRate: Number(r.vat_rate),
-        durationSeconds,
+        durationSeconds: durationMs / 1000,
         distanceMeters: distanceM,
         endedAt,
         charge: endState !== 'ENDED_WITH_NO_CHARGE',
@@ -209,6 +213,7 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
         location: { lat: r.lat, lng: r.lng },
         batteryPercent: r.battery_percent,
         tripIds: [r.trip_id],
+        lockedState: r.mds_state,
       });
       await ctx.gateway.lock(r.vehicle_id);
       return toRentalRecord(await tx.one(q('RentalGet'), [r.id, null]));

@@ -21,7 +21,7 @@ export function withFigures(r: RentalRecord, now: Date, distanceM: number): Rent
     startPrice: r.startPrice ?? 0,
     pricePerMinute: r.pricePerMinute ?? 0,
     vatRate: r.vatRate,
-    durationSeconds: Math.floor((now.getTime() - r.startedAt.getTime()) / 1000),
+    durationSeconds: (now.getTime() - r.startedAt.getTime()) / 1000,
     distanceMeters: distanceM,
     endedAt: now,
     charge: true,

@@ -5,13 +5,16 @@
 -- decided against the state nobody else can change until we commit.
 SELECT id, zone_id, mds_state FROM vehicles WHERE id = $1 FOR UPDATE;
 
--- name: FleetInsertEvent
-INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent, trip_ids, recorded_at)
-VALUES ($1, $2, $3::text[], $4, $5, ST_SetSRID(ST_MakePoint($6, $7), 4326), $8, $9::uuid[], COALESCE($10::timestamptz, now()))
-RETURNING event_id;
-
--- name: FleetSetMdsState
-UPDATE vehicles SET mds_state = $2 WHERE id = $1;
+-- name: FleetInsertEventSetState
+-- The event and the vehicle's new MDS state in one round trip (the caller holds the row lock).
+WITH ins AS (
+  INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent, trip_ids, recorded_at)
+  VALUES ($1, $2, $3::text[], $4, $5, ST_SetSRID(ST_MakePoint($6, $7), 4326), $8, $9::uuid[], COALESCE($10::timestamptz, now()))
+  RETURNING event_id
+), upd AS (
+  UPDATE vehicles SET mds_state = $4 WHERE id = $1 AND mds_state IS DISTINCT FROM $4
+)
+SELECT event_id FROM ins;
 
 -- name: FleetInsertTelemetry
 -- One statement: the telemetry row and the vehicle's last known position, battery and movement.

@@ -22,7 +22,7 @@ SELECT u.id, EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = u.id AND r.state 
 -- name: RentalLockVehicleForStart
 -- The vehicle row lock serialises every start on one vehicle; the checks below it are decided
 -- against a state nobody else can change until we commit. $2/$3: user position or nulls; $6 the user.
-SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.battery_percent,
+SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.battery_percent,
        ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
        CASE WHEN $2::float8 IS NULL OR $3::float8 IS NULL THEN NULL
             ELSE ST_Distance(v.location::geography, ST_SetSRID(ST_MakePoint($2::float8, $3::float8), 4326)::geography) END AS user_distance_m,
@@ -63,7 +63,7 @@ SELECT id, trip_id FROM ins;
 SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.state, r.started_at,
        r.start_price, r.price_per_minute, r.vat_rate, r.ride_type,
        ST_X(r.vehicle_start_location) AS start_lng, ST_Y(r.vehicle_start_location) AS start_lat,
-       v.vehicle_type_id, vt.form_factor, v.battery_percent, v.last_moved_at,
+       v.vehicle_type_id, vt.form_factor, v.battery_percent, v.mds_state, v.last_moved_at,
        ST_X(v.location) AS lng, ST_Y(v.location) AS lat, p.trip_type,
        -- the ride's telemetry line (as RentalRideDistance), in the same round trip
        (SELECT COALESCE(ceil(ST_Length(ST_MakeLine(t.location ORDER BY t.ts)::geography)), 0)::int
