@@ -39,7 +39,8 @@ export function vatOf(total: number, vatRate: number): number {
 
 export function computeCost(i: CostInput): Cost {
   const durationMin = durationMinutes(i.durationSeconds);
-  const legacyFree = i.endedAt < ALL_RIDES_CHARGED_FROM && (i.distanceMeters < 100 || durationMin < 2);
+  // "under 2 minutes" is the actual duration, not the rounded-up charge minutes
+  const legacyFree = i.endedAt < ALL_RIDES_CHARGED_FROM && (i.distanceMeters < 100 || i.durationSeconds < 120);
   if (!i.charge || legacyFree) return { durationMin, total: 0, vat: 0, subtotal: 0 };
   const total = i.startPrice + i.pricePerMinute * durationMin;
   const vat = vatOf(total, i.vatRate);
