@@ -4,7 +4,9 @@
  *  1. A ~2 MB (uncompressed) hourly trips file, stored gzip, served through the authenticating route
  *     (token check, publication lookup, store read, gzip passthrough) with 32 connections, and the
  *     same bytes from nginx (`nginx-light`, gzip_static on, one worker, loopback) in the same run.
- *     Goal: our throughput ≥ 70 % of nginx's.
+ *     Goal: our throughput ≥ 70 % of nginx's. For context it also measures a bare node:http server
+ *     answering the same bytes with `res.end(buffer)` (the most one Node process can do here),
+ *     nginx with two workers, and — when bin/api.ts exists — the API with API_WORKERS=2.
  *  2. Median time of /vehicles/status for a 10,000-vehicle zone. Goal ≤ 250 ms.
  *  3. Peak RSS of this process (API in-process).
  *
@@ -17,7 +19,7 @@ import { once } from 'node:events';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -32,12 +34,19 @@ import { Db } from '../lib/db.js';
 import { SimulatedGateway } from '../lib/gateway.js';
 import { createLogger } from '../lib/log.js';
 import { openStore } from '../lib/store/index.js';
+import { ROOT } from '../lib/paths.js';
 import { cloneDatabase } from '../test/support/db.js';
 
 
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 const CONNECTIONS = 32;
-const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
+/**
+ * Targets are measured in rounds (each target once per round, back to back) and each figure is the
+ * median over the rounds: on a shared machine the available CPU moves by 2× within a minute, and a
+ * ratio of two runs taken a minute apart measures that, not the servers.
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ZONE = 'bench';
 const HOUR = '2026-11-20T08';
 
@@ -78,7 +87,7 @@ function ensureNginx(notes: string[]): string | undefined {
   return bin;
 }
 
-async function startNginx(bin: string, dir: string, body: Buffer, gz: Buffer): Promise<{ port: number; stop: () => void } | undefined> {
+async function startNginx(bin: string, dir: string, body: Buffer, gz: Buffer, workers = 1): Promise<{ port: number; stop: () => Promise<void> } | undefined> {
   const root = join(dir, 'www');
   spawnSync('mkdir', ['-p', join(root, 'trips')]);
   // nginx workers drop root privileges (user nobody): the temp dir must be readable to them
@@ -86,16 +95,13 @@ async function startNginx(bin: string, dir: string, body: Buffer, gz: Buffer): P
   writeFileSync(join(root, 'trips', `${HOUR}.json`), body);
   writeFileSync(join(root, 'trips', `${HOUR}.json.gz`), gz);
   // a free port: bind 0 in node, release, hand to nginx
-  const probe = (await import('node:net')).createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const port = (probe.address() as AddressInfo).port;
-  probe.close();
-  const conf = join(dir, 'nginx.conf');
+  const port = await freePort();
+  const conf = join(dir, `nginx${workers}.conf`);
   writeFileSync(
     conf,
-    `worker_processes 1;
+    `worker_processes ${workers};
 daemon off;
-pid ${join(dir, 'nginx.pid')};
+pid ${join(dir, `nginx${workers}.pid`)};
 error_log ${join(dir, 'error.log')} warn;
 events { worker_connections 1024; }
 http {
@@ -113,18 +119,81 @@ http {
 `,
   );
   const proc = spawn(bin, ['-c', conf, '-p', dir], { stdio: 'ignore' });
-  for (let i = 0; i < 50; i++) {
+  const stop = async () => {
+    if (proc.exitCode === null) {
+      proc.kill('SIGTERM');
+      await once(proc, 'exit');
+    }
+  };
+  if (await waitUp(`http://127.0.0.1:${port}/trips/${HOUR}.json`, {}, 5000)) return { port, stop };
+  await stop();
+  return undefined;
+}
+
+/** Polls `url` until it answers 200 (true) or `ms` pass (false). */
+async function waitUp(url: string, headers: Record<string, string>, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; ) {
     await new Promise((r) => setTimeout(r, 100));
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/trips/${HOUR}.json`, { headers: { 'Accept-Encoding': 'gzip' } });
+      const res = await fetch(url, { headers: { 'Accept-Encoding': 'gzip', ...headers } });
       await res.arrayBuffer();
-      if (res.ok) return { port, stop: () => proc.kill('SIGTERM') };
+      if (res.ok) return true;
     } catch {
       // not up yet
     }
   }
-  proc.kill('SIGTERM');
+  return false;
+}
+
+async function freePort(): Promise<number> {
+  const probe = (await import('node:net')).createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+/**
+ * The API as its own process tree with `API_WORKERS=n` (bin/api.ts, node:cluster), against the same
+ * database and store. Undefined when bin/api.ts does not exist or does not come up.
+ */
+async function startApiWorkers(n: number, env: Record<string, string>, token: string, notes: string[]): Promise<{ port: number; stop: () => Promise<void> } | undefined> {
+  const entry = join(ROOT, 'bin', 'api.ts');
+  if (!existsSync(entry)) {
+    notes.push(`bin/api.ts not present: API_WORKERS=${n} not measured`);
+    return undefined;
+  }
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), LEGACY_PORT: String(await freePort()), API_WORKERS: String(n) },
+    stdio: 'ignore',
+    detached: true, // its own process group, so that stop() reaches the workers too
+  });
+  const stop = async () => {
+    if (proc.exitCode !== null) return;
+    try {
+      process.kill(-proc.pid!, 'SIGTERM');
+    } catch {
+      return;
+    }
+    await once(proc, 'exit');
+  };
+  if (await waitUp(`http://127.0.0.1:${port}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, { Authorization: `Bearer ${token}` }, 30_000)) return { port, stop };
+  notes.push(`bin/api.ts with API_WORKERS=${n} did not come up on port ${port}: not measured`);
+  await stop();
   return undefined;
+}
+
+/** The ceiling of one Node process on this machine: node:http answering the same bytes, nothing else. */
+async function startBareNode(gz: Buffer): Promise<{ port: number; server: Server }> {
+  const { createServer } = await import('node:http');
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', 'Content-Length': gz.length, ETag: '"bare"' });
+    res.end(gz);
+  }).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { port: (server.address() as AddressInfo).port, server };
 }
 
 /**
@@ -199,13 +268,15 @@ async function seedVehicles(db: Db, n: number): Promise<void> {
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
+  const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
+  notes.push(`load average (1/5/15 min) at start: ${load()}`);
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'feeds-bench-'));
   const config = testConfig({ NODE_ENV: 'production', SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
   const log = createLogger('silent');
   const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 20 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
   let server: Server | undefined;
-  let nginx: { port: number; stop: () => void } | undefined;
+  const stops: Array<() => Promise<void>> = [];
   try {
     await ctx.db.query(
       `INSERT INTO zones (id, name, city, country, timezone, currency, vat_rate, parking_mode, boundary, created_at)
@@ -238,27 +309,60 @@ export async function run(): Promise<BenchResult> {
       }
       metrics.api_sequential_ms = Math.round(((performance.now() - t0) / 20) * 10) / 10;
     }
-    const ours = await cannon(`http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, {
-      Authorization: `Bearer ${accessToken}`,
-      'Accept-Encoding': 'gzip',
-    }, notes);
-    notes.push(`load generator: ${ours.tool}, ${CONNECTIONS} connections, ${DURATION_S} s per target`);
-    metrics.api_rps = Math.round(ours.rps);
-    metrics.api_mb_per_s = Math.round((ours.bytesPerSec / 1e6) * 10) / 10;
-    if (ours.errors || ours.non2xx) notes.push(`api: ${ours.errors} errors, ${ours.non2xx} non-2xx`);
+    const route = `/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`;
+    const auth = { Authorization: `Bearer ${accessToken}`, 'Accept-Encoding': 'gzip' };
+    const gzOnly = { 'Accept-Encoding': 'gzip' };
 
+    // Every server up first, idle until its turn.
+    const bare = await startBareNode(gz);
+    stops.push(() => new Promise((r) => bare.server.close(() => r())));
+    // Several API processes (DESIGN.md: how the API scales), when bin/api.ts provides API_WORKERS.
+    const workers = await startApiWorkers(2, { NODE_ENV: 'production', SIGNING_SECRET: config.signingSecret, DATABASE_URL: database.url, STORE_URL: config.storeUrl, LOG_LEVEL: 'silent' }, accessToken, notes);
+    if (workers) stops.push(workers.stop);
     const bin = ensureNginx(notes);
-    nginx = bin ? await startNginx(bin, dir, body, gz) : undefined;
-    if (bin && !nginx) notes.push('nginx did not start: comparison skipped');
-    if (nginx) {
-      const ref = await cannon(`http://127.0.0.1:${nginx.port}/trips/${HOUR}.json`, { 'Accept-Encoding': 'gzip' }, notes);
-      metrics.nginx_rps = Math.round(ref.rps);
-      metrics.nginx_mb_per_s = Math.round((ref.bytesPerSec / 1e6) * 10) / 10;
-      metrics.api_vs_nginx = Math.round((ours.rps / ref.rps) * 100) / 100;
-    } else {
-      metrics.nginx_rps = null;
-      metrics.api_vs_nginx = null;
+    const nginx1 = bin ? await startNginx(bin, dir, body, gz, 1) : undefined;
+    const nginx2 = bin ? await startNginx(bin, dir, body, gz, 2) : undefined;
+    for (const n of [nginx1, nginx2]) if (n) stops.push(n.stop);
+    if (bin && !nginx1) notes.push('nginx did not start: comparison skipped');
+
+    const targets: Array<{ name: string; url: string; headers: Record<string, string> }> = [
+      { name: 'api', url: `http://127.0.0.1:${apiPort}${route}`, headers: auth },
+      ...(nginx1 ? [{ name: 'nginx', url: `http://127.0.0.1:${nginx1.port}/trips/${HOUR}.json`, headers: gzOnly }] : []),
+      { name: 'bare_node', url: `http://127.0.0.1:${bare.port}/`, headers: gzOnly },
+      ...(workers ? [{ name: 'api_2_workers', url: `http://127.0.0.1:${workers.port}${route}`, headers: auth }] : []),
+      ...(nginx2 ? [{ name: 'nginx_2_workers', url: `http://127.0.0.1:${nginx2.port}/trips/${HOUR}.json`, headers: gzOnly }] : []),
+    ];
+    const rps = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    const mbps = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+    let tool = '';
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const t of targets) {
+        const r = await cannon(t.url, t.headers, notes);
+        tool = r.tool;
+        rps.get(t.name)!.push(r.rps);
+        mbps.get(t.name)!.push(r.bytesPerSec / 1e6);
+        if (r.errors || r.non2xx) notes.push(`${t.name} round ${round + 1}: ${r.errors} errors, ${r.non2xx} non-2xx`);
+      }
     }
+    notes.push(`load generator: ${tool} (2 threads), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION_S} s per target, medians; on the same machine as the servers (${availableParallelism()} CPUs): every figure is "server + load generator sharing these CPUs"`);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    /** median over rounds of a/b measured in the same round */
+    const ratio = (a: string, b: string) => {
+      const xs = rps.get(a), ys = rps.get(b);
+      return xs?.length && ys?.length ? Math.round(median(xs.map((x, i) => x / ys[i]!)) * 100) / 100 : null;
+    };
+    for (const t of targets) {
+      metrics[`${t.name}_rps`] = Math.round(median(rps.get(t.name)!));
+      if (t.name === 'api' || t.name === 'nginx') metrics[`${t.name}_mb_per_s`] = Math.round(median(mbps.get(t.name)!) * 10) / 10;
+    }
+    notes.push(`rps by round: ${targets.map((t) => `${t.name} ${rps.get(t.name)!.map(Math.round).join('/')}`).join('; ')}`);
+    metrics.api_vs_nginx = ratio('api', 'nginx');
+    metrics.api_vs_bare_node = ratio('api', 'bare_node');
+    metrics.bare_node_vs_nginx = ratio('bare_node', 'nginx');
+    if (!workers) metrics.api_2_workers_rps = null;
+    metrics.api_2_workers_vs_nginx = ratio('api_2_workers', 'nginx');
+    metrics.api_2_workers_vs_nginx_2_workers = ratio('api_2_workers', 'nginx_2_workers');
+    while (stops.length) await stops.pop()!();
 
     await seedVehicles(ctx.db, 10_000);
     const url = `http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/vehicles/status`;
@@ -275,8 +379,9 @@ export async function run(): Promise<BenchResult> {
     metrics.vehicles_status_count = count;
     metrics.vehicles_status_median_ms = Math.round(times[Math.floor(times.length / 2)]!);
     metrics.peak_rss_mb = Math.round(process.resourceUsage().maxRSS / 1024);
+    notes.push(`load average at end: ${load()}; peak_rss_mb is this process (bench + in-process API, FEED_CACHE_BYTES=${config.feedCacheBytes})`);
   } finally {
-    nginx?.stop();
+    while (stops.length) await stops.pop()!().catch(() => undefined);
     if (server) await new Promise((r) => server!.close(r));
     await ctx.db.close();
     await ctx.store.close();

@@ -7,21 +7,50 @@
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { RevokedClients } from '../../lib/auth/feed-clients.js';
-import { verifyFeedToken, type FeedTokenClaims } from '../../lib/auth/tokens.js';
+import { FeedTokenVerifier, type FeedTokenClaims } from '../../lib/auth/tokens.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { ZoneDirectory, type ZoneInfo } from './zones.js';
+import { PublicationIndex } from './publications.js';
+import { ObjectCache } from '../../lib/http/object-cache.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
 
-/** What the feed routes of one host share; built once per app. */
+/**
+ * What the feed routes of one host share; built once per app. The caches live here, so each app
+ * (and each process) has its own: tokens until their exp, publication rows for ≤ 2 s, hot file
+ * bodies up to FEED_CACHE_BYTES (see docs/feeds-access.md "Performance").
+ */
 export interface FeedDeps {
   app: AppContext;
   revoked: RevokedClients;
   zones: ZoneDirectory;
+  tokens: FeedTokenVerifier;
+  publications: PublicationIndex;
+  files: ObjectCache | undefined;
 }
 
 export function buildFeedDeps(app: AppContext): FeedDeps {
-  return { app, revoked: new RevokedClients(app.db, app.clock), zones: new ZoneDirectory(app.db) };
+  return {
+    app,
+    revoked: new RevokedClients(app.db, app.clock),
+    zones: new ZoneDirectory(app.db),
+    tokens: new FeedTokenVerifier(app.config, app.clock),
+    publications: new PublicationIndex(app.db, app.clock),
+    files: fileCache(app),
+  };
+}
+
+// One body cache per store, shared by the main and the legacy host of a process, so that
+// FEED_CACHE_BYTES bounds the process and not each host.
+const fileCaches = new WeakMap<object, ObjectCache>();
+function fileCache(app: AppContext): ObjectCache | undefined {
+  if (app.config.feedCacheBytes <= 0) return undefined;
+  let c = fileCaches.get(app.store);
+  if (!c) {
+    c = new ObjectCache({ maxBytes: app.config.feedCacheBytes, clock: app.clock });
+    fileCaches.set(app.store, c);
+  }
+  return c;
 }
 
 /** The bearer token of the request, or undefined when there is no Authorization: Bearer header. */
@@ -36,7 +65,7 @@ export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<Fe
   const header = ctx.get('Authorization');
   const token = bearerToken(ctx);
   if (!token) throw unauthorized(header ? 'the Authorization header must be "Bearer <access token>"' : 'an access token is required', Boolean(header));
-  const res = await verifyFeedToken(deps.app.config, deps.app.clock, token);
+  const res = await deps.tokens.verify(token);
   if (!res.ok) throw unauthorized(res.reason === 'expired' ? 'the access token has expired' : 'the access token is invalid', true);
   if (await deps.revoked.isRevoked(res.claims.clientId)) throw unauthorized('the access token has been revoked', true);
   ctx.state.feedClient = res.claims.clientId;

@@ -7,7 +7,6 @@
  */
 import type Koa from 'koa';
 import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
-import { q } from '../../lib/db.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { serveObject } from '../../lib/http/serve-object.js';
 import type { FeedDeps } from './auth.js';
@@ -33,9 +32,13 @@ export async function serveHourFile(deps: FeedDeps, ctx: Koa.Context, r: HourFil
   const now = deps.app.clock.now();
   if (r.hour.start.getTime() + HOUR_MS > now.getTime()) throw notFound(`hour ${r.hour.key} is not in the past`);
   if (r.hour.start.getTime() < floorHour(r.zone.createdAt).getTime()) throw notFound(`zone ${r.zone.id} did not operate in hour ${r.hour.key}`);
-  const row = await deps.app.db.maybeOne(q('FeedPublication'), [r.feed, r.version, r.zone.id, r.hour.sql]);
+  const row = await deps.publications.get(r.feed, r.version, r.zone.id, r.hour.sql);
   if (!row || row.status !== 'published' || row.dirty || !row.object_key) throw r.notPublished(r.hour);
-  const served = await serveObject(ctx, deps.app.store, row.object_key, { cacheControl: HOUR_FILE_CACHE_CONTROL, contentType: r.contentType });
+  const served = await serveObject(ctx, deps.app.store, row.object_key, {
+    cacheControl: HOUR_FILE_CACHE_CONTROL,
+    contentType: r.contentType,
+    ...(deps.files ? { cache: { cache: deps.files, version: `${row.object_key}|${row.sha256}` } } : {}),
+  });
   if (!served) {
     // The index names an object the store does not have (deleted by hand, or a store switch):
     // the hour needs publishing again, which is what the client is told.

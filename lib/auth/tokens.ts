@@ -90,3 +90,43 @@ export async function verifyFeedToken(config: Config, clock: Clock, token: strin
     return { ok: false, reason: 'invalid' };
   }
 }
+
+/**
+ * Verified tokens of this process, keyed by the token string, so that a client's repeated requests
+ * skip the HMAC check and the JWT parsing (jose's webcrypto path costs more than the rest of a cached
+ * file request). Only successful verifications are kept, each until its `exp` by the clock: past
+ * that, the token is verified again and reported expired. A hit is exactly what verifying would
+ * answer, because a valid token's claims cannot change; revocation is not part of a token and stays
+ * the caller's check (RevokedClients) on every request. Bounded: the oldest entry goes first.
+ */
+export class FeedTokenVerifier {
+  private readonly verified = new Map<string, FeedTokenClaims>();
+  private readonly maxEntries: number;
+
+  constructor(
+    private readonly config: Config,
+    private readonly clock: Clock,
+    opts: { maxEntries?: number } = {},
+  ) {
+    this.maxEntries = opts.maxEntries ?? 10_000;
+  }
+
+  async verify(token: string): Promise<VerifyResult> {
+    const hit = this.verified.get(token);
+    if (hit) {
+      if (this.clock.now().getTime() < hit.expiresAt * 1000) return { ok: true, claims: hit };
+      this.verified.delete(token);
+    }
+    const res = await verifyFeedToken(this.config, this.clock, token);
+    if (res.ok) {
+      if (this.verified.size >= this.maxEntries) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, res.claims);
+    }
+    return res;
+  }
+
+  /** Number of cached tokens (tests, metrics). */
+  get size(): number {
+    return this.verified.size;
+  }
+}
