@@ -7,14 +7,41 @@ import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
 import { redactUrl } from '../../lib/log.js';
+import client from 'prom-client';
 import { metrics } from '../../lib/metrics.js';
 
+type Series = { count: client.Counter.Internal; duration: client.Histogram.Internal<string> };
+
 export function safety(log: Logger, host = 'main'): Koa.Middleware {
+  // The metric children of each (method, route, status) are resolved once: on the hot path a
+  // lookup by a short string key instead of prom-client hashing a label object twice per request.
+  const series = new Map<string, Series>();
+  const seriesOf = (method: string, route: string, status: number): Series => {
+    const key = `${method} ${route} ${status}`;
+    let s = series.get(key);
+    if (!s) {
+      const labels = { host, method, route, status: String(status) };
+      s = { count: metrics.httpRequests.labels(labels), duration: metrics.httpDuration.labels(labels) };
+      series.set(key, s);
+    }
+    return s;
+  };
+  const logEnabled = log.isLevelEnabled('info');
   return async (ctx, next) => {
     const started = performance.now();
     const requestId = (ctx.get('x-request-id') || '').replace(/[^A-Za-z0-9._-]/g, '').slice(0, 64) || randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.log = log.child({ requestId });
+    // the per-request child logger is made on first use: most requests only write the access line
+    let child: Logger | undefined;
+    Object.defineProperty(ctx.state, 'log', {
+      configurable: true,
+      enumerable: true,
+      get: () => (child ??= log.child({ requestId })),
+      // a family may replace it with a child carrying more ids (partner, key)
+      set: (next: Logger) => {
+        child = next;
+      },
+    });
     ctx.set('X-Request-Id', requestId);
     try {
       await next();
@@ -29,10 +56,12 @@ export function safety(log: Logger, host = 'main'): Koa.Middleware {
       const ms = Math.round((performance.now() - started) * 10) / 10;
       // label by the matched route pattern, never the raw path (ids would explode cardinality)
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 ? 'unmatched' : 'other');
-      const labels = { host, method: ctx.method, route: String(route), status: String(ctx.status) };
-      metrics.httpRequests.inc(labels);
-      metrics.httpDuration.observe(labels, ms / 1000);
-      ctx.state.log[ctx.status >= 500 ? 'error' : 'info']({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, 'request');
+      const s = seriesOf(ctx.method, String(route), ctx.status);
+      s.count.inc();
+      s.duration.observe(ms / 1000);
+      if (logEnabled || ctx.status >= 500) {
+        ctx.state.log[ctx.status >= 500 ? 'error' : 'info']({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, 'request');
+      }
     }
   };
 }
