@@ -70,8 +70,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.shutdownTimeoutMs + 5000);
     deadline.unref();
+    // stop accepting at once; requests in flight finish while the simulator and publisher wind down
+    const closed = Promise.all(servers.map((s) => new Promise<void>((r) => { s.close(() => r()); s.closeIdleConnections(); })));
     await sim.stop();
-    await Promise.all(servers.map((s) => new Promise<void>((r) => { s.close(() => r()); s.closeIdleConnections(); })));
+    await closed;
     await publisher.stop();
     await closeContext(ctx);
     console.log('stopped');
