@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const { startPublisher } = await import('../publisher/index.js');
   const publisher = await startPublisher(ctx, { cron: true });
   const { startLiveSimulator } = await import('../lib/sim/live.js');
-  const sim = startLiveSimulator(ctx, {});
+  const sim = config.liveSimulator ? startLiveSimulator(ctx, {}) : { stop: async () => undefined };
 
   printBanner(config, seeded);
 

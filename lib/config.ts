@@ -31,6 +31,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly maxPhotoBytes: number;
   readonly shutdownTimeoutMs: number;
+  /** `make run` drives the demo fleet with the live simulator unless LIVE_SIMULATOR=false */
+  readonly liveSimulator: boolean;
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
   readonly feedCacheBytes: number;
   readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
@@ -119,6 +121,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024),
     maxPhotoBytes: int(env, 'MAX_PHOTO_BYTES', 10 * 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0),
+    liveSimulator: oneOf(env, 'LIVE_SIMULATOR', ['true', 'false'] as const, 'true') === 'true',
     feedCacheBytes: int(env, 'FEED_CACHE_BYTES', 64 * 1024 * 1024, 0),
     gateway: Object.freeze({
       failRate: num(env, 'GATEWAY_FAIL_RATE', 0, 0, 1),

@@ -59,6 +59,8 @@ describe('graceful shutdown (bin/run.ts)', function () {
         PORT: String(port),
         LEGACY_PORT: String(legacyPort),
         SEED_DEMO: '0',
+        // the live simulator would rent the test's vehicle too
+        LIVE_SIMULATOR: 'false',
         LOG_LEVEL: 'warn',
         // the unlock takes 1.5 s: the start request is still in flight when SIGTERM arrives
         GATEWAY_DELAY_MS: '1500',
