@@ -1,0 +1,46 @@
+/**
+ * The publisher alone: pg-boss workers and the cron that enqueues hourly files, GBFS snapshots and
+ * the rental/TOMP housekeeping sweeps. What a publisher machine runs; any number of them may run
+ * against one Postgres (the cron only enqueues with singleton keys, pg-boss hands each job to one
+ * worker). It does not migrate (`make migrate` does, once).
+ *
+ * SIGINT/SIGTERM: stop taking jobs, let running ones finish within SHUTDOWN_TIMEOUT_MS, exit 0. A job
+ * still running past the bound stays 'active' in pg-boss and is picked up again by another
+ * publisher (the next cron tick re-enqueues its files while they are not published).
+ */
+import { loadConfig, ConfigError } from '../lib/config.js';
+import { createContext, closeContext } from '../lib/runtime.js';
+import { startPublisher } from '../publisher/index.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const ctx = await createContext(config, { applicationName: 'publisher' });
+  const publisher = await startPublisher(ctx, { cron: true });
+  ctx.log.info('publisher running');
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    ctx.log.info({ signal }, 'stopping publisher');
+    setTimeout(() => process.exit(1), config.shutdownTimeoutMs + 5000).unref();
+    await publisher.stop();
+    await closeContext(ctx);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
