@@ -20,10 +20,12 @@ export function buildApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(safety(ctx.log));
+  // first after safety: the feed files are the hottest routes, and their prefixes are disjoint
+  // from the ops, public and docs paths, so no other router needs to look at them
+  app.use(feedRoutes(ctx));
   app.use(opsRoutes(ctx));
   app.use(publicRoutes(ctx));
   app.use(docsRoutes(ctx));
-  app.use(feedRoutes(ctx));
   app.use(tompRoutes(ctx));
   app.use(partnerRoutes(ctx));
   return app;

@@ -46,15 +46,28 @@ export class PublicationIndex {
   async get(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
     const id = `${feed}|${version}|${zone}|${hourSql}`;
     const now = this.clock.now().getTime();
-    const hit = this.rows.get(id);
-    // a clock set backwards (tests) makes the age negative: treat that as stale too
-    if (hit && now - hit.at < this.ttlMs && now >= hit.at) return hit.row;
+    const hit = this.fresh(id, now);
+    if (hit) return hit.row;
     let p = this.inflight.get(id);
     if (!p) {
       p = this.load(id, [feed, version, zone, hourSql], now);
       this.inflight.set(id, p);
     }
     return p;
+  }
+
+  /**
+   * The cached entry of (feed, version, zone, hour) when it is fresh (its `row` may be undefined: a
+   * cached absence); undefined when `get` has to read it. Synchronous, for the hot path.
+   */
+  peek(feed: HourlyFeedName, version: string, zone: string, hourSql: string, now: number): { readonly row: PublicationRow | undefined } | undefined {
+    return this.fresh(`${feed}|${version}|${zone}|${hourSql}`, now);
+  }
+
+  private fresh(id: string, now: number): Entry | undefined {
+    const hit = this.rows.get(id);
+    // a clock set backwards (tests) makes the age negative: treat that as stale too
+    return hit && now - hit.at < this.ttlMs && now >= hit.at ? hit : undefined;
   }
 
   private async load(id: string, params: unknown[], at: number): Promise<PublicationRow | undefined> {

@@ -6,12 +6,15 @@
 import type Koa from 'koa';
 import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
-import { buildFeedDeps } from './auth.js';
+import { buildFeedDeps, type FeedDeps } from './auth.js';
 import { feedErrors, FeedError, notFound } from './errors.js';
 import { tokenHandler } from './token.js';
 import { mdsRoutes } from './mds.js';
 import { gbfsRoutes } from './gbfs.js';
 import { insuranceRoutes } from './insurance.js';
+import { MDS_2_0, INSURANCE_2_0 } from './accept.js';
+import type { FeedAccess } from '../../lib/feeds/roles.js';
+import { tryFastHourFile, type FastHourRoute } from './fast.js';
 
 const PREFIXES = ['/v1/partner-apis/', '/gbfs/v2/'];
 
@@ -40,5 +43,46 @@ export function feedRoutes(ctx: AppContext): Koa.Middleware {
   gbfsRoutes(router, deps);
   insuranceRoutes(router, deps);
   const host = feedHost(router);
-  return (koa, next) => (PREFIXES.some((p) => koa.path.startsWith(p)) ? host(koa, next) : next());
+  const fast = fastHourFiles(deps, FAST_FILES, host);
+  return (koa, next) => {
+    const url = koa.req.url ?? '';
+    if (url.startsWith('/v1/partner-apis/')) return fast(koa, next);
+    return PREFIXES.some((p) => koa.path.startsWith(p)) ? host(koa, next) : next();
+  };
+}
+
+const constant = (a: FeedAccess) => () => a;
+
+/** The hourly-file routes of the main host, for the hot path (patterns as registered in mds.ts / insurance.ts). */
+const FAST_FILES: Array<{ re: RegExp; route: FastHourRoute }> = [
+  {
+    re: /^\/v1\/partner-apis\/mds\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,
+    route: { pattern: '/v1/partner-apis/mds/:zoneID/trips', feed: 'mds_trips', param: 'end_time', offers: [MDS_2_0], fallback: MDS_2_0, access: constant({ family: 'mds', version: '2.0', endpoint: 'trips' }) },
+  },
+  {
+    re: /^\/v1\/partner-apis\/mds\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/events\/historical(?:\?([^#]*))?$/,
+    route: { pattern: '/v1/partner-apis/mds/:zoneID/events/historical', feed: 'mds_events', param: 'event_time', offers: [MDS_2_0], fallback: MDS_2_0, access: constant({ family: 'mds', version: '2.0', endpoint: 'events' }) },
+  },
+  {
+    re: /^\/v1\/partner-apis\/insurance\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,
+    route: { pattern: '/v1/partner-apis/insurance/:zoneID/trips', feed: 'insurance_trips', param: 'end_time', offers: [INSURANCE_2_0], fallback: INSURANCE_2_0, access: constant({ family: 'insurance', endpoint: 'trips' }) },
+  },
+];
+
+/**
+ * Tries the hot path (fast.ts) for requests whose raw URL matches one of `routes`; everything else,
+ * and whatever the hot path declines, goes to `host` (the router with its error format).
+ */
+export function fastHourFiles(deps: FeedDeps, routes: Array<{ re: RegExp; route: FastHourRoute }>, host: Koa.Middleware): Koa.Middleware {
+  return async (koa, next) => {
+    const url = koa.req.url ?? '';
+    for (const { re, route } of routes) {
+      const m = re.exec(url);
+      if (m) {
+        if (await tryFastHourFile(deps, koa, route, m[1]!, m[2] ?? '')) return;
+        break;
+      }
+    }
+    return host(koa, next);
+  };
 }

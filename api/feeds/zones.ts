@@ -30,6 +30,15 @@ export class ZoneDirectory {
     return this.zones.get(id);
   }
 
+  /**
+   * The zone when the list is current and has it; undefined when `get` has to decide (refresh due,
+   * or an unknown id). Synchronous, for the hot path.
+   */
+  peek(id: string): ZoneInfo | undefined {
+    if (performance.now() - this.loadedAt >= (this.opts.refreshMs ?? 30_000)) return undefined;
+    return this.zones.get(id);
+  }
+
   refresh(): Promise<void> {
     this.inflight ??= (async () => {
       try {

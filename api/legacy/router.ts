@@ -11,7 +11,9 @@ import { authenticate, authorize, buildFeedDeps, resolveZone, type FeedDeps } fr
 import { MDS_0_4, MDS_1_2, negotiate, type MediaOffer } from '../feeds/accept.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { single, timeHourParam } from '../feeds/params.js';
-import { feedHost } from '../feeds/router.js';
+import { fastHourFiles, feedHost } from '../feeds/router.js';
+import type { FastHourRoute } from '../feeds/fast.js';
+import type { FeedAccess } from '../../lib/feeds/roles.js';
 import { tokenHandler } from '../feeds/token.js';
 import type { ZoneInfo } from '../feeds/zones.js';
 import { legacyRealtimeRoutes } from './realtime.js';
@@ -45,5 +47,25 @@ export function legacyRoutes(ctx: AppContext): Koa.Middleware {
   });
 
   legacyRealtimeRoutes(router, deps);
-  return feedHost(router);
+  return fastHourFiles(deps, LEGACY_FAST_FILES, feedHost(router));
 }
+
+/** Precomputed authorization questions per (version, endpoint) of the hot path. */
+function legacyAccess(endpoint: 'trips' | 'status_changes'): (version: string) => FeedAccess {
+  const byVersion = new Map<string, FeedAccess>(
+    (['1.2', '0.4'] as const).map((version) => [version, { family: 'mds', version, endpoint }]),
+  );
+  return (version) => byVersion.get(version)!;
+}
+
+/** The hourly-file routes of this host, for the hot path (api/feeds/fast.ts); patterns as registered above. */
+const LEGACY_FAST_FILES: Array<{ re: RegExp; route: FastHourRoute }> = [
+  {
+    re: /^\/en\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,
+    route: { pattern: '/en/:zoneID/trips', feed: 'mds_trips', param: 'end_time', offers: [MDS_1_2, MDS_0_4], fallback: undefined, access: legacyAccess('trips') },
+  },
+  {
+    re: /^\/en\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/status_changes(?:\?([^#]*))?$/,
+    route: { pattern: '/en/:zoneID/status_changes', feed: 'mds_status_changes', param: 'event_time', offers: [MDS_1_2, MDS_0_4], fallback: undefined, access: legacyAccess('status_changes') },
+  },
+];

@@ -72,12 +72,9 @@ export class ObjectCache {
    */
   async load(store: ObjectStore, key: string, version: string): Promise<Loaded> {
     const now = this.clock.now().getTime();
+    const hit = this.peek(key, version, now, true);
+    if (hit) return { cached: hit };
     const e = this.entries.get(key);
-    if (e && e.version === version && now >= e.checkedAt && now - e.checkedAt < this.revalidateMs) {
-      this.entries.delete(key);
-      this.entries.set(key, e);
-      return { cached: e };
-    }
     const id = `${key}\n${version}`;
     let p = this.inflight.get(id);
     if (!p) {
@@ -88,6 +85,21 @@ export class ObjectCache {
     // A shared load that ended as a stream can be consumed only once: read again on our own.
     const shared = await p;
     return shared && 'stream' in shared ? this.fill(store, key, version, undefined, now) : shared;
+  }
+
+  /**
+   * The entry of `key` when it has `version` and was checked against the store less than
+   * `revalidateMs` before `now`; undefined when `load`/`head` has to go to the store. `touch` marks
+   * it recently used (a GET; a HEAD does not). Synchronous, for the hot path.
+   */
+  peek(key: string, version: string, now: number, touch: boolean): CachedObject | undefined {
+    const e = this.entries.get(key);
+    if (e === undefined || e.version !== version || now < e.checkedAt || now - e.checkedAt >= this.revalidateMs) return undefined;
+    if (touch) {
+      this.entries.delete(key);
+      this.entries.set(key, e);
+    }
+    return e;
   }
 
   /** The metadata only (HEAD): from a current entry, else from the store without filling. */
