@@ -17,7 +17,7 @@ import type { BenchResult } from './types.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +25,7 @@ import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { buildApp } from '../api/app.js';
+import { buildApp, withHotPath } from '../api/app.js';
 import { issueFeedToken } from '../lib/auth/tokens.js';
 import { systemClock } from '../lib/clock.js';
 import { testConfig } from '../lib/config.js';
@@ -298,7 +298,8 @@ export async function run(): Promise<BenchResult> {
     const { accessToken } = await issueFeedToken(config, systemClock, { clientId: 'bench', role: 'city', zones: null });
     await ctx.db.query(`INSERT INTO feed_clients (client_id, secret_hash, role) VALUES ('bench', 'scrypt$x', 'city')`);
 
-    server = buildApp(ctx).listen(0, '127.0.0.1');
+    // as the hosts listen (bin/api.ts): the hot path before Koa
+    server = createServer(withHotPath(buildApp(ctx))).listen(0, '127.0.0.1');
     await once(server, 'listening');
     const apiPort = (server.address() as AddressInfo).port;
     {

@@ -13,11 +13,11 @@
  * in-flight requests and closes its pool. A worker that dies otherwise is replaced.
  */
 import cluster from 'node:cluster';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { loadConfig, ConfigError, type Config } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
-import { buildApp, buildLegacyApp } from '../api/app.js';
+import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
 
 function workerCount(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 1;
@@ -52,7 +52,8 @@ async function worker(config: Config): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'api' });
   const listen = (app: ReturnType<typeof buildApp>, port: number) =>
     new Promise<Server>((resolve) => {
-      const s = app.listen(port, config.host, () => resolve(s));
+      // the hot path answers the cached hourly feed files before Koa (api/app.ts)
+      const s = createServer(withHotPath(app)).listen(port, config.host, () => resolve(s));
       s.keepAliveTimeout = 5000;
     });
   const servers = [await listen(buildApp(ctx), config.port), await listen(buildLegacyApp(ctx), config.legacyPort)];

@@ -4,11 +4,11 @@
  * the publisher and the live fleet simulator. Ctrl-C (SIGINT) or SIGTERM stops everything cleanly:
  * the servers stop accepting and finish in-flight requests, the publisher finishes its running jobs.
  */
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { loadConfig, ConfigError } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
-import { buildApp, buildLegacyApp } from '../api/app.js';
+import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
 
 async function main(): Promise<void> {
   let config;
@@ -47,7 +47,8 @@ async function main(): Promise<void> {
   const servers: Server[] = [];
   const listen = (app: ReturnType<typeof buildApp>, port: number) =>
     new Promise<Server>((resolve) => {
-      const s = app.listen(port, config.host, () => resolve(s));
+      // the hot path answers the cached hourly feed files before Koa (api/app.ts)
+      const s = createServer(withHotPath(app)).listen(port, config.host, () => resolve(s));
       s.keepAliveTimeout = 5000;
     });
   servers.push(await listen(buildApp(ctx), config.port));

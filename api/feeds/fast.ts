@@ -1,15 +1,18 @@
 /**
  * The hot path of the authenticating hourly-file routes: a request that the in-process caches can
  * answer completely (token verified before, zone list current, publication row and file body fresh,
- * gzip accepted) is answered here, before @koa/router's generic dispatch, with no database or store
- * access and no promise hop except the revocation check. Anything else — every error, a cache miss,
- * identity decoding, percent-encoded query strings — returns false and takes the ordinary route,
- * which answers exactly as before. This path only ever gives the answer the ordinary route would give
- * (200 or 304, same headers and bytes); it uses the same checks (roles, scope, negotiation, hour
- * rules, conditional requests) on the same cached state, so the freshness bounds of
- * docs/feeds-access.md "Performance" hold unchanged.
+ * gzip accepted) is answered on the raw node:http request, before Koa (api/app.ts `withHotPath`),
+ * with no database or store access and no promise hop except the revocation check. Anything else —
+ * every error, a cache miss, identity decoding, percent-encoded query strings — goes to Koa untouched
+ * and takes the ordinary route, which answers exactly as before. This path only ever gives the answer
+ * the ordinary route would give (200 or 304, same headers in the same order, same bytes); it uses the
+ * same checks (roles, scope, negotiation, hour rules, conditional requests) on the same cached state,
+ * so the freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
+ * middleware guarantees (request id, metrics, access line) comes from the same helper (safety.ts).
  */
-import type Koa from 'koa';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { CachedObject } from '../../lib/http/object-cache.js';
+import { requestIdOf, type RequestTelemetry } from '../middleware/safety.js';
 import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
@@ -29,6 +32,12 @@ export interface FastHourRoute {
   /** undefined: the client must name a version (legacy host) */
   fallback: MediaOffer<string> | undefined;
   access: (version: string) => FeedAccess;
+}
+
+/** A hot route: its raw-URL pattern (group 1 the zone id, group 2 the query string) and its rules. */
+export interface FastHourFile {
+  re: RegExp;
+  route: FastHourRoute;
 }
 
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
@@ -87,23 +96,29 @@ export function queryValue(qs: string, name: string): string | undefined {
   return found;
 }
 
+/** What the caches say the ordinary route would answer. */
+interface FastAnswer {
+  status: 200 | 304;
+  obj: CachedObject;
+  contentType: string;
+}
+
 /**
- * Answers the request from the caches when it can (true); false, having written nothing, otherwise.
- * Never throws.
+ * The answer the ordinary route would give, when the caches can give all of it; undefined otherwise
+ * (then nothing may be written). Never throws.
  */
-export async function tryFastHourFile(deps: FeedDeps, koa: Koa.Context, route: FastHourRoute, zoneId: string, qs: string): Promise<boolean> {
+async function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: FastHourRoute, zoneId: string, qs: string): Promise<FastAnswer | undefined> {
   const files = deps.files;
-  if (!files) return false;
-  const req = koa.req;
+  if (!files) return undefined;
   const head = req.method === 'HEAD';
-  if (!head && req.method !== 'GET') return false;
+  if (!head && req.method !== 'GET') return undefined;
   const h = req.headers;
   const auth = h.authorization;
-  if (auth === undefined || h['x-access-token'] !== undefined) return false;
+  if (auth === undefined || h['x-access-token'] !== undefined) return undefined;
   const m = BEARER.exec(auth);
-  if (!m) return false;
+  if (!m) return undefined;
   const claims = deps.tokens.cached(m[1]!);
-  if (!claims) return false;
+  if (!claims) return undefined;
 
   let memo = offersByAccept.get(route);
   if (!memo) offersByAccept.set(route, (memo = new Memo()));
@@ -114,51 +129,88 @@ export async function tryFastHourFile(deps: FeedDeps, koa: Koa.Context, route: F
       return null;
     }
   });
-  if (!offer || !canRead(claims.role, route.access(offer.version))) return false;
+  if (!offer || !canRead(claims.role, route.access(offer.version))) return undefined;
   const zone = deps.zones.peek(zoneId);
-  if (!zone || !inScope(claims.zones, zoneId)) return false;
+  if (!zone || !inScope(claims.zones, zoneId)) return undefined;
 
   const raw = queryValue(qs, route.param);
-  if (!raw) return false;
+  if (!raw) return undefined;
   const hour = hours.get(raw, (r) => hourOrNull(route.param, r));
-  if (!hour) return false;
+  if (!hour) return undefined;
   const now = deps.app.clock.now().getTime();
   const start = hour.start.getTime();
-  if (start + HOUR_MS > now || start < floorHour(zone.createdAt).getTime()) return false;
+  if (start + HOUR_MS > now || start < floorHour(zone.createdAt).getTime()) return undefined;
   const entry = deps.publications.peek(route.feed, offer.version, zoneId, hour.sql, now);
   const row = entry?.row;
-  if (!row || row.status !== 'published' || row.dirty || !row.object_key) return false;
+  if (!row || row.status !== 'published' || row.dirty || !row.object_key) return undefined;
   const obj = files.peek(row.object_key, `${row.object_key}|${row.sha256}`, now, !head);
-  if (!obj || obj.meta.contentEncoding !== 'gzip') return false;
+  if (!obj || obj.meta.contentEncoding !== 'gzip') return undefined;
   const ae = h['accept-encoding'];
-  if (!ae || !gzipOk.get(ae, (v) => acceptsEncoding(v, 'gzip'))) return false;
+  if (!ae || !gzipOk.get(ae, (v) => acceptsEncoding(v, 'gzip'))) return undefined;
 
   try {
-    if (await deps.revoked.isRevoked(claims.clientId)) return false;
+    if (await deps.revoked.isRevoked(claims.clientId)) return undefined;
   } catch {
-    return false;
+    return undefined;
   }
-
-  // Same headers, names and order as serveObject, then Koa answers as it does for that path.
-  koa.state.feedClient = claims.clientId;
-  (koa as { _matchedRoute?: string })._matchedRoute = route.pattern;
-  const res = koa.res;
-  const { meta } = obj;
-  res.setHeader('ETag', meta.etag);
-  res.setHeader('Last-Modified', obj.lastModifiedHttp);
-  res.setHeader('Cache-Control', HOUR_FILE_CACHE_CONTROL);
-  if (res.hasHeader('Vary')) koa.vary('Accept-Encoding');
-  else res.setHeader('Vary', 'Accept-Encoding');
   const inm = h['if-none-match'];
   const ims = h['if-modified-since'];
-  if ((inm || ims) && isNotModified({ ifNoneMatch: inm || undefined, ifModifiedSince: ims || undefined }, meta.etag, meta.lastModified)) {
-    koa.status = 304;
-    return true;
+  const notModified = Boolean((inm || ims) && isNotModified({ ifNoneMatch: inm || undefined, ifModifiedSince: ims || undefined }, obj.meta.etag, obj.meta.lastModified));
+  return { status: notModified ? 304 : 200, obj, contentType: offer.contentType };
+}
+
+/**
+ * Writes `a` as Koa would after the outermost middleware and serveObject: X-Request-Id first, then
+ * the headers of serveObject in its order; a 304 and a HEAD end without a body.
+ */
+function writeAnswer(req: IncomingMessage, res: ServerResponse, a: FastAnswer, requestId: string): void {
+  const { meta } = a.obj;
+  res.setHeader('X-Request-Id', requestId);
+  res.setHeader('ETag', meta.etag);
+  res.setHeader('Last-Modified', a.obj.lastModifiedHttp);
+  res.setHeader('Cache-Control', HOUR_FILE_CACHE_CONTROL);
+  res.setHeader('Vary', 'Accept-Encoding');
+  res.statusCode = a.status;
+  if (a.status === 304) {
+    res.end();
+    return;
   }
-  koa.status = 200;
-  res.setHeader('Content-Type', offer.contentType);
+  res.setHeader('Content-Type', a.contentType);
   res.setHeader('Content-Encoding', 'gzip');
-  res.setHeader('Content-Length', meta.size);
-  if (!head) koa.body = obj.body;
-  return true;
+  res.setHeader('Content-Length', String(meta.size));
+  if (req.method === 'HEAD') res.end();
+  else res.end(a.obj.body);
+}
+
+/** Answers one request before Koa, or hands it to `fallback` (the Koa app) untouched. */
+export type HotPath = (req: IncomingMessage, res: ServerResponse, fallback: RequestListener) => void;
+
+/**
+ * The hot path of one host: requests whose raw URL matches one of `files` are tried against the
+ * caches; whatever they cannot answer, and every other request, goes to `fallback` as it came.
+ * `telemetry` is the host's outermost-middleware helper, so an answer here counts and logs as one
+ * through Koa would (same labels, route pattern as the router's).
+ */
+export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], telemetry: RequestTelemetry): HotPath {
+  return (req, res, fallback) => {
+    const method = req.method;
+    if (!deps.files || (method !== 'GET' && method !== 'HEAD')) return fallback(req, res);
+    const url = req.url ?? '';
+    for (const { re, route } of files) {
+      const m = re.exec(url);
+      if (!m) continue;
+      const started = performance.now();
+      void answerFromCaches(deps, req, route, m[1]!, m[2] ?? '').then(
+        (a) => {
+          if (!a) return fallback(req, res);
+          const requestId = requestIdOf(req.headers['x-request-id']);
+          writeAnswer(req, res, a, requestId);
+          telemetry.finish(started, method, route.pattern, a.status, url, requestId);
+        },
+        () => fallback(req, res),
+      );
+      return;
+    }
+    fallback(req, res);
+  };
 }

@@ -14,7 +14,7 @@ import { gbfsRoutes } from './gbfs.js';
 import { insuranceRoutes } from './insurance.js';
 import { MDS_2_0, INSURANCE_2_0 } from './accept.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
-import { tryFastHourFile, type FastHourRoute } from './fast.js';
+import type { FastHourFile } from './fast.js';
 
 const PREFIXES = ['/v1/partner-apis/', '/gbfs/v2/'];
 
@@ -35,26 +35,21 @@ export function feedHost(router: Router): Koa.Middleware {
     });
 }
 
-export function feedRoutes(ctx: AppContext): Koa.Middleware {
-  const deps = buildFeedDeps(ctx);
+/** `deps`: pass the app's own when its hot path (FEED_HOT_FILES) must share the caches. */
+export function feedRoutes(ctx: AppContext, deps: FeedDeps = buildFeedDeps(ctx)): Koa.Middleware {
   const router = new Router();
   router.post('/v1/partner-apis/token', tokenHandler(deps));
   mdsRoutes(router, deps);
   gbfsRoutes(router, deps);
   insuranceRoutes(router, deps);
   const host = feedHost(router);
-  const fast = fastHourFiles(deps, FAST_FILES, host);
-  return (koa, next) => {
-    const url = koa.req.url ?? '';
-    if (url.startsWith('/v1/partner-apis/')) return fast(koa, next);
-    return PREFIXES.some((p) => koa.path.startsWith(p)) ? host(koa, next) : next();
-  };
+  return (koa, next) => (PREFIXES.some((p) => koa.path.startsWith(p)) ? host(koa, next) : next());
 }
 
 const constant = (a: FeedAccess) => () => a;
 
 /** The hourly-file routes of the main host, for the hot path (patterns as registered in mds.ts / insurance.ts). */
-const FAST_FILES: Array<{ re: RegExp; route: FastHourRoute }> = [
+export const FEED_HOT_FILES: readonly FastHourFile[] = [
   {
     re: /^\/v1\/partner-apis\/mds\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,
     route: { pattern: '/v1/partner-apis/mds/:zoneID/trips', feed: 'mds_trips', param: 'end_time', offers: [MDS_2_0], fallback: MDS_2_0, access: constant({ family: 'mds', version: '2.0', endpoint: 'trips' }) },
@@ -68,21 +63,3 @@ const FAST_FILES: Array<{ re: RegExp; route: FastHourRoute }> = [
     route: { pattern: '/v1/partner-apis/insurance/:zoneID/trips', feed: 'insurance_trips', param: 'end_time', offers: [INSURANCE_2_0], fallback: INSURANCE_2_0, access: constant({ family: 'insurance', endpoint: 'trips' }) },
   },
 ];
-
-/**
- * Tries the hot path (fast.ts) for requests whose raw URL matches one of `routes`; everything else,
- * and whatever the hot path declines, goes to `host` (the router with its error format).
- */
-export function fastHourFiles(deps: FeedDeps, routes: Array<{ re: RegExp; route: FastHourRoute }>, host: Koa.Middleware): Koa.Middleware {
-  return async (koa, next) => {
-    const url = koa.req.url ?? '';
-    for (const { re, route } of routes) {
-      const m = re.exec(url);
-      if (m) {
-        if (await tryFastHourFile(deps, koa, route, m[1]!, m[2] ?? '')) return;
-        break;
-      }
-    }
-    return host(koa, next);
-  };
-}

@@ -11,8 +11,8 @@ import { authenticate, authorize, buildFeedDeps, resolveZone, type FeedDeps } fr
 import { MDS_0_4, MDS_1_2, negotiate, type MediaOffer } from '../feeds/accept.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { single, timeHourParam } from '../feeds/params.js';
-import { fastHourFiles, feedHost } from '../feeds/router.js';
-import type { FastHourRoute } from '../feeds/fast.js';
+import { feedHost } from '../feeds/router.js';
+import type { FastHourFile } from '../feeds/fast.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import { tokenHandler } from '../feeds/token.js';
 import type { ZoneInfo } from '../feeds/zones.js';
@@ -29,8 +29,8 @@ export async function legacyGate(deps: FeedDeps, ctx: Koa.Context, endpoint: Mds
   return { zone, offer };
 }
 
-export function legacyRoutes(ctx: AppContext): Koa.Middleware {
-  const deps = buildFeedDeps(ctx);
+/** `deps`: pass the app's own when its hot path (LEGACY_HOT_FILES) must share the caches. */
+export function legacyRoutes(ctx: AppContext, deps: FeedDeps = buildFeedDeps(ctx)): Koa.Middleware {
   const router = new Router();
   router.post('/token', tokenHandler(deps));
 
@@ -47,7 +47,7 @@ export function legacyRoutes(ctx: AppContext): Koa.Middleware {
   });
 
   legacyRealtimeRoutes(router, deps);
-  return fastHourFiles(deps, LEGACY_FAST_FILES, feedHost(router));
+  return feedHost(router);
 }
 
 /** Precomputed authorization questions per (version, endpoint) of the hot path. */
@@ -59,7 +59,7 @@ function legacyAccess(endpoint: 'trips' | 'status_changes'): (version: string) =
 }
 
 /** The hourly-file routes of this host, for the hot path (api/feeds/fast.ts); patterns as registered above. */
-const LEGACY_FAST_FILES: Array<{ re: RegExp; route: FastHourRoute }> = [
+export const LEGACY_HOT_FILES: readonly FastHourFile[] = [
   {
     re: /^\/en\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,
     route: { pattern: '/en/:zoneID/trips', feed: 'mds_trips', param: 'end_time', offers: [MDS_1_2, MDS_0_4], fallback: undefined, access: legacyAccess('trips') },

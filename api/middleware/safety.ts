@@ -12,7 +12,25 @@ import { metrics } from '../../lib/metrics.js';
 
 type Series = { count: client.Counter.Internal; duration: client.Histogram.Internal<string> };
 
-export function safety(log: Logger, host = 'main'): Koa.Middleware {
+/** The request id of a request: the incoming X-Request-Id sanitized, else a random UUID. */
+export function requestIdOf(incoming: string | string[] | undefined): string {
+  return String(incoming ?? '').replace(/[^A-Za-z0-9._-]/g, '').slice(0, 64) || randomUUID();
+}
+
+/**
+ * The metrics and access line of one host, shared by the outermost middleware and the pre-Koa hot
+ * path (api/feeds/fast.ts), so that a request counts and logs the same whichever answers it.
+ */
+export interface RequestTelemetry {
+  /**
+   * Counts the request (`http_requests_total`, `http_request_duration_seconds`; labels host, method,
+   * route pattern, status) and writes the access line when info is enabled (always for a 5xx).
+   * `lineLog` is the logger of the line (default: a child with the request id).
+   */
+  finish(started: number, method: string, route: string, status: number, url: string, requestId: string, lineLog?: () => Logger): void;
+}
+
+export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
   // The metric children of each (method, route, status) are resolved once: on the hot path a
   // lookup by a short string key instead of prom-client hashing a label object twice per request.
   const series = new Map<string, Series>();
@@ -27,9 +45,25 @@ export function safety(log: Logger, host = 'main'): Koa.Middleware {
     return s;
   };
   const logEnabled = log.isLevelEnabled('info');
+  return {
+    finish(started, method, route, status, url, requestId, lineLog) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      const s = seriesOf(method, route, status);
+      s.count.inc();
+      s.duration.observe(ms / 1000);
+      if (logEnabled || status >= 500) {
+        const l = lineLog ? lineLog() : log.child({ requestId });
+        l[status >= 500 ? 'error' : 'info']({ method, url: redactUrl(url), status, ms }, 'request');
+      }
+    },
+  };
+}
+
+export function safety(log: Logger, host = 'main'): Koa.Middleware {
+  const telemetry = requestTelemetry(log, host);
   return async (ctx, next) => {
     const started = performance.now();
-    const requestId = (ctx.get('x-request-id') || '').replace(/[^A-Za-z0-9._-]/g, '').slice(0, 64) || randomUUID();
+    const requestId = requestIdOf(ctx.get('x-request-id'));
     ctx.state.requestId = requestId;
     // the per-request child logger is made on first use: most requests only write the access line
     let child: Logger | undefined;
@@ -53,15 +87,9 @@ export function safety(log: Logger, host = 'main'): Koa.Middleware {
       ctx.type = 'application/json';
       ctx.body = { status, error: status >= 500 ? 'internal server error' : e.expose && e.message ? e.message : 'request failed' };
     } finally {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
       // label by the matched route pattern, never the raw path (ids would explode cardinality)
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 ? 'unmatched' : 'other');
-      const s = seriesOf(ctx.method, String(route), ctx.status);
-      s.count.inc();
-      s.duration.observe(ms / 1000);
-      if (logEnabled || ctx.status >= 500) {
-        ctx.state.log[ctx.status >= 500 ? 'error' : 'info']({ method: ctx.method, url: redactUrl(ctx.originalUrl), status: ctx.status, ms }, 'request');
-      }
+      telemetry.finish(started, ctx.method, String(route), ctx.status, ctx.originalUrl, requestId, () => ctx.state.log);
     }
   };
 }
