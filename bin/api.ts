@@ -15,7 +15,7 @@
 import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import { availableParallelism } from 'node:os';
-import { loadConfig, ConfigError, type Config } from '../lib/config.js';
+import { loadConfigOrExit, ConfigError, type Config } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
 
@@ -72,18 +72,7 @@ async function worker(config: Config): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  let config: Config;
-  let workers: number;
-  try {
-    config = loadConfig();
-    workers = workerCount(process.env.API_WORKERS);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`configuration error: ${err.message}`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const { config, extra: workers } = loadConfigOrExit((env) => workerCount(env.API_WORKERS));
   if (cluster.isPrimary && workers > 1) primary(config, workers);
   else await worker(config);
 }

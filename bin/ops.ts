@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { loadConfig } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import type { AppContext } from '../lib/context.js';
@@ -32,7 +32,7 @@ const program = new Command('ops').description('Operator tooling of the partner 
 /** Runs `fn` with a context built from the environment, closing it afterwards; errors exit non-zero. */
 function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
   return async (...args: any[]) => {
-    const ctx = await createContext(loadConfig(), { applicationName: 'ops', logLevel: process.env.LOG_LEVEL ?? 'warn' });
+    const ctx = await createContext(loadConfigOrExit().config, { applicationName: 'ops', logLevel: process.env.LOG_LEVEL ?? 'warn' });
     try {
       await fn(ctx, ...args);
     } catch (err) {
@@ -62,7 +62,7 @@ program
   .command('migrate')
   .description('apply pending database migrations')
   .action(async () => {
-    const { applied } = await migrate(loadConfig().databaseUrl);
+    const { applied } = await migrate(loadConfigOrExit().config.databaseUrl);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
 

@@ -8,21 +8,12 @@
  * still running past the bound stays 'active' in pg-boss and is picked up again by another
  * publisher (the next cron tick re-enqueues its files while they are not published).
  */
-import { loadConfig, ConfigError } from '../lib/config.js';
+import { loadConfigOrExit } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import { startPublisher } from '../publisher/index.js';
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`configuration error: ${err.message}`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const { config } = loadConfigOrExit();
   const ctx = await createContext(config, { applicationName: 'publisher' });
   const publisher = await startPublisher(ctx, { cron: true });
   ctx.log.info('publisher running');

@@ -5,22 +5,13 @@
  * the servers stop accepting and finish in-flight requests, the publisher finishes its running jobs.
  */
 import { createServer, type Server } from 'node:http';
-import { loadConfig, ConfigError } from '../lib/config.js';
+import { loadConfigOrExit, type Config } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(`configuration error: ${err.message}`);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const { config } = loadConfigOrExit();
   const ctx = await createContext(config, { applicationName: 'run' });
   const { log } = ctx;
 
@@ -84,7 +75,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-function printBanner(config: ReturnType<typeof loadConfig>, seeded: boolean): void {
+function printBanner(config: Config, seeded: boolean): void {
   const b = config.publicBaseUrl;
   const l = config.publicLegacyUrl;
   console.log(`

@@ -136,3 +136,20 @@ export function testConfig(overrides: Env = {}): Config {
   // tests that never touch the database (store, mappers) need no DATABASE_URL
   return loadConfig({ NODE_ENV: 'test', SIGNING_SECRET: randomBytes(24).toString('hex'), DATABASE_URL: 'postgres://unused.invalid/none', ...process.env, ...overrides });
 }
+
+/**
+ * For entry points: the config, or the process ends with exit code 2 and one line naming the bad
+ * variable (no stack trace for an operator's typo). `extra` parses entry-point-specific variables
+ * under the same rule.
+ */
+export function loadConfigOrExit<T = undefined>(extra?: (env: Env) => T): { config: Config; extra: T } {
+  try {
+    return { config: loadConfig(), extra: (extra ? extra(process.env) : undefined) as T };
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`configuration error: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
