@@ -94,6 +94,12 @@ describe('partner API: users, auth and transport', function () {
       expectError(await request(server).delete(`/v1/user/${id}`).set('X-Auth-Token', p.key), 409, 'UserHasActiveRental');
       await t.ctx.db.query(`UPDATE rentals SET state='ENDED', ended_at=started_at, duration_min=0, distance_m=0, subtotal=0, total_amount=0, vat_amount=0, vehicle_end_location=vehicle_start_location WHERE id=$1`, [rental.id]);
       expectError(await request(server).delete(`/v1/user/${id}`).set('X-Auth-Token', other.key), 404, 'ErrUserNotFound');
+      // the same customer's personal data on a TOMP booking and its support ticket goes too
+      const { id: bookingId } = await t.ctx.db.one(
+        `INSERT INTO tomp_bookings (partner_id, user_id, vehicle_id, state, from_location, customer_external_id, expires_at)
+         VALUES ($1, $2, $3, 'CANCELLED', ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326), 'c-1', now()) RETURNING id`, [p.id, id, v.id]);
+      await t.ctx.db.query(`INSERT INTO support_tickets (booking_id, partner_id, support_type, occurred_at, contact_information_end_user, comment)
+                            VALUES ($1, $2, 'OTHER', now(), 'c@example.com +49 30 1234', 'my name is C')`, [bookingId, p.id]);
       const del = await request(server).delete(`/v1/user/${id}`).set('X-Auth-Token', p.key);
       expect(del.status).to.equal(204);
       const row = await t.ctx.db.one(`SELECT email, external_id, deleted_at FROM users WHERE id = $1`, [id]);
@@ -101,6 +107,9 @@ describe('partner API: users, auth and transport', function () {
       expect(row.external_id).to.equal(null);
       expect(row.deleted_at).to.be.instanceOf(Date);
       expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE user_id = $1`, [id])).n).to.equal(1);
+      expect((await t.ctx.db.one(`SELECT customer_external_id FROM tomp_bookings WHERE id = $1`, [bookingId])).customer_external_id).to.equal('[erased]');
+      expect(await t.ctx.db.one(`SELECT contact_information_end_user, comment FROM support_tickets WHERE booking_id = $1`, [bookingId]))
+        .to.deep.equal({ contact_information_end_user: '[erased]', comment: '[erased]' });
       expectError(await request(server).get(`/v1/user/id/${id}`).set('X-Auth-Token', p.key), 404, 'ErrUserNotFound');
       expectError(await request(server).delete(`/v1/users/${id}`).set('X-Auth-Token', p.key), 404, 'ErrUserNotFound');
       expectError(await request(server).delete(`/v1/user/nope`).set('X-Auth-Token', p.key), 400, 'InvalidUserId');

@@ -20,11 +20,23 @@ RETURNING id, email, external_id;
 SELECT id FROM users WHERE id = $1 AND partner_id = $2 AND deleted_at IS NULL FOR UPDATE;
 
 -- name: PartnerUserErase
--- GDPR erasure: personal data gone, the row stays so that rentals keep their accounting link.
-UPDATE users SET email = NULL, external_id = NULL, deleted_at = $2, updated_at = $2
- WHERE id = $1 AND deleted_at IS NULL
-   AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = $1 AND r.state = 'RUNNING')
-RETURNING id;
+-- GDPR erasure: personal data gone, the row stays so that rentals keep their accounting link. The
+-- user's personal data elsewhere goes with it: the partner's own id of the customer on TOMP
+-- bookings, and the contact data and free text of support tickets about them.
+WITH erased AS (
+  UPDATE users SET email = NULL, external_id = NULL, deleted_at = $2, updated_at = $2
+   WHERE id = $1 AND deleted_at IS NULL
+     AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = $1 AND r.state = 'RUNNING')
+  RETURNING id
+), bookings AS (
+  UPDATE tomp_bookings SET customer_external_id = '[erased]', updated_at = $2
+   WHERE user_id IN (SELECT id FROM erased)
+  RETURNING id
+), tickets AS (
+  UPDATE support_tickets SET contact_information_end_user = '[erased]', comment = '[erased]'
+   WHERE booking_id IN (SELECT id FROM bookings)
+)
+SELECT id FROM erased;
 
 -- name: PartnerUserExists
 SELECT EXISTS (SELECT 1 FROM users WHERE id = $1 AND partner_id = $2 AND deleted_at IS NULL) AS exists;
