@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { insertArea, insertPartner, insertUser, insertVehicle, insertZone, offset, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
-import { startRental, endRental } from '../lib/rentals/engine.js';
+import { startRental, endRental, StartAborted } from '../lib/rentals/engine.js';
 import { RentalError } from '../lib/rentals/errors.js';
 import { computeCost, vatOf } from '../lib/pricing.js';
 import { isSleeping } from '../lib/zones.js';
@@ -178,6 +178,37 @@ describe('rental engine', function () {
     expect(state).to.deep.equal({ rentals: 0, events: 0, status: 'ready', mds: 'available' });
     // and the vehicle can be rented afterwards
     expect((await start(u, v.id)).state).to.equal('RUNNING');
+  });
+
+  it('a `within` hook commits with the rental, and calling the start off leaves nothing behind', async () => {
+    const u = await insertUser(t.ctx.db, partner.id);
+    const v = await insertVehicle(t.ctx.db, zone);
+    const reason = new Error('booking gone');
+    try {
+      await start(u, v.id, {
+        within: async (tx: any, rental: { id: string }) => {
+          // what the hook wrote is rolled back together with the rental
+          await tx.query(`UPDATE vehicles SET license_plate = 'HOOK' WHERE id = $1`, [v.id]);
+          expect(rental.id).to.match(/^[0-9a-f-]{36}$/);
+          throw new StartAborted(reason);
+        },
+      });
+      expect.fail('the start should have been called off');
+    } catch (err) {
+      expect(err).to.be.instanceOf(StartAborted);
+      expect((err as StartAborted).reason).to.equal(reason);
+    }
+    const state = await t.ctx.db.one(
+      `SELECT (SELECT count(*) FROM rentals WHERE vehicle_id = $1)::int AS rentals, (SELECT count(*) FROM events WHERE device_id = $1)::int AS events,
+              (SELECT status FROM vehicles WHERE id = $1) AS status, (SELECT license_plate FROM vehicles WHERE id = $1) <> 'HOOK' AS untouched`,
+      [v.id],
+    );
+    expect(state).to.deep.equal({ rentals: 0, events: 0, status: 'ready', untouched: true });
+    // the vehicle was never unlocked
+    expect(t.ctx.gateway.calls.map((c) => c.command)).to.deep.equal([]);
+    let seen: string | undefined;
+    const r = await start(u, v.id, { within: async (_tx: unknown, rental: { id: string }) => void (seen = rental.id) });
+    expect(seen).to.equal(r.id);
   });
 
   it('a failed lock keeps the rental running', async () => {

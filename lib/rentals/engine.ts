@@ -32,6 +32,20 @@ export interface StartRentalInput {
   source: 'partner' | 'tomp' | 'simulator';
   groupId?: string;
   rideType?: 'solo' | 'group-host' | 'group-guest';
+  /**
+   * Runs inside the start's transaction, after the rental and its trip_start are written and before
+   * the vehicle is unlocked: what must commit together with the rental (a TOMP booking's
+   * confirmation). Throwing StartAborted calls the start off; everything is rolled back.
+   */
+  within?: (tx: Tx, rental: { id: string; startedAt: Date }) => Promise<void>;
+}
+
+/** Thrown by a `within` hook to call a start off: the transaction rolls back, the error reaches the caller as is. */
+export class StartAborted extends Error {
+  constructor(readonly reason: unknown) {
+    super(reason instanceof Error ? reason.message : String(reason));
+    this.name = 'StartAborted';
+  }
 }
 
 export type EndState = 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY';
@@ -66,8 +80,8 @@ async function inTx<T>(ctx: AppContext, fn: (tx: Tx) => Promise<T>): Promise<T> 
   }
 }
 
-function mapStartError(ctx: AppContext, err: unknown): RentalError {
-  if (err instanceof RentalError) return err;
+function mapStartError(ctx: AppContext, err: unknown): RentalError | StartAborted {
+  if (err instanceof RentalError || err instanceof StartAborted) return err;
   if (err instanceof GatewayError) {
     return new RentalError(err.reason === 'refused' ? 'FailedToUnlockVehicle' : 'FailedToUpdateVehicle', { cause: err });
   }
@@ -95,7 +109,7 @@ export async function startRental(ctx: AppContext, input: StartRentalInput): Pro
     metrics.rentalsStarted.inc({ source: input.source });
     return r;
   } catch (err) {
-    metrics.rentalStartFailures.inc({ code: err instanceof RentalError ? err.code : 'unknown' });
+    metrics.rentalStartFailures.inc({ code: err instanceof RentalError ? err.code : err instanceof StartAborted ? 'aborted' : 'unknown' });
     throw err;
   }
 }
@@ -139,6 +153,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
         tripIds: [ins.trip_id],
         lockedState: v.mds_state,
       });
+      if (input.within) await input.within(tx, { id: ins.id, startedAt: now });
       try {
         await ctx.gateway.unlock(input.vehicleId);
       } finally {

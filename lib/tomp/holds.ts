@@ -9,7 +9,7 @@
 import type { AppContext } from '../context.js';
 import { q, type Tx } from '../db.js';
 import { recordEvent } from '../fleet/events.js';
-import { startRental } from '../rentals/engine.js';
+import { startRental, StartAborted } from '../rentals/engine.js';
 import { isSleeping } from '../zones.js';
 import { TompError, mapEngineError } from './errors.js';
 
@@ -122,46 +122,65 @@ export async function expirePendingBookings(ctx: AppContext, batch = 200): Promi
 type Outcome = { ok: true } | { ok: false; error: TompError };
 
 /**
- * COMMIT or CANCEL of a PENDING booking. The booking row stays locked while the engine starts the
- * rental (the engine never locks tomp_bookings, so this cannot deadlock), so neither CANCEL nor the
- * expiry can slip in between. A booking that cannot be started any more (zone asleep, vehicle
- * gone…) is released and answered 406; a vehicle that does not answer keeps the hold (503, retry).
+ * COMMIT or CANCEL of a PENDING booking. CANCEL and the expiry are decided under the booking's row
+ * lock. COMMIT starts the rental through the engine, and the booking is confirmed inside the
+ * engine's own transaction (its `within` hook, which takes the booking lock again), so the rental
+ * and the confirmation commit together or not at all; a CANCEL or the expiry sweep that got the
+ * booking first makes the hook call the start off. A booking that cannot be started any more (zone
+ * asleep, vehicle gone…) is released and answered 406; a vehicle that does not answer keeps the
+ * hold (503, retry).
  */
 export async function operateBooking(ctx: AppContext, partnerId: string, bookingId: string, operation: 'COMMIT' | 'CANCEL'): Promise<void> {
-  const outcome = await ctx.db.tx<Outcome>(async (tx) => {
+  const decided = await ctx.db.tx<Outcome | { commit: LockedBooking }>(async (tx) => {
     const b = await tx.maybeOne<LockedBooking>(q('TompLockBooking'), [bookingId, partnerId]);
     if (!b) throw new TompError(404, 'booking not found');
     const now = ctx.clock.now();
     if (isDue(b, now)) {
       await release(tx, b, 'EXPIRED', now);
-      return { ok: false, error: new TompError(409, 'the booking has expired', { type: 'BookingExpired' }) };
+      return { ok: false, error: expired() };
     }
-    if (b.state !== 'PENDING') {
-      throw new TompError(409, `operation ${operation} is not allowed on a booking that is not PENDING`, { type: 'IllegalBookingOperation' });
-    }
+    if (b.state !== 'PENDING') throw notPending(operation);
     if (operation === 'CANCEL') {
       await release(tx, b, 'CANCELLED', now);
       return { ok: true };
     }
-    let rental;
-    try {
-      rental = await startRental(ctx, {
-        partnerId,
-        userId: b.user_id,
-        vehicleId: b.vehicle_id,
-        userStartLocation: { latitude: b.from_lat, longitude: b.from_lng },
-        source: 'tomp',
-      });
-    } catch (err) {
-      const mapped = mapEngineError(err, 'start');
-      if (mapped instanceof TompError && mapped.status === 406) {
-        await release(tx, b, 'CANCELLED', ctx.clock.now());
-        return { ok: false, error: mapped };
-      }
-      throw mapped;
-    }
-    await tx.one(q('TompConfirmBooking'), [b.id, rental.id, ctx.clock.now(), new Date(rental.startedAt)]);
-    return { ok: true };
+    return { commit: b };
   });
-  if (!outcome.ok) throw outcome.error;
+  if (!('commit' in decided)) {
+    if (!decided.ok) throw decided.error;
+    return;
+  }
+  const b = decided.commit;
+  try {
+    await startRental(ctx, {
+      partnerId,
+      userId: b.user_id,
+      vehicleId: b.vehicle_id,
+      userStartLocation: { latitude: b.from_lat, longitude: b.from_lng },
+      source: 'tomp',
+      within: async (tx, rental) => {
+        // NOWAIT: a CANCEL or sweep holding the booking makes the engine retry its transaction
+        // (lock_not_available is retryable) instead of waiting with the vehicle locked
+        const locked = await tx.maybeOne<LockedBooking>(q('TompLockBookingNowait'), [b.id, partnerId]);
+        const now = ctx.clock.now();
+        if (!locked || locked.state !== 'PENDING') throw new StartAborted(notPending(operation));
+        if (isDue(locked, now)) throw new StartAborted(expired());
+        await tx.one(q('TompConfirmBooking'), [b.id, rental.id, now, rental.startedAt]);
+      },
+    });
+  } catch (err) {
+    if (err instanceof StartAborted) throw err.reason;
+    const mapped = mapEngineError(err, 'start');
+    if (mapped instanceof TompError && mapped.status === 406) {
+      await ctx.db.tx(async (tx) => {
+        const still = await tx.maybeOne<LockedBooking>(q('TompLockBooking'), [b.id, partnerId]);
+        if (still?.state === 'PENDING') await release(tx, still, 'CANCELLED', ctx.clock.now());
+      });
+    }
+    throw mapped;
+  }
 }
+
+const expired = () => new TompError(409, 'the booking has expired', { type: 'BookingExpired' });
+const notPending = (operation: string) =>
+  new TompError(409, `operation ${operation} is not allowed on a booking that is not PENDING`, { type: 'IllegalBookingOperation' });

@@ -78,6 +78,14 @@ SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expi
  WHERE b.id = $1 AND b.partner_id = $2
    FOR UPDATE;
 
+-- name: TompLockBookingNowait
+-- inside the rental engine's transaction (COMMIT): never wait for the booking with the vehicle locked
+SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expires_at,
+       ST_X(b.from_location) AS from_lng, ST_Y(b.from_location) AS from_lat
+  FROM tomp_bookings b
+ WHERE b.id = $1 AND b.partner_id = $2
+   FOR UPDATE NOWAIT;
+
 -- name: TompSetBookingState
 -- $4 the states the change is allowed from: a conditional update, so concurrent events cannot both win
 UPDATE tomp_bookings SET state = $2, updated_at = $3
