@@ -315,10 +315,8 @@ export function toVehicle12(row: VehicleStatusRow, p: Provider): Vehicle12 | und
     last_event_location: featurePoint(row.lat, row.lng, row.ts_ms),
     battery_pct: batteryPct(row.vehicle_battery_percent),
   };
-  // "current location if different from the last event, and the vehicle is not on a trip"
-  if (row.vehicle_state !== 'on_trip' && (row.vehicle_lat !== row.lat || row.vehicle_lng !== row.lng)) {
-    out.current_location = featurePoint(row.vehicle_lat, row.vehicle_lng, row.telemetry_ms);
-  }
+  const current = currentLocation(row);
+  if (current) out.current_location = current;
   return out;
 }
 
@@ -353,8 +351,13 @@ export function toVehicle04(row: VehicleStatusRow, p: Provider): Vehicle04 | und
     last_event_location: featurePoint(row.lat, row.lng, row.ts_ms),
     battery_pct: batteryPct(row.vehicle_battery_percent),
   };
-  if (row.vehicle_state !== 'on_trip' && (row.vehicle_lat !== row.lat || row.vehicle_lng !== row.lng)) {
-    out.current_location = featurePoint(row.vehicle_lat, row.vehicle_lng, row.telemetry_ms);
-  }
+  const current = currentLocation(row);
+  if (current) out.current_location = current;
   return out;
+}
+
+/** Legacy vehicles: the current location if it differs from the last event's and the vehicle is not on a trip. */
+function currentLocation(row: VehicleStatusRow): FeaturePoint | undefined {
+  if (row.vehicle_state === 'on_trip' || (row.vehicle_lat === row.lat && row.vehicle_lng === row.lng)) return undefined;
+  return featurePoint(row.vehicle_lat, row.vehicle_lng, row.telemetry_ms);
 }
