@@ -15,12 +15,13 @@ DAYS ?= 1
 VEHICLES ?= 200
 SEED ?= 42
 
-.PHONY: help setup deps db run test typecheck migrate seed simulate backfill republish publish-status bench soak db-stop clean
+.PHONY: window help setup deps db run test typecheck migrate seed simulate backfill republish publish-status ops bench soak db-stop clean
 
 help:
 	@echo "make run        start everything (API :8080, legacy MDS :8081, publisher, fleet simulator)"
 	@echo "make test       run the whole test suite"
 	@echo "make migrate | seed | simulate DAYS= VEHICLES= SEED= | backfill ZONE= FROM= TO= FEEDS= | republish | publish-status | bench | soak"
+	@echo "make ops ARGS=\"keys list\"   any ops CLI command (same as npm run ops -- keys list)"
 
 deps:
 	@scripts/deps.sh
@@ -50,11 +51,18 @@ seed: setup
 simulate: setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts simulate --days $(DAYS) --vehicles $(VEHICLES) --seed $(SEED) $(if $(END),--end $(END))
 
-backfill: setup
+# FROM and TO are UTC hours (YYYY-MM-DDTHH); without them make would pass an empty --from
+window:
+	@$(if $(FROM),,$(error FROM is required, e.g. make $(MAKECMDGOALS) FROM=2026-11-20T00 TO=2026-11-20T23))$(if $(TO),,$(error TO is required, e.g. make $(MAKECMDGOALS) FROM=2026-11-20T00 TO=2026-11-20T23))
+
+backfill: window setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
 
-republish: setup
+republish: window setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --force --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
+
+ops: setup
+	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts $(ARGS)
 
 publish-status: setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `npm run ops -- <command>` and `make ops ARGS="<command>"`: the ops CLI on the same database as
+# `make` uses, i.e. DATABASE_URL when set, else the project-local cluster of scripts/pg.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -z "${DATABASE_URL:-}" ]; then
+  DATABASE_URL="$("$ROOT/scripts/pg.sh" ensure)"
+  export DATABASE_URL
+fi
+exec node --import tsx "$ROOT/bin/ops.ts" "$@"
