@@ -13,7 +13,7 @@
  * in-flight requests and closes its pool. A worker that dies otherwise is replaced.
  */
 import cluster from 'node:cluster';
-import { createServer, type Server } from 'node:http';
+import { listenOrExit } from '../lib/http/listen.js';
 import { availableParallelism } from 'node:os';
 import { loadConfigOrExit, ConfigError, type Config } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
@@ -50,13 +50,10 @@ function primary(config: Config, workers: number): void {
 
 async function worker(config: Config): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'api' });
-  const listen = (app: ReturnType<typeof buildApp>, port: number) =>
-    new Promise<Server>((resolve) => {
-      // the hot path answers the cached hourly feed files before Koa (api/app.ts)
-      const s = createServer(withHotPath(app)).listen(port, config.host, () => resolve(s));
-      s.keepAliveTimeout = 5000;
-    });
-  const servers = [await listen(buildApp(ctx), config.port), await listen(buildLegacyApp(ctx), config.legacyPort)];
+  // the hot path answers the cached hourly feed files before Koa (api/app.ts)
+  const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
+    listenOrExit(withHotPath(app), port, config.host, variable);
+  const servers = [await listen(buildApp(ctx), config.port, 'PORT'), await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT')];
   if (cluster.isPrimary) console.log(`api on ${config.host}:${config.port} (legacy :${config.legacyPort})`);
   let stopping = false;
   const stop = async () => {

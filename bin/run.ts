@@ -4,7 +4,8 @@
  * the publisher and the live fleet simulator. Ctrl-C (SIGINT) or SIGTERM stops everything cleanly:
  * the servers stop accepting and finish in-flight requests, the publisher finishes its running jobs.
  */
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import { listenOrExit } from '../lib/http/listen.js';
 import { loadConfigOrExit, type Config } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
@@ -36,14 +37,11 @@ async function main(): Promise<void> {
   }
 
   const servers: Server[] = [];
-  const listen = (app: ReturnType<typeof buildApp>, port: number) =>
-    new Promise<Server>((resolve) => {
-      // the hot path answers the cached hourly feed files before Koa (api/app.ts)
-      const s = createServer(withHotPath(app)).listen(port, config.host, () => resolve(s));
-      s.keepAliveTimeout = 5000;
-    });
-  servers.push(await listen(buildApp(ctx), config.port));
-  servers.push(await listen(buildLegacyApp(ctx), config.legacyPort));
+  // the hot path answers the cached hourly feed files before Koa (api/app.ts)
+  const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
+    listenOrExit(withHotPath(app), port, config.host, variable);
+  servers.push(await listen(buildApp(ctx), config.port, 'PORT'));
+  servers.push(await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'));
 
   const { startPublisher } = await import('../publisher/index.js');
   const publisher = await startPublisher(ctx, { cron: true });
