@@ -27,7 +27,7 @@ function formatStatus(s: PublishStatus): string {
   return lines.join('\n');
 }
 
-const program = new Command('ops').description('Operator tooling of the partner platform').showHelpAfterError();
+const program = new Command('ops').description('Operator tooling of the partner platform');
 
 /** Runs `fn` with a context built from the environment, closing it afterwards; errors exit non-zero. */
 function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
@@ -55,6 +55,11 @@ const hour = (v: string) => {
   const h = parseHour(v);
   if (!h) throw new InvalidArgumentError('must be a UTC hour YYYY-MM-DDTHH with a real date and hour 00–23');
   return h;
+};
+// ids are uuids in the database: a malformed one is an operator typo, not a SQL error
+const uuid = (v: string) => {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) throw new InvalidArgumentError('must be a uuid (as printed by the list commands)');
+  return v.toLowerCase();
 };
 const list = (v: string) => (v === 'all' ? 'all' : v.split(',').map((s) => s.trim()).filter(Boolean));
 
@@ -170,7 +175,8 @@ keys
   .option('--scope <scope>', 'partner | tomp | insurance')
   .action(withContext(async (ctx, opts) => console.table(await listKeys(ctx.db, opts.scope))));
 keys
-  .command('rotate <keyId>')
+  .command('rotate')
+  .argument('<keyId>', 'key id', uuid)
   .description('issue a new key for the same partner and scope, revoking the old one')
   .action(
     withContext(async (ctx, keyId: string) => {
@@ -179,7 +185,8 @@ keys
     }),
   );
 keys
-  .command('revoke <keyId>')
+  .command('revoke')
+  .argument('<keyId>', 'key id', uuid)
   .description('revoke a key (effective everywhere within a minute)')
   .action(withContext(async (ctx, keyId: string) => console.log(`revoked ${(await revokeKey(ctx.db, ctx.clock, keyId)).id}`)));
 
@@ -188,11 +195,11 @@ clients
   .command('create <clientId>')
   .description('create a feed client; the secret is shown once')
   .requiredOption('--role <role>', 'city | insurer | gbfs | data')
-  .option('--zones <ids>', 'comma-separated zone ids (default: every zone)')
+  .option('--zones <ids>', 'comma-separated zone ids, each an existing zone (default: every zone)')
   .option('--label <text>', 'a note', '')
   .action(
     withContext(async (ctx, clientId: string, opts) => {
-      const c = await createFeedClient(ctx.db, clientId, opts.role, opts.zones ? opts.zones.split(',') : null, opts.label);
+      const c = await createFeedClient(ctx.db, clientId, opts.role, opts.zones ? opts.zones.split(',').map((z: string) => z.trim()).filter(Boolean) : null, opts.label);
       console.log(`client ${c.client_id} (${c.role}, zones ${c.zones ? c.zones.join(',') : 'all'})\nsecret (shown once): ${c.secret}`);
     }),
   );
@@ -236,7 +243,8 @@ vehicle
 
 const rental = program.command('rental').description('rentals');
 rental
-  .command('end <rentalId>')
+  .command('end')
+  .argument('<rentalId>', 'rental id', uuid)
   .description('end a running rental internally (ENDED_INTERNALLY), e.g. when the user forgot')
   .action(
     withContext(async (ctx, rentalId: string) => {

@@ -85,6 +85,7 @@ describe('ops: credentials', () => {
   });
 
   it('creates, rotates and revokes feed clients', async () => {
+    await importZone(t.ctx.db, t.ctx.clock, zoneFile());
     const c = await createFeedClient(t.ctx.db, 'city-of-test', 'city', ['testville']);
     const row = await t.ctx.db.one("SELECT secret_hash, revoked_at FROM feed_clients WHERE client_id = 'city-of-test'");
     expect(row.secret_hash).not.to.contain(c.secret);
@@ -101,5 +102,17 @@ describe('ops: credentials', () => {
     } catch (err) {
       expect(err).to.be.instanceOf(AdminError);
     }
+  });
+
+  it('refuses a feed client limited to an unknown zone, listing the known zones', async () => {
+    const known = (await t.ctx.db.many<{ id: string }>('SELECT id FROM zones ORDER BY id')).map((z) => z.id);
+    try {
+      await createFeedClient(t.ctx.db, 'city-of-atlantis', 'city', ['atlantis']);
+      expect.fail('unknown zone');
+    } catch (err) {
+      expect(err).to.be.instanceOf(AdminError);
+      expect((err as Error).message).to.equal(`unknown zone atlantis; known zones: ${known.join(', ') || 'none'}`);
+    }
+    expect(await t.ctx.db.maybeOne("SELECT 1 FROM feed_clients WHERE client_id = 'city-of-atlantis'")).to.equal(undefined);
   });
 });

@@ -59,6 +59,12 @@ function checkRole(role: string): Role {
 export async function createFeedClient(db: Db, clientId: string, role: string, zones: string[] | null, label = '') {
   if (!/^[A-Za-z0-9._-]{1,128}$/.test(clientId)) throw new AdminError('client id: 1–128 characters of A–Z a–z 0–9 . _ -');
   const checked = checkRole(role);
+  if (zones) {
+    // a client limited to an unknown zone would see nothing and nobody would notice
+    const known = (await db.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id);
+    const unknown = zones.filter((z) => !known.includes(z));
+    if (unknown.length || !zones.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ') || '(none given)'}; known zones: ${known.join(', ') || 'none'}`);
+  }
   const { secret } = await insertFeedClient(db, { clientId, role: checked, zones, label }).catch((err) => {
     if (err?.kind === 'conflict') throw new AdminError(`client ${clientId} exists already`);
     throw err;

@@ -64,3 +64,6 @@ RETURNING id, code, status;
 
 -- name: AdminFindVehicle
 SELECT id, code, status FROM vehicles WHERE id::text = $1 OR code = upper($1);
+
+-- name: AdminListZoneIds
+SELECT id FROM zones ORDER BY id;
