@@ -134,6 +134,7 @@ addHourWindow(program.command('backfill'))
         },
       });
       if (started) bar.stop();
+      if (result.nothingDone) console.log(`nothing done: ${result.nothingDone}`);
       console.log(`${result.total} files: ${result.written} written, ${result.unchanged} unchanged, ${result.skipped} skipped, ${result.failed.length} failed`);
       for (const f of result.failed) console.error(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
       if (result.failed.length) process.exitCode = 1;

@@ -46,6 +46,8 @@ export interface BackfillSummary {
   unchanged: number;
   skipped: number;
   failed: HourFailure[];
+  /** why the window held no hour to publish (total 0), for the operator */
+  nothingDone?: string;
 }
 
 interface ZoneRow {
@@ -65,6 +67,13 @@ async function resolveZones(ctx: AppContext, zones: string[] | 'all'): Promise<Z
  * Publishes every (feed, zone, hour) in the range that has closed, from the zone's first hour on.
  * Failures do not stop the run; they are returned (and recorded as 'failed' rows).
  */
+function nothingDoneReason(o: BackfillOptions, zones: ZoneRow[], lastClosed: Date): string {
+  if (floorHour(o.from) > lastClosed) return `the window starts after ${formatHour(lastClosed)}, the last closed hour (an hour is published once it has ended)`;
+  if (!zones.length) return 'no zone selected';
+  const born = zones.map((z) => floorHour(z.created_at)).sort((a, b) => a.getTime() - b.getTime())[0]!;
+  return `the window ends before ${formatHour(born)}, when the first selected zone was created`;
+}
+
 export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<BackfillSummary> {
   if (!(o.from.getTime() <= o.to.getTime())) throw new OpsError('from must not be after to');
   const feeds = selectFeeds(o.feeds);
@@ -86,6 +95,7 @@ export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<Bac
     }
   }
   const summary: BackfillSummary = { total, written: 0, unchanged: 0, skipped: 0, failed: [] };
+  if (!work.length) summary.nothingDone = nothingDoneReason(o, zones, lastClosed);
   let done = 0;
   let next = 0;
   const worker = async () => {

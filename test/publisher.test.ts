@@ -288,4 +288,14 @@ describe('publisher: hourly files', function () {
     await backfill(t.ctx, { zones: ['nowhere'], from: H9, to: H10, feeds: 'all', force: false }).catch((e) => (err = e));
     expect(String(err)).to.match(/unknown zone/);
   });
+
+  it('backfill of a window with no closed hour says why nothing was done', async () => {
+    const future = await backfill(t.ctx, { zones: [zone], from: at('2026-11-21T12:00:00Z'), to: at('2026-11-21T15:00:00Z'), feeds: 'all', force: false });
+    expect(future).to.include({ total: 0, nothingDone: 'the window starts after 2026-11-21T11, the last closed hour (an hour is published once it has ended)' });
+    const past = await backfill(t.ctx, { zones: [zone], from: at('2020-01-01T00:00:00Z'), to: at('2020-01-01T01:00:00Z'), feeds: 'all', force: false });
+    expect(past.total).to.equal(0);
+    expect(past.nothingDone).to.match(/^the window ends before \d{4}-\d{2}-\d{2}T\d{2}, when the first selected zone was created$/);
+    const busy = await backfill(t.ctx, { zones: [zone], from: H9, to: H10, feeds: ['mds-1.2'], force: false });
+    expect(busy.nothingDone).to.equal(undefined);
+  });
 });
