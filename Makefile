@@ -61,8 +61,8 @@ backfill: window setup
 republish: window setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --force --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
 
-ops: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts $(ARGS)
+ops: deps
+	@scripts/ops.sh $(ARGS)
 
 publish-status: setup
 	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))

@@ -14,6 +14,7 @@ import { createKey, listKeys, revokeKey, rotateKey, createFeedClient, listFeedCl
 import { importZone, ZoneImportError } from '../lib/admin/zones.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
+import { isUuid } from '../lib/uuid.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
 function formatStatus(s: PublishStatus): string {
@@ -58,7 +59,7 @@ const hour = (v: string) => {
 };
 // ids are uuids in the database: a malformed one is an operator typo, not a SQL error
 const uuid = (v: string) => {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v)) throw new InvalidArgumentError('must be a uuid (as printed by the list commands)');
+  if (!isUuid(v)) throw new InvalidArgumentError('must be a uuid (as printed by the list commands)');
   return v.toLowerCase();
 };
 const list = (v: string) => (v === 'all' ? 'all' : v.split(',').map((s) => s.trim()).filter(Boolean));

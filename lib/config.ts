@@ -4,6 +4,7 @@
  * Pass the object in; do not import it as a global.
  */
 import { randomBytes } from 'node:crypto';
+import { isUuid } from './uuid.js';
 
 export interface Config {
   readonly env: 'development' | 'test' | 'production';
@@ -84,7 +85,6 @@ function url(env: Env, name: string, def: string): string {
   return v;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Parses the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
@@ -94,7 +94,7 @@ export function loadConfig(env: Env = process.env): Config {
   const signingSecret = str(env, 'SIGNING_SECRET', envName === 'production' ? undefined : 'dev-signing-secret-change-me');
   if (envName === 'production' && signingSecret.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
   const providerId = str(env, 'PROVIDER_ID', '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10');
-  if (!UUID.test(providerId)) throw new ConfigError('PROVIDER_ID must be a UUID');
+  if (!isUuid(providerId)) throw new ConfigError('PROVIDER_ID must be a UUID');
   const storeUrl = str(env, 'STORE_URL', 'file://.data/store');
   if (!/^(file|s3):\/\//.test(storeUrl)) throw new ConfigError(`STORE_URL must start with file:// or s3://, got "${storeUrl}"`);
   return Object.freeze({

@@ -63,10 +63,6 @@ async function resolveZones(ctx: AppContext, zones: string[] | 'all'): Promise<Z
   return all.filter((a) => zones.includes(a.id));
 }
 
-/**
- * Publishes every (feed, zone, hour) in the range that has closed, from the zone's first hour on.
- * Failures do not stop the run; they are returned (and recorded as 'failed' rows).
- */
 function nothingDoneReason(o: BackfillOptions, zones: ZoneRow[], lastClosed: Date): string {
   if (floorHour(o.from) > lastClosed) return `the window starts after ${formatHour(lastClosed)}, the last closed hour (an hour is published once it has ended)`;
   if (!zones.length) return 'no zone selected';
@@ -74,6 +70,10 @@ function nothingDoneReason(o: BackfillOptions, zones: ZoneRow[], lastClosed: Dat
   return `the window ends before ${formatHour(born)}, when the first selected zone was created`;
 }
 
+/**
+ * Publishes every (feed, zone, hour) in the range that has closed, from the zone's first hour on.
+ * Failures do not stop the run; they are returned (and recorded as 'failed' rows).
+ */
 export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<BackfillSummary> {
   if (!(o.from.getTime() <= o.to.getTime())) throw new OpsError('from must not be after to');
   const feeds = selectFeeds(o.feeds);

@@ -1,5 +1,5 @@
 /**
- * GBFS through the authenticating route, from the snapshots engineer G's publisher writes
+ * GBFS through the authenticating route, from the snapshots publisher/feeds/gbfs writes
  * (gbfs_snapshots + store). 3.0 is scoped by the zone in the path; 2.2 by the caller's region scope
  * (gbfsV2Scope(role, zones)). gbfs.json lists only what the role may read: for 3.0 the publisher
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.

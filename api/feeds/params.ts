@@ -4,9 +4,9 @@
  */
 import { parseHour } from '../../lib/feeds/hours.js';
 import { badParam } from './errors.js';
+import { isUuid } from '../../lib/uuid.js';
 
 const ZONE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MS = /^\d{1,15}$/;
 
 export function zoneParam(raw: string | undefined): string {
@@ -15,7 +15,7 @@ export function zoneParam(raw: string | undefined): string {
 }
 
 export function uuidParam(name: string, raw: string | undefined): string {
-  if (!raw || !UUID.test(raw)) throw badParam(`invalid ${name}`, `${name} must be a UUID`);
+  if (!raw || !isUuid(raw)) throw badParam(`invalid ${name}`, `${name} must be a UUID`);
   return raw.toLowerCase();
 }
 

@@ -8,8 +8,8 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { q } from '../../lib/db.js';
+import { isUuid } from '../../lib/uuid.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -29,7 +29,7 @@ export function publicRoutes(ctx: AppContext): Koa.Middleware {
 
   router.get(['/app/vehicles/:id', '/app/android/vehicles/:id', '/app/ios/vehicles/:id'], async (koa) => {
     const id = koa.params.id ?? '';
-    const v = UUID.test(id) ? await ctx.db.maybeOne(q('PublicVehicleByGbfsId'), [id]) : undefined;
+    const v = isUuid(id) ? await ctx.db.maybeOne(q('PublicVehicleByGbfsId'), [id]) : undefined;
     koa.type = 'text/html; charset=utf-8';
     if (!v) {
       koa.status = 404;

@@ -20,6 +20,7 @@ import {
 } from '../../schemas/tomp/requests.js';
 import { principalOf } from './auth.js';
 import { preferredLanguage, readJson, validated } from './http.js';
+import { isUuid } from '../../lib/uuid.js';
 
 type RouteCtx = Koa.ParameterizedContext & { params: Record<string, string> };
 
@@ -96,13 +97,12 @@ export function legEvents(app: AppContext): Koa.Middleware {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function support(app: AppContext): Koa.Middleware {
   return async (ctx) => {
     const caller = callerOf(ctx);
     const body = validated<SupportRequest>(SupportRequest, await readJson(ctx, app.config.maxBodyBytes));
-    const booking = UUID.test(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
+    const booking = isUuid(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
     if (!booking) throw new TompError(404, 'booking not found');
     const time = new Date(body.time);
     // the date-time format admits leap seconds (23:59:60) and offsets that leave the 4-digit years,

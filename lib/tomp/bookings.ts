@@ -16,6 +16,7 @@ import { findOrCreateCustomer } from './customers.js';
 import { TompError, mapEngineError } from './errors.js';
 import { holdVehicle, expireIfDue } from './holds.js';
 import { bookingOf, bookingStateOf, legOf, legStateOf, type BookingRow, type TompBooking, type TompLeg } from './views.js';
+import { isUuid } from '../uuid.js';
 
 export interface Caller {
   partnerId: string;
@@ -26,7 +27,6 @@ export interface Caller {
 /** How long a PENDING booking holds its vehicle; also the validity (Expires) of a confirmed result. */
 export const BOOKING_VALIDITY_SECONDS = 300;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CODE = /^[A-Za-z0-9]{4}$/;
 
 export interface OneStopInput {
@@ -42,7 +42,7 @@ export interface OneStopInput {
  * code. Anything else, or a vehicle outside the partner's zones, is an unknown asset.
  */
 async function resolveAsset(ctx: AppContext, caller: Caller, assetId: string): Promise<{ id: string; zone_id: string }> {
-  const uuid = UUID.test(assetId) ? assetId.toLowerCase() : null;
+  const uuid = isUuid(assetId) ? assetId.toLowerCase() : null;
   const code = !uuid && CODE.test(assetId) ? assetId.toUpperCase() : null;
   const v = uuid || code ? await ctx.db.maybeOne<{ id: string; zone_id: string }>(q('TompFindVehicle'), [uuid, code]) : undefined;
   if (!v || (caller.zones !== null && !caller.zones.includes(v.zone_id))) throw new TompError(406, 'unknown asset', { type: 'VehicleNotFound' });
@@ -97,7 +97,7 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
 
 /** The booking row of this partner (undefined for unknown ids and other partners' bookings). */
 export async function readBooking(ctx: AppContext, caller: Caller, id: string): Promise<BookingRow | undefined> {
-  if (!UUID.test(id)) return undefined;
+  if (!isUuid(id)) return undefined;
   return ctx.db.maybeOne<BookingRow>(q('TompBookingById'), [id.toLowerCase(), caller.partnerId]);
 }
 
@@ -113,7 +113,7 @@ export async function getBooking(ctx: AppContext, caller: Caller, id: string): P
 }
 
 export async function getBookingByLeg(ctx: AppContext, caller: Caller, legId: string): Promise<BookingRow> {
-  const b = UUID.test(legId) ? await ctx.db.maybeOne<{ id: string }>(q('TompBookingIdByLeg'), [legId.toLowerCase(), caller.partnerId]) : undefined;
+  const b = isUuid(legId) ? await ctx.db.maybeOne<{ id: string }>(q('TompBookingIdByLeg'), [legId.toLowerCase(), caller.partnerId]) : undefined;
   if (!b) throw new TompError(404, 'leg not found');
   return getBooking(ctx, caller, b.id);
 }
