@@ -155,7 +155,9 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
     const hourTo = new Date(dueTo.getTime() + HOUR_MS);
     const trips = (await t.ctx.db.many(`SELECT trip_id FROM trips WHERE end_time < $1`, [hourTo])).map((r) => r.trip_id as string);
     const events = (await t.ctx.db.many(`SELECT event_id FROM events WHERE hour < $1::timestamp`, [hourTo.toISOString().slice(0, 19)])).map((r) => r.event_id as string);
-    expect(trips.length, 'the simulation produced trips').to.be.greaterThan(20);
+    // the demand curve follows the zones' local time: at night three hours hold only a few trips
+    // (or none), but the deployment alone gives every vehicle events, so records exist to check
+    expect(trips.length + events.length, 'the simulation produced records').to.be.greaterThan(20);
     for (const [feedId, expected] of [['mds-2.0-trips', trips], ['mds-2.0-events', events]] as const) {
       const got = seen.get(feedId)!;
       const twice = [...got.entries()].filter(([, n]) => n > 1);
