@@ -25,6 +25,7 @@ import { legacyRoutes } from './legacy/router.js';
 import { opsRoutes } from './ops/router.js';
 import { publicRoutes } from './public/router.js';
 import { docsRoutes } from './docs/router.js';
+import { admissionFor } from '../lib/http/admission.js';
 
 export function buildApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
@@ -39,8 +40,10 @@ export function buildApp(ctx: AppContext): Koa {
   app.use(opsRoutes(ctx));
   app.use(publicRoutes(ctx));
   app.use(docsRoutes(ctx));
-  app.use(tompRoutes(ctx));
-  app.use(partnerRoutes(ctx));
+  // one admission limit for the two families whose requests hold database work
+  const admission = admissionFor(ctx.config);
+  app.use(tompRoutes(ctx, admission));
+  app.use(partnerRoutes(ctx, admission));
   return app;
 }
 

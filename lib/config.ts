@@ -12,6 +12,10 @@ export interface Config {
   readonly mode: 'staging' | 'production';
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
+  readonly apiMaxInFlight: number;
+  readonly apiMaxQueueMs: number;
+  readonly apiMaxQueue: number;
+  readonly apiMaxEventLoopDelayMs: number;
   readonly storeUrl: string;
   readonly s3Endpoint: string | undefined;
   readonly s3Region: string;
@@ -102,6 +106,14 @@ export function loadConfig(env: Env = process.env): Config {
     mode: oneOf(env, 'MODE', ['staging', 'production'] as const, 'production'),
     databaseUrl: str(env, 'DATABASE_URL'),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
+    // admission control of the partner API and TOMP (lib/http/admission.ts): in-flight requests per
+    // process (default: the pool size), how long / how many may wait before a 503, and the event
+    // loop delay past which new requests are refused. Off by default under NODE_ENV=test, where
+    // races and hostile-input suites fire hundreds of requests at once on purpose.
+    apiMaxInFlight: int(env, 'API_MAX_IN_FLIGHT', envName === 'test' ? 10000 : int(env, 'DATABASE_POOL_SIZE', 20, 1, 500), 1, 10000),
+    apiMaxQueueMs: int(env, 'API_MAX_QUEUE_MS', 10, 0, 60000),
+    apiMaxQueue: int(env, 'API_MAX_QUEUE', 200, 0, 100000),
+    apiMaxEventLoopDelayMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', envName === 'test' ? 0 : 20, 0, 60000),
     storeUrl,
     s3Endpoint: env.S3_ENDPOINT || undefined,
     s3Region: str(env, 'S3_REGION', 'us-east-1'),

@@ -24,6 +24,7 @@ export const metrics = {
   tokensIssued: mk.counter('oauth_tokens_issued_total', 'OAuth access tokens issued', ['role']),
   tokenFailures: mk.counter('oauth_token_failures_total', 'OAuth token requests refused', ['error']),
   rateLimited: mk.counter('rate_limit_rejections_total', 'Requests refused by the rate limit', ['family']),
+  shed: mk.counter('http_requests_shed_total', 'Requests refused with 503 by admission control (lib/http/admission.ts)', ['family']),
   publishDuration: mk.histogram('feed_publish_duration_seconds', 'Time to publish one feed file', ['feed', 'version'], [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60]),
   publishLag: mk.gauge('feed_publish_lag_seconds', 'Seconds between an hour closing and its publication (last published)', ['feed', 'version']),
   publishFailures: mk.counter('feed_publish_failures_total', 'Failed publish attempts', ['feed', 'version']),

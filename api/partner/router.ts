@@ -12,12 +12,14 @@ import { renderError } from './render.js';
 import { userRoutes } from './users.js';
 import { rentalRoutes } from './rentals.js';
 import { catalogRoutes } from './catalog.js';
+import { admissionFor, type Admission } from '../../lib/http/admission.js';
+import { metrics } from '../../lib/metrics.js';
 
 function inScope(path: string): boolean {
   return (path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2') && !path.startsWith('/v1/partner-apis');
 }
 
-export function partnerRoutes(ctx: AppContext): Koa.Middleware {
+export function partnerRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   const router = new Router();
   const auth = authenticate(ctx) as unknown as Mw;
   userRoutes(router, ctx, auth);
@@ -27,7 +29,13 @@ export function partnerRoutes(ctx: AppContext): Koa.Middleware {
 
   return async (koa, next) => {
     if (!inScope(koa.path)) return next();
+    let admitted = false;
     try {
+      admitted = await admission.enter();
+      if (!admitted) {
+        metrics.shed.inc({ family: 'partner' });
+        throw new RentalError('ServiceUnavailable', { headers: { 'Retry-After': '1' } });
+      }
       await routes(koa, async () => {
         const allowed = new Set<string>();
         for (const layer of (koa as any).matched ?? []) for (const m of layer.methods as string[]) allowed.add(m);
@@ -36,6 +44,8 @@ export function partnerRoutes(ctx: AppContext): Koa.Middleware {
       });
     } catch (err) {
       renderError(koa, err);
+    } finally {
+      if (admitted) admission.leave();
     }
   };
 }

@@ -8,6 +8,8 @@ import type Koa from 'koa';
 import { Router } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { TompError } from '../../lib/tomp/errors.js';
+import { admissionFor, type Admission } from '../../lib/http/admission.js';
+import { metrics } from '../../lib/metrics.js';
 import { tompAuth } from './auth.js';
 import { preferredLanguage, renderErrors } from './http.js';
 import { meta, pricingPlans, regions } from './operator.js';
@@ -15,7 +17,7 @@ import { bookingEvents, bookingRead, legEvents, legRead, oneStop, support } from
 
 export const TOMP_PREFIX = '/edge/tomp';
 
-export function tompRoutes(ctx: AppContext): Koa.Middleware {
+export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   // trailing slashes are not significant: /support and /support/ (the spec's path) are one route
   const router = new Router({ prefix: TOMP_PREFIX, strict: false });
   router.get('/operator/regions', regions(ctx));
@@ -46,7 +48,15 @@ export function tompRoutes(ctx: AppContext): Koa.Middleware {
         }
         throw new TompError(405, `method ${koa.method} not allowed here`, { allow: [...allowed].join(', ') });
       }
-      await auth(koa, () => routes(koa as any, async () => undefined) as Promise<void>);
+      if (!(await admission.enter())) {
+        metrics.shed.inc({ family: 'tomp' });
+        throw new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: 1 });
+      }
+      try {
+        await auth(koa, () => routes(koa as any, async () => undefined) as Promise<void>);
+      } finally {
+        admission.leave();
+      }
       // TOMP marks Content-Language as a required header of its responses
       if (koa.status < 300 && !koa.response.get('Content-Language')) koa.set('Content-Language', preferredLanguage(koa.get('accept-language')));
     });
