@@ -14,9 +14,16 @@ export function toRentalError(err: unknown): RentalError {
   return new RentalError('InternalServerError', { cause: err });
 }
 
+/**
+ * The refusal of admission control (lib/http/admission.ts): made once, since under overload it is
+ * the most frequent answer and must stay cheap; not logged as an error (the access line and
+ * http_requests_shed_total record it).
+ */
+export const OVERLOADED = new RentalError('ServiceUnavailable', { detail: 'too many requests in progress; retry later', headers: { 'Retry-After': '1' } });
+
 export function renderError(ctx: Koa.Context, err: unknown): void {
   const e = toRentalError(err);
-  if (e.status >= 500) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');
+  if (e.status >= 500 && e !== OVERLOADED) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');
   ctx.status = e.status;
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   ctx.type = 'application/json';

@@ -8,7 +8,7 @@ import Router, { type RouterMiddleware as Mw } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { authenticate } from './auth.js';
-import { renderError } from './render.js';
+import { OVERLOADED, renderError } from './render.js';
 import { userRoutes } from './users.js';
 import { rentalRoutes } from './rentals.js';
 import { catalogRoutes } from './catalog.js';
@@ -34,7 +34,7 @@ export function partnerRoutes(ctx: AppContext, admission: Admission = admissionF
       admitted = await admission.enter();
       if (!admitted) {
         metrics.shed.inc({ family: 'partner' });
-        throw new RentalError('ServiceUnavailable', { headers: { 'Retry-After': '1' } });
+        throw OVERLOADED;
       }
       await routes(koa, async () => {
         const allowed = new Set<string>();

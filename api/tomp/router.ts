@@ -17,6 +17,9 @@ import { bookingEvents, bookingRead, legEvents, legRead, oneStop, support } from
 
 export const TOMP_PREFIX = '/edge/tomp';
 
+/** The refusal of admission control, made once: under overload it is the most frequent answer. */
+const OVERLOADED = new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: 1 });
+
 export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   // trailing slashes are not significant: /support and /support/ (the spec's path) are one route
   const router = new Router({ prefix: TOMP_PREFIX, strict: false });
@@ -50,7 +53,7 @@ export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(
       }
       if (!(await admission.enter())) {
         metrics.shed.inc({ family: 'tomp' });
-        throw new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: 1 });
+        throw OVERLOADED;
       }
       try {
         await auth(koa, () => routes(koa as any, async () => undefined) as Promise<void>);
