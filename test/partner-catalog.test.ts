@@ -121,6 +121,9 @@ describe('partner API: vehicles, pricing, zones', function () {
     await insertVehicle(t.ctx.db, z, { eastM: 205, northM: 5 });
     await insertVehicle(t.ctx.db, z, { eastM: 200, status: 'riding' });
     await insertVehicle(t.ctx.db, z, { eastM: 0 });
+    // bicycles in a spot are not occupancy of its scooter capacity
+    await insertVehicle(t.ctx.db, z, { eastM: 198, typeId: 'pt-bike' });
+    await insertVehicle(t.ctx.db, z, { eastM: -200, typeId: 'pt-bike' });
     const res = await get(`/v1/zone/id/${z.id}/areasOccupancy`);
     expect(res.status).to.equal(200);
     const byId = Object.fromEntries(res.body.data.map((r: { id: string }) => [r.id, r]));

@@ -171,7 +171,7 @@ export const PARTNER_RECORD_SCHEMAS: Record<string, Schema> = {
     required: ['id', 'occupancy', 'capacity'],
     properties: {
       id: { type: 'string', description: 'parking-spot area id' },
-      occupancy: { type: 'number', description: 'scooters parked there now' },
+      occupancy: { type: 'number', description: 'scooters parked there now (every status but riding); bicycles are not counted, also where the spot admits them' },
       capacity: { type: 'number', description: 'maximum scooters' },
     },
   },
