@@ -182,7 +182,7 @@ export function partnerDocument(opts: { publicBaseUrl: string }): OpenApiDocumen
           operationId: 'uploadParkingPhoto',
           summary: 'Upload the parking photo (the photoUploadURL)',
           description:
-            'Send a PUT to the `photoUploadURL` of the end-rental response, within 30 minutes of the end: raw JPEG bytes (not base64), `Content-Type: image/jpeg`, portrait orientation, regular lens. The URL is pre-signed; no API key. No photo results in a bad-parking decision. After good-parking or bad-parking the decision is final (409); after bad-photo another photo may be sent.',
+            'Send a PUT to the `photoUploadURL` of the end-rental response, within 30 minutes of the end: raw JPEG bytes (not base64), `Content-Type: image/jpeg`, portrait orientation, regular lens. The URL is pre-signed; no API key. No photo results in a bad-parking decision. The whole image must decode: a body with JPEG headers but missing or cut-off image data is 400 InvalidParkingPhoto and nothing is recorded. Every upload that makes a decision answers with a top-level `decision`: `bad-photo` (not portrait, wide-angle lens) comes as 422 ValidateParkingPhotoFailed with `decision: "bad-photo"` beside `errors`. After good-parking or bad-parking the decision is final (409); after bad-photo another photo may be sent while the window is open. The URL is also on every read of the ended rental while the window is open.',
           tag: 'Parking photo and receipt',
           parameters: [rentalId, ...signature],
           success: ok('the parking decision', schemaRef('PhotoDecision')),
