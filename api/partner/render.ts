@@ -7,6 +7,7 @@
 import type Koa from 'koa';
 import { STATUS_CODES } from 'node:http';
 import { RentalError } from '../../lib/rentals/errors.js';
+import { isClientAborted } from '../../lib/http/body.js';
 
 export function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
@@ -22,6 +23,8 @@ export function toRentalError(err: unknown): RentalError {
 export const OVERLOADED = new RentalError('ServiceUnavailable', { detail: 'too many requests in progress; retry later', headers: { 'Retry-After': '1' } });
 
 export function renderError(ctx: Koa.Context, err: unknown): void {
+  // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
+  if (isClientAborted(err)) throw err;
   const e = toRentalError(err);
   if (e.status >= 500 && e !== OVERLOADED) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');
   ctx.status = e.status;
