@@ -165,6 +165,25 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
     });
   }
 
+  it('every 405 of every family carries Allow (RFC 9110)', async () => {
+    const cases: Array<[supertest.Agent, 'get' | 'put' | 'delete', string, string]> = [
+      [main, 'get', '/v1/user/register', 'POST'],
+      [main, 'delete', '/v1/rental/start', 'POST'],
+      [main, 'put', '/edge/tomp/support', 'POST'],
+      [main, 'delete', '/edge/tomp/bookings/one-stop', 'POST'],
+      [main, 'get', '/v1/partner-apis/token', 'POST'],
+      [legacy, 'get', '/token', 'POST'],
+      [legacy, 'get', '/en/berlin/events', 'POST'],
+    ];
+    for (const [agent, method, path, allow] of cases) {
+      const res = await agent[method](path);
+      expectSafe(ROW, res, `${method} ${path}`, () => {
+        expect(res.status, `${method} ${path}`).to.equal(405);
+        expect(res.headers.allow, `${method} ${path}`).to.include(allow);
+      });
+    }
+  });
+
   it('property: any nesting past 64 levels, any mix of brackets, is a 400 on partner and TOMP', async () => {
     const partner = ENDPOINTS.filter((e) => e.family === 'partner' || e.family === 'tomp');
     await fc.assert(
