@@ -6,6 +6,9 @@ SHELL := /bin/bash
 
 EMBEDDED := $(if $(DATABASE_URL),,1)
 PG_URL = $(if $(EMBEDDED),$(shell scripts/pg.sh ensure),$(DATABASE_URL))
+# the embedded setup keeps a random signing secret with its data (lib/config.ts writes it on first
+# start); with an external DATABASE_URL, SIGNING_SECRET must be configured
+export SIGNING_SECRET_FILE := $(if $(EMBEDDED),$(if $(SIGNING_SECRET),,$(CURDIR)/.data/signing-secret))
 TSX := node --import tsx
 
 # ops arguments (make backfill ZONE=berlin FROM=2026-11-20T00 TO=2026-11-20T23 FEEDS=all)

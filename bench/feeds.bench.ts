@@ -272,7 +272,7 @@ export async function run(): Promise<BenchResult> {
   notes.push(`load average (1/5/15 min) at start: ${load()}`);
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'feeds-bench-'));
-  const config = testConfig({ NODE_ENV: 'production', SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
+  const config = testConfig({ NODE_ENV: 'production', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
   const log = createLogger('silent');
   const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 20 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
   let server: Server | undefined;

@@ -78,7 +78,6 @@ const BEFORE_CPU_MS_PER_REQUEST = 3.5;
 function benchConfig(databaseUrl: string, storeDir: string) {
   return testConfig({
     NODE_ENV: 'production',
-    SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef',
     DATABASE_URL: databaseUrl,
     STORE_URL: `file://${storeDir}`,
     LOG_LEVEL: 'silent',

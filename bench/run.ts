@@ -4,6 +4,7 @@
  * was met: bench/results/report.md (also printed). `BENCH=publisher,feeds make bench` runs a subset.
  */
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { join, basename } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,9 @@ import type { BenchResult } from './types.js';
 import { ROOT } from '../lib/paths.js';
 
 const BENCH_DIR = join(ROOT, 'bench');
+// a random signing secret of this run (lib/config.ts has no default), inherited by every bench
+// process and the API workers they start
+process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
 
 async function runOne(file: string, out: string): Promise<void> {
   const mod = (await import(pathToFileURL(join(BENCH_DIR, file)).href)) as { run: () => Promise<BenchResult> };

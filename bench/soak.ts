@@ -15,6 +15,7 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import { buildApp, buildLegacyApp } from '../api/app.js';
@@ -43,7 +44,7 @@ function tally(family: string, status: number, ok: (s: number) => boolean, what:
 async function main(): Promise<void> {
   const db = await cloneDatabase();
   const storeDir = mkdtempSync(join(tmpdir(), 'soak-store-'));
-  const config = loadConfig({ ...process.env, NODE_ENV: 'development', DATABASE_URL: db.url, STORE_URL: `file://${storeDir}`, PORT: '0', LEGACY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'fatal', MODE: 'staging' });
+  const config = loadConfig({ SIGNING_SECRET: randomBytes(32).toString('hex'), ...process.env, NODE_ENV: 'development', DATABASE_URL: db.url, STORE_URL: `file://${storeDir}`, PORT: '0', LEGACY_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'fatal', MODE: 'staging' });
   const ctx = await createContext(config, { applicationName: 'soak' });
   const servers: Server[] = [];
   let exitCode = 0;

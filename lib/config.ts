@@ -4,6 +4,8 @@
  * Pass the object in; do not import it as a global.
  */
 import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { isUuid } from './uuid.js';
 
 export interface Config {
@@ -89,14 +91,45 @@ function url(env: Env, name: string, def: string): string {
   return v;
 }
 
+/**
+ * The HMAC key of signed links and feed tokens. There is no default written in the repository:
+ * SIGNING_SECRET, or SIGNING_SECRET_FILE (the embedded `make run` points it at `.data/signing-secret`,
+ * which is filled with a random secret on first start, mode 0600, and reused on every restart).
+ */
+function signingSecretOf(env: Env): string {
+  let secret = env.SIGNING_SECRET;
+  if (secret === undefined || secret === '') {
+    const file = env.SIGNING_SECRET_FILE;
+    if (file === undefined || file === '') throw new ConfigError('SIGNING_SECRET is required (at least 32 characters), or SIGNING_SECRET_FILE naming a file that holds it');
+    secret = secretFromFile(file);
+  }
+  if (secret.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
+  return secret;
+}
+
+function secretFromFile(file: string): string {
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    // `wx`: only the first start writes; a concurrent second start reads what the first wrote
+    writeFileSync(file, randomBytes(32).toString('base64url') + '\n', { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`SIGNING_SECRET_FILE=${file}: ${(err as Error).message}`);
+  }
+  try {
+    // a file copied in by hand keeps the data directory's rule: only its owner reads it
+    chmodSync(file, 0o600);
+    return readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(`SIGNING_SECRET_FILE=${file}: ${(err as Error).message}`);
+  }
+}
 
 /** Parses the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const envName = oneOf(env, 'NODE_ENV', ['development', 'test', 'production'] as const, 'development');
   const port = int(env, 'PORT', 8080, 0, 65535);
   const legacyPort = int(env, 'LEGACY_PORT', 8081, 0, 65535);
-  const signingSecret = str(env, 'SIGNING_SECRET', envName === 'production' ? undefined : 'dev-signing-secret-change-me');
-  if (envName === 'production' && signingSecret.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
+  const signingSecret = signingSecretOf(env);
   const providerId = str(env, 'PROVIDER_ID', '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10');
   if (!isUuid(providerId)) throw new ConfigError('PROVIDER_ID must be a UUID');
   const storeUrl = str(env, 'STORE_URL', 'file://.data/store');

@@ -22,7 +22,9 @@ export type SignatureCheck = 'ok' | 'invalid' | 'expired';
 
 /**
  * Checks a signature in constant time. `invalid` wins over `expired`: a tampered link never learns
- * whether its expiry would have been fine.
+ * whether its expiry would have been fine. One spelling per signature: the text is compared with
+ * the canonical one we issue, so a base64url signature with other unused trailing bits (it decodes
+ * to the same bytes) or an `expires` with a leading zero is as invalid as any other wrong signature.
  */
 export function verifySignedPath(
   secret: string,
@@ -32,11 +34,11 @@ export function verifySignedPath(
   now: Date,
 ): SignatureCheck {
   const { expires, sig } = query;
-  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sig !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(sig)) {
+  if (typeof expires !== 'string' || !/^(0|[1-9]\d{0,11})$/.test(expires) || typeof sig !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(sig)) {
     return 'invalid';
   }
-  const expected = mac(secret, purpose, path, Number(expires));
-  const given = Buffer.from(sig, 'base64url');
+  const expected = Buffer.from(mac(secret, purpose, path, Number(expires)).toString('base64url'), 'latin1');
+  const given = Buffer.from(sig, 'latin1');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid';
   return Number(expires) * 1000 < now.getTime() ? 'expired' : 'ok';
 }

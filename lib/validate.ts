@@ -38,10 +38,23 @@ export function describeErrors(errors: ErrorObject[] | null | undefined, max = 3
     .join('; ');
 }
 
-/** Postgres text cannot hold U+0000: a body with it anywhere (string or key) is bad input, not a server fault. */
-export function containsNul(v: unknown): boolean {
-  if (typeof v === 'string') return v.includes('\u0000');
-  if (Array.isArray(v)) return v.some(containsNul);
-  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\u0000') || containsNul(x));
+/**
+ * Postgres text cannot hold U+0000: a body with it anywhere (string or key) is bad input, not a server
+ * fault. Iterative, so a deeply nested value cannot exhaust the stack.
+ */
+export function containsNul(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return true;
+    } else if (Array.isArray(v)) stack.push(...v);
+    else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (k.includes('\u0000')) return true;
+        stack.push(x);
+      }
+    }
+  }
   return false;
 }

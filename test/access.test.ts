@@ -211,7 +211,19 @@ describe('access rules', function () {
       noSig.searchParams.delete('sig');
       const asReceipt = new URL(receipt);
       asReceipt.pathname = receipt.pathname.replace(/receipt$/, 'photo');
-      for (const u of [otherRental, badSig, longer, noSig, asReceipt]) {
+      // one spelling per signature: the same HMAC bytes in another base64url spelling (the last
+      // character of 43 carries 2 unused bits), and the same expiry with a leading zero
+      const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const sig = photo.searchParams.get('sig')!;
+      expect(sig).to.have.length(43);
+      const otherBits = new URL(photo);
+      otherBits.searchParams.set('sig', sig.slice(0, -1) + B64URL[B64URL.indexOf(sig.at(-1)!) ^ 1]);
+      expect(Buffer.from(otherBits.searchParams.get('sig')!, 'base64url').equals(Buffer.from(sig, 'base64url')), 'same bytes').to.equal(true);
+      const leadingZero = new URL(photo);
+      leadingZero.searchParams.set('expires', `0${photo.searchParams.get('expires')}`);
+      const padded = new URL(photo);
+      padded.searchParams.set('sig', `${sig}=`);
+      for (const u of [otherRental, badSig, longer, noSig, asReceipt, otherBits, leadingZero, padded]) {
         count(ROW, 'inputs');
         expectError(await put(u), 403, 'ErrInvalidURLSignature');
       }
@@ -219,7 +231,12 @@ describe('access rules', function () {
       rBad.searchParams.set('sig', flip(receipt.searchParams.get('sig')!));
       const rAsPhoto = new URL(photo);
       rAsPhoto.pathname = photo.pathname.replace(/photo$/, 'receipt');
-      for (const u of [rBad, rAsPhoto]) {
+      const rSig = receipt.searchParams.get('sig')!;
+      const rOtherBits = new URL(receipt);
+      rOtherBits.searchParams.set('sig', rSig.slice(0, -1) + B64URL[B64URL.indexOf(rSig.at(-1)!) ^ 2]);
+      const rLeadingZero = new URL(receipt);
+      rLeadingZero.searchParams.set('expires', `00${receipt.searchParams.get('expires')}`);
+      for (const u of [rBad, rAsPhoto, rOtherBits, rLeadingZero]) {
         count(ROW, 'inputs');
         expectError(await api.get(u.pathname + u.search), 403, 'ErrInvalidURLSignature');
       }

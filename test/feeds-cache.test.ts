@@ -170,7 +170,7 @@ describe('feeds: caches of the file route', () => {
   });
 
   it('FEED_CACHE_BYTES: default 64 MiB, 0 allowed, garbage refused', () => {
-    const base = { DATABASE_URL: 'postgres://x/y' };
+    const base = { DATABASE_URL: 'postgres://x/y', SIGNING_SECRET: 's'.repeat(32) };
     expect(loadConfig(base).feedCacheBytes).to.equal(64 * 1024 * 1024);
     expect(loadConfig({ ...base, FEED_CACHE_BYTES: '0' }).feedCacheBytes).to.equal(0);
     expect(() => loadConfig({ ...base, FEED_CACHE_BYTES: '64MB' })).to.throw(ConfigError, /FEED_CACHE_BYTES/);

@@ -126,5 +126,25 @@ describe('feed tokens (OAuth 2.0 client credentials)', () => {
       expect(res.status).to.equal(401);
       expect(res.headers['www-authenticate']).to.match(/^Bearer .*error="invalid_token"/);
     });
+
+    it('refuses a well-signed token whose client does not exist, or no longer exists, with 401', async () => {
+      const app = request(buildApp(t.ctx).callback());
+      const url = '/v1/partner-apis/mds/berlin/trips?end_time=2026-11-21T08';
+      // signed with the real secret, every zone, but for a client that was never created
+      const ghost = (await issueFeedToken(t.ctx.config, t.ctx.clock, { clientId: 'never-created', role: 'city', zones: null })).accessToken;
+      for (const res of [await app.get(url).set('Authorization', `Bearer ${ghost}`), await app.get('/gbfs/v2/gbfs.json').set('Authorization', `Bearer ${ghost}`)]) {
+        expect(res.status, res.text).to.equal(401);
+        expect(res.body.error).to.equal('invalid_token');
+        expect(res.headers['www-authenticate']).to.match(/^Bearer .*error="invalid_token"/);
+      }
+      // a client created a moment ago works at once (an id not loaded yet is looked up)
+      await insertClient(t.ctx.db, 'just-made', 'city');
+      const fresh = (await issueFeedToken(t.ctx.config, t.ctx.clock, { clientId: 'just-made', role: 'city', zones: null })).accessToken;
+      expect((await app.get(url).set('Authorization', `Bearer ${fresh}`)).status).to.not.equal(401);
+      // deleted: its tokens stop within one refresh, like a revoked client's
+      await t.ctx.db.query(`DELETE FROM feed_clients WHERE client_id = 'just-made'`);
+      t.ctx.clock.advance(30_001);
+      expect((await app.get(url).set('Authorization', `Bearer ${fresh}`)).status).to.equal(401);
+    });
   });
 });

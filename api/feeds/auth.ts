@@ -1,6 +1,6 @@
 /**
  * Who is asking, and may they read this: bearer tokens (signature and expiry checked locally, then
- * the in-process revocation set), role rules from lib/feeds/roles.ts, and the zone scope. Order of
+ * the in-process set of client standings: revoked or unknown clients → 401), role rules from lib/feeds/roles.ts, and the zone scope. Order of
  * answers: 401 no/bad/expired token, 403 feed outside the role, 400 malformed zone id, 404 unknown
  * zone, 403 zone outside the client's scope.
  */
@@ -67,7 +67,9 @@ export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<Fe
   if (!token) throw unauthorized(header ? 'the Authorization header must be "Bearer <access token>"' : 'an access token is required', Boolean(header));
   const res = await deps.tokens.verify(token);
   if (!res.ok) throw unauthorized(res.reason === 'expired' ? 'the access token has expired' : 'the access token is invalid', true);
-  if (await deps.revoked.isRevoked(res.claims.clientId)) throw unauthorized('the access token has been revoked', true);
+  const standing = await deps.revoked.standing(res.claims.clientId);
+  if (standing === 'revoked') throw unauthorized('the access token has been revoked', true);
+  if (standing === 'unknown') throw unauthorized('the client of the access token does not exist', true);
   ctx.state.feedClient = res.claims.clientId;
   return res.claims;
 }

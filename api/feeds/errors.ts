@@ -4,6 +4,7 @@
  * GBFS, insurance and the legacy host, so a consumer needs one parser.
  */
 import type Koa from 'koa';
+import { isClientAborted } from '../../lib/http/body.js';
 
 export type FeedErrorCode =
   | 'invalid_token'
@@ -52,6 +53,8 @@ export function feedErrors(): Koa.Middleware {
       await next();
     } catch (err) {
       let e: FeedError;
+      // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
+      if (isClientAborted(err)) throw err;
       if (err instanceof FeedError) e = err;
       else if ((err as { kind?: string })?.kind === 'unavailable') {
         e = new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', undefined, { 'Retry-After': '5' });

@@ -11,6 +11,7 @@ import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
 import { issueFeedToken } from '../../lib/auth/tokens.js';
 import type { FeedDeps } from './auth.js';
 import { metrics } from '../../lib/metrics.js';
+import { BodyRefused, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
 
 const MAX_BODY = 4096;
 
@@ -24,17 +25,17 @@ class OAuthError extends Error {
   }
 }
 
-async function readBody(ctx: Koa.Context): Promise<string> {
-  const declared = Number(ctx.get('Content-Length') || 0);
-  if (declared > MAX_BODY) throw new OAuthError(400, 'invalid_request', 'request body too large');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new OAuthError(400, 'invalid_request', 'request body too large');
-    chunks.push(chunk as Buffer);
+/** The form body (lib/http/body.ts); JSON-looking nesting is refused like any malformed form. */
+async function readForm(ctx: Koa.Context): Promise<string> {
+  let raw: Buffer;
+  try {
+    raw = await readBody(ctx, MAX_BODY);
+  } catch (err) {
+    if (err instanceof BodyRefused) throw new OAuthError(400, 'invalid_request', 'request body too large');
+    throw err;
   }
-  return Buffer.concat(chunks).toString('utf8');
+  if (jsonDepthExceeds(raw)) throw new OAuthError(400, 'invalid_request', 'malformed request body');
+  return raw.toString('utf8');
 }
 
 /** application/x-www-form-urlencoded decoding: `+` is a space, then percent-decoding. */
@@ -77,7 +78,7 @@ export function tokenHandler(deps: FeedDeps): Koa.Middleware {
       if (!ctx.is('application/x-www-form-urlencoded')) {
         throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded');
       }
-      const form = parseForm(await readBody(ctx));
+      const form = parseForm(await readForm(ctx));
       const grant = form.get('grant_type');
       if (!grant) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
 

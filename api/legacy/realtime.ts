@@ -4,12 +4,30 @@
  * unavailable categories only — the mappers return nothing for the others).
  */
 import type Router from '@koa/router';
+import type Koa from 'koa';
+import { BodyRefused, MAX_JSON_DEPTH, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
+import { FeedError, badParam } from '../feeds/errors.js';
 import { toStatusChange04, toStatusChange12, toVehicle04, toVehicle12 } from '../../lib/feeds/mds/legacy.js';
 import { streamEvents, streamLegacyVehicles } from '../../lib/feeds/mds/sources.js';
 import type { FeedDeps } from '../feeds/auth.js';
 import { recentWindow } from '../feeds/params.js';
 import { streamFeed } from '../feeds/stream.js';
 import { legacyGate } from './router.js';
+
+/**
+ * The window is in the query; a body is not used, but one that is there goes through the shared
+ * reader (lib/http/body.ts) like on every body endpoint: too large → 413, nested too deep → 400.
+ */
+async function refuseHostileBody(ctx: Koa.Context, limit: number): Promise<void> {
+  if (ctx.req.complete && !ctx.request.length) return;
+  try {
+    const raw = await readBody(ctx, limit);
+    if (jsonDepthExceeds(raw)) throw new BodyRefused('too_deep', MAX_JSON_DEPTH);
+  } catch (err) {
+    if (!(err instanceof BodyRefused)) throw err;
+    throw err.reason === 'too_large' ? new FeedError(413, 'bad_param', err.message) : badParam(err.message);
+  }
+}
 
 const VERSION = { '1.2': '1.2.0', '0.4': '0.4.1' } as const;
 
@@ -18,6 +36,7 @@ export function legacyRealtimeRoutes(router: Router, deps: FeedDeps): void {
 
   router.post('/en/:zoneID/events', async (ctx) => {
     const { zone, offer } = await legacyGate(deps, ctx, 'events');
+    await refuseHostileBody(ctx, config.maxBodyBytes);
     const { start, end } = recentWindow(ctx.query, clock.now());
     const v12 = offer.version === '1.2';
     await streamFeed(ctx, {

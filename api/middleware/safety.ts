@@ -9,6 +9,7 @@ import type { Logger } from '../../lib/log.js';
 import { redactUrl } from '../../lib/log.js';
 import client from 'prom-client';
 import { metrics } from '../../lib/metrics.js';
+import { closeIfBodyUnread, isClientAborted } from '../../lib/http/body.js';
 
 type Series = { count: client.Counter.Internal; duration: client.Histogram.Internal<string> };
 
@@ -53,7 +54,7 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
       s.duration.observe(ms / 1000);
       if (logEnabled || status >= 500) {
         const l = lineLog ? lineLog() : log.child({ requestId });
-        l[status >= 500 ? 'error' : 'info']({ method, url: redactUrl(url), status, ms }, 'request');
+        l[status >= 500 ? 'error' : 'info']({ method, url: redactUrl(url), status, ms }, status === 499 ? 'request aborted by the client' : 'request');
       }
     },
   };
@@ -77,9 +78,15 @@ export function safety(log: Logger, host = 'main'): Koa.Middleware {
       },
     });
     ctx.set('X-Request-Id', requestId);
+    // 499 (the nginx convention): the client went away mid-body; not a server error in logs or metrics
+    let aborted = false;
     try {
       await next();
     } catch (err) {
+      if (isClientAborted(err)) {
+        aborted = true;
+        return;
+      }
       const e = err as { status?: number; expose?: boolean; message?: string };
       const status = typeof e.status === 'number' && e.status >= 400 && e.status < 600 ? e.status : 500;
       if (status >= 500) ctx.state.log.error({ err }, 'unhandled error');
@@ -88,8 +95,9 @@ export function safety(log: Logger, host = 'main'): Koa.Middleware {
       ctx.body = { status, error: status >= 500 ? 'internal server error' : e.expose && e.message ? e.message : 'request failed' };
     } finally {
       // label by the matched route pattern, never the raw path (ids would explode cardinality)
-      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 ? 'unmatched' : 'other');
-      telemetry.finish(started, ctx.method, String(route), ctx.status, ctx.originalUrl, requestId, () => ctx.state.log);
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 && !aborted ? 'unmatched' : 'other');
+      if (!aborted) closeIfBodyUnread(ctx);
+      telemetry.finish(started, ctx.method, String(route), aborted ? 499 : ctx.status, ctx.originalUrl, requestId, () => ctx.state.log);
     }
   };
 }

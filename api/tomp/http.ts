@@ -8,6 +8,7 @@ import { DbError } from '../../lib/db.js';
 import type { Logger } from '../../lib/log.js';
 import { compile, describeErrors, containsNul } from '../../lib/validate.js';
 import { TompError } from '../../lib/tomp/errors.js';
+import { BodyRefused, MAX_JSON_DEPTH, isClientAborted, readJsonBody } from '../../lib/http/body.js';
 
 /** First middleware of the family: every failure leaves as a TOMP error object, never a stack trace. */
 export function renderErrors(log: Logger): Koa.Middleware {
@@ -26,6 +27,8 @@ export function renderErrors(log: Logger): Koa.Middleware {
 }
 
 function toTompError(err: unknown, log: Logger): TompError {
+  // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
+  if (isClientAborted(err)) throw err;
   if (err instanceof TompError) {
     if (err.status >= 500 && err.status !== 503) log.error({ err }, 'tomp request failed');
     return err;
@@ -38,30 +41,28 @@ function toTompError(err: unknown, log: Logger): TompError {
   return new TompError(500, 'internal error');
 }
 
-/** Reads the whole body as JSON, refusing more than `limit` bytes (413) and anything that is not JSON (400). */
+/**
+ * Reads the whole body as JSON (lib/http/body.ts): more than `limit` bytes → 413, nesting deeper than
+ * MAX_JSON_DEPTH or anything that is not JSON → 400, checked before any parsing or validation.
+ */
 export async function readJson(ctx: Koa.Context, limit: number): Promise<unknown> {
-  const declared = Number(ctx.get('content-length'));
-  if (Number.isFinite(declared) && declared > limit) throw new TompError(413, `request body larger than ${limit} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    // keep draining (without storing) so that the client still reads our 413 on this connection
-    if (size <= limit) chunks.push(chunk as Buffer);
-  }
-  if (size > limit) throw new TompError(413, `request body larger than ${limit} bytes`);
-  if (size === 0) throw new TompError(400, 'a JSON request body is required');
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new TompError(400, 'malformed JSON in request body');
+    value = await readJsonBody(ctx, limit);
+  } catch (err) {
+    if (err instanceof BodyRefused) {
+      throw err.reason === 'too_large'
+        ? new TompError(413, `request body larger than ${limit} bytes`)
+        : new TompError(400, `request body nested deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    if (err instanceof SyntaxError) throw new TompError(400, 'malformed JSON in request body');
+    throw err;
   }
+  if (value === undefined) throw new TompError(400, 'a JSON request body is required');
   // Postgres text cannot hold U+0000: refuse it here rather than fail in the database with a 500
   if (containsNul(value)) throw new TompError(400, 'strings in the request body must not contain NUL (\\u0000) characters');
   return value;
 }
-
 
 /** Validates `body` against a schemas/tomp schema; 400 with a short description of what is wrong. */
 export function validated<T>(schema: object, body: unknown): T {

@@ -58,13 +58,20 @@ export async function revokeFeedClient(db: Queryable, clientId: string, at: Date
   return (res.rowCount ?? 0) > 0;
 }
 
+export type ClientStanding = 'active' | 'revoked' | 'unknown';
+
 /**
- * The ids of revoked clients, loaded with one query for all and refreshed when older than
+ * The standing of every feed client, loaded with one query for all and refreshed when older than
  * `refreshMs` (default 30 s) by the clock, so a revocation takes effect within 60 s in every process
- * without a query per request. Concurrent callers share one refresh.
+ * without a query per request. A token is only as good as its client: one whose client id is not in
+ * the table (deleted, or never created) is refused like a revoked one. An id not in the loaded set
+ * is looked up once by primary key (a client created a moment ago works at once) and the answer
+ * kept until the next refresh; only the holder of the signing secret can present such ids, so this
+ * costs nothing in normal traffic. Concurrent callers share one refresh.
  */
 export class RevokedClients {
-  private ids = new Set<string>();
+  /** client id → revoked; `undefined` values: looked up and absent */
+  private standings = new Map<string, boolean | undefined>();
   private loadedAt = -Infinity;
   private inflight: Promise<void> | undefined;
   private readonly refreshMs: number;
@@ -77,17 +84,27 @@ export class RevokedClients {
     this.refreshMs = opts.refreshMs ?? 30_000;
   }
 
-  async isRevoked(clientId: string): Promise<boolean> {
+  async standing(clientId: string): Promise<ClientStanding> {
     if (this.clock.now().getTime() - this.loadedAt >= this.refreshMs) await this.refresh();
-    return this.ids.has(clientId);
+    if (!this.standings.has(clientId)) {
+      const row = await this.db.maybeOne(q('FeedClientStanding'), [clientId, this.clock.now()]);
+      this.standings.set(clientId, row ? (row.revoked as boolean) : undefined);
+    }
+    const revoked = this.standings.get(clientId);
+    return revoked === undefined ? 'unknown' : revoked ? 'revoked' : 'active';
+  }
+
+  /** True unless the client exists and is not revoked. */
+  async isRevoked(clientId: string): Promise<boolean> {
+    return (await this.standing(clientId)) !== 'active';
   }
 
   refresh(): Promise<void> {
     this.inflight ??= (async () => {
       try {
         const now = this.clock.now();
-        const rows = await this.db.many(q('FeedRevokedClients'), [now]);
-        this.ids = new Set(rows.map((r) => r.client_id as string));
+        const rows = await this.db.many(q('FeedClientStandings'), [now]);
+        this.standings = new Map(rows.map((r) => [r.client_id as string, r.revoked as boolean]));
         this.loadedAt = now.getTime();
       } finally {
         this.inflight = undefined;

@@ -20,6 +20,8 @@ const HEADERS: Partial<Record<number, Record<string, Header>>> = {
     'X-RateLimit-Limit': header('requests per minute allowed for the key', { type: 'integer' }),
     'X-RateLimit-Remaining': header('requests left in the current minute', { type: 'integer' }),
   },
+  // RFC 9110 §15.5.6; the business 405s (UserTooFarFromVehicle, ZoneIsSleeping ...) carry it too
+  405: { Allow: header('the methods of this endpoint, e.g. `POST`', { type: 'string' }, true) },
   503: { 'Retry-After': RETRY_AFTER },
 };
 

@@ -9,8 +9,13 @@ INSERT INTO feed_clients (client_id, secret_hash, role, zones, label) VALUES ($1
 -- name: FeedClientRevoke
 UPDATE feed_clients SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL;
 
--- name: FeedRevokedClients
-SELECT client_id FROM feed_clients WHERE revoked_at IS NOT NULL AND revoked_at <= $1;
+-- name: FeedClientStandings
+-- every client id, and whether it is revoked as of $1; an id missing here has no valid tokens
+SELECT client_id, (revoked_at IS NOT NULL AND revoked_at <= $1) AS revoked FROM feed_clients;
+
+-- name: FeedClientStanding
+-- one client id not in the loaded standings (created since, or never): whether it exists and is revoked
+SELECT (revoked_at IS NOT NULL AND revoked_at <= $2) AS revoked FROM feed_clients WHERE client_id = $1;
 
 -- name: FeedZones
 SELECT id, created_at FROM zones;

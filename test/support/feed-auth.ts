@@ -36,8 +36,14 @@ export async function insertClient(db: Queryable, clientId: string, role: Role, 
   return createFeedClient(db, { clientId, role, zones, secret });
 }
 
-/** A signed token without going through the endpoint (what the endpoint would issue). */
+/**
+ * A signed token without going through the endpoint (what the endpoint would issue). A token is only
+ * as good as its client (api/feeds/auth.ts), so the client is created first when it does not exist.
+ */
 export async function tokenFor(ctx: AppContext, clientId: string, role: Role, zones: string[] | null = null): Promise<string> {
+  const exists = await ctx.db.maybeOne('SELECT 1 FROM feed_clients WHERE client_id = $1', [clientId]);
+  // tokens minted in parallel for one id: the first insert wins, the others find it there
+  if (!exists) await insertClient(ctx.db, clientId, role, zones).catch((err) => (/unique|duplicate/i.test(String(err?.message ?? err)) ? undefined : Promise.reject(err)));
   return (await issueFeedToken(ctx.config, ctx.clock, { clientId, role, zones })).accessToken;
 }
 

@@ -2,11 +2,14 @@
  * Mocha global fixture: builds the migrated template database once before any test file runs, and
  * says clearly when the official specs are absent.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { ensureTemplate } from './db.js';
 import { SPECS_DIR } from '../../lib/paths.js';
 
 process.env.NODE_ENV = 'test';
+// a random signing secret of this run, inherited by the processes tests start (bin/run.ts, publisher)
+process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
 
 export async function mochaGlobalSetup(): Promise<void> {
   await ensureTemplate();

@@ -151,6 +151,8 @@ export function expectError(res: Response, status: number, code: string, detail?
   expect(e.code).to.equal(code);
   expect(e.title).to.be.a('string').and.not.empty;
   if (detail) expect(e.detail).to.equal(detail);
+  // RFC 9110: every 405, the business ones included, names the allowed methods
+  if (status === 405) expect(res.headers.allow, `Allow of a 405 ${code}`).to.match(/^[A-Z]+(, [A-Z]+)*$/);
   return e;
 }
 
