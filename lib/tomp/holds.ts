@@ -36,6 +36,7 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
     if (isSleeping({ timezone: c.timezone, sleepWindows: c.sleep_windows, status: c.zone_status }, i.now)) {
       throw notPossible('the zone is sleeping: no trips can start now', 'ZoneIsSleeping');
     }
+    if (!c.start_allowed) throw notPossible('the zone does not permit rentals where the vehicle stands', 'ZoneIsSleeping');
     if (c.status !== 'ready' || c.mds_state !== 'available' || c.battery_percent < c.min_battery_percent) {
       throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
     }

@@ -49,7 +49,8 @@ RETURNING id, blocked;
 -- name: TompHoldCheck
 -- why a vehicle could not be held for a pending booking; $2/$3 the caller's from lng/lat
 SELECT v.status, v.mds_state, v.battery_percent, v.zone_id, ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
-       z.licence_verification_required, z.status AS zone_status, z.sleep_windows, z.timezone, z.min_battery_percent, z.unlock_distance_m,
+       z.licence_verification_required, z.status AS zone_status,
+       (zone_rules_at(v.zone_id, ST_X(v.location), ST_Y(v.location), v.vehicle_type_id)).ride_start_allowed AS start_allowed, z.sleep_windows, z.timezone, z.min_battery_percent, z.unlock_distance_m,
        ST_Distance(v.location::geography, ST_SetSRID(ST_MakePoint($2, $3), 4326)::geography) AS distance_m
   FROM vehicles v JOIN zones z ON z.id = v.zone_id
  WHERE v.id = $1;
