@@ -9,7 +9,7 @@
  * - GET /v1/pricing/vehicle/:id: PartnerVehicleById;
  * - POST /v1/rental/start: BEGIN, RentalUserForStart, RentalLockVehicleForStart, RentalInsert,
  *   FleetInsertEventSetState, RentalGet, COMMIT (the engine's transaction, lib/rentals/engine.ts);
- * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, RentalParkingAt, RentalEnd,
+ * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, ZoneRulesAt, RentalEnd,
  *   FleetInsertEventSetState, RentalGet, COMMIT.
  * The key is checked against the api_keys table once per key and then held in a Map (the API
  * caches verified keys too). What the floor leaves out is what the API adds on top: routing,
@@ -80,8 +80,8 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
       const now = new Date();
       const r = (await c.query(prepared('RentalLockForEnd', [rentalId, partnerId]))).rows[0];
       if (!r || r.state !== 'RUNNING') return undefined;
-      const parking = (await c.query(prepared('RentalParkingAt', [r.zone_id, r.lng, r.lat, r.form_factor]))).rows[0];
-      if (!parking || parking.in_no_parking) return undefined;
+      const parking = (await c.query(prepared('ZoneRulesAt', [r.zone_id, r.lng, r.lat, r.vehicle_type_id]))).rows[0];
+      if (!parking || !parking.ride_end_allowed) return undefined;
       const durationMs = now.getTime() - (r.started_at as Date).getTime();
       const cost = computeCost({
         startPrice: r.start_price ?? 0, pricePerMinute: r.price_per_minute ?? 0, vatRate: Number(r.vat_rate), durationSeconds: durationMs / 1000,

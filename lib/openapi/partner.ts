@@ -114,7 +114,7 @@ export function partnerDocument(opts: { publicBaseUrl: string }): OpenApiDocumen
         operationId: 'startRental',
         summary: 'Start a rental',
         description:
-          'Unlocks the vehicle and starts a rental for the user. A user can rent one vehicle at a time; vehicles cannot be pre-booked. `beginnersMode` limits the speed to the zone’s reduced speed.',
+          'Unlocks the vehicle and starts a rental for the user. A user can rent one vehicle at a time; vehicles cannot be pre-booked. `beginnersMode` limits the speed to the zone’s reduced speed. Where the vehicle stands the zone rules must permit a start (GBFS `ride_start_allowed`: inside the operations areas, outside no-riding areas); else 405 ZoneIsSleeping "zone not permitting rentals".',
         tag: 'Rentals',
         body: {
           schema: oas(StartRentalBody),
@@ -136,7 +136,8 @@ export function partnerDocument(opts: { publicBaseUrl: string }): OpenApiDocumen
       post: op({
         operationId: 'endRental',
         summary: 'End a rental',
-        description: 'Locks the vehicle and returns the ended rental with its final cost and `photoUploadURL`. The body may be empty.',
+        description:
+          'Locks the vehicle and returns the ended rental with its final cost and `photoUploadURL`. The body may be empty. Ending must be permitted where the vehicle stands, by the same zone rules the GBFS geofencing_zones publish (`ride_end_allowed`): never outside the zone\'s operations areas, nor in no-parking or no-riding areas, and only inside a parking spot in a parking-spot zone; else 405 FailedToEndRentalNoParking.',
         tag: 'Rentals',
         parameters: [pathParam('rentalId', 'rental id (UUID v4)', UUID_V4)],
         body: { schema: oas(EndRentalBody), required: false, example: { userEndLocation: { latitude: 40.4169, longitude: -3.7035 } } },

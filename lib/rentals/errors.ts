@@ -63,6 +63,9 @@ export const ERRORS = {
 
 export type RentalErrorCode = keyof typeof ERRORS;
 
+/** The detail of the error table's second ZoneIsSleeping row: the zone rules forbid a start where the vehicle stands. */
+export const ZONE_NOT_PERMITTING = 'zone not permitting rentals';
+
 export class RentalError extends Error {
   readonly status: number;
   readonly detail: string;

@@ -31,7 +31,7 @@ export async function submitParkingPhoto(ctx: AppContext, rentalId: string, byte
   const check = await checkPhoto(bytes);
   if (!check.ok && check.reason === 'not-jpeg') throw new RentalError('InvalidParkingPhoto', { detail: 'photo is not a complete, readable JPEG image' });
 
-  const decision: PhotoDecision = check.ok ? (await parkingAt(ctx.db, r.zone_id, { lat: r.lat, lng: r.lng }, r.form_factor)).decision : 'bad-photo';
+  const decision: PhotoDecision = check.ok ? (await parkingAt(ctx.db, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id)).decision : 'bad-photo';
   const key = `photos/${rentalId}/${now.getTime()}.jpg`;
   await ctx.store.put(key, bytes, { contentType: 'image/jpeg' });
   const recorded = await ctx.db.maybeOne(q('RentalRecordPhoto'), [rentalId, key, decision, now]);
