@@ -44,7 +44,7 @@ export async function maintainPartitions(ctx: AppContext): Promise<PartitionRun>
   return { ahead, onDemand };
 }
 
-export function retentionDays(ctx: AppContext, table: HistoryTable): number {
+export function retentionDays(ctx: { config: AppContext['config'] }, table: HistoryTable): number {
   const r = ctx.config.retention;
   return table === 'events' ? r.eventsDays : table === 'trips' ? r.tripsDays : r.telemetryDays;
 }
@@ -85,4 +85,40 @@ export async function applyRetention(ctx: AppContext): Promise<RetentionRun> {
 export async function maintainHistory(ctx: AppContext): Promise<PartitionRun & RetentionRun> {
   const partitions = await maintainPartitions(ctx);
   return { ...partitions, ...(await applyRetention(ctx)) };
+}
+
+export interface HistoryTableStatus {
+  table: HistoryTable;
+  retentionDays: number;
+  /** daily partitions held (the DEFAULT partition not counted) */
+  partitions: number;
+  /** first and last UTC day with a partition, null without any */
+  oldestDay: string | null;
+  newestDay: string | null;
+  /** bytes of the table's partitions with their indexes, DEFAULT included */
+  bytes: number;
+  /** rows of hours before this were dropped by retention: served from the published files only */
+  droppedBefore: Date | null;
+  droppedPartitions: number;
+}
+
+/** What each history table retains: `make publish-status` and the history_* metrics. */
+export async function historyStatus(ctx: { db: AppContext['db']; config: AppContext['config'] }): Promise<HistoryTableStatus[]> {
+  const parts = await ctx.db.many<{ parent: HistoryTable; day: string | null; bytes: string }>(q('HistoryPartitions'));
+  const marks = await ctx.db.many<{ source: HistoryTable; dropped_before: Date; dropped_partitions: number }>(q('HistoryRetention'));
+  return HISTORY_TABLES.map((table) => {
+    const mine = parts.filter((p) => p.parent === table);
+    const days = mine.map((p) => p.day).filter((d): d is string => d !== null).sort();
+    const mark = marks.find((m) => m.source === table);
+    return {
+      table,
+      retentionDays: retentionDays(ctx, table),
+      partitions: days.length,
+      oldestDay: days[0] ?? null,
+      newestDay: days[days.length - 1] ?? null,
+      bytes: mine.reduce((n, p) => n + Number(p.bytes), 0),
+      droppedBefore: mark?.dropped_before ?? null,
+      droppedPartitions: mark?.dropped_partitions ?? 0,
+    };
+  });
 }
