@@ -25,6 +25,12 @@ function formatStatus(s: PublishStatus): string {
   lines.push('', `feeds: ${short.join('  ')}`, 'legend: ✓ published  D dirty (republish pending)  F failed  P pending  · missing', '');
   lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   for (const f of s.failures) lines.push(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
+  lines.push('', 'history retained in Postgres (older hours are served from their published files):');
+  for (const h of s.history) {
+    const range = h.oldestDay ? `${h.oldestDay} … ${h.newestDay}` : 'no partitions';
+    const archived = h.droppedBefore ? `, archived before ${h.droppedBefore.toISOString()} (${h.droppedPartitions} partitions dropped)` : '';
+    lines.push(`  ${h.table.padEnd(10)} ${String(h.partitions).padStart(4)} days ${range}, ${(h.bytes / 1048576).toFixed(1)} MiB, retention ${h.retentionDays} days${archived}`);
+  }
   return lines.join('\n');
 }
 
