@@ -66,7 +66,7 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
       const now = new Date();
       const user = (await c.query(prepared('RentalUserForStart', [body.userId, partnerId]))).rows[0];
       const v = (await c.query(prepared('RentalLockVehicleForStart', [body.vehicleId, null, null, now, partnerId, body.userId]))).rows[0];
-      if (!user || user.running || !v || v.status !== 'ready' || v.has_running_rental) return undefined;
+      if (!user || user.running || !v || !v.start_allowed || v.status !== 'ready' || v.has_running_rental) return undefined;
       const ins = (await c.query(prepared('RentalInsert', [
         partnerId, body.userId, body.vehicleId, 'partner', false, false, null, 'solo', v.currency, v.vat_rate, v.start_price, v.price_per_minute, now, null, null,
       ]))).rows[0];
