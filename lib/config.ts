@@ -34,6 +34,8 @@ export interface Config {
   readonly logLevel: string;
   readonly publishLatenessSeconds: number;
   readonly tokenTtlSeconds: number;
+  /** Token endpoints (lib/auth/token-guard.ts): failed authentications per minute before 429, and the bound of concurrent secret checks. */
+  readonly tokenAuth: { readonly failuresPerClient: number; readonly failuresPerAddress: number; readonly hashConcurrency: number; readonly hashQueue: number };
   readonly rateLimitPerMinute: number;
   readonly maxBodyBytes: number;
   readonly maxPhotoBytes: number;
@@ -162,6 +164,14 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, envName === 'test' ? 'silent' : 'info'),
     publishLatenessSeconds: int(env, 'PUBLISH_LATENESS_SECONDS', 300, 0, 86400),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 900, 1, 86400),
+    // the failure throttle is effectively off under NODE_ENV=test, where suites send thousands of bad
+    // credentials from one address on purpose; the throttle's own test sets low limits
+    tokenAuth: Object.freeze({
+      failuresPerClient: int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT', envName === 'test' ? 1_000_000 : 5, 1),
+      failuresPerAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_ADDRESS', envName === 'test' ? 1_000_000 : 30, 1),
+      hashConcurrency: int(env, 'TOKEN_HASH_CONCURRENCY', 1, 1, 64),
+      hashQueue: int(env, 'TOKEN_HASH_QUEUE', envName === 'test' ? 10_000 : 8, 0, 100_000),
+    }),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 4000, 1),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024),
     maxPhotoBytes: int(env, 'MAX_PHOTO_BYTES', 10 * 1024 * 1024, 1024),
