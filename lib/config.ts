@@ -25,6 +25,12 @@ export interface Config {
   readonly port: number;
   readonly legacyPort: number;
   readonly host: string;
+  /**
+   * Prometheus metrics: served on their own listener (METRICS_HOST:METRICS_PORT, loopback by
+   * default), never on the public hosts, unless METRICS_TOKEN is set: then the main host serves
+   * /metrics too, to `Authorization: Bearer <METRICS_TOKEN>` only.
+   */
+  readonly metrics: { readonly host: string; readonly port: number; readonly token: string | undefined };
   readonly publicBaseUrl: string;
   readonly publicLegacyUrl: string;
   /** HMAC key for signed photo/receipt URLs and feed access tokens. */
@@ -109,6 +115,13 @@ function signingSecretOf(env: Env): string {
   return secret;
 }
 
+function metricsToken(env: Env): string | undefined {
+  const token = env.METRICS_TOKEN;
+  if (token === undefined || token === '') return undefined;
+  if (token.length < 16) throw new ConfigError('METRICS_TOKEN must be at least 16 characters');
+  return token;
+}
+
 function secretFromFile(file: string): string {
   try {
     mkdirSync(dirname(file), { recursive: true });
@@ -156,6 +169,12 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     legacyPort,
     host: str(env, 'HOST', '127.0.0.1'),
+    metrics: Object.freeze({
+      host: str(env, 'METRICS_HOST', '127.0.0.1'),
+      // tests start many entry points side by side: a fixed default port would collide
+      port: int(env, 'METRICS_PORT', envName === 'test' ? 0 : 9464, 0, 65535),
+      token: metricsToken(env),
+    }),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
     publicLegacyUrl: url(env, 'PUBLIC_LEGACY_URL', `http://localhost:${legacyPort}`),
     signingSecret,
