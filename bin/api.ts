@@ -52,11 +52,11 @@ async function worker(config: Config): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'api' });
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
   const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
-    listenOrExit(withHotPath(app), port, config.host, variable);
+    listenOrExit(withHotPath(app), port, config.host, variable, config.http);
   const servers = [
     await listen(buildApp(ctx), config.port, 'PORT'),
     await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'),
-    await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT'),
+    await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http),
   ];
   if (cluster.isPrimary) console.log(`api on ${config.host}:${config.port} (legacy :${config.legacyPort})`);
   let stopping = false;

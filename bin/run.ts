@@ -39,10 +39,10 @@ async function main(): Promise<void> {
   const servers: Server[] = [];
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
   const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
-    listenOrExit(withHotPath(app), port, config.host, variable);
+    listenOrExit(withHotPath(app), port, config.host, variable, config.http);
   servers.push(await listen(buildApp(ctx), config.port, 'PORT'));
   servers.push(await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'));
-  servers.push(await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT'));
+  servers.push(await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http));
 
   const { startPublisher } = await import('../publisher/index.js');
   const publisher = await startPublisher(ctx, { cron: true });

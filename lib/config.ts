@@ -46,6 +46,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly maxPhotoBytes: number;
   readonly shutdownTimeoutMs: number;
+  /** Server timeouts of every listener (lib/http/listen.ts): no client holds a connection past them. */
+  readonly http: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number; readonly keepAliveTimeoutMs: number; readonly connectionsCheckingIntervalMs: number };
   /** `make run` drives the demo fleet with the live simulator unless LIVE_SIMULATOR=false */
   readonly liveSimulator: boolean;
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
@@ -113,6 +115,19 @@ function signingSecretOf(env: Env): string {
   }
   if (secret.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
   return secret;
+}
+
+function httpTimeouts(env: Env): Config['http'] {
+  const headersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  // a 10 MB parking photo over a slow mobile link still fits in a minute
+  const requestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  return Object.freeze({
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    connectionsCheckingIntervalMs: int(env, 'HTTP_CONNECTIONS_CHECK_MS', 1_000, 10, 60_000),
+  });
 }
 
 function metricsToken(env: Env): string | undefined {
@@ -195,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024),
     maxPhotoBytes: int(env, 'MAX_PHOTO_BYTES', 10 * 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0),
+    http: httpTimeouts(env),
     liveSimulator: oneOf(env, 'LIVE_SIMULATOR', ['true', 'false'] as const, 'true') === 'true',
     feedCacheBytes: int(env, 'FEED_CACHE_BYTES', 64 * 1024 * 1024, 0),
     gateway: Object.freeze({
