@@ -1,7 +1,7 @@
 /**
  * The two HTTP hosts. The main host (PORT) serves the partner rental API (/v1, /v2), TOMP
- * (/edge/tomp), the feeds (/v1/partner-apis, /gbfs/v2) and ops routes (/healthz, /readyz,
- * /metrics, /openapi, /docs). The legacy MDS host (LEGACY_PORT) serves /token and /en/{zoneID}.
+ * (/edge/tomp), the feeds (/v1/partner-apis, /gbfs/v2) and ops routes (/healthz, /readyz, /openapi,
+ * /docs; /metrics only with METRICS_TOKEN). Metrics have their own loopback listener (buildMetricsApp). The legacy MDS host (LEGACY_PORT) serves /token and /en/{zoneID}.
  * Each family is a router with its own error format; the order below puts the more specific
  * prefixes first so that `/v1/partner-apis` never reaches the partner API's 404.
  *
@@ -22,7 +22,7 @@ import { partnerRoutes } from './partner/router.js';
 import { tompRoutes } from './tomp/router.js';
 import { feedRoutes } from './feeds/router.js';
 import { legacyRoutes } from './legacy/router.js';
-import { opsRoutes } from './ops/router.js';
+import { metricsRoutes, opsRoutes } from './ops/router.js';
 import { publicRoutes } from './public/router.js';
 import { docsRoutes } from './docs/router.js';
 import { admissionFor } from '../lib/http/admission.js';
@@ -54,6 +54,15 @@ export function buildLegacyApp(ctx: AppContext): Koa {
   const feeds = buildFeedDeps(ctx);
   hotPaths.set(app, hourFileHotPath(feeds, LEGACY_HOT_FILES, requestTelemetry(ctx.log, 'legacy')));
   app.use(legacyRoutes(ctx, feeds));
+  return app;
+}
+
+/** The metrics listener (METRICS_HOST:METRICS_PORT, loopback by default): GET /metrics only. */
+export function buildMetricsApp(ctx: AppContext): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  app.use(safety(ctx.log, 'metrics'));
+  app.use(metricsRoutes());
   return app;
 }
 

@@ -17,7 +17,7 @@ import { listenOrExit } from '../lib/http/listen.js';
 import { availableParallelism } from 'node:os';
 import { loadConfigOrExit, ConfigError, type Config } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
-import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
+import { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } from '../api/app.js';
 
 function workerCount(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 1;
@@ -52,8 +52,12 @@ async function worker(config: Config): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'api' });
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
   const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
-    listenOrExit(withHotPath(app), port, config.host, variable);
-  const servers = [await listen(buildApp(ctx), config.port, 'PORT'), await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT')];
+    listenOrExit(withHotPath(app), port, config.host, variable, config.http);
+  const servers = [
+    await listen(buildApp(ctx), config.port, 'PORT'),
+    await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'),
+    await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http),
+  ];
   if (cluster.isPrimary) console.log(`api on ${config.host}:${config.port} (legacy :${config.legacyPort})`);
   let stopping = false;
   const stop = async () => {

@@ -9,7 +9,7 @@ import { listenOrExit } from '../lib/http/listen.js';
 import { loadConfigOrExit, type Config } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
-import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
+import { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } from '../api/app.js';
 
 async function main(): Promise<void> {
   const { config } = loadConfigOrExit();
@@ -39,9 +39,10 @@ async function main(): Promise<void> {
   const servers: Server[] = [];
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
   const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
-    listenOrExit(withHotPath(app), port, config.host, variable);
+    listenOrExit(withHotPath(app), port, config.host, variable, config.http);
   servers.push(await listen(buildApp(ctx), config.port, 'PORT'));
   servers.push(await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'));
+  servers.push(await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http));
 
   const { startPublisher } = await import('../publisher/index.js');
   const publisher = await startPublisher(ctx, { cron: true });
@@ -87,7 +88,8 @@ function printBanner(config: Config, seeded: boolean): void {
   Insurance trips      ${b}/v1/partner-apis/insurance/{zone}/trips   X-Access-Token: demo-insurer-key
   Legacy MDS host      ${l}/token   ${l}/en/{zone}/...
   API docs             ${b}/docs
-  Health / metrics     ${b}/healthz  ${b}/readyz  ${b}/metrics
+  Health               ${b}/healthz  ${b}/readyz
+  Metrics              http://${config.metrics.host}:${config.metrics.port}/metrics (not on the public host${config.metrics.token ? '; there with METRICS_TOKEN' : ''})
 
   Demo zones: berlin (free-floating), copenhagen (parking spots). Ctrl-C stops everything.
 `);

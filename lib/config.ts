@@ -25,6 +25,12 @@ export interface Config {
   readonly port: number;
   readonly legacyPort: number;
   readonly host: string;
+  /**
+   * Prometheus metrics: served on their own listener (METRICS_HOST:METRICS_PORT, loopback by
+   * default), never on the public hosts, unless METRICS_TOKEN is set: then the main host serves
+   * /metrics too, to `Authorization: Bearer <METRICS_TOKEN>` only.
+   */
+  readonly metrics: { readonly host: string; readonly port: number; readonly token: string | undefined };
   readonly publicBaseUrl: string;
   readonly publicLegacyUrl: string;
   /** HMAC key for signed photo/receipt URLs and feed access tokens. */
@@ -34,10 +40,14 @@ export interface Config {
   readonly logLevel: string;
   readonly publishLatenessSeconds: number;
   readonly tokenTtlSeconds: number;
+  /** Token endpoints (lib/auth/token-guard.ts): failed authentications per minute before 429, and the bound of concurrent secret checks. */
+  readonly tokenAuth: { readonly failuresPerClient: number; readonly failuresPerAddress: number; readonly hashConcurrency: number; readonly hashQueue: number };
   readonly rateLimitPerMinute: number;
   readonly maxBodyBytes: number;
   readonly maxPhotoBytes: number;
   readonly shutdownTimeoutMs: number;
+  /** Server timeouts of every listener (lib/http/listen.ts): no client holds a connection past them. */
+  readonly http: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number; readonly keepAliveTimeoutMs: number; readonly connectionsCheckingIntervalMs: number };
   /** `make run` drives the demo fleet with the live simulator unless LIVE_SIMULATOR=false */
   readonly liveSimulator: boolean;
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
@@ -114,6 +124,26 @@ function signingSecretOf(env: Env): string {
   return secret;
 }
 
+function httpTimeouts(env: Env): Config['http'] {
+  const headersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  // a 10 MB parking photo over a slow mobile link still fits in a minute
+  const requestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  return Object.freeze({
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+    connectionsCheckingIntervalMs: int(env, 'HTTP_CONNECTIONS_CHECK_MS', 1_000, 10, 60_000),
+  });
+}
+
+function metricsToken(env: Env): string | undefined {
+  const token = env.METRICS_TOKEN;
+  if (token === undefined || token === '') return undefined;
+  if (token.length < 16) throw new ConfigError('METRICS_TOKEN must be at least 16 characters');
+  return token;
+}
+
 function secretFromFile(file: string): string {
   try {
     mkdirSync(dirname(file), { recursive: true });
@@ -161,6 +191,12 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     legacyPort,
     host: str(env, 'HOST', '127.0.0.1'),
+    metrics: Object.freeze({
+      host: str(env, 'METRICS_HOST', '127.0.0.1'),
+      // tests start many entry points side by side: a fixed default port would collide
+      port: int(env, 'METRICS_PORT', envName === 'test' ? 0 : 9464, 0, 65535),
+      token: metricsToken(env),
+    }),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
     publicLegacyUrl: url(env, 'PUBLIC_LEGACY_URL', `http://localhost:${legacyPort}`),
     signingSecret,
@@ -169,10 +205,19 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, envName === 'test' ? 'silent' : 'info'),
     publishLatenessSeconds: int(env, 'PUBLISH_LATENESS_SECONDS', 300, 0, 86400),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 900, 1, 86400),
+    // the failure throttle is effectively off under NODE_ENV=test, where suites send thousands of bad
+    // credentials from one address on purpose; the throttle's own test sets low limits
+    tokenAuth: Object.freeze({
+      failuresPerClient: int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT', envName === 'test' ? 1_000_000 : 5, 1),
+      failuresPerAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_ADDRESS', envName === 'test' ? 1_000_000 : 30, 1),
+      hashConcurrency: int(env, 'TOKEN_HASH_CONCURRENCY', 1, 1, 64),
+      hashQueue: int(env, 'TOKEN_HASH_QUEUE', envName === 'test' ? 10_000 : 8, 0, 100_000),
+    }),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 4000, 1),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024),
     maxPhotoBytes: int(env, 'MAX_PHOTO_BYTES', 10 * 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0),
+    http: httpTimeouts(env),
     liveSimulator: oneOf(env, 'LIVE_SIMULATOR', ['true', 'false'] as const, 'true') === 'true',
     feedCacheBytes: int(env, 'FEED_CACHE_BYTES', 64 * 1024 * 1024, 0),
     gateway: Object.freeze({

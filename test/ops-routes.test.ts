@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import request from 'supertest';
 import { useTestContext } from './support/context.js';
-import { buildApp } from '../api/app.js';
+import { buildApp, buildLegacyApp, buildMetricsApp } from '../api/app.js';
+import { testConfig } from '../lib/config.js';
 import { registerDbCollectors } from '../lib/metrics.js';
 
 describe('health, readiness and metrics', () => {
@@ -30,7 +31,7 @@ describe('health, readiness and metrics', () => {
       VALUES ('mds_trips', '2.0', 'mz', '2026-01-01T00:00:00', 'k', 's', 0, true)`);
     const app = buildApp(t.ctx).callback();
     await request(app).get('/v1/user/id/not-a-uuid');
-    const res = await request(app).get('/metrics');
+    const res = await request(buildMetricsApp(t.ctx).callback()).get('/metrics');
     expect(res.status).to.equal(200);
     expect(res.headers['content-type']).to.match(/text\/plain/);
     for (const name of ['http_requests_total', 'http_request_duration_seconds', 'rentals_started_total', 'rentals_ended_total', 'photo_decisions_total',
@@ -41,5 +42,29 @@ describe('health, readiness and metrics', () => {
     expect(res.text).to.match(/feed_dirty_hours 1\b/);
     // ids never become label values: the route pattern does
     expect(res.text).not.to.contain('not-a-uuid');
+  });
+
+  it('/metrics is not public: 404 on the public hosts without METRICS_TOKEN, 401 without its bearer with it', async () => {
+    const main = request(buildApp(t.ctx).callback());
+    for (const path of ['/metrics', '/metrics/', '/METRICS']) expect((await main.get(path)).status, path).to.equal(404);
+    expect((await main.get('/metrics').set('Authorization', 'Bearer anything')).status).to.equal(404);
+    expect((await request(buildLegacyApp(t.ctx).callback()).get('/metrics')).status).to.be.oneOf([404, 406]);
+    // the metrics listener serves them; it binds METRICS_HOST, loopback unless configured otherwise
+    expect(t.ctx.config.metrics.host).to.equal('127.0.0.1');
+    expect((await request(buildMetricsApp(t.ctx).callback()).get('/metrics')).status).to.equal(200);
+    expect((await request(buildMetricsApp(t.ctx).callback()).get('/healthz')).status).to.equal(404);
+
+    const token = 'metrics-token-0123456789';
+    const guarded = request(buildApp({ ...t.ctx, config: testConfig({ ...process.env, DATABASE_URL: t.ctx.config.databaseUrl, METRICS_TOKEN: token }) }).callback());
+    const none = await guarded.get('/metrics');
+    expect(none.status).to.equal(401);
+    expect(none.headers['www-authenticate']).to.equal('Bearer realm="metrics"');
+    expect(none.text).not.to.contain('http_requests_total');
+    for (const auth of [`Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`, token, `Basic ${token}`]) {
+      expect((await guarded.get('/metrics').set('Authorization', auth)).status, auth).to.equal(401);
+    }
+    const ok = await guarded.get('/metrics').set('Authorization', `Bearer ${token}`);
+    expect(ok.status).to.equal(200);
+    expect(ok.text).to.contain('# TYPE http_requests_total');
   });
 });

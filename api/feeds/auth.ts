@@ -12,6 +12,7 @@ import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { ZoneDirectory, type ZoneInfo } from './zones.js';
 import { PublicationIndex } from './publications.js';
 import { ObjectCache } from '../../lib/http/object-cache.js';
+import { TokenGuard } from '../../lib/auth/token-guard.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
 
@@ -27,6 +28,8 @@ export interface FeedDeps {
   tokens: FeedTokenVerifier;
   publications: PublicationIndex;
   files: ObjectCache | undefined;
+  /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
+  tokenGuard: TokenGuard;
 }
 
 export function buildFeedDeps(app: AppContext): FeedDeps {
@@ -37,7 +40,18 @@ export function buildFeedDeps(app: AppContext): FeedDeps {
     tokens: new FeedTokenVerifier(app.config, app.clock),
     publications: new PublicationIndex(app.db, app.clock),
     files: fileCache(app),
+    tokenGuard: tokenGuardOf(app),
   };
+}
+
+const tokenGuards = new WeakMap<object, TokenGuard>();
+function tokenGuardOf(app: AppContext): TokenGuard {
+  let g = tokenGuards.get(app.config);
+  if (!g) {
+    g = new TokenGuard(app.clock, app.config.tokenAuth);
+    tokenGuards.set(app.config, g);
+  }
+  return g;
 }
 
 // One body cache per store, shared by the main and the legacy host of a process, so that

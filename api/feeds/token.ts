@@ -5,9 +5,14 @@
  * Client authentication: HTTP Basic, the id and secret each form-urlencoded before joining (§2.3.1).
  * Credentials in the body (client_id/client_secret) are accepted only when there is no Authorization
  * header — the RFC allows them but discourages them; a request using both methods is rejected (§2.3).
+ *
+ * Guessing is throttled and secret checks are bounded (lib/auth/token-guard.ts): 429 `slow_down`
+ * with Retry-After after a few failures per client id or address per minute, 503
+ * `temporarily_unavailable` when too many secret checks are already waiting.
  */
 import type Koa from 'koa';
 import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
+import { HashGateFull } from '../../lib/auth/token-guard.js';
 import { issueFeedToken } from '../../lib/auth/tokens.js';
 import type { FeedDeps } from './auth.js';
 import { metrics } from '../../lib/metrics.js';
@@ -18,8 +23,9 @@ const MAX_BODY = 4096;
 class OAuthError extends Error {
   constructor(
     readonly status: number,
-    readonly error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type',
+    readonly error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'slow_down' | 'temporarily_unavailable',
     readonly description: string,
+    readonly retryAfterSeconds?: number,
   ) {
     super(description);
   }
@@ -92,10 +98,28 @@ export function tokenHandler(deps: FeedDeps): Koa.Middleware {
       } else if (form.has('client_id') && form.has('client_secret')) {
         creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
       }
-      if (!creds) throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      const guard = deps.tokenGuard;
+      const address = ctx.request.ip || 'unknown';
+      // before any lookup or hashing: a throttled guesser costs nothing
+      const wait = guard.retryAfter(creds?.id, address);
+      if (wait > 0) throw new OAuthError(429, 'slow_down', 'too many failed client authentications; retry later', wait);
+      if (!creds) {
+        guard.failed(undefined, address);
+        throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      }
       const now = deps.app.clock.now();
-      const client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now);
-      if (!client) throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      let client: Awaited<ReturnType<typeof authenticateFeedClient>>;
+      try {
+        client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
+      } catch (err) {
+        if (err instanceof HashGateFull) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', 1);
+        throw err;
+      }
+      if (!client) {
+        guard.failed(creds.id, address);
+        throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      }
+      guard.succeeded(client.clientId);
       if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
 
       const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
@@ -108,6 +132,7 @@ export function tokenHandler(deps: FeedDeps): Koa.Middleware {
       metrics.tokenFailures.inc({ error: err.error });
       ctx.status = err.status;
       if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
+      if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
       ctx.body = { error: err.error, error_description: err.description };
     }
   };

@@ -1,5 +1,6 @@
 /**
- * Operational routes of the main host: liveness, readiness and Prometheus metrics. Liveness says
+ * Operational routes of the main host: liveness, readiness, and Prometheus metrics only behind
+ * METRICS_TOKEN (otherwise on their own loopback listener, see metricsRoutes). Liveness says
  * only that the process answers; readiness checks what a request needs (database reachable,
  * migrations current, object store reachable) with a short timeout, so a load balancer takes a
  * broken instance out instead of sending it traffic.
@@ -9,6 +10,7 @@ import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { migrationsCurrent } from '../../lib/migrate.js';
 import { registry } from '../../lib/metrics.js';
+import { timingSafeEqual } from 'node:crypto';
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} timed out`)), ms).unref())]);
@@ -44,10 +46,34 @@ export function opsRoutes(ctx: AppContext): Koa.Middleware {
     koa.body = { status: ready ? 'ready' : 'not ready', checks };
   });
 
-  router.get('/metrics', async (koa) => {
-    koa.type = registry.contentType;
-    koa.body = await registry.metrics();
-  });
+  // the public host serves metrics only with METRICS_TOKEN set, and only to its bearer; otherwise
+  // they live on the metrics listener (metricsRoutes, METRICS_HOST:METRICS_PORT)
+  const token = ctx.config.metrics.token;
+  if (token) {
+    const expected = Buffer.from(`Bearer ${token}`);
+    router.get('/metrics', async (koa, next) => {
+      const given = Buffer.from(koa.get('Authorization'));
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+        koa.status = 401;
+        koa.set('WWW-Authenticate', 'Bearer realm="metrics"');
+        koa.body = { status: 401, error: 'metrics require Authorization: Bearer <METRICS_TOKEN>' };
+        return;
+      }
+      await next();
+    }, serveMetrics);
+  }
 
+  return router.routes() as Koa.Middleware;
+}
+
+async function serveMetrics(koa: Koa.Context): Promise<void> {
+  koa.type = registry.contentType;
+  koa.body = await registry.metrics();
+}
+
+/** The routes of the metrics listener: GET /metrics, nothing else. */
+export function metricsRoutes(): Koa.Middleware {
+  const router = new Router();
+  router.get('/metrics', serveMetrics);
   return router.routes() as Koa.Middleware;
 }

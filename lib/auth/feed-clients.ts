@@ -27,14 +27,22 @@ let dummyHash: Promise<string> | undefined;
  * The client when `clientId` exists, is not revoked (as of `now`) and `secret` matches; otherwise
  * undefined. Constant-time in the secret; the same cost for unknown ids.
  */
-export async function authenticateFeedClient(db: Queryable, clientId: string, secret: string, now: Date): Promise<FeedClient | undefined> {
+export async function authenticateFeedClient(
+  db: Queryable,
+  clientId: string,
+  secret: string,
+  now: Date,
+  /** runs each secret check; the token endpoint passes its concurrency bound (lib/auth/token-guard.ts) */
+  gate: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
+): Promise<FeedClient | undefined> {
   const row = CLIENT_ID.test(clientId) ? await db.maybeOne(q('FeedClientById'), [clientId]) : undefined;
   if (!row) {
     dummyHash ??= hashSecret('not-a-client-secret');
-    await verifySecret(secret, await dummyHash);
+    const dummy = await dummyHash;
+    await gate(() => verifySecret(secret, dummy));
     return undefined;
   }
-  const ok = await verifySecret(secret, row.secret_hash);
+  const ok = await gate(() => verifySecret(secret, row.secret_hash));
   if (!ok) return undefined;
   if (row.revoked_at && row.revoked_at <= now) return undefined;
   return { clientId: row.client_id, role: row.role, zones: row.zones, label: row.label };

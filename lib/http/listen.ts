@@ -4,10 +4,27 @@
  * unhandled 'error' event with a stack (bin/run.ts, bin/api.ts).
  */
 import { createServer, type RequestListener, type Server } from 'node:http';
+import type { Config } from '../config.js';
 
-export function listenOrExit(handler: RequestListener, port: number, host: string, variable: string): Promise<Server> {
+export type ServerTimeouts = Config['http'];
+
+/**
+ * A node:http server with the configured bounds (lib/config.ts `http`), so that no client holds a
+ * connection longer than they allow: headers must be complete within `headersTimeoutMs` (also the
+ * bound of a connection that sends nothing at all), the whole request within `requestTimeoutMs`
+ * (408 and close otherwise: a slow-body sender), and an idle keep-alive connection is closed after
+ * `keepAliveTimeoutMs`. Node checks the first two every `connectionsCheckingIntervalMs`.
+ */
+export function createBoundedServer(handler: RequestListener, t: ServerTimeouts): Server {
+  const s = createServer({ headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: t.connectionsCheckingIntervalMs }, handler);
+  s.keepAliveTimeout = t.keepAliveTimeoutMs;
+  return s;
+}
+
+export function listenOrExit(handler: RequestListener, port: number, host: string, variable: string, timeouts?: ServerTimeouts): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const s = createServer(handler);
+    const s = timeouts ? createBoundedServer(handler, timeouts) : createServer(handler);
+    if (!timeouts) s.keepAliveTimeout = 5000;
     s.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'EADDRINUSE' || err.code === 'EACCES') {
         const why = err.code === 'EADDRINUSE' ? 'is already in use' : 'may not be bound by this user';
@@ -17,6 +34,5 @@ export function listenOrExit(handler: RequestListener, port: number, host: strin
       reject(err);
     });
     s.listen(port, host, () => resolve(s));
-    s.keepAliveTimeout = 5000;
   });
 }

@@ -124,8 +124,17 @@ function tokenOp(operationId: string, host: string): Operation {
         headers: { 'WWW-Authenticate': header('`Basic realm="feeds", charset="UTF-8"`', { type: 'string' }, true) },
         content: json(schemaRef('OAuthError'), { error: 'invalid_client', error_description: 'client authentication failed' }),
       },
+      '429': {
+        description: '`slow_down`: too many failed client authentications for this client id (default 5) or from this address (default 30) in the current minute; even the right secret is refused until Retry-After has passed',
+        headers: { 'Retry-After': RETRY_AFTER, 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
+        content: json(schemaRef('OAuthError'), { error: 'slow_down', error_description: 'too many failed client authentications; retry later' }),
+      },
       '500': E[500],
-      '503': E[503],
+      '503': {
+        description: '`temporarily_unavailable`: too many client authentications are being checked at once; retry after Retry-After. Also a database outage (feed error body)',
+        headers: { 'Retry-After': RETRY_AFTER },
+        content: json(schemaRef('OAuthError'), { error: 'temporarily_unavailable', error_description: 'too many client authentications in progress; retry later' }),
+      },
     },
     security: [{ ClientBasic: [] }, {}],
   };

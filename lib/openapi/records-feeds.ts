@@ -102,7 +102,7 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
   OAuthError: {
     type: 'object',
     required: ['error', 'error_description'],
-    properties: { error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type'] }, error_description: { type: 'string' } },
+    properties: { error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'slow_down', 'temporarily_unavailable'] }, error_description: { type: 'string' } },
   },
   MdsTrip: oas(MdsTripSchema),
   MdsEvent: oas(MdsEventSchema),
