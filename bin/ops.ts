@@ -44,7 +44,7 @@ function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
       await fn(ctx, ...args);
     } catch (err) {
       // expected operator mistakes: say what is wrong, no stack trace
-      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError'].includes((err as Error)?.constructor?.name)) {
+      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError', 'SimulationRepeatedError'].includes((err as Error)?.constructor?.name)) {
         console.error(`error: ${(err as Error).message}`);
         process.exitCode = 1;
       } else throw err;

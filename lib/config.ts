@@ -53,6 +53,11 @@ export interface Config {
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
   readonly feedCacheBytes: number;
   readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
+  /**
+   * Statement timeout of long ops work (`make simulate`): its bulk COPY batches run far longer than
+   * the request pools' 30 s.
+   */
+  readonly opsStatementTimeoutMs: number;
   /** UTC days of history partitions the publisher's maintenance job keeps created ahead of today. */
   readonly partitionsAheadDays: number;
   /**
@@ -225,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
       delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),
       timeoutMs: int(env, 'GATEWAY_TIMEOUT_MS', 5000, 1),
     }),
+    opsStatementTimeoutMs: int(env, 'OPS_STATEMENT_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3_600_000),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 7, 1, 366),
     // raw telemetry only feeds live state and ride distances; events and trips back the MDS windows
     // that regulators may query for weeks (events/historical, trips) before relying on the files
