@@ -23,7 +23,7 @@ function formatStatus(s: PublishStatus): string {
   const head = `zone         hour           ${s.feeds.map((_, i) => String.fromCharCode(97 + i)).join(' ')}`;
   const lines = [head, ...s.rows.map((r) => `${r.zone.padEnd(12)} ${r.hour}  ${s.feeds.map((f) => letter[r.states[f]!] ?? '?').join(' ')}`)];
   lines.push('', `feeds: ${short.join('  ')}`, 'legend: ✓ published  D dirty (republish pending)  F failed  P pending  · missing', '');
-  lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}; republished ${s.republished} times (content changed)`);
   for (const f of s.failures) lines.push(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
   lines.push('', 'history retained in Postgres (older hours are served from their published files):');
   for (const h of s.history) {

@@ -14,6 +14,7 @@ export interface Config {
   readonly mode: 'staging' | 'production';
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
+  readonly telemetryTripDelayMinutes: number;
   readonly apiMaxInFlight: number;
   readonly apiMaxQueueMs: number;
   readonly apiMaxQueue: number;
@@ -181,6 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
     mode: oneOf(env, 'MODE', ['staging', 'production'] as const, 'production'),
     databaseUrl: str(env, 'DATABASE_URL'),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
+    // MDS /telemetry privacy: a trip's own points are published this many minutes after it ended
+    telemetryTripDelayMinutes: int(env, 'MDS_TELEMETRY_TRIP_DELAY_MINUTES', 0, 0, 7 * 24 * 60),
     // admission control of the partner API and TOMP (lib/http/admission.ts): in-flight requests per
     // process (default: the pool size), how long / how many may wait before a 503, and the event
     // loop delay past which new requests are refused. Off by default under NODE_ENV=test, where

@@ -145,10 +145,30 @@ export interface StatusRow {
   states: Record<string, CellState>;
 }
 
+/** One file's figures: the publications index (api/feeds/publications-index.ts). */
+export interface FileFigures {
+  feed: string;
+  zone: string;
+  hour: string;
+  state: CellState;
+  /** a file is served (published, or dirty / failed with a previous version) */
+  served: boolean;
+  record_count: number | null;
+  sha256: string | null;
+  first_publication_time: number | null;
+  last_publication_time: number | null;
+  /** writes after the first (republications whose content changed, or forced) */
+  republish_count: number;
+}
+
 export interface PublishStatus {
   feeds: string[];
   rows: StatusRow[];
+  /** per file, in row order then feed order */
+  files: FileFigures[];
   totals: Record<CellState, number>;
+  /** republications of the range's files whose content changed (or forced) */
+  republished: number;
   failures: HourFailure[];
   /** what Postgres retains of each history table (partitions, retention, archived range) */
   history: HistoryTableStatus[];
@@ -178,6 +198,8 @@ export async function publishStatus(ctx: AppContext, o: PublishStatusOptions): P
   const totals: Record<CellState, number> = { published: 0, dirty: 0, failed: 0, pending: 0, missing: 0, not_due: 0 };
   const failures: HourFailure[] = [];
   const out: StatusRow[] = [];
+  const files: FileFigures[] = [];
+  let republished = 0;
   for (const z of zones) {
     for (const hour of hoursBetween(from, to)) {
       if (hour < floorHour(z.created_at)) continue;
@@ -194,9 +216,18 @@ export async function publishStatus(ctx: AppContext, o: PublishStatusOptions): P
         else s = r.dirty ? 'dirty' : 'published';
         states[f.id] = s;
         totals[s]++;
+        const writes = r ? Number(r.writes) : 0;
+        republished += Math.max(0, writes - 1);
+        files.push({
+          feed: f.id, zone: z.id, hour: h, state: s, served: !!r?.object_key && r.status !== 'pending',
+          record_count: r?.record_count ?? null, sha256: r?.sha256 ?? null,
+          first_publication_time: r?.first_published_ms == null ? null : Number(r.first_published_ms),
+          last_publication_time: r?.last_published_ms == null ? null : Number(r.last_published_ms),
+          republish_count: Math.max(0, writes - 1),
+        });
       }
       out.push({ zone: z.id, hour: h, states });
     }
   }
-  return { feeds: feeds.map((f) => f.id), rows: out, totals, failures, history: await historyStatus(ctx) };
+  return { feeds: feeds.map((f) => f.id), rows: out, files, totals, republished, failures, history: await historyStatus(ctx) };
 }

@@ -31,7 +31,7 @@ import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publicati
 import { envelopeParts } from '../lib/feeds/mds/envelope.js';
 import type { Provider } from '../lib/feeds/mds/rows.js';
 import { Snapshot, hourParam } from '../lib/feeds/mds/sources.js';
-import { renderingOf, sourceOf, type Rendering } from './feeds/hourly.js';
+import { renderingOf, sourceOf, type PublicationTime, type Rendering, type SourceOptions } from './feeds/hourly.js';
 
 /**
  * zlib level of the stored files. 6 (zlib's default) costs ~1.7× the CPU of 3 for ~5 % smaller
@@ -168,6 +168,8 @@ interface FileJob {
   prev?: Claimed;
   sink?: FileSink;
   records: number;
+  /** MDS publication_time of a record of this file (publication log, else this publication) */
+  pub: PublicationTime;
   watermarkMs: number | null;
   lastUpdatedMs: number;
   error?: Error;
@@ -207,9 +209,11 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   const hourText = hourParam(hour);
   const feeds = [...new Map((opts.feeds ?? HOURLY_FEEDS).map((f) => [f.id, f])).values()];
   const started = performance.now();
+  // this publication's time: the publication_time of records it is the first to carry
+  const now = ctx.clock.now();
   const jobs: FileJob[] = feeds.map((feed) => ({
     feed, r: renderingOf(feed), key: objectKey(feed, zoneId, hour), lockKey: `${feed.id}/${zoneId}/${hourText}`,
-    records: 0, watermarkMs: null, lastUpdatedMs: hour.getTime() + HOUR_MS,
+    records: 0, pub: () => now.getTime(), watermarkMs: null, lastUpdatedMs: hour.getTime() + HOUR_MS,
   }));
   if (!jobs.length) return [];
   const log = ctx.log.child({ zone: zoneId, hour: formatHour(hour) });
@@ -232,15 +236,18 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
     locked = true;
     const claimed = (await run(c, q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
     for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
+    const logged = (await run(c, q('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows;
+    for (const j of jobs) j.pub = publicationTimes(logged.filter((x) => x.feed === j.feed.feed && x.version === j.feed.version).map((x) => Number(x.published_ms)), now.getTime());
     dir = await mkdtemp(join(tmpdir(), 'feed-'));
 
     // One snapshot for both sources (reading them on two connections at once measured no faster:
     // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
     const snap = await Snapshot.begin(c, { statementTimeoutMs: 30 * 60_000 });
     try {
-      for (const source of ['trips', 'events'] as const) {
+      const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
+      for (const source of ['trips', 'events', 'telemetry'] as const) {
         const group = jobs.filter((j) => j.feed.source === source);
-        if (group.length) await renderSource(snap, source, group, zoneId, hour, dir, ctx.config);
+        if (group.length) await renderSource(snap, source, sourceOpts, group, zoneId, hour, dir, ctx.config);
       }
     } finally {
       await snap.close();
@@ -255,6 +262,12 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
         done.map((j) => j.records), done.map((j) => j.result!.bytes), done.map((j) => new Date(j.lastUpdatedMs)),
         done.map((j) => (j.watermarkMs === null ? null : new Date(j.watermarkMs))), done.map((j) => j.result!.outcome === 'written'), ctx.clock.now(),
       ]);
+      const written = done.filter((j) => j.result!.outcome === 'written');
+      if (written.length) {
+        await run(c, q('PubLogWritten'), [
+          written.map((j) => j.feed.feed), written.map((j) => j.feed.version), zoneId, hourText, written.map((j) => j.result!.sha256), written.map((j) => j.records), now,
+        ]);
+      }
     }
   } catch (err) {
     discard = true;
@@ -309,10 +322,12 @@ async function archivedFiles(ctx: AppContext, jobs: readonly FileJob[], zoneId: 
  * record fails validation, or whose spool breaks, gets its `error` and is dropped; the others go on.
  * A source error (the cursor, a mapper throwing) fails every file of the group.
  */
-async function renderSource(snap: Snapshot, source: HourlyFeed['source'], group: FileJob[], zoneId: string, hour: Date, dir: string, provider: Provider): Promise<void> {
-  const src = sourceOf(source);
-  const hourText = hourParam(hour);
-  const [stats] = await snap.query<{ records: number; watermark_ms: number | null }>(src.statsQuery, [zoneId, hourText]);
+async function renderSource(
+  snap: Snapshot, source: HourlyFeed['source'], opts: SourceOptions, group: FileJob[], zoneId: string, hour: Date, dir: string, provider: Provider,
+): Promise<void> {
+  const src = sourceOf(source, opts);
+  const params = [zoneId, hourParam(hour), ...src.extraParams];
+  const [stats] = await snap.query<{ records: number; watermark_ms: number | null }>(src.statsQuery, params);
   const watermarkMs = stats?.watermark_ms ?? null;
   // last_updated: when the hour's data last changed, never before the hour closed; derived from
   // the data so that republishing unchanged data produces identical bytes.
@@ -334,12 +349,12 @@ async function renderSource(snap: Snapshot, source: HourlyFeed['source'], group:
 
   let i = 0;
   try {
-    for await (const row of snap.stream(src.rowsQuery, [zoneId, hourText])) {
+    for await (const row of snap.stream(src.rowsQuery, params)) {
       i++;
       let waits: Promise<void>[] | undefined;
       let dropped = false;
       for (const j of live) {
-        const rec = j.r.map(row, provider);
+        const rec = j.r.map(row, provider, j.pub);
         if (rec === undefined) continue;
         // the mapped object is what gets written: validating it (not the JSON text) needs no re-parse
         if (!j.r.record(rec)) {
@@ -372,6 +387,19 @@ async function renderSource(snap: Snapshot, source: HourlyFeed['source'], group:
       }
     }),
   );
+}
+
+/**
+ * A record's publication_time: the first write of its file at or after the record reached us (the
+ * publication log, oldest first), else this publication's time. Deterministic for unchanged data,
+ * so that republishing it produces the same bytes.
+ */
+export function publicationTimes(loggedMs: readonly number[], nowMs: number): PublicationTime {
+  return (recordedMs) => {
+    if (!Number.isFinite(recordedMs)) return loggedMs[0] ?? nowMs;
+    for (const t of loggedMs) if (t >= recordedMs) return t;
+    return nowMs;
+  };
 }
 
 /** Puts the spooled file unless the stored object already has its content; sets the outcome. */

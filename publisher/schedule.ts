@@ -48,6 +48,21 @@ export function latestDueHour(now: Date, latenessSeconds: number): Date {
   return floorHour(new Date(now.getTime() - latenessSeconds * 1000 - HOUR_MS));
 }
 
+/**
+ * With MDS_TELEMETRY_TRIP_DELAY_MINUTES > 0, a trip's points become publishable when its delay runs
+ * out, which no write marks: each tick dirties the telemetry hours of the trips released since the
+ * last tick of this process (the first tick looks back an hour, so a restart loses nothing; a
+ * release seen twice costs one republish that writes nothing).
+ */
+let releasedUpTo: Date | undefined;
+async function releaseDelayedTelemetry(ctx: AppContext, now: Date): Promise<void> {
+  const delay = ctx.config.telemetryTripDelayMinutes;
+  if (delay === 0) return;
+  const from = releasedUpTo && releasedUpTo < now ? releasedUpTo : new Date(now.getTime() - HOUR_MS);
+  await ctx.db.query(q('PubTelemetryReleased'), [from, now, delay]);
+  releasedUpTo = now;
+}
+
 export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: number; limit?: number; feeds?: readonly HourlyFeed[] } = {}): Promise<HourJob[]> {
   const now = ctx.clock.now();
   const feeds = opts.feeds ?? HOURLY_FEEDS;
@@ -59,6 +74,7 @@ export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: numbe
     feeds.map((f) => f.feed), feeds.map((f) => f.version), hourParam(from), hourParam(to), limit,
   ]);
   for (const m of missing) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour) });
+  await releaseDelayedTelemetry(ctx, now);
   const again = await ctx.db.many<{ feed: string; version: string; scope: string; hour: Date }>(q('PubNeedsRepublish'), [now, limit]);
   for (const r of again) {
     const f = feedOf(r.feed, r.version);

@@ -55,12 +55,14 @@ describe('history: late-data trigger and publisher sweeps at scale', function ()
     ]);
   });
 
-  it('a trip dirties the four trip files of its end hour and nothing else', async () => {
+  it('a trip dirties the four trip files of its end hour and the telemetry files of the hours it spans, nothing else', async () => {
     await t.ctx.db.query(`UPDATE feed_publications SET dirty = false WHERE dirty`);
     await feedTrip(t.ctx.db, { deviceId: vehicle, zoneId: zone, start: new Date('2026-11-19T05:50:00Z'), end: new Date('2026-11-19T06:05:00Z') });
-    const dirty = await t.ctx.db.many(`SELECT feed, version, to_char(hour, 'YYYY-MM-DD"T"HH24') AS hour FROM feed_publications WHERE dirty ORDER BY 1, 2`);
+    const dirty = await t.ctx.db.many(`SELECT feed, version, to_char(hour, 'YYYY-MM-DD"T"HH24') AS hour FROM feed_publications WHERE dirty ORDER BY 1, 2, 3`);
     expect(dirty).to.deep.equal([
       { feed: 'insurance_trips', version: '2.0', hour: '2026-11-19T06' },
+      { feed: 'mds_telemetry', version: '2.0', hour: '2026-11-19T05' },
+      { feed: 'mds_telemetry', version: '2.0', hour: '2026-11-19T06' },
       { feed: 'mds_trips', version: '0.4', hour: '2026-11-19T06' },
       { feed: 'mds_trips', version: '1.2', hour: '2026-11-19T06' },
       { feed: 'mds_trips', version: '2.0', hour: '2026-11-19T06' },

@@ -137,6 +137,7 @@ describe('publisher: hourly files', function () {
       'mds-1.2-status_changes': 'mds/1.2.0/status_changes.json',
       'mds-0.4-trips': 'mds/0.4.1/trips.json',
       'mds-0.4-status_changes': 'mds/0.4.1/status_changes.json',
+      'mds-2.0-telemetry': 'mds/2.0/telemetry.json',
     };
     let checked = 0;
     for (const f of HOURLY_FEEDS) {
@@ -178,7 +179,7 @@ describe('publisher: hourly files', function () {
     await feedEvent(t.ctx.db, { deviceId: v2.id, zoneId: zone, ts: at('2026-11-21T09:30:00Z'), eventTypes: ['trip_end'], state: 'available', tripIds: [late] });
     const dirty = await t.ctx.db.many(`SELECT feed, version FROM feed_publications WHERE scope = $1 AND hour = '2026-11-21 09:00' AND dirty ORDER BY 1, 2`, [zone]);
     expect(dirty.map((d) => `${d.feed}@${d.version}`)).to.deep.equal([
-      'insurance_trips@2.0', 'mds_events@2.0', 'mds_status_changes@0.4', 'mds_status_changes@1.2', 'mds_trips@0.4', 'mds_trips@1.2', 'mds_trips@2.0',
+      'insurance_trips@2.0', 'mds_events@2.0', 'mds_status_changes@0.4', 'mds_status_changes@1.2', 'mds_telemetry@2.0', 'mds_trips@0.4', 'mds_trips@1.2', 'mds_trips@2.0',
     ]);
     const jobs = await dueHourJobs(t.ctx);
     expect(jobs.filter((j) => j.zone === zone && j.hour === '2026-11-21T09').map((j) => j.feedId).sort()).to.deep.equal(HOURLY_FEEDS.map((f) => f.id).sort());

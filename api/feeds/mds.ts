@@ -1,6 +1,6 @@
 /**
- * MDS 2.0 provider endpoints under /v1/partner-apis/mds/{zoneID}. Trips and historical events come
- * from the published hourly files; vehicles, vehicle status and recent events from the database
+ * MDS 2.0 provider endpoints under /v1/partner-apis/mds/{zoneID}. Trips, historical events and
+ * telemetry come from the published hourly files; vehicles, vehicle status and recent events from the database
  * (realtime.ts), streamed with the publisher's record mappers.
  */
 import type Router from '@koa/router';
@@ -12,6 +12,7 @@ import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam } from './params.js';
 import type { ZoneInfo } from './zones.js';
 import { realtimeMdsRoutes } from './realtime.js';
+import { publicationsIndexRoute } from './publications-index.js';
 
 /** Authentication, version, role and zone checks shared by every MDS 2.0 endpoint. */
 export async function mdsGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint): Promise<ZoneInfo> {
@@ -36,5 +37,12 @@ export function mdsRoutes(router: Router, deps: FeedDeps): void {
     await serveHourFile(deps, ctx, { feed: 'mds_events', version: '2.0', zone, hour, contentType: MDS_2_0.contentType, notPublished: notYetAvailable202 });
   });
 
+  router.get(`${base}/telemetry`, async (ctx) => {
+    const zone = await mdsGate(deps, ctx, 'telemetry');
+    const hour = timeHourParam('telemetry_time', single(ctx.query, 'telemetry_time'));
+    await serveHourFile(deps, ctx, { feed: 'mds_telemetry', version: '2.0', zone, hour, contentType: MDS_2_0.contentType, notPublished: notYetAvailable202 });
+  });
+
+  publicationsIndexRoute(router, deps, base);
   realtimeMdsRoutes(router, deps, base);
 }

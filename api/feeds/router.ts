@@ -59,6 +59,10 @@ export const FEED_HOT_FILES: readonly FastHourFile[] = [
     route: { pattern: '/v1/partner-apis/mds/:zoneID/events/historical', feed: 'mds_events', param: 'event_time', offers: [MDS_2_0], fallback: MDS_2_0, access: constant({ family: 'mds', version: '2.0', endpoint: 'events' }) },
   },
   {
+    re: /^\/v1\/partner-apis\/mds\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/telemetry(?:\?([^#]*))?$/,
+    route: { pattern: '/v1/partner-apis/mds/:zoneID/telemetry', feed: 'mds_telemetry', param: 'telemetry_time', offers: [MDS_2_0], fallback: MDS_2_0, access: constant({ family: 'mds', version: '2.0', endpoint: 'telemetry' }) },
+  },
+  {
     re: /^\/v1\/partner-apis\/insurance\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,
     route: { pattern: '/v1/partner-apis/insurance/:zoneID/trips', feed: 'insurance_trips', param: 'end_time', offers: [INSURANCE_2_0], fallback: INSURANCE_2_0, access: constant({ family: 'insurance', endpoint: 'trips' }) },
   },

@@ -8,7 +8,7 @@
  */
 import { formatHour } from './hours.js';
 
-export type HourlyFeedName = 'mds_trips' | 'mds_events' | 'mds_status_changes' | 'insurance_trips';
+export type HourlyFeedName = 'mds_trips' | 'mds_events' | 'mds_status_changes' | 'insurance_trips' | 'mds_telemetry';
 export type FeedVersion = '2.0' | '1.2' | '0.4';
 
 export interface HourlyFeed {
@@ -16,16 +16,18 @@ export interface HourlyFeed {
   readonly id: string;
   readonly feed: HourlyFeedName;
   readonly version: FeedVersion;
-  /** the table the records come from: trips by end_time hour, events by ts hour */
-  readonly source: 'trips' | 'events';
+  /** the table the records come from: trips by end_time hour, events and telemetry by ts hour */
+  readonly source: 'trips' | 'events' | 'telemetry';
   /** the key segment after the zone */
-  readonly segment: 'trips' | 'events' | 'status_changes';
+  readonly segment: 'trips' | 'events' | 'status_changes' | 'telemetry';
   readonly family: 'mds' | 'insurance';
 }
 
 function def(family: 'mds' | 'insurance', version: FeedVersion, segment: HourlyFeed['segment']): HourlyFeed {
-  const feed: HourlyFeedName = family === 'insurance' ? 'insurance_trips' : segment === 'trips' ? 'mds_trips' : segment === 'events' ? 'mds_events' : 'mds_status_changes';
-  return Object.freeze({ id: `${family}-${version}-${segment}`, feed, version, source: segment === 'trips' ? 'trips' : 'events', segment, family });
+  const feed: HourlyFeedName =
+    family === 'insurance' ? 'insurance_trips' : segment === 'trips' ? 'mds_trips' : segment === 'events' ? 'mds_events' : segment === 'telemetry' ? 'mds_telemetry' : 'mds_status_changes';
+  const source = segment === 'trips' || segment === 'telemetry' ? segment : 'events';
+  return Object.freeze({ id: `${family}-${version}-${segment}`, feed, version, source, segment, family });
 }
 
 export const HOURLY_FEEDS: readonly HourlyFeed[] = Object.freeze([
@@ -36,6 +38,7 @@ export const HOURLY_FEEDS: readonly HourlyFeed[] = Object.freeze([
   def('mds', '0.4', 'trips'),
   def('mds', '0.4', 'status_changes'),
   def('insurance', '2.0', 'trips'),
+  def('mds', '2.0', 'telemetry'),
 ]);
 
 /** `mds/{version}/{zone}/{segment}/{YYYY-MM-DDTHH}.json.gz` or `insurance/2.0/{zone}/trips/…`. */

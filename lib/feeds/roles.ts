@@ -13,9 +13,9 @@ export type FeedAccess =
   | { family: 'insurance'; endpoint: 'trips' }
   | { family: 'gbfs'; version: '2.2' | '3.0'; file: string };
 
-export type MdsEndpoint = 'trips' | 'events' | 'status_changes' | 'vehicles' | 'vehicles_status';
+export type MdsEndpoint = 'trips' | 'events' | 'status_changes' | 'vehicles' | 'vehicles_status' | 'telemetry' | 'reports' | 'publications';
 
-const ALL_MDS: readonly MdsEndpoint[] = ['trips', 'events', 'status_changes', 'vehicles', 'vehicles_status'];
+const ALL_MDS: readonly MdsEndpoint[] = ['trips', 'events', 'status_changes', 'vehicles', 'vehicles_status', 'telemetry', 'reports', 'publications'];
 
 interface RoleRule {
   mds: readonly MdsEndpoint[];
@@ -25,7 +25,7 @@ interface RoleRule {
 }
 
 const RULES: Record<Role, RoleRule> = {
-  // cities: every MDS feed of every version, and GBFS
+  // cities: every MDS feed of every version (2.0 only: telemetry, monthly reports, the publications index), and GBFS
   city: { mds: ALL_MDS, insurance: false, gbfs: 'all' },
   insurer: { mds: [], insurance: true, gbfs: [] },
   // public data consumers: GBFS only

@@ -196,6 +196,40 @@ function mdsPaths(): Record<string, PathItem> {
         notFound: 'unknown zone, future hour, or hour before the zone existed',
       }),
     },
+    [`${base}/publications`]: {
+      get: mds({
+        operationId: 'mdsPublications',
+        summary: 'Publication index of a range of hours (city role)',
+        description:
+          'For every hour of [from, to] (at most 31 days, hours after the current one left out) and every hourly file the caller may read: `state` ' +
+          '(published; republishing: a version is served while late data is being added; pending: nothing served yet), `record_count`, the `sha256` ' +
+          'of the file’s content, its first and last write (`first_publication_time`, `last_publication_time`, ms) and `republish_count` (writes after ' +
+          'the first). Fetch an hour again only when its sha256 changed. The same figures as `make publish-status`.',
+        parameters: [timeHour('from', 'first hour of the range'), timeHour('to', 'last hour of the range')],
+        schema: 'MdsPublications',
+        okDescription: 'the files of the range',
+        file: false,
+        badParams: 'missing or malformed from/to, to before from, more than 31 days, malformed zone id',
+        notFound: 'unknown zone',
+      }),
+    },
+    [`${base}/telemetry`]: {
+      get: mds({
+        operationId: 'mdsTelemetry',
+        summary: 'Telemetry of one UTC hour (city role)',
+        description:
+          'Every telemetry point of the zone’s vehicles whose timestamp falls in the hour, precomputed like trips. Privacy: the points of a trip are ' +
+          'published only after the trip ended (plus MDS_TELEMETRY_TRIP_DELAY_MINUTES, default 0); the hour file is republished when they become ' +
+          'publishable. `trip_ids` links in-trip points to their trip; `journey_id` is null (no journeys in micromobility).',
+        parameters: [timeHour('telemetry_time', 'the hour of the telemetry')],
+        schema: 'MdsTelemetryFile',
+        okDescription: 'the telemetry of the hour',
+        file: true,
+        notPublished202: true,
+        badParams: 'missing or malformed telemetry_time, malformed zone id',
+        notFound: 'unknown zone, future hour, or hour before the zone existed',
+      }),
+    },
   };
 }
 

@@ -128,6 +128,32 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
   },
   MdsTrips: envelope({ required: MdsTripsHeadSchema.required, properties: MdsTripsHeadSchema.properties }, 'trips', 'MdsTrip'),
   MdsEvents: envelope(mdsHead, 'events', 'MdsEvent', { tail: emptyLinks }),
+  MdsTelemetryFile: envelope(mdsHead, 'telemetry', 'MdsTelemetry'),
+  MdsPublications: {
+    type: 'object',
+    required: ['version', 'zone_id', 'publications'],
+    properties: {
+      version: { const: '2.0.0' },
+      zone_id: { type: 'string' },
+      publications: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['feed', 'hour', 'state', 'record_count', 'sha256', 'first_publication_time', 'last_publication_time', 'republish_count'],
+          properties: {
+            feed: { type: 'string', examples: ['mds-2.0-trips'] },
+            hour: { type: 'string', examples: ['2026-11-21T09'] },
+            state: { enum: ['published', 'republishing', 'pending'] },
+            record_count: { type: ['integer', 'null'] },
+            sha256: { type: ['string', 'null'], description: 'sha256 (hex) of the gzip file as stored' },
+            first_publication_time: { type: ['integer', 'null'] },
+            last_publication_time: { type: ['integer', 'null'] },
+            republish_count: { type: 'integer', minimum: 0 },
+          },
+        },
+      },
+    },
+  },
   MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: lastPageLinks }),
   MdsVehiclesStatus: { ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
   MdsVehicles: { ...envelope(vehicleHead, 'vehicles', 'MdsVehicle'), description: 'links ({"next": null}) on the list, not on the single-device answer' },

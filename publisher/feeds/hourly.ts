@@ -1,5 +1,5 @@
 /**
- * How each hourly file is rendered: its source (trips or events of the hour), the record mapper,
+ * How each hourly file is rendered: its source (trips, events or telemetry of the hour), the record mapper,
  * our schema for the records and the envelope around them. The official-schema check of the same
  * files is in the tests.
  *
@@ -9,17 +9,21 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { q, type NamedQuery } from '../../lib/db.js';
 import type { HourlyFeed } from '../../lib/feeds/publications.js';
-import type { EventRow, Provider, TripRow } from '../../lib/feeds/mds/rows.js';
-import { toMdsEvent, toMdsTrip } from '../../lib/feeds/mds/records.js';
+import type { EventRow, Provider, TelemetryRow, TripRow } from '../../lib/feeds/mds/rows.js';
+import { toMdsEvent, toMdsTelemetry, toMdsTrip } from '../../lib/feeds/mds/records.js';
 import { toStatusChange04, toStatusChange12, toTrip04, toTrip12 } from '../../lib/feeds/mds/legacy.js';
 import { insuranceHead, mds20Head } from '../../lib/feeds/mds/envelope.js';
 import { toInsuranceTrip } from '../../lib/feeds/insurance/records.js';
-import { MdsEventSchema, MdsEventsHeadSchema, MdsTripSchema, MdsTripsHeadSchema } from '../../schemas/mds/v2.js';
+import { MdsEventSchema, MdsEventsHeadSchema, MdsTelemetryHeadSchema, MdsTelemetrySchema, MdsTripSchema, MdsTripsHeadSchema } from '../../schemas/mds/v2.js';
 import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema } from '../../schemas/mds/legacy.js';
 import { InsuranceHeadSchema, InsuranceTripSchema } from '../../schemas/insurance/trips.js';
 
+/** A record's MDS `publication_time` from when it reached us (recorded_at, ms). */
+export type PublicationTime = (recordedMs: number) => number;
+
 export interface Rendering {
-  map: (row: any, p: Provider) => object | undefined;
+  /** `pub` is given to the renderings whose records carry publication_time (MDS 2.0 trips, events) */
+  map: (row: any, p: Provider, pub: PublicationTime) => object | undefined;
   /** our schema of one record; runs on every record before it is written */
   record: ValidateFunction;
   head: (lastUpdatedMs: number) => object;
@@ -32,6 +36,15 @@ export interface Source {
   rowsQuery: NamedQuery;
   /** record count and watermark (latest recorded_at, ms) of the hour */
   statsQuery: NamedQuery;
+  /** parameters of both queries after ($1 zone, $2 hour) */
+  extraParams: unknown[];
+}
+
+export interface SourceOptions {
+  /** when this publication runs (the telemetry privacy cut) */
+  now: Date;
+  /** minutes after a trip's end before its telemetry is published (MDS_TELEMETRY_TRIP_DELAY_MINUTES) */
+  telemetryTripDelayMinutes: number;
 }
 
 /**
@@ -48,19 +61,29 @@ function compileOnce(schema: object): ValidateFunction {
   return fn;
 }
 
-export function sourceOf(source: HourlyFeed['source']): Source {
-  return source === 'trips'
-    ? { rowsQuery: q('MdsTripsOfHour'), statsQuery: q('PubTripStats') }
-    : { rowsQuery: q('MdsEventsOfHour'), statsQuery: q('PubEventStats') };
+export function sourceOf(source: HourlyFeed['source'], opts: SourceOptions): Source {
+  switch (source) {
+    case 'trips':
+      return { rowsQuery: q('MdsTripsOfHour'), statsQuery: q('PubTripStats'), extraParams: [] };
+    case 'events':
+      return { rowsQuery: q('MdsEventsOfHour'), statsQuery: q('PubEventStats'), extraParams: [] };
+    case 'telemetry':
+      return { rowsQuery: q('MdsTelemetryOfHour'), statsQuery: q('PubTelemetryStats'), extraParams: [opts.now, opts.telemetryTripDelayMinutes] };
+  }
+}
+
+/** The record with its publication_time. */
+function published<T extends object>(rec: T, row: { recorded_ms?: number | string }, pub: PublicationTime): T & { publication_time: number } {
+  return { ...rec, publication_time: pub(Number(row.recorded_ms)) };
 }
 
 function build(f: HourlyFeed): Rendering {
   switch (f.id) {
     case 'mds-2.0-trips':
-      return { map: (r: TripRow, p) => toMdsTrip(r, p), record: compileOnce(MdsTripSchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsTripsHeadSchema), arrayKey: 'trips' };
+      return { map: (r: TripRow, p, pub) => published(toMdsTrip(r, p), r, pub), record: compileOnce(MdsTripSchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsTripsHeadSchema), arrayKey: 'trips' };
     case 'mds-2.0-events':
       return {
-        map: (r: EventRow, p) => toMdsEvent(r, p), record: compileOnce(MdsEventSchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsEventsHeadSchema),
+        map: (r: EventRow, p, pub) => published(toMdsEvent(r, p), r, pub), record: compileOnce(MdsEventSchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsEventsHeadSchema),
         arrayKey: 'events', tail: { links: {} },
       };
     case 'mds-1.2-trips':
@@ -73,6 +96,11 @@ function build(f: HourlyFeed): Rendering {
       return { map: (r: EventRow, p) => toStatusChange04(r, p), record: compileOnce(StatusChange04Schema), head: () => ({ version: '0.4.1' }), headSchema: compileOnce(LegacyHeadSchema), arrayKey: 'data.status_changes' };
     case 'insurance-2.0-trips':
       return { map: (r: TripRow, p) => toInsuranceTrip(r, p), record: compileOnce(InsuranceTripSchema), head: (ms) => insuranceHead(ms), headSchema: compileOnce(InsuranceHeadSchema), arrayKey: 'trips' };
+    case 'mds-2.0-telemetry':
+      return {
+        map: (r: TelemetryRow, p) => toMdsTelemetry(r, p), record: compileOnce(MdsTelemetrySchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsTelemetryHeadSchema),
+        arrayKey: 'telemetry',
+      };
     default:
       throw new Error(`no rendering for feed ${f.id}`);
   }

@@ -17,6 +17,8 @@ export const MdsTripSchema = {
     distance: nonNegativeInt,
     accessibility_attributes: { type: 'array', items: { enum: ['adaptive'] } },
     trip_type: { type: 'array', minItems: 1, maxItems: 1, items: { enum: ['rider', 'rebalance', 'maintenance'] } },
+    // when the record first became available through the feed (issue 16; the publication log)
+    publication_time: timestampMs,
   },
 } as const;
 
@@ -34,6 +36,24 @@ export const MdsEventSchema = {
     location,
     battery_percent: percent,
     trip_ids: { type: 'array', uniqueItems: true, items: uuid },
+    publication_time: timestampMs,
+  },
+} as const;
+
+/** One telemetry point of the hourly /telemetry file. */
+export const MdsTelemetrySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['telemetry_id', 'device_id', 'provider_id', 'timestamp', 'location', 'trip_ids', 'journey_id'],
+  properties: {
+    telemetry_id: uuid,
+    device_id: uuid,
+    provider_id: uuid,
+    timestamp: timestampMs,
+    location,
+    battery_percent: percent,
+    trip_ids: { anyOf: [{ type: 'array', minItems: 1, uniqueItems: true, items: uuid }, { type: 'null' }] },
+    journey_id: { type: 'null' },
   },
 } as const;
 
@@ -58,3 +78,6 @@ export const MdsEventsHeadSchema = {
   required: ['version', 'last_updated', 'ttl'],
   properties: head,
 } as const;
+
+/** Head of the telemetry file. */
+export const MdsTelemetryHeadSchema = MdsTripsHeadSchema;

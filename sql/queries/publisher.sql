@@ -80,10 +80,49 @@ SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
  LIMIT $2;
 
 -- name: PubStatusRows
-SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour, status, dirty, record_count, bytes,
-       last_error, published_at, attempts
-  FROM feed_publications
- WHERE scope = ANY ($1::text[]) AND hour BETWEEN $2::timestamp AND $3::timestamp;
+-- With each file's writes from the publication log (first, last, how many): the publications index
+-- and make publish-status read the same figures.
+SELECT p.feed, p.version, p.scope, (p.hour AT TIME ZONE 'UTC') AS hour, p.status, p.dirty, p.record_count, p.bytes,
+       p.last_error, p.published_at, p.attempts, p.sha256, p.object_key,
+       (extract(epoch FROM l.first_at) * 1000)::int8 AS first_published_ms, (extract(epoch FROM l.last_at) * 1000)::int8 AS last_published_ms,
+       COALESCE(l.writes, 0)::int AS writes
+  FROM feed_publications p
+  LEFT JOIN LATERAL (SELECT min(g.published_at) AS first_at, max(g.published_at) AS last_at, count(*) AS writes
+                       FROM feed_publication_log g
+                      WHERE g.feed = p.feed AND g.version = p.version AND g.scope = p.scope AND g.hour = p.hour) l ON true
+ WHERE p.scope = ANY ($1::text[]) AND p.hour BETWEEN $2::timestamp AND $3::timestamp;
 
 -- name: PubZonesCreated
 SELECT id, created_at FROM zones WHERE id = ANY ($1::text[]) ORDER BY id;
+
+-- name: PubTelemetryStats
+-- Count and watermark of what MdsTelemetryOfHour returns for the same parameters.
+SELECT count(*)::int AS records, (extract(epoch FROM max(t.recorded_at)) * 1000)::int8 AS watermark_ms
+  FROM telemetry t
+ WHERE t.zone_id = $1 AND t.ts >= ($2::timestamp AT TIME ZONE 'UTC') AND t.ts < ($2::timestamp AT TIME ZONE 'UTC') + interval '1 hour'
+   AND (t.trip_id IS NULL OR EXISTS (SELECT 1 FROM trips r WHERE r.trip_id = t.trip_id AND r.end_time <= $3::timestamptz - make_interval(mins => $4::int)));
+
+-- name: PubTelemetryReleased
+-- With a telemetry delay after trips ($3 minutes > 0): the telemetry hours of trips whose delay ran
+-- out in ($1, $2] are dirtied, so their in-trip points get published. Reads trips by end_time
+-- (partition pruning, trips_zone_hour per zone).
+UPDATE feed_publications p SET dirty = true
+  FROM (SELECT DISTINCT r.zone_id, h
+          FROM trips r
+         CROSS JOIN LATERAL generate_series(date_trunc('hour', r.start_time AT TIME ZONE 'UTC'), r.end_hour, interval '1 hour') AS h
+         WHERE r.end_time > $1::timestamptz - make_interval(mins => $3::int) AND r.end_time <= $2::timestamptz - make_interval(mins => $3::int)) c
+ WHERE p.feed = 'mds_telemetry' AND p.version = '2.0' AND p.scope = c.zone_id AND p.hour = c.h AND NOT p.dirty;
+
+-- name: PubLogWritten
+-- One row per written file (arrays as in PubPublished): the publication log (migration 000120).
+INSERT INTO feed_publication_log (feed, version, scope, hour, published_at, sha256, record_count)
+SELECT u.feed, u.version, $3, $4::timestamp, $7::timestamptz, u.sha256, u.record_count
+  FROM unnest($1::text[], $2::text[], $5::text[], $6::int[]) AS u (feed, version, sha256, record_count)
+ON CONFLICT DO NOTHING;
+
+-- name: PubLogTimes
+-- The write times of the files of one (zone, hour), oldest first: records' publication_time.
+SELECT feed, version, (extract(epoch FROM published_at) * 1000)::int8 AS published_ms
+  FROM feed_publication_log
+ WHERE feed = ANY ($1::text[]) AND version = ANY ($2::text[]) AND scope = $3 AND hour = $4::timestamp
+ ORDER BY published_at;

@@ -90,9 +90,9 @@ export async function readObject(store: ObjectStore, key: string): Promise<ReadO
   }
 }
 
-/** The record array of an hourly file body (`trips`, `events`, `data.trips`, `data.status_changes`). */
+/** The record array of an hourly file body (`trips`, `events`, `telemetry`, `data.trips`, `data.status_changes`). */
 export function recordsOf(body: any): any[] {
-  for (const k of ['trips', 'events', 'status_changes']) {
+  for (const k of ['trips', 'events', 'telemetry', 'status_changes']) {
     if (Array.isArray(body?.[k])) return body[k];
     if (Array.isArray(body?.data?.[k])) return body.data[k];
   }
