@@ -9,7 +9,7 @@
  * - GET /v1/pricing/vehicle/:id: PartnerVehicleById;
  * - POST /v1/rental/start: BEGIN, RentalUserForStart, RentalLockVehicleForStart, RentalInsert,
  *   FleetInsertEventSetState, RentalGet, COMMIT (the engine's transaction, lib/rentals/engine.ts);
- * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, RentalParkingAt, RentalEnd,
+ * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, ZoneRulesAt, RentalEnd,
  *   FleetInsertEventSetState, RentalGet, COMMIT.
  * The key is checked against the api_keys table once per key and then held in a Map (the API
  * caches verified keys too). What the floor leaves out is what the API adds on top: routing,
@@ -66,7 +66,7 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
       const now = new Date();
       const user = (await c.query(prepared('RentalUserForStart', [body.userId, partnerId]))).rows[0];
       const v = (await c.query(prepared('RentalLockVehicleForStart', [body.vehicleId, null, null, now, partnerId, body.userId]))).rows[0];
-      if (!user || user.running || !v || v.status !== 'ready' || v.has_running_rental) return undefined;
+      if (!user || user.running || !v || !v.start_allowed || v.status !== 'ready' || v.has_running_rental) return undefined;
       const ins = (await c.query(prepared('RentalInsert', [
         partnerId, body.userId, body.vehicleId, 'partner', false, false, null, 'solo', v.currency, v.vat_rate, v.start_price, v.price_per_minute, now, null, null,
       ]))).rows[0];
@@ -80,8 +80,8 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
       const now = new Date();
       const r = (await c.query(prepared('RentalLockForEnd', [rentalId, partnerId]))).rows[0];
       if (!r || r.state !== 'RUNNING') return undefined;
-      const parking = (await c.query(prepared('RentalParkingAt', [r.zone_id, r.lng, r.lat, r.form_factor]))).rows[0];
-      if (!parking || parking.in_no_parking) return undefined;
+      const parking = (await c.query(prepared('ZoneRulesAt', [r.zone_id, r.lng, r.lat, r.vehicle_type_id]))).rows[0];
+      if (!parking || !parking.ride_end_allowed) return undefined;
       const durationMs = now.getTime() - (r.started_at as Date).getTime();
       const cost = computeCost({
         startPrice: r.start_price ?? 0, pricePerMinute: r.price_per_minute ?? 0, vatRate: Number(r.vat_rate), durationSeconds: durationMs / 1000,

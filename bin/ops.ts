@@ -25,6 +25,12 @@ function formatStatus(s: PublishStatus): string {
   lines.push('', `feeds: ${short.join('  ')}`, 'legend: ✓ published  D dirty (republish pending)  F failed  P pending  · missing', '');
   lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   for (const f of s.failures) lines.push(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
+  lines.push('', 'history retained in Postgres (older hours are served from their published files):');
+  for (const h of s.history) {
+    const range = h.oldestDay ? `${h.oldestDay} … ${h.newestDay}` : 'no partitions';
+    const archived = h.droppedBefore ? `, archived before ${h.droppedBefore.toISOString()} (${h.droppedPartitions} partitions dropped)` : '';
+    lines.push(`  ${h.table.padEnd(10)} ${String(h.partitions).padStart(4)} days ${range}, ${(h.bytes / 1048576).toFixed(1)} MiB, retention ${h.retentionDays} days${archived}`);
+  }
   return lines.join('\n');
 }
 
@@ -38,7 +44,7 @@ function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
       await fn(ctx, ...args);
     } catch (err) {
       // expected operator mistakes: say what is wrong, no stack trace
-      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError'].includes((err as Error)?.constructor?.name)) {
+      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError', 'SimulationRepeatedError'].includes((err as Error)?.constructor?.name)) {
         console.error(`error: ${(err as Error).message}`);
         process.exitCode = 1;
       } else throw err;

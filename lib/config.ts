@@ -53,6 +53,18 @@ export interface Config {
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
   readonly feedCacheBytes: number;
   readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
+  /**
+   * Statement timeout of long ops work (`make simulate`): its bulk COPY batches run far longer than
+   * the request pools' 30 s.
+   */
+  readonly opsStatementTimeoutMs: number;
+  /** UTC days of history partitions the publisher's maintenance job keeps created ahead of today. */
+  readonly partitionsAheadDays: number;
+  /**
+   * Days of each kind of history kept in Postgres (publisher/jobs/history.ts). Older daily partitions
+   * are dropped once every hour they hold is published and not dirty; the object store keeps the files.
+   */
+  readonly retention: { readonly telemetryDays: number; readonly eventsDays: number; readonly tripsDays: number };
 }
 
 export class ConfigError extends Error {}
@@ -217,6 +229,15 @@ export function loadConfig(env: Env = process.env): Config {
       failRate: num(env, 'GATEWAY_FAIL_RATE', 0, 0, 1),
       delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),
       timeoutMs: int(env, 'GATEWAY_TIMEOUT_MS', 5000, 1),
+    }),
+    opsStatementTimeoutMs: int(env, 'OPS_STATEMENT_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3_600_000),
+    partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 7, 1, 366),
+    // raw telemetry only feeds live state and ride distances; events and trips back the MDS windows
+    // that regulators may query for weeks (events/historical, trips) before relying on the files
+    retention: Object.freeze({
+      telemetryDays: int(env, 'RETENTION_TELEMETRY_DAYS', 7, 1, 36500),
+      eventsDays: int(env, 'RETENTION_EVENTS_DAYS', 90, 1, 36500),
+      tripsDays: int(env, 'RETENTION_TRIPS_DAYS', 90, 1, 36500),
     }),
   });
 }

@@ -32,11 +32,16 @@ export const metrics = {
   queueDepth: mk.gauge('jobs_queue_depth', 'Queued jobs per queue', ['queue']),
   jobFailures: mk.gauge('jobs_failed', 'Jobs in state failed per queue (pg-boss keeps them for inspection)', ['queue']),
   storeErrors: mk.counter('store_errors_total', 'Object store errors by operation', ['op']),
+  historyPartitions: mk.gauge('history_partitions', 'Daily partitions held per history table (publisher/jobs/history.ts)', ['table']),
+  historyBytes: mk.gauge('history_bytes', 'Bytes of each history table, indexes included', ['table']),
+  historyOldestDay: mk.gauge('history_oldest_day_seconds', 'Unix time of the oldest UTC day held per history table', ['table']),
+  historyDroppedBefore: mk.gauge('history_dropped_before_seconds', 'Unix time before which a history table was dropped by retention (0 = nothing dropped)', ['table']),
 };
 
 /**
  * Gauges read from Postgres at scrape time (one small query each), so every process reports the
- * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs.
+ * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs, and
+ * what each history table retains (history_*).
  */
 export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }): void {
   const safe = async (fn: () => Promise<void>) => {
@@ -59,6 +64,29 @@ export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }
                                    ORDER BY feed, version, hour DESC`);
       for (const r of rows) metrics.publishLag.set({ feed: r.feed, version: r.version }, r.lag);
     });
+  // the four history gauges come from one catalogue query, shared by their collects of one scrape
+  let historyScrape: Promise<void> | undefined;
+  const collectHistory = () =>
+    (historyScrape ??= safe(async () => {
+      // one catalogue query: partitions per history table with their day and size (sql/queries/history.sql)
+      const rows = await db.many(`SELECT p.relname AS parent,
+                                         count(*) FILTER (WHERE c.relname ~ '_p[0-9]{8}$')::int AS partitions,
+                                         extract(epoch FROM min(to_date(right(c.relname, 8), 'YYYYMMDD')) FILTER (WHERE c.relname ~ '_p[0-9]{8}$')::timestamp)::float8 AS oldest,
+                                         sum(pg_total_relation_size(c.oid))::float8 AS bytes,
+                                         (SELECT extract(epoch FROM dropped_before)::float8 FROM history_retention r WHERE r.source = p.relname) AS dropped_before
+                                    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+                                   WHERE p.relname IN ('events', 'telemetry', 'trips') AND p.relnamespace = 'public'::regnamespace
+                                   GROUP BY p.relname`);
+      for (const r of rows) {
+        metrics.historyPartitions.set({ table: r.parent }, r.partitions);
+        metrics.historyBytes.set({ table: r.parent }, r.bytes ?? 0);
+        metrics.historyOldestDay.set({ table: r.parent }, r.oldest ?? 0);
+        metrics.historyDroppedBefore.set({ table: r.parent }, r.dropped_before ?? 0);
+      }
+    }).finally(() => {
+      historyScrape = undefined;
+    }));
+  for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore]) (g as any).collect = collectHistory;
   (metrics.queueDepth as any).collect = () =>
     safe(async () => {
       const rows = await db.many(`SELECT name, count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,

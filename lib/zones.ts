@@ -1,6 +1,7 @@
 /**
  * Zone rules the rental engine and the partner API share: sleep windows (local wall-clock time in the
- * zone's timezone, from the injected clock) and the parking rules at a point (PostGIS).
+ * zone's timezone, from the injected clock) and the start/end rules at a point (PostGIS, the same
+ * SQL decision the GBFS geofencing rules are published from).
  */
 import { q, type Queryable } from './db.js';
 
@@ -56,28 +57,39 @@ export type ParkingDecision = 'good-parking' | 'bad-parking';
 
 export interface ParkingVerdict {
   parkingMode: 'free-floating' | 'parking-spot';
-  inNoParking: boolean;
-  inNoRiding: boolean;
+  /** the deciding area's type; null: outside every applicable area (the zone's global rule) */
+  areaType: string | null;
   inParkingSpot: boolean;
   inIncentive: boolean;
-  /** may a rental end here? free-floating: outside no-parking and no-riding; parking-spot: inside a spot */
+  /** may a ride start here? */
+  canStart: boolean;
+  /** may a rental end here? */
   canEnd: boolean;
   /** the parking decision for a photo taken here */
   decision: ParkingDecision;
 }
 
 /**
- * The zone's parking rules at a point for a vehicle form factor (an area's vehicle_types restricts
- * the area to those form factors; empty means every vehicle).
+ * The zone's rules at a point for a vehicle type, from the one SQL decision `zone_rules_at`
+ * (sql/migrations/000081_zone_rules.sql) that the GBFS geofencing rules are published from: the
+ * first applicable area in precedence order (no-riding, no-parking, parking-spot, slow-zone,
+ * incentive, free-floating, operations), else the zone's global rule (outside the operations
+ * areas nothing starts or ends). An area's vehicle_types restricts it to those form factors or
+ * type ids; empty means every vehicle.
  */
-export async function parkingAt(db: Queryable, zoneId: string, point: { lat: number; lng: number }, formFactor: string): Promise<ParkingVerdict> {
-  const r = await db.one(q('RentalParkingAt'), [zoneId, point.lng, point.lat, formFactor]);
-  const parkingMode = r.parking_mode as ParkingVerdict['parkingMode'];
-  const inNoParking = r.in_no_parking as boolean;
-  const inNoRiding = r.in_no_riding as boolean;
+export async function parkingAt(db: Queryable, zoneId: string, point: { lat: number; lng: number }, vehicleTypeId: string): Promise<ParkingVerdict> {
+  const r = await db.one(q('ZoneRulesAt'), [zoneId, point.lng, point.lat, vehicleTypeId]);
   const inParkingSpot = r.in_parking_spot as boolean;
   const inIncentive = r.in_incentive as boolean;
-  const canEnd = parkingMode === 'parking-spot' ? inParkingSpot : !inNoParking && !inNoRiding;
+  const canEnd = r.ride_end_allowed as boolean;
   const good = inIncentive || inParkingSpot || canEnd;
-  return { parkingMode, inNoParking, inNoRiding, inParkingSpot, inIncentive, canEnd, decision: good ? 'good-parking' : 'bad-parking' };
+  return {
+    parkingMode: r.parking_mode,
+    areaType: r.area_type,
+    inParkingSpot,
+    inIncentive,
+    canStart: r.ride_start_allowed as boolean,
+    canEnd,
+    decision: good ? 'good-parking' : 'bad-parking',
+  };
 }

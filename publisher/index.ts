@@ -5,6 +5,8 @@
  *   every minute   due and dirty/failed hourly files → `feeds-publish-hour` (one job per file)
  *   every 30 s     rental housekeeping (auto-end idle rentals, photo windows), TOMP hold expiry
  *   every 15 s     GBFS snapshots (the GBFS module decides which files actually change)
+ *   every 10 min   history maintenance: partitions ahead, DEFAULT-partition rows, retention
+ *                  (`history-maintenance`, publisher/jobs/history.ts), and once at start
  */
 import PgBoss from 'pg-boss';
 import cron, { type ScheduledTask } from 'node-cron';
@@ -14,12 +16,14 @@ import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
 import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './schedule.js';
 import { loadOptionalJobs, type Sweep } from './jobs/optional.js';
+import { maintainHistory } from './jobs/history.js';
 
 export const QUEUES = {
   hour: 'feeds-publish-hour',
   gbfs: 'feeds-gbfs',
   rentals: 'housekeeping-rentals',
   tomp: 'housekeeping-tomp',
+  history: 'history-maintenance',
 } as const;
 
 export interface PublisherOptions {
@@ -68,7 +72,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await boss.updateQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires
-  for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp]) {
+  for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp, QUEUES.history]) {
     const sweepQueue = { name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 } as const;
     await boss.createQueue(name, sweepQueue);
     await boss.updateQueue(name, sweepQueue);
@@ -107,6 +111,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   const hasRentals = await sweep(QUEUES.rentals, [optional.autoEndIdleRentals, optional.expirePhotoWindows]);
   const hasTomp = await sweep(QUEUES.tomp, [optional.expirePendingBookings]);
   const hasGbfs = await sweep(QUEUES.gbfs, [optional.publishGbfsSnapshots]);
+  await sweep(QUEUES.history, [maintainHistory]);
 
   const tick = () => enqueueDue(ctx, boss);
   const tasks: ScheduledTask[] = [];
@@ -126,6 +131,10 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     if (hasRentals) every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
     if (hasTomp) every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
     if (hasGbfs) every('*/15 * * * * *', 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
+    // one run per cluster at a time (singleton key); partitions for today exist before the first write
+    const history = () => boss.send(QUEUES.history, {}, { singletonKey: 'history' });
+    every('*/10 * * * *', 'history', history);
+    void history().catch((err) => log.warn({ err: (err as Error).message }, 'initial history maintenance enqueue failed'));
     // do not wait a minute after a start for the backlog
     void tick().catch((err) => log.warn({ err: (err as Error).message }, 'initial enqueue failed'));
   }

@@ -3,6 +3,7 @@
  * progress bar and the exit code). Both are safe to run next to live publishers: a file is published
  * under its own advisory lock, and a backfill without `force` skips hours that are current.
  */
+import { historyStatus, type HistoryTableStatus } from './jobs/history.js';
 import type { AppContext } from '../lib/context.js';
 import { q } from '../lib/db.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
@@ -149,6 +150,8 @@ export interface PublishStatus {
   rows: StatusRow[];
   totals: Record<CellState, number>;
   failures: HourFailure[];
+  /** what Postgres retains of each history table (partitions, retention, archived range) */
+  history: HistoryTableStatus[];
 }
 
 export interface PublishStatusOptions {
@@ -195,5 +198,5 @@ export async function publishStatus(ctx: AppContext, o: PublishStatusOptions): P
       out.push({ zone: z.id, hour: h, states });
     }
   }
-  return { feeds: feeds.map((f) => f.id), rows: out, totals, failures };
+  return { feeds: feeds.map((f) => f.id), rows: out, totals, failures, history: await historyStatus(ctx) };
 }

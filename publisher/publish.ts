@@ -84,6 +84,19 @@ export class FeedValidationError extends Error {
   }
 }
 
+/**
+ * The hour's rows of this file's source were dropped by retention (publisher/jobs/history.ts): the
+ * published file is the archive, and publishing again would overwrite it with what is left. The
+ * file's row is left as it is (still served).
+ */
+export class ArchivedHourError extends Error {
+  constructor(feedId: string, zoneId: string, hour: Date, source: string, droppedBefore: Date) {
+    super(`${feedId} ${zoneId} ${formatHour(hour)}: the ${source} of this hour were dropped by retention (everything before ` +
+      `${droppedBefore.toISOString()}); its published file is the archive and is kept as it is, not republished`);
+    this.name = 'ArchivedHourError';
+  }
+}
+
 /** sha256 and byte count of what flows through. */
 class Digest extends Transform {
   readonly hash = createHash('sha256');
@@ -200,6 +213,13 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   }));
   if (!jobs.length) return [];
   const log = ctx.log.child({ zone: zoneId, hour: formatHour(hour) });
+  const archived = await archivedFiles(ctx, jobs, zoneId, hour);
+  if (archived.length) {
+    log.warn({ feeds: archived.map((a) => a.feed), err: archived[0]!.error.message }, 'publication of an archived hour refused');
+    const rest = jobs.filter((j) => !archived.some((a) => a.feed === j.feed.id));
+    const results = rest.length ? await publishHourSet(ctx, zoneId, hour, { ...opts, feeds: rest.map((j) => j.feed) }) : [];
+    return [...archived, ...results];
+  }
 
   let client: pg.PoolClient | undefined;
   let discard = false;
@@ -269,6 +289,19 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   }
   return jobs.map((j) =>
     j.error ? { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed' as const, error: j.error } : j.result!);
+}
+
+/** The files of the set whose source rows of `hour` are gone (history_retention), as failures. */
+async function archivedFiles(ctx: AppContext, jobs: readonly FileJob[], zoneId: string, hour: Date): Promise<PublishFailure[]> {
+  const marks = await ctx.db.many<{ source: string; dropped_before: Date }>(q('HistoryRetention'));
+  const out: PublishFailure[] = [];
+  for (const j of jobs) {
+    const m = marks.find((x) => x.source === j.feed.source);
+    if (m && hour.getTime() < m.dropped_before.getTime()) {
+      out.push({ feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed', error: new ArchivedHourError(j.feed.id, zoneId, hour, j.feed.source, m.dropped_before) });
+    }
+  }
+  return out;
 }
 
 /**

@@ -21,6 +21,18 @@ describe('partner API: vehicles, pricing, zones', function () {
   });
   const get = (path: string, key = p.key) => request(server).get(path).set('X-Auth-Token', key);
 
+  it('empty path ids get the error table codes, not 404 (the router fills the empty segment)', async () => {
+    expectError(await get('/v1/vehicles/code/'), 400, 'BadVehicleCode');
+    expectError(await get('/v1/vehicles/id/'), 400, 'InvalidVehicleID');
+    expectError(await get('/v1/pricing/vehicle/'), 400, 'InvalidVehicleId');
+    expectError(await get('/v1/user/id/'), 400, 'InvalidUserId');
+    expectError(await get('/v1/rental/user//active'), 400, 'InvalidInput');
+    expectError(await request(server).post('/v1/rental//end').set('X-Auth-Token', p.key).send({}), 400, 'InvalidRentalID');
+    // authentication still comes first, and a path that matches nothing even when filled stays 404
+    expectError(await get('/v1/vehicles/code/', 'wrong-key'), 401, 'Unauthorized');
+    expectError(await get('/v1/nothing/here/'), 404, 'NotFound');
+  });
+
   it('pricing of a vehicle', async () => {
     const v = await insertVehicle(t.ctx.db, zone);
     const res = await get(`/v1/pricing/vehicle/${v.id}`);
@@ -98,6 +110,7 @@ describe('partner API: vehicles, pricing, zones', function () {
     expectError(await get('/v1/zone/id/'), 400, 'EmptyZoneID', 'zone id empty');
     expectError(await get('/v2/zone/id'), 400, 'EmptyZoneID');
     expectError(await get('/v1/zone/id/unknown-zone'), 404, 'ZoneNotFound');
+    expectError(await get('/v1/zone/id//areasOccupancy'), 400, 'EmptyZoneID');
   });
 
   it('parking-spot occupancy from PostGIS', async () => {
@@ -108,6 +121,9 @@ describe('partner API: vehicles, pricing, zones', function () {
     await insertVehicle(t.ctx.db, z, { eastM: 205, northM: 5 });
     await insertVehicle(t.ctx.db, z, { eastM: 200, status: 'riding' });
     await insertVehicle(t.ctx.db, z, { eastM: 0 });
+    // bicycles in a spot are not occupancy of its scooter capacity
+    await insertVehicle(t.ctx.db, z, { eastM: 198, typeId: 'pt-bike' });
+    await insertVehicle(t.ctx.db, z, { eastM: -200, typeId: 'pt-bike' });
     const res = await get(`/v1/zone/id/${z.id}/areasOccupancy`);
     expect(res.status).to.equal(200);
     const byId = Object.fromEntries(res.body.data.map((r: { id: string }) => [r.id, r]));

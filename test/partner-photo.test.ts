@@ -37,7 +37,23 @@ describe('parking photo', function () {
     photos.rotated = await jpeg(400, 300, { orientation: 6 });
     photos.wide = await jpeg(300, 400, { focal35: 13 });
     photos.png = await sharp({ create: { width: 30, height: 40, channels: 3, background: '#fff' } }).png().toBuffer();
+    // a noisy portrait so the scan data is most of the file
+    const noise = Buffer.from(Array.from({ length: 90 * 120 * 3 }, (_v, i) => (i * 7919) % 251));
+    const full = await sharp(noise, { raw: { width: 90, height: 120, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+    photos.cut = full.subarray(0, Math.floor(full.length * 0.4));
+    photos.headersOnly = headersOnly(full);
   });
+
+  /** The JPEG's segments up to and including the start of scan, then end of image: valid headers, no image data. */
+  function headersOnly(full: Buffer): Buffer {
+    let i = 2;
+    while (i < full.length) {
+      const marker = full[i + 1];
+      i += 2 + full.readUInt16BE(i + 2);
+      if (marker === 0xda) break;
+    }
+    return Buffer.concat([full.subarray(0, i), Buffer.from([0xff, 0xd9])]);
+  }
 
   /** Starts and ends a rental of a vehicle `eastM` east of the zone centre; returns its id and upload path. */
   async function endedRental(eastM = 0): Promise<{ id: string; path: string }> {
@@ -59,6 +75,41 @@ describe('parking photo', function () {
     expect(await checkPhoto(photos.wide!)).to.deep.include({ ok: false, reason: 'wide-angle', focalLength35mm: 13 });
     expect(await checkPhoto(photos.png!)).to.deep.equal({ ok: false, reason: 'not-jpeg' });
     expect(await checkPhoto(Buffer.from('hello'))).to.deep.equal({ ok: false, reason: 'not-jpeg' });
+    expect(await checkPhoto(photos.cut!)).to.deep.equal({ ok: false, reason: 'not-jpeg' });
+    expect(await checkPhoto(photos.headersOnly!)).to.deep.equal({ ok: false, reason: 'not-jpeg' });
+  });
+
+  it('a JPEG with headers but no or cut-off image data: 400 InvalidParkingPhoto, nothing recorded, window stays open', async () => {
+    const r = await endedRental(150);
+    expect(photos.headersOnly!.length).to.be.below(1000);
+    expectError(await put(r.path, photos.headersOnly!), 400, 'InvalidParkingPhoto');
+    expectError(await put(r.path, photos.cut!), 400, 'InvalidParkingPhoto');
+    expect((await t.ctx.db.one(`SELECT photo_decision FROM rentals WHERE id = $1`, [r.id])).photo_decision).to.equal(null);
+    expect((await put(r.path, photos.portrait!)).body).to.deep.equal({ decision: 'good-parking' });
+  });
+
+  it('GET /v1/rental/{id} and the user lists carry photoUploadURL while the window is open, after a retried end too', async () => {
+    const user = await insertUser(t.ctx.db, p.id);
+    const v = await insertVehicle(t.ctx.db, zone, { eastM: 450 });
+    const r = await startRental(t.ctx, { partnerId: p.id, userId: user, vehicleId: v.id, source: 'partner' });
+    const get = (path: string) => request(server).get(path).set('X-Auth-Token', p.key);
+    expect((await get(`/v1/rental/${r.id}`)).body.data[0].attributes.photoUploadURL).to.equal(undefined);
+    expect((await request(server).post(`/v1/rental/${r.id}/end`).set('X-Auth-Token', p.key).send({})).status).to.equal(200);
+    // the end response was lost: the retry says RentalAlreadyEnded, the read still hands out the upload
+    expectError(await request(server).post(`/v1/rental/${r.id}/end`).set('X-Auth-Token', p.key).send({}), 400, 'RentalAlreadyEnded');
+    t.ctx.clock.advance(10 * 60_000);
+    const read = await get(`/v1/rental/${r.id}`);
+    const url: string = read.body.data[0].attributes.photoUploadURL;
+    expect(url).to.be.a('string');
+    const listed = (await get(`/v1/rental/user/${user}`)).body.data[0].attributes.photoUploadURL;
+    expect(listed).to.equal(url);
+    // another partner cannot read the rental at all
+    const other = await insertPartner(t.ctx.db);
+    expectError(await request(server).get(`/v1/rental/${r.id}`).set('X-Auth-Token', other.key), 404, 'RentalIDDoesNotExist');
+    const u = new URL(url);
+    expect((await put(u.pathname + u.search, photos.portrait!)).body).to.deep.equal({ decision: 'good-parking' });
+    t.ctx.clock.advance(21 * 60_000);
+    expect((await get(`/v1/rental/${r.id}`)).body.data[0].attributes.photoUploadURL).to.equal(undefined);
   });
 
   it('good-parking for a portrait photo where parking is allowed, stored; a second upload is 409', async () => {
@@ -91,8 +142,11 @@ describe('parking photo', function () {
 
   it('landscape and wide-angle JPEGs: 422 ValidateParkingPhotoFailed, bad-photo recorded, replaceable', async () => {
     const r = await endedRental(600);
-    const e1 = expectError(await put(r.path, photos.landscape!), 422, 'ValidateParkingPhotoFailed');
+    const res1 = await put(r.path, photos.landscape!);
+    const e1 = expectError(res1, 422, 'ValidateParkingPhotoFailed');
     expect(e1.meta).to.deep.equal({ decision: 'bad-photo' });
+    // the decision is where a client reads it, as on a successful upload
+    expect(res1.body.decision).to.equal('bad-photo');
     expect((await t.ctx.db.one(`SELECT photo_decision FROM rentals WHERE id = $1`, [r.id])).photo_decision).to.equal('bad-photo');
     expectError(await put(r.path, photos.wide!), 422, 'ValidateParkingPhotoFailed');
     expect((await put(r.path, photos.portrait!)).body).to.deep.equal({ decision: 'good-parking' });

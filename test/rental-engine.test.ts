@@ -250,8 +250,9 @@ describe('rental engine', function () {
   it('ENDED_WITH_NO_CHARGE costs nothing; ENDED_INTERNALLY is charged and ignores parking rules', async () => {
     const u = await insertUser(t.ctx.db, partner.id);
     const v = await insertVehicle(t.ctx.db, zone, { eastM: -1500 });
-    await insertArea(t.ctx.db, zone, 'no-riding', { eastM: -1500, halfM: 20 });
     let r = await start(u, v.id);
+    // the area appears under the running ride (no ride may start inside one)
+    await insertArea(t.ctx.db, zone, 'no-riding', { eastM: -1500, halfM: 20 });
     t.ctx.clock.advance(3 * 60_000);
     r = await endRental(t.ctx, { rentalId: r.id, endState: 'ENDED_INTERNALLY' });
     expect(r).to.include({ state: 'ENDED_INTERNALLY', totalAmount: 175, durationMin: 3 });

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { Db } from '../lib/db.js';
 import { ManualClock } from '../lib/clock.js';
 import { seedDemo } from '../lib/seed/index.js';
-import { simulateHistory, type SimSummary } from '../lib/sim/index.js';
+import { simulateHistory, SimulationRepeatedError, type SimSummary } from '../lib/sim/index.js';
 import { isValidTransition, isMdsState, TRIP_EVENT_TYPES, type MdsState } from '../lib/mds/state-machine.js';
 import { Prng } from '../lib/sim/prng.js';
 import type { AppContext } from '../lib/context.js';
@@ -163,6 +163,32 @@ describe('fleet history simulator', function () {
                           AND NOT EXISTS (SELECT 1 FROM tomp_bookings b JOIN tomp_legs l ON l.booking_id = b.id WHERE b.rental_id = r.id AND b.state = 'FINISHED' AND l.state = 'FINISHED')`)).to.equal(0);
     // user_ride_count counts the user's rides
     expect(await count(`SELECT 1 FROM (SELECT tr.user_ride_count, row_number() OVER (PARTITION BY r.user_id ORDER BY r.started_at) AS n FROM trips tr JOIN rentals r ON r.id = tr.rental_id) x WHERE user_ride_count <> n`)).to.equal(0);
+  });
+
+  it('writes in bounded batches with the same rows as one batch', async () => {
+    const other: TestDatabase = await cloneDatabase();
+    const db = new Db(other.url, t.ctx.log);
+    try {
+      const ctx2: AppContext = { ...t.ctx, db, clock: new ManualClock(NOW) };
+      await seedDemo(ctx2, { vehiclesPerZone: 20 });
+      const s2 = await simulateHistory(ctx2, { ...OPTS, flushChars: 20_000 });
+      expect(s2).to.deep.equal(summary);
+      for (const [name, sql] of Object.entries(DIGESTS)) {
+        expect(await digest(db, sql), name).to.deep.equal(await digest(t.ctx.db, sql));
+      }
+    } finally {
+      await db.close();
+      await other.drop();
+    }
+  });
+
+  it('refuses to simulate a window again with one line saying what to do, writing nothing', async () => {
+    const before = await count('SELECT 1 FROM rentals');
+    const err = await simulateHistory(t.ctx, OPTS).then(() => undefined, (e: Error) => e);
+    expect(err).to.be.instanceOf(SimulationRepeatedError);
+    expect(err!.message).to.not.contain('\n');
+    expect(err!.message).to.match(/already simulated on this database: nothing was written; simulate a later window \(--end\)/);
+    expect(await count('SELECT 1 FROM rentals')).to.equal(before);
   });
 
   it('continues from the current state when simulating the next day on top', async () => {

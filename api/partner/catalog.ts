@@ -23,7 +23,8 @@ function presentZoneInfo(z: Row, now: Date) {
 export function catalogRoutes(router: Router, app: AppContext, auth: Mw): void {
   /** The zone row when it exists and the partner may access it; EmptyZoneID / ZoneNotFound otherwise. */
   async function zoneFor(ctx: RouterContext, raw: unknown): Promise<Row> {
-    if (typeof raw !== 'string' || raw.trim() === '') throw new RentalError('EmptyZoneID');
+    // NUL is the router's placeholder of an empty path segment (api/partner/router.ts)
+    if (typeof raw !== 'string' || raw.replace(/\0/g, '').trim() === '') throw new RentalError('EmptyZoneID');
     if (!ZONE_ID.test(raw)) throw new RentalError('ZoneNotFound');
     const zone = await app.db.maybeOne(q('PartnerZone'), [raw, principalOf(ctx).zones]);
     if (!zone) throw new RentalError('ZoneNotFound');

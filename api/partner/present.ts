@@ -33,8 +33,15 @@ export function photoUploadUrl(config: Config, r: RentalRecord): string {
   return config.publicBaseUrl + signPath(config.signingSecret, 'photo', `/v1/rental/${r.id}/photo`, expires);
 }
 
-export function presentRental(config: Config, r: RentalRecord, now: Date, opts: { photoUploadURL?: boolean } = {}) {
+/**
+ * `photoUploadURL` is on every read of an ended rental while its upload window is open (not only on
+ * the end response), so a partner whose end response was lost (a retried end answers
+ * RentalAlreadyEnded) can still upload the photo; the reads are already limited to the calling
+ * partner's rentals.
+ */
+export function presentRental(config: Config, r: RentalRecord, now: Date) {
   const ended = r.state !== 'RUNNING';
+  const photoWindowOpen = ended && r.endedAt !== null && now.getTime() < r.endedAt.getTime() + PHOTO_WINDOW_MS;
   const total = r.totalAmount ?? 0;
   const attributes: Record<string, unknown> = {
     rentalDurationMin: r.durationMin ?? 0,
@@ -54,7 +61,7 @@ export function presentRental(config: Config, r: RentalRecord, now: Date, opts: 
     vehicleStartLocation: location(r.vehicleStartLocation),
     vehicleEndLocation: location(r.vehicleEndLocation),
     receipt: ended ? { url: receiptUrl(config, r.id, now) } : undefined,
-    photoUploadURL: opts.photoUploadURL && ended ? photoUploadUrl(config, r) : undefined,
+    photoUploadURL: photoWindowOpen ? photoUploadUrl(config, r) : undefined,
   };
   return { id: r.id, type: 'rental', attributes };
 }

@@ -41,5 +41,5 @@ export function renderError(ctx: Koa.Context, err: unknown): void {
   ctx.type = 'application/json';
   const error: Record<string, unknown> = { status: String(e.status), code: e.code, title: STATUS_CODES[e.status] ?? 'Error', detail: e.detail };
   if (e.meta) error.meta = e.meta;
-  ctx.body = { errors: [error] };
+  ctx.body = { ...e.members, errors: [error] };
 }

@@ -39,7 +39,7 @@ export function rentalRoutes(router: Router, app: AppContext, auth: Mw): void {
     const rentalId = requireUuid(ctx.params.rentalId, 'InvalidRentalID');
     const body = await readJson<EndRentalBody>(ctx, EndRentalBody, app.config.maxBodyBytes, true);
     const rental = await endRental(app, { partnerId: principalOf(ctx).partnerId, rentalId, userEndLocation: body.userEndLocation });
-    ctx.body = { data: [presentRental(app.config, rental, app.clock.now(), { photoUploadURL: true })] };
+    ctx.body = { data: [presentRental(app.config, rental, app.clock.now())] };
   });
 
   router.get('/v1/rental/user/:id/active', auth, async (ctx) => {

@@ -15,6 +15,30 @@ import { catalogRoutes } from './catalog.js';
 import { admissionFor, type Admission } from '../../lib/http/admission.js';
 import { metrics } from '../../lib/metrics.js';
 
+/**
+ * An id path parameter left empty (`/v1/vehicles/code/`, `/v1/rental//end`) matches no route, since a
+ * parameter needs at least one character. Such a request is dispatched once more with the empty
+ * segment replaced by this placeholder, which no id, code or zone id of the contract can be: the
+ * route it then reaches refuses it with its own error-table code (BadVehicleCode, InvalidVehicleID,
+ * InvalidVehicleId, InvalidUserId, …), exactly as it refuses any other malformed id. A path whose
+ * filled form matches no route either stays 404 NotFound.
+ */
+const EMPTY_SEGMENT = '%00';
+
+/** The path with its empty segments (a trailing slash, `//`) filled with EMPTY_SEGMENT; undefined when there is none. */
+export function fillEmptySegments(path: string): string | undefined {
+  const segments = path.split('/');
+  if (segments.length < 3) return undefined;
+  let filled = false;
+  for (let i = 1; i < segments.length; i++) {
+    if (segments[i] === '') {
+      segments[i] = EMPTY_SEGMENT;
+      filled = true;
+    }
+  }
+  return filled ? segments.join('/') : undefined;
+}
+
 function inScope(path: string): boolean {
   return (path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2') && !path.startsWith('/v1/partner-apis');
 }
@@ -36,11 +60,22 @@ export function partnerRoutes(ctx: AppContext, admission: Admission = admissionF
         metrics.shed.inc({ family: 'partner' });
         throw OVERLOADED;
       }
-      await routes(koa, async () => {
+      const unmatched = async () => {
         const allowed = new Set<string>();
         for (const layer of (koa as any).matched ?? []) for (const m of layer.methods as string[]) allowed.add(m);
         if (allowed.size) throw new RentalError('MethodNotAllowed', { headers: { Allow: [...allowed].join(', ') } });
         throw new RentalError('NotFound');
+      };
+      await routes(koa, async () => {
+        const filled = fillEmptySegments(koa.path);
+        if (filled === undefined) return unmatched();
+        const original = koa.path;
+        koa.path = filled;
+        try {
+          await routes(koa, unmatched);
+        } finally {
+          koa.path = original;
+        }
       });
     } catch (err) {
       renderError(koa, err);

@@ -37,6 +37,8 @@ export function oneStop(app: AppContext): Koa.Middleware {
       assetId: body.useAssets[0]!,
       from: body.from.coordinates,
       externalId: body.customer.externalId,
+      licences: body.customer.licenses,
+      radius: body.radius,
       language,
     });
     ctx.status = 201;

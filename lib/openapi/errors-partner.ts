@@ -37,10 +37,18 @@ const DETAILS: Partial<Record<string, string>> = {
   'RequestTooLarge@413': 'body exceeds 65536 bytes',
 };
 
+/** Top-level members and meta an error carries beside `errors` (RentalError.members / meta). */
+const EXTRAS: Partial<Record<string, { members: Record<string, unknown>; meta: Record<string, unknown> }>> = {
+  'ValidateParkingPhotoFailed@422': { members: { decision: 'bad-photo' }, meta: { decision: 'bad-photo' } },
+};
+
 export function errorResponse(status: number, codes: RentalErrorCode[], description?: string): Response {
   const examples: Record<string, { summary: string; value: unknown }> = {};
   for (const code of codes) {
-    examples[code] = { summary: ERRORS[code].detail, value: errorBody(code, status, DETAILS[`${code}@${status}`] ?? ERRORS[code].detail) };
+    const body = errorBody(code, status, DETAILS[`${code}@${status}`] ?? ERRORS[code].detail);
+    const extra = EXTRAS[`${code}@${status}`];
+    const value = extra ? { ...extra.members, errors: [{ ...body.errors[0], meta: extra.meta }] } : body;
+    examples[code] = { summary: ERRORS[code].detail, value };
   }
   return {
     description: description ?? `${STATUS_CODES[status]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,

@@ -114,7 +114,7 @@ export function partnerDocument(opts: { publicBaseUrl: string }): OpenApiDocumen
         operationId: 'startRental',
         summary: 'Start a rental',
         description:
-          'Unlocks the vehicle and starts a rental for the user. A user can rent one vehicle at a time; vehicles cannot be pre-booked. `beginnersMode` limits the speed to the zone’s reduced speed.',
+          'Unlocks the vehicle and starts a rental for the user. A user can rent one vehicle at a time; vehicles cannot be pre-booked. `beginnersMode` limits the speed to the zone’s reduced speed. Where the vehicle stands the zone rules must permit a start (GBFS `ride_start_allowed`: inside the operations areas, outside no-riding areas); else 405 ZoneIsSleeping "zone not permitting rentals".',
         tag: 'Rentals',
         body: {
           schema: oas(StartRentalBody),
@@ -136,7 +136,8 @@ export function partnerDocument(opts: { publicBaseUrl: string }): OpenApiDocumen
       post: op({
         operationId: 'endRental',
         summary: 'End a rental',
-        description: 'Locks the vehicle and returns the ended rental with its final cost and `photoUploadURL`. The body may be empty.',
+        description:
+          'Locks the vehicle and returns the ended rental with its final cost and `photoUploadURL`. The body may be empty. Ending must be permitted where the vehicle stands, by the same zone rules the GBFS geofencing_zones publish (`ride_end_allowed`): never outside the zone\'s operations areas, nor in no-parking or no-riding areas, and only inside a parking spot in a parking-spot zone; else 405 FailedToEndRentalNoParking.',
         tag: 'Rentals',
         parameters: [pathParam('rentalId', 'rental id (UUID v4)', UUID_V4)],
         body: { schema: oas(EndRentalBody), required: false, example: { userEndLocation: { latitude: 40.4169, longitude: -3.7035 } } },
@@ -182,7 +183,7 @@ export function partnerDocument(opts: { publicBaseUrl: string }): OpenApiDocumen
           operationId: 'uploadParkingPhoto',
           summary: 'Upload the parking photo (the photoUploadURL)',
           description:
-            'Send a PUT to the `photoUploadURL` of the end-rental response, within 30 minutes of the end: raw JPEG bytes (not base64), `Content-Type: image/jpeg`, portrait orientation, regular lens. The URL is pre-signed; no API key. No photo results in a bad-parking decision. After good-parking or bad-parking the decision is final (409); after bad-photo another photo may be sent.',
+            'Send a PUT to the `photoUploadURL` of the end-rental response, within 30 minutes of the end: raw JPEG bytes (not base64), `Content-Type: image/jpeg`, portrait orientation, regular lens. The URL is pre-signed; no API key. No photo results in a bad-parking decision. The whole image must decode: a body with JPEG headers but missing or cut-off image data is 400 InvalidParkingPhoto and nothing is recorded. Every upload that makes a decision answers with a top-level `decision`: `bad-photo` (not portrait, wide-angle lens) comes as 422 ValidateParkingPhotoFailed with `decision: "bad-photo"` beside `errors`. After good-parking or bad-parking the decision is final (409); after bad-photo another photo may be sent while the window is open. The URL is also on every read of the ended rental while the window is open.',
           tag: 'Parking photo and receipt',
           parameters: [rentalId, ...signature],
           success: ok('the parking decision', schemaRef('PhotoDecision')),

@@ -82,7 +82,7 @@ export const PARTNER_RECORD_SCHEMAS: Record<string, Schema> = {
           photoUploadURL: {
             type: 'string',
             format: 'uri',
-            description: 'only on the end-rental response: the signed address for PUT of the parking photo (`/v1/rental/{id}/photo?expires=…&sig=…`), valid 30 minutes',
+            description: 'on the end-rental response and on every read of the ended rental (by id, the user\'s rentals) while the upload window is open: the signed address for PUT of the parking photo (`/v1/rental/{id}/photo?expires=…&sig=…`), valid until 30 minutes after the end',
           },
         },
       },
@@ -171,7 +171,7 @@ export const PARTNER_RECORD_SCHEMAS: Record<string, Schema> = {
     required: ['id', 'occupancy', 'capacity'],
     properties: {
       id: { type: 'string', description: 'parking-spot area id' },
-      occupancy: { type: 'number', description: 'scooters parked there now' },
+      occupancy: { type: 'number', description: 'scooters parked there now (every status but riding); bicycles are not counted, also where the spot admits them' },
       capacity: { type: 'number', description: 'maximum scooters' },
     },
   },
@@ -231,6 +231,9 @@ export const PARTNER_RECORD_SCHEMAS: Record<string, Schema> = {
   JsonApiErrors: {
     type: 'object',
     required: ['errors'],
-    properties: { errors: { type: 'array', minItems: 1, items: schemaRef('JsonApiError') } },
+    properties: {
+      errors: { type: 'array', minItems: 1, items: schemaRef('JsonApiError') },
+      decision: { enum: ['bad-photo'], description: 'the parking decision an error answer recorded (ValidateParkingPhotoFailed: `bad-photo`), at the same place as in a successful upload' },
+    },
   },
 };

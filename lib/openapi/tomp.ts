@@ -252,11 +252,15 @@ export function tompDocument(opts: { publicBaseUrl: string }): OpenApiDocument {
           operationId: 'oneStopBooking',
           summary: 'Book one vehicle in one call',
           description:
-            'Planning and booking in one step; `useAssets` holds exactly one vehicle id (the vehicle id, its GBFS vehicle_id or the printed code). With AUTO_COMMIT the rental starts at once (booking CONFIRMED, leg NOT_STARTED, estimated pricing); partners with postponed commit get a PENDING booking that must be committed (`POST /bookings/{id}/events`) before `Expires`.',
+            'Planning and booking in one step; `useAssets` holds exactly one vehicle id (the vehicle id, its GBFS vehicle_id or the printed code). With AUTO_COMMIT the rental starts at once (booking CONFIRMED, leg NOT_STARTED, estimated pricing); partners with postponed commit get a PENDING booking that must be committed (`POST /bookings/{id}/events`) before `Expires`. `from` is where the traveller stands: it must be within the zone\'s unlock distance (50 m) of the vehicle\'s own position (take it from GBFS vehicle_status), and within `radius` when one is sent (406 UserTooFarFromVehicle). In zones that require licence verification the booking needs a `customer.licenses` entry for the asset\'s class (STEP for kick scooters, BICYCLE for bicycles) whose `validUntil` is today or later, or absent; otherwise 406 UserLicenceVerificationRequired with a detail that says what is missing.',
           tag: 'Booking',
           body: {
             schema: oas(OneStopBookingRequest),
-            example: { from: { coordinates: { lng: -3.7038, lat: 40.4168 } }, useAssets: ['9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'], customer: { externalId: 'rider-42' } },
+            example: {
+              from: { coordinates: { lng: -3.7038, lat: 40.4168 } },
+              useAssets: ['9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5b'],
+              customer: { externalId: 'rider-42', licenses: [{ assetClass: 'STEP', validUntil: '2030-01-31', issuingCountry: 'DK' }] },
+            },
           },
           parameters: [{ name: 'Accept-Language', in: 'header', description: 'languages the user wants results in; keep it short, ideally one tag', schema: { type: 'string' }, example: 'en' }],
           responses: {
@@ -264,7 +268,7 @@ export function tompDocument(opts: { publicBaseUrl: string }): OpenApiDocument {
               Expires: header('HTTP date until which the result is valid; a PENDING booking expires then', { type: 'string' }, true),
               Location: header('the address of the booking', { type: 'string', format: 'uri' }, true),
             }),
-            '406': err('no booking possible: unknown asset, vehicle not available, customer or vehicle already on a trip, zone sleeping, departure too far, licence verification required (see `type`)'),
+            '406': err('no booking possible: unknown asset, vehicle not available, customer or vehicle already on a trip, zone sleeping, `from` beyond the unlock distance or `radius`, no valid `customer.licenses` where licence verification is required (see `type`; the detail says what is missing)'),
             '428': err('the customer is blocked by the operator'),
             '503': err('the vehicle did not answer the unlock command (nothing is booked), or the database is unavailable', { 'Retry-After': RETRY_AFTER }),
           },

@@ -16,7 +16,7 @@ import { recordEvent, InvalidTransitionError } from '../fleet/events.js';
 import { computeCost } from '../pricing.js';
 import { isSleeping, parkingAt } from '../zones.js';
 import { receiptKey } from '../receipts.js';
-import { RentalError } from './errors.js';
+import { RentalError, ZONE_NOT_PERMITTING } from './errors.js';
 import { toRentalRecord, type Location, type RentalRecord } from './types.js';
 import { metrics } from '../metrics.js';
 
@@ -129,6 +129,9 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
       if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
       if (user.running) throw new RentalError('RentalAlreadyExists');
       if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
+      // the zone rules (zone_rules_at, as published in GBFS): outside the operations areas or in a
+      // no-riding area no ride starts; the error table's row "zone not permitting rentals"
+      if (!v.start_allowed) throw new RentalError('ZoneIsSleeping', { detail: ZONE_NOT_PERMITTING });
       // a booked vehicle can be started only by the user whose pending TOMP booking holds it
       const statusOk = v.status === 'ready' || (v.status === 'booked' && v.held_by_user);
       if (!statusOk || v.has_running_rental || v.held_by_other || v.battery_percent < v.min_battery_percent || v.start_price === null) {
@@ -194,7 +197,7 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
       if (input.idleBefore && (r.last_moved_at > input.idleBefore || r.started_at > input.idleBefore)) throw new RentalError('RentalNotIdle');
       // the operator may end a forgotten rental wherever the vehicle stands
       if (endState !== 'ENDED_INTERNALLY') {
-        const verdict = await parkingAt(tx, r.zone_id, { lat: r.lat, lng: r.lng }, r.form_factor);
+        const verdict = await parkingAt(tx, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id);
         if (!verdict.canEnd) throw new RentalError('FailedToEndRentalNoParking');
       }
       const endedAt = now < r.started_at ? (r.started_at as Date) : now;

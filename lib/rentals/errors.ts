@@ -63,6 +63,9 @@ export const ERRORS = {
 
 export type RentalErrorCode = keyof typeof ERRORS;
 
+/** The detail of the error table's second ZoneIsSleeping row: the zone rules forbid a start where the vehicle stands. */
+export const ZONE_NOT_PERMITTING = 'zone not permitting rentals';
+
 export class RentalError extends Error {
   readonly status: number;
   readonly detail: string;
@@ -70,10 +73,15 @@ export class RentalError extends Error {
   readonly headers: Record<string, string>;
   /** extra facts for the client (JSON:API `meta`), e.g. the recorded photo decision */
   readonly meta: Record<string, unknown> | undefined;
+  /**
+   * top-level members of the response beside `errors`: an answer that carries a result as well as
+   * an error code (the photo upload's `decision` on a bad-photo refusal)
+   */
+  readonly members: Record<string, unknown> | undefined;
 
   constructor(
     readonly code: RentalErrorCode,
-    opts: { status?: number; detail?: string; headers?: Record<string, string>; meta?: Record<string, unknown>; cause?: unknown } = {},
+    opts: { status?: number; detail?: string; headers?: Record<string, string>; meta?: Record<string, unknown>; members?: Record<string, unknown>; cause?: unknown } = {},
   ) {
     const def = ERRORS[code];
     super(opts.detail ?? def.detail, opts.cause === undefined ? undefined : { cause: opts.cause });
@@ -82,6 +90,7 @@ export class RentalError extends Error {
     this.detail = opts.detail ?? def.detail;
     this.headers = opts.headers ?? {};
     this.meta = opts.meta;
+    this.members = opts.members;
   }
 }
 

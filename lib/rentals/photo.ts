@@ -4,8 +4,10 @@
  * and the decision comes from the zone's parking rules where the vehicle stood at the end.
  *
  * - A JPEG that fails the portrait or lens check is stored and decided `bad-photo` (422
- *   ValidateParkingPhotoFailed); the partner may upload a better one while the window is open.
- * - Bytes that are not a JPEG are refused (InvalidParkingPhoto) and nothing is recorded.
+ *   ValidateParkingPhotoFailed, with the top-level `decision` every decided upload carries); the
+ *   partner may upload a better one while the window is open.
+ * - Bytes that are not a JPEG that decodes whole (lib/photos.ts) are refused (InvalidParkingPhoto)
+ *   and nothing is recorded: the window stays open.
  * - After good-parking or bad-parking the decision is final: another upload gets 409.
  */
 import type { AppContext } from '../context.js';
@@ -27,9 +29,9 @@ export async function submitParkingPhoto(ctx: AppContext, rentalId: string, byte
   if (r.photo_decision !== null && r.photo_decision !== 'bad-photo') throw new RentalError('ParkingPhotoAlreadyDecided');
 
   const check = await checkPhoto(bytes);
-  if (!check.ok && check.reason === 'not-jpeg') throw new RentalError('InvalidParkingPhoto', { detail: 'photo is not a JPEG image' });
+  if (!check.ok && check.reason === 'not-jpeg') throw new RentalError('InvalidParkingPhoto', { detail: 'photo is not a complete, readable JPEG image' });
 
-  const decision: PhotoDecision = check.ok ? (await parkingAt(ctx.db, r.zone_id, { lat: r.lat, lng: r.lng }, r.form_factor)).decision : 'bad-photo';
+  const decision: PhotoDecision = check.ok ? (await parkingAt(ctx.db, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id)).decision : 'bad-photo';
   const key = `photos/${rentalId}/${now.getTime()}.jpg`;
   await ctx.store.put(key, bytes, { contentType: 'image/jpeg' });
   const recorded = await ctx.db.maybeOne(q('RentalRecordPhoto'), [rentalId, key, decision, now]);
@@ -38,10 +40,10 @@ export async function submitParkingPhoto(ctx: AppContext, rentalId: string, byte
     await ctx.store.delete(key).catch(() => undefined);
     throw new RentalError('ParkingPhotoAlreadyDecided');
   }
+  metrics.photoDecisions.inc({ decision });
   if (!check.ok) {
     const why = check.reason === 'not-portrait' ? 'photo must be in portrait orientation' : 'photo must be taken with a regular (not wide-angle) lens';
-    throw new RentalError('ValidateParkingPhotoFailed', { detail: why, meta: { decision: 'bad-photo' } });
+    throw new RentalError('ValidateParkingPhotoFailed', { detail: why, meta: { decision: 'bad-photo' }, members: { decision: 'bad-photo' } });
   }
-  metrics.photoDecisions.inc({ decision });
   return decision;
 }

@@ -16,6 +16,8 @@ export class CopyBuffer {
   private chunks: string[] = [];
   private current = '';
   rows = 0;
+  /** characters gathered and not yet copied: what this buffer holds in memory */
+  pending = 0;
 
   constructor(readonly table: string, readonly columns: readonly string[]) {}
 
@@ -27,6 +29,7 @@ export class CopyBuffer {
       line += c === null || c === undefined ? '\\N' : c instanceof Date ? c.toISOString() : typeof c === 'boolean' ? (c ? 't' : 'f') : String(c);
     }
     this.current += line + '\n';
+    this.pending += line.length + 1;
     this.rows++;
     if (this.current.length >= CHUNK) {
       this.chunks.push(this.current);
@@ -34,17 +37,26 @@ export class CopyBuffer {
     }
   }
 
+  /**
+   * Copies what is gathered and empties the buffer; may be called repeatedly (the simulator flushes
+   * as it goes, so memory holds one batch, not the whole history). Returns the rows copied.
+   */
   async copyTo(client: pg.PoolClient): Promise<number> {
-    if (this.rows === 0) return 0;
     if (this.current) {
       this.chunks.push(this.current);
       this.current = '';
     }
+    if (!this.chunks.length) return 0;
+    const rows = this.rows - this.copied;
     const stream = client.query(copyFrom(`COPY ${this.table} (${this.columns.join(', ')}) FROM STDIN`));
     await pipeline(Readable.from(this.chunks), stream);
     this.chunks = [];
-    return this.rows;
+    this.pending = 0;
+    this.copied = this.rows;
+    return rows;
   }
+
+  private copied = 0;
 }
 
 /** EWKT of a point, accepted by COPY into a geometry(Point, 4326) column. */

@@ -7,6 +7,11 @@ export class Heap<T> {
     return this.items.length;
   }
 
+  /** The smallest item, left in place. */
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
   push(x: T): void {
     const a = this.items;
     a.push(x);

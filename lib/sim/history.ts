@@ -1,7 +1,10 @@
 /**
  * Bulk history: a discrete-event simulation of the fleet over [end − days, end), written through
  * the same tables the rental engine writes (rentals, trips, events, telemetry, TOMP bookings) with
- * COPY, in one transaction that holds the simulated vehicles' row locks.
+ * COPY, in one transaction that holds the simulated vehicles' row locks. Rows are copied in batches
+ * as the simulation advances (FLUSH_CHARS), so memory holds one batch whatever the days and fleet.
+ * The transaction runs with the ops long-work statement timeout (OPS_STATEMENT_TIMEOUT_MS), and the
+ * history partitions of the simulated days are created before it starts.
  *
  * Deterministic: one seeded PRNG consumed in a fixed order (vehicles by code, users by id, events
  * by time then vehicle), so the same seed and the same database state give identical rows, ids
@@ -9,7 +12,7 @@
  * checked against the MDS state machine; rentals of one vehicle or one user never overlap.
  */
 import type { AppContext } from '../context.js';
-import { q, type Tx } from '../db.js';
+import { classify, DbError, q, type Tx } from '../db.js';
 import { isValidTransition, type MdsState } from '../mds/state-machine.js';
 import { insertUsers, insertVehicles } from '../seed/fleet.js';
 import { arrayLiteral, CopyBuffer, point } from './copy.js';
@@ -26,6 +29,8 @@ export interface SimOptions {
   seed: number;
   end: Date;
   zones?: string[];
+  /** COPY text gathered before a batch is written (default FLUSH_CHARS; tests use small batches) */
+  flushChars?: number;
 }
 
 export interface SimSummary {
@@ -94,12 +99,38 @@ const STATUS: Record<MdsState, string> = {
   non_contactable: 'unavailable', missing: 'unavailable', elsewhere: 'riding',
 };
 
+/** Characters of COPY text gathered across the buffers before they are written (about 64 MB). */
+const FLUSH_CHARS = 64 << 20;
+
+/**
+ * A simulation over a window that already has simulated rides (or whose ids are already in the
+ * database). Operator-facing: bin/ops.ts prints the message alone.
+ */
+export class SimulationRepeatedError extends Error {
+  constructor(opts: SimOptions, from: Date) {
+    super(`history from ${from.toISOString()} to ${opts.end.toISOString()} was already simulated on this database: ` +
+      'nothing was written; simulate a later window (--end) or start from an empty database (make clean)');
+    this.name = 'SimulationRepeatedError';
+  }
+}
+
 export async function simulateHistory(ctx: AppContext, opts: SimOptions): Promise<SimSummary> {
   if (!(opts.days > 0)) throw new Error('days must be positive');
   const endMs = opts.end.getTime();
   const startMs = endMs - opts.days * 86400000;
   const root = new Prng(opts.seed);
-  return ctx.db.tx((tx) => run(ctx, tx, root, startMs, endMs, opts), { retries: 0 });
+  // the simulated days get their own partitions up front instead of filling the DEFAULT partitions
+  await ctx.db.query(q('HistoryEnsurePartitions'), [new Date(startMs).toISOString().slice(0, 10), new Date(endMs).toISOString().slice(0, 10)]);
+  try {
+    return await ctx.db.tx(async (tx) => {
+      await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [String(ctx.config.opsStatementTimeoutMs)]);
+      return run(ctx, tx, root, startMs, endMs, opts);
+    }, { retries: 0 });
+  } catch (err) {
+    // COPY runs on the raw client: its unique violation arrives unclassified
+    if ((err instanceof DbError ? err : classify(err, 'SimCopy')).kind === 'conflict') throw new SimulationRepeatedError(opts, new Date(startMs));
+    throw err;
+  }
 }
 
 async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: number, opts: SimOptions): Promise<SimSummary> {
@@ -139,6 +170,10 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
     }
   }
 
+  // a second run over the same window would double its rides; decided under the vehicles' locks
+  const { simulated } = await tx.one<{ simulated: boolean }>(q('SimWindowSimulated'), [models.map((z) => z.id), new Date(startMs), new Date(endMs)]);
+  if (simulated) throw new SimulationRepeatedError(opts, new Date(startMs));
+
   // partners and their user pools (topped up to the size this fleet needs)
   const partners: Partner[] = (await tx.many(q('SimPartners'))).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }));
   for (const tt of ['rider', 'operator', 'maas'] as const) {
@@ -164,16 +199,25 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   }
 
   const sim = new Simulation(rng, vehicles, riding, startMs, endMs);
-  sim.run();
-
-  // users created on the fly, before the rentals that reference them
-  for (const [partnerId, list] of sim.newUsers) {
-    const p = riding.find((x) => x.id === partnerId)!;
-    await tx.query(q('SimInsertUsers'), [list.map((u) => u.id), partnerId, list.map((u) => `${u.ext}@${poolFor(p).domain}`), list.map((u) => u.ext), poolAt]);
-    usersAdded += list.length;
-  }
   let rowsWritten = 0;
-  for (const buf of [sim.rentals, sim.trips, sim.events, sim.telemetry, sim.bookings, sim.legs]) rowsWritten += await buf.copyTo(tx.client);
+  const flush = async () => {
+    // users created on the fly, before the rentals that reference them; then parents before children
+    for (const [partnerId, list] of sim.newUsers) {
+      const p = riding.find((x) => x.id === partnerId)!;
+      await tx.query(q('SimInsertUsers'), [list.map((u) => u.id), partnerId, list.map((u) => `${u.ext}@${poolFor(p).domain}`), list.map((u) => u.ext), poolAt]);
+      usersAdded += list.length;
+    }
+    sim.newUsers.clear();
+    for (const buf of sim.buffers) rowsWritten += await buf.copyTo(tx.client);
+  };
+  sim.begin();
+  // advance one simulated hour at a time; write whenever a batch has gathered
+  for (let until = startMs + HOUR; ; until += HOUR) {
+    sim.runUntil(Math.min(until, endMs));
+    if (until >= endMs) break;
+    if (sim.buffers.reduce((n, b) => n + b.pending, 0) >= (opts.flushChars ?? FLUSH_CHARS)) await flush();
+  }
+  await flush();
 
   const vs = vehicles.filter((v) => v.changed);
   await tx.query(q('SimUpdateVehicles'), [
@@ -231,9 +275,20 @@ class Simulation {
     }
   }
 
-  run(): void {
+  /** In copy order: a row's parents (rentals before trips and bookings, bookings before legs) first. */
+  get buffers(): CopyBuffer[] {
+    return [this.rentals, this.trips, this.events, this.telemetry, this.bookings, this.legs];
+  }
+
+  /** Every vehicle continues from its current state. */
+  begin(): void {
     for (const v of this.vehicles) this.start(v);
-    for (let a = this.heap.pop(); a; a = this.heap.pop()) {
+  }
+
+  /** Plays the actions due before `untilMs` (the same order as one run to the end). */
+  runUntil(untilMs: number): void {
+    for (let next = this.heap.peek(); next && next.t < untilMs; next = this.heap.peek()) {
+      const a = this.heap.pop()!;
       const v = this.vehicles[a.v]!;
       if (a.ver !== v.version || a.t >= this.endMs) continue;
       this.act(v, a.kind, a.t);

@@ -17,6 +17,7 @@ import { TompError, mapEngineError } from './errors.js';
 import { holdVehicle, expireIfDue } from './holds.js';
 import { bookingOf, bookingStateOf, legOf, legStateOf, type BookingRow, type TompBooking, type TompLeg } from './views.js';
 import { isUuid } from '../uuid.js';
+import { assetClassOf, hasValidLicence, missingLicence, type TompLicence } from './licences.js';
 
 export interface Caller {
   partnerId: string;
@@ -34,6 +35,18 @@ export interface OneStopInput {
   from: { lng: number; lat: number };
   externalId: string;
   language: string;
+  /** TOMP customer.licenses: the licence verification (lib/tomp/licences.ts) */
+  licences?: TompLicence[];
+  /** TOMP planningRequest.radius: the farthest (metres) the traveller will walk from `from` to the vehicle */
+  radius?: number;
+}
+
+interface Asset {
+  id: string;
+  zone_id: string;
+  form_factor: string;
+  licence_verification_required: boolean;
+  distance_m: number;
 }
 
 /**
@@ -41,23 +54,30 @@ export interface OneStopInput {
  * vehicle_id/bike_id (a MaaS provider typically finds vehicles in GBFS) or the printed 4-character
  * code. Anything else, or a vehicle outside the partner's zones, is an unknown asset.
  */
-async function resolveAsset(ctx: AppContext, caller: Caller, assetId: string): Promise<{ id: string; zone_id: string }> {
+async function resolveAsset(ctx: AppContext, caller: Caller, assetId: string, from: { lng: number; lat: number }): Promise<Asset> {
   const uuid = isUuid(assetId) ? assetId.toLowerCase() : null;
   const code = !uuid && CODE.test(assetId) ? assetId.toUpperCase() : null;
-  const v = uuid || code ? await ctx.db.maybeOne<{ id: string; zone_id: string }>(q('TompFindVehicle'), [uuid, code]) : undefined;
+  const v = uuid || code ? await ctx.db.maybeOne<Asset>(q('TompFindVehicle'), [uuid, code, from.lng, from.lat]) : undefined;
   if (!v || (caller.zones !== null && !caller.zones.includes(v.zone_id))) throw new TompError(406, 'unknown asset', { type: 'VehicleNotFound' });
   return v;
 }
 
 export async function createOneStopBooking(ctx: AppContext, caller: Caller, input: OneStopInput): Promise<{ booking: TompBooking; expiresAt: Date; language: string }> {
-  const vehicle = await resolveAsset(ctx, caller, input.assetId);
+  const vehicle = await resolveAsset(ctx, caller, input.assetId, input.from);
+  // `from` is where the traveller stands: the engine refuses beyond the zone's unlock distance
+  // (UserTooFarFromVehicle); a `radius` narrows that to how far the traveller will walk
+  if (input.radius !== undefined && vehicle.distance_m > input.radius) {
+    throw new TompError(406, `the vehicle is ${Math.ceil(vehicle.distance_m)} m from \`from\`, beyond the requested radius of ${input.radius} m`, { type: 'UserTooFarFromVehicle' });
+  }
   const customer = await findOrCreateCustomer(ctx.db, caller.partnerId, input.externalId, ctx.clock.now());
   if (customer.blocked) throw new TompError(428, 'the customer is blocked by the operator', { type: 'UserBlocked' });
   const now = ctx.clock.now();
+  const assetClass = assetClassOf(vehicle.form_factor);
+  const licence = { verified: hasValidLicence(input.licences, assetClass, now), missing: missingLicence(input.licences, assetClass, now) };
   const expiresAt = new Date(now.getTime() + BOOKING_VALIDITY_SECONDS * 1000);
   let bookingId: string;
   if (caller.tompPostponedCommit) {
-    bookingId = await holdVehicle(ctx, { ...input, partnerId: caller.partnerId, userId: customer.id, vehicleId: vehicle.id, now, expiresAt });
+    bookingId = await holdVehicle(ctx, { ...input, partnerId: caller.partnerId, userId: customer.id, vehicleId: vehicle.id, now, expiresAt, licence });
   } else {
     // the engine lets a TOMP start take a 'booked' vehicle (for COMMIT): never someone else's hold
     if ((await ctx.db.one(q('TompVehicleHeld'), [vehicle.id, now])).held) {
@@ -70,15 +90,19 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
         userId: customer.id,
         vehicleId: vehicle.id,
         userStartLocation: { latitude: input.from.lat, longitude: input.from.lng },
+        userLicenseValidated: licence.verified,
         source: 'tomp',
       });
     } catch (err) {
-      throw mapEngineError(err, 'start');
+      const e = mapEngineError(err, 'start');
+      // say what the customer's licences lack rather than the engine's generic words
+      if (e instanceof TompError && e.opts.type === 'UserLicenceVerificationRequired') throw new TompError(406, licence.missing, e.opts);
+      throw e;
     }
     try {
       bookingId = await ctx.db.tx(async (tx) => {
         const b = await tx.one<{ id: string }>(q('TompInsertBooking'), [
-          caller.partnerId, customer.id, vehicle.id, rental.id, 'CONFIRMED', input.from.lng, input.from.lat, input.externalId, input.language, expiresAt, now,
+          caller.partnerId, customer.id, vehicle.id, rental.id, 'CONFIRMED', input.from.lng, input.from.lat, input.externalId, input.language, expiresAt, now, licence.verified,
         ]);
         await tx.one(q('TompInsertLeg'), [b.id, new Date(rental.startedAt), now]);
         return b.id;

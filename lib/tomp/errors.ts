@@ -5,7 +5,7 @@
  * of our contract and inventing numbers would mislead partners.
  */
 import { DbError } from '../db.js';
-import { isRentalError } from '../rentals/errors.js';
+import { isRentalError, ZONE_NOT_PERMITTING } from '../rentals/errors.js';
 
 export type TompStatus = 400 | 401 | 403 | 404 | 405 | 406 | 409 | 413 | 415 | 428 | 429 | 500 | 503;
 
@@ -68,7 +68,7 @@ const START_REASONS: Partial<Record<string, string>> = {
 export function fromRentalError(e: { code: string; detail: string; status: number }, phase: 'start' | 'end'): TompError {
   if (e.code === 'ServiceUnavailable') return new TompError(503, 'temporarily unavailable; retry later', { type: e.code, retryAfterSeconds: 5 });
   if (phase === 'start') {
-    const reason = START_REASONS[e.code];
+    const reason = e.code === 'ZoneIsSleeping' && e.detail === ZONE_NOT_PERMITTING ? 'the zone does not permit rentals where the vehicle stands' : START_REASONS[e.code];
     if (reason) return new TompError(406, e.code === 'RentalAlreadyExists' && e.detail ? `${reason} (${e.detail})` : reason, { type: e.code });
     if (e.code === 'FailedToUnlockVehicle' || e.code === 'FailedToUpdateVehicle') {
       return new TompError(503, 'the vehicle did not answer the unlock command; retry later', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });

@@ -22,6 +22,8 @@ interface HoldInput {
   language: string;
   now: Date;
   expiresAt: Date;
+  /** customer.licenses verified for this vehicle's class; `missing` is the 406 detail otherwise (lib/tomp/licences.ts) */
+  licence: { verified: boolean; missing: string };
 }
 
 const notPossible = (detail: string, type: string) => new TompError(406, detail, { type });
@@ -34,9 +36,11 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
     if (isSleeping({ timezone: c.timezone, sleepWindows: c.sleep_windows, status: c.zone_status }, i.now)) {
       throw notPossible('the zone is sleeping: no trips can start now', 'ZoneIsSleeping');
     }
+    if (!c.start_allowed) throw notPossible('the zone does not permit rentals where the vehicle stands', 'ZoneIsSleeping');
     if (c.status !== 'ready' || c.mds_state !== 'available' || c.battery_percent < c.min_battery_percent) {
       throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
     }
+    if (c.licence_verification_required && !i.licence.verified) throw notPossible(i.licence.missing, 'UserLicenceVerificationRequired');
     if (c.distance_m > c.unlock_distance_m) throw notPossible('the departure location is too far from the vehicle', 'UserTooFarFromVehicle');
     // the race is decided here: only one transaction can turn a ready vehicle into a booked one
     const v = await tx.maybeOne(q('TompHoldVehicle'), [i.vehicleId]);
@@ -51,7 +55,7 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
       batteryPercent: v.battery_percent,
     });
     const b = await tx.one<{ id: string }>(q('TompInsertBooking'), [
-      i.partnerId, i.userId, i.vehicleId, null, 'PENDING', i.from.lng, i.from.lat, i.externalId, i.language, i.expiresAt, i.now,
+      i.partnerId, i.userId, i.vehicleId, null, 'PENDING', i.from.lng, i.from.lat, i.externalId, i.language, i.expiresAt, i.now, i.licence.verified,
     ]);
     await tx.one(q('TompInsertLeg'), [b.id, i.now, i.now]);
     return b.id;
@@ -68,6 +72,7 @@ interface LockedBooking {
   expires_at: Date;
   from_lng: number;
   from_lat: number;
+  licence_verified: boolean;
 }
 
 /** Ends a hold under the booking's lock: booking → `state`, leg CANCELLED, vehicle ready/available again. */
@@ -157,6 +162,7 @@ export async function operateBooking(ctx: AppContext, partnerId: string, booking
       userId: b.user_id,
       vehicleId: b.vehicle_id,
       userStartLocation: { latitude: b.from_lat, longitude: b.from_lng },
+      userLicenseValidated: b.licence_verified,
       source: 'tomp',
       within: async (tx, rental) => {
         // NOWAIT: a CANCEL or sweep holding the booking makes the engine retry its transaction

@@ -36,8 +36,27 @@ export const OneStopBookingRequest = {
     customer: {
       type: 'object',
       required: ['externalId'],
-      properties: { externalId: { type: 'string', minLength: 1, maxLength: 200 } },
+      properties: {
+        externalId: { type: 'string', minLength: 1, maxLength: 200 },
+        // TOMP 1.6.1 license (licenseType + number, licenseCode, validUntil): the licence verification (lib/tomp/licences.ts)
+        licenses: {
+          type: 'array',
+          maxItems: 20,
+          items: {
+            type: 'object',
+            required: ['assetClass'],
+            properties: {
+              assetClass: { type: 'string', minLength: 1, maxLength: 40 },
+              issuingCountry: { type: 'string', maxLength: 10 },
+              number: { type: 'string', maxLength: 100 },
+              licenseCode: { type: 'string', maxLength: 40 },
+              validUntil: { type: 'string', format: 'date' },
+            },
+          },
+        },
+      },
     },
+    radius: { type: 'integer', minimum: 0 },
     departureTime: { type: 'string', format: 'date-time' },
   },
 } as const;

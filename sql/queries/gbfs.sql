@@ -3,9 +3,13 @@
 
 -- name: GbfsZones
 -- $1 text[]: zone ids, or NULL for every zone
+-- global_*: the rule outside every area, from the zone-rules decision (zone_global_rule, 000081)
 SELECT id, name, city, country, timezone, currency, language, parking_mode, max_speed_kph, reduced_speed_kph,
-       min_battery_percent, sleep_windows, status, support_email, created_at, updated_at
+       min_battery_percent, sleep_windows, status, support_email, created_at, updated_at,
+       g.ride_start_allowed AS global_start, g.ride_end_allowed AS global_end,
+       g.ride_through_allowed AS global_through, g.station_parking AS global_station_parking
   FROM zones
+ CROSS JOIN LATERAL zone_global_rule(zones.id) g
  WHERE $1::text[] IS NULL OR id = ANY ($1::text[])
  ORDER BY id;
 
@@ -27,12 +31,19 @@ SELECT zone_id, vehicle_type_id, start_price, price_per_minute
 
 -- name: GbfsAreas
 -- lat/lon: a point guaranteed inside the area (the centroid of a C-shaped area can lie outside).
-SELECT id, zone_id, name, area_type, vehicle_types, capacity, max_speed_kph, created_at,
-       ST_AsGeoJSON(geom, 7)::json AS geometry,
-       ST_Y(ST_PointOnSurface(geom)) AS lat, ST_X(ST_PointOnSurface(geom)) AS lon
-  FROM areas
- WHERE zone_id = ANY ($1::text[])
- ORDER BY zone_id, name, id;
+-- precedence and the rule_* permissions come from the zone-rules decision (zone_area_precedence,
+-- zone_area_rule, migration 000081) the rental engine enforces.
+SELECT a.id, a.zone_id, a.name, a.area_type, a.vehicle_types, a.capacity, a.max_speed_kph, a.created_at,
+       ST_AsGeoJSON(a.geom, 7)::json AS geometry,
+       ST_Y(ST_PointOnSurface(a.geom)) AS lat, ST_X(ST_PointOnSurface(a.geom)) AS lon,
+       zone_area_precedence(a.area_type) AS precedence,
+       r.ride_start_allowed AS rule_start, r.ride_end_allowed AS rule_end,
+       r.ride_through_allowed AS rule_through, r.station_parking AS rule_station_parking
+  FROM areas a
+  JOIN zones z ON z.id = a.zone_id
+ CROSS JOIN LATERAL zone_area_rule(z.parking_mode, a.area_type) r
+ WHERE a.zone_id = ANY ($1::text[])
+ ORDER BY a.zone_id, a.name, a.id;
 
 -- name: GbfsStations
 -- Parking-spot areas without geometry, for the status files.

@@ -62,10 +62,13 @@ SELECT a.id, a.name, a.area_type, a.vehicle_types, ST_AsGeoJSON(a.geom, 7)::json
  ORDER BY a.area_type, a.name, a.id;
 
 -- name: PartnerAreasOccupancy
--- Vehicles standing (not riding) inside each parking-spot area, computed in PostGIS.
+-- The requirement's record: occupancy = parked scooters, capacity = the spot's scooter capacity.
+-- Scooters standing (not riding) inside each parking-spot area, computed in PostGIS; a bicycle in a
+-- spot that admits both is not occupancy of its scooter capacity (docs/partner-api.md).
 SELECT a.id, a.capacity, count(v.id)::int AS occupancy
   FROM areas a
-  LEFT JOIN vehicles v ON v.zone_id = a.zone_id AND v.status <> 'riding' AND ST_Intersects(a.geom, v.location)
+  LEFT JOIN (vehicles v JOIN vehicle_types vt ON vt.id = v.vehicle_type_id AND vt.form_factor = 'scooter')
+         ON v.zone_id = a.zone_id AND v.status <> 'riding' AND ST_Intersects(a.geom, v.location)
  WHERE a.zone_id = $1 AND a.area_type = 'parking-spot'
  GROUP BY a.id, a.capacity
  ORDER BY a.id;

@@ -53,19 +53,24 @@ SELECT id, created_at FROM zones ORDER BY id;
 
 -- name: PubMissingHours
 -- Closed hours in [$3, $4] (clamped to the zone's first hour) without any publication row, for
--- every (feed, version) pair given in $1/$2: what the cron enqueues.
+-- every (feed, version) pair given in $1/$2: what the cron enqueues. The repeated window bound in
+-- the anti-join lets the planner read only the window's rows (feed_publications_hour_scope) when it
+-- hashes them, instead of every hour ever published.
 SELECT z.id AS zone_id, f.feed, f.version, (h AT TIME ZONE 'UTC') AS hour
   FROM zones z
  CROSS JOIN unnest($1::text[], $2::text[]) AS f (feed, version)
  CROSS JOIN LATERAL generate_series(greatest(date_trunc('hour', z.created_at AT TIME ZONE 'UTC'), $3::timestamp), $4::timestamp, interval '1 hour') AS h
  WHERE NOT EXISTS (SELECT 1 FROM feed_publications p
-                    WHERE p.feed = f.feed AND p.version = f.version AND p.scope = z.id AND p.hour = h)
+                    WHERE p.feed = f.feed AND p.version = f.version AND p.scope = z.id AND p.hour = h
+                      AND p.hour BETWEEN $3::timestamp AND $4::timestamp)
  ORDER BY h, z.id, f.feed, f.version
  LIMIT $5;
 
 -- name: PubNeedsRepublish
 -- Dirty hours; failed hours after a backoff growing with the attempts (2^n minutes, at most an
 -- hour); pending hours left behind by a crashed publisher (the advisory lock is gone with it).
+-- The WHERE clause matches the predicate of feed_publications_outstanding arm by arm, so the scan
+-- reads only outstanding rows whatever the history.
 SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
   FROM feed_publications
  WHERE (dirty AND status <> 'failed')

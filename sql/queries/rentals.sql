@@ -29,6 +29,8 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.batt
        z.timezone, z.sleep_windows, z.status AS zone_status, z.min_battery_percent, z.unlock_distance_m,
        z.licence_verification_required, z.reduced_speed_kph, z.currency, z.vat_rate,
        p.start_price, p.price_per_minute,
+       -- the one zone-rules decision (migration 000081) at the vehicle's position
+       (zone_rules_at(v.zone_id, ST_X(v.location), ST_Y(v.location), v.vehicle_type_id)).ride_start_allowed AS start_allowed,
        -- a pending TOMP booking holds the vehicle for its own user only ($6)
        EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4 AND b.user_id <> $6) AS held_by_other,
        EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4 AND b.user_id = $6) AS held_by_user,
@@ -109,18 +111,18 @@ WITH ended AS (
 )
 SELECT id FROM ended;
 
--- name: RentalParkingAt
--- Parking rules at a point: which kinds of area cover it for this form factor.
-SELECT z.parking_mode,
-       EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'no-parking' AND ST_Intersects(a.geom, pt.g)
-                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_no_parking,
-       EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'no-riding' AND ST_Intersects(a.geom, pt.g)
-                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_no_riding,
+-- name: ZoneRulesAt
+-- The zone rules at a point for a vehicle type (zone_rules_at, migration 000081: the decision the
+-- GBFS geofencing rules are published from) plus the areas a parking photo decision looks at.
+SELECT z.parking_mode, zr.ride_start_allowed, zr.ride_end_allowed, zr.ride_through_allowed, zr.area_type,
        EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'parking-spot' AND ST_Intersects(a.geom, pt.g)
-                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_parking_spot,
+                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types) OR vt.form_factor = ANY (a.vehicle_types))) AS in_parking_spot,
        EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'incentive' AND ST_Intersects(a.geom, pt.g)
-                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types))) AS in_incentive
-  FROM zones z, (SELECT ST_SetSRID(ST_MakePoint($2::float8, $3::float8), 4326) AS g) pt
+                 AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types) OR vt.form_factor = ANY (a.vehicle_types))) AS in_incentive
+  FROM zones z
+ CROSS JOIN (SELECT ST_SetSRID(ST_MakePoint($2::float8, $3::float8), 4326) AS g) pt
+  LEFT JOIN vehicle_types vt ON vt.id = $4
+ CROSS JOIN LATERAL zone_rules_at(z.id, $2::float8, $3::float8, $4) zr
  WHERE z.id = $1;
 
 -- name: RentalIdleCandidates
@@ -133,7 +135,7 @@ SELECT r.id
 
 -- name: RentalPhotoTarget
 SELECT r.id, r.state, r.ended_at, r.zone_id, r.photo_decision,
-       ST_X(r.vehicle_end_location) AS lng, ST_Y(r.vehicle_end_location) AS lat, vt.form_factor
+       ST_X(r.vehicle_end_location) AS lng, ST_Y(r.vehicle_end_location) AS lat, vt.form_factor, v.vehicle_type_id
   FROM rentals r
   JOIN vehicles v ON v.id = r.vehicle_id
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id

@@ -171,3 +171,9 @@ SELECT v.id, v.zone_id, v.mds_state, v.battery_percent, ST_X(v.location) AS lng,
 -- name: SimLiveSetVehicle
 -- Partner-API status and battery after an operator action (the MDS state is set by recordEvent).
 UPDATE vehicles SET status = $2, battery_percent = $3, last_seen_at = GREATEST(last_seen_at, $4) WHERE id = $1;
+
+-- name: SimWindowSimulated
+-- Whether bulk-simulated rides already start inside [$2, $3) in the zones $1: simulating the window
+-- again would add a second history on top of the first, so the simulator refuses.
+SELECT EXISTS (SELECT 1 FROM rentals WHERE source = 'simulator' AND zone_id = ANY ($1::text[])
+                  AND started_at >= $2 AND started_at < $3) AS simulated;

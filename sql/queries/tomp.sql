@@ -21,9 +21,13 @@ SELECT z.id AS zone_id, z.name AS zone_name, z.currency, z.vat_rate, z.country,
  ORDER BY z.id, vt.id;
 
 -- name: TompFindVehicle
--- $1 a vehicle id or the current GBFS vehicle id (uuid or null), $2 the printed 4-character code (or null)
-SELECT v.id, v.zone_id
+-- $1 a vehicle id or the current GBFS vehicle id (uuid or null), $2 the printed 4-character code (or null);
+-- $3/$4 the booking's `from` lng/lat (distance_m: how far the traveller stands from the vehicle)
+SELECT v.id, v.zone_id, vt.form_factor, z.licence_verification_required,
+       ST_Distance(v.location::geography, ST_SetSRID(ST_MakePoint($3, $4), 4326)::geography) AS distance_m
   FROM vehicles v
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+  JOIN zones z ON z.id = v.zone_id
  WHERE ($1::uuid IS NOT NULL AND (v.id = $1 OR v.gbfs_id = $1)) OR ($2::text IS NOT NULL AND v.code = $2)
  LIMIT 1;
 
@@ -45,7 +49,8 @@ RETURNING id, blocked;
 -- name: TompHoldCheck
 -- why a vehicle could not be held for a pending booking; $2/$3 the caller's from lng/lat
 SELECT v.status, v.mds_state, v.battery_percent, v.zone_id, ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
-       z.status AS zone_status, z.sleep_windows, z.timezone, z.min_battery_percent, z.unlock_distance_m,
+       z.licence_verification_required, z.status AS zone_status,
+       (zone_rules_at(v.zone_id, ST_X(v.location), ST_Y(v.location), v.vehicle_type_id)).ride_start_allowed AS start_allowed, z.sleep_windows, z.timezone, z.min_battery_percent, z.unlock_distance_m,
        ST_Distance(v.location::geography, ST_SetSRID(ST_MakePoint($2, $3), 4326)::geography) AS distance_m
   FROM vehicles v JOIN zones z ON z.id = v.zone_id
  WHERE v.id = $1;
@@ -62,8 +67,8 @@ UPDATE vehicles SET status = 'ready'
 RETURNING id, zone_id, mds_state, battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat;
 
 -- name: TompInsertBooking
-INSERT INTO tomp_bookings (partner_id, user_id, vehicle_id, rental_id, state, from_location, customer_external_id, language, expires_at, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, ST_SetSRID(ST_MakePoint($6, $7), 4326), $8, $9, $10, $11, $11)
+INSERT INTO tomp_bookings (partner_id, user_id, vehicle_id, rental_id, state, from_location, customer_external_id, language, expires_at, created_at, updated_at, licence_verified)
+VALUES ($1, $2, $3, $4, $5, ST_SetSRID(ST_MakePoint($6, $7), 4326), $8, $9, $10, $11, $11, $12)
 RETURNING id;
 
 -- name: TompInsertLeg
@@ -72,7 +77,7 @@ VALUES ($1, 'NOT_STARTED', $2, $3, $3)
 RETURNING id;
 
 -- name: TompLockBooking
-SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expires_at,
+SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expires_at, b.licence_verified,
        ST_X(b.from_location) AS from_lng, ST_Y(b.from_location) AS from_lat
   FROM tomp_bookings b
  WHERE b.id = $1 AND b.partner_id = $2

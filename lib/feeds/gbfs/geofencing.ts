@@ -2,8 +2,10 @@
  * Areas → GBFS geofencing rules, one mapping shared by 2.2 and 3.0 (docs/gbfs.md has the table).
  * GBFS gives overlapping features the rules of the one listed first, so features are ordered from
  * the most to the least restrictive area type. Outside every feature the 3.0 global_rules apply.
+ * Order and permissions come from the SQL zone-rules decision (sql/migrations/000081_zone_rules.sql)
+ * that the rental engine enforces, so the published and the enforced rules cannot disagree.
  */
-import type { AreaType, GbfsArea, GbfsVehicleType, GbfsZone } from './model.js';
+import type { GbfsArea, GbfsVehicleType, GbfsZone } from './model.js';
 
 export interface Rule {
   rideStartAllowed: boolean;
@@ -13,29 +15,25 @@ export interface Rule {
   maximumSpeedKph?: number;
 }
 
-/** First listed wins on overlap: forbidding areas before permitting ones, parking spots before slow zones. */
-export const AREA_PRECEDENCE: readonly AreaType[] = ['no-riding', 'no-parking', 'parking-spot', 'slow-zone', 'incentive', 'free-floating', 'operations'];
-
-/** The rule of an area in its zone. */
+/**
+ * The rule of an area in its zone. Start, end, ride-through and station parking are the SQL
+ * zone-rules decision's (zone_area_rule, loaded with the area), the same one the rental engine
+ * enforces (zone_rules_at); only the published speed is decided here.
+ */
 export function areaRule(area: GbfsArea, zone: GbfsZone): Rule {
-  // In a parking-spot zone a ride ends only in a parking spot (a station), anywhere else in a
-  // free-floating zone.
-  const freeEnd = zone.parkingMode === 'free-floating';
-  const stations = zone.parkingMode === 'parking-spot';
+  const rule: Rule = { ...area.rule };
   switch (area.areaType) {
     case 'no-riding':
-      return { rideStartAllowed: false, rideEndAllowed: false, rideThroughAllowed: false, stationParking: false };
     case 'no-parking':
-      return { rideStartAllowed: true, rideEndAllowed: false, rideThroughAllowed: true, stationParking: false };
-    case 'parking-spot':
-      return withSpeed({ rideStartAllowed: true, rideEndAllowed: true, rideThroughAllowed: true, stationParking: true }, area.maxSpeedKph);
+      return rule;
     case 'slow-zone':
-      return { rideStartAllowed: true, rideEndAllowed: freeEnd, rideThroughAllowed: true, stationParking: stations, maximumSpeedKph: area.maxSpeedKph ?? zone.reducedSpeedKph };
+      return { ...rule, maximumSpeedKph: area.maxSpeedKph ?? zone.reducedSpeedKph };
+    case 'parking-spot':
     case 'free-floating':
-      return withSpeed({ rideStartAllowed: true, rideEndAllowed: true, rideThroughAllowed: true, stationParking: false }, area.maxSpeedKph);
+      return withSpeed(rule, area.maxSpeedKph);
     case 'incentive':
     case 'operations':
-      return { rideStartAllowed: true, rideEndAllowed: freeEnd, rideThroughAllowed: true, stationParking: stations, maximumSpeedKph: area.maxSpeedKph ?? zone.maxSpeedKph };
+      return { ...rule, maximumSpeedKph: area.maxSpeedKph ?? zone.maxSpeedKph };
   }
 }
 
@@ -44,16 +42,13 @@ function withSpeed(rule: Rule, kph: number | null): Rule {
 }
 
 /**
- * Outside every area. With operations areas, outside them nothing may start or end (riding through
- * is allowed: the vehicle does not stop at the border). A zone without operations areas operates
- * everywhere: the global rule is then the operations rule.
+ * Outside every area: the SQL decision's global rule (zone_global_rule: with operations areas,
+ * nothing starts or ends outside them; without, the whole zone operates under the operations rule,
+ * published with the zone's maximum speed).
  */
-export function globalRule(zone: GbfsZone, areas: readonly GbfsArea[]): Rule {
-  if (areas.some((a) => a.areaType === 'operations')) {
-    return { rideStartAllowed: false, rideEndAllowed: false, rideThroughAllowed: true, stationParking: false };
-  }
-  const stations = zone.parkingMode === 'parking-spot';
-  return { rideStartAllowed: true, rideEndAllowed: !stations, rideThroughAllowed: true, stationParking: stations, maximumSpeedKph: zone.maxSpeedKph };
+export function globalRule(zone: GbfsZone): Rule {
+  const rule: Rule = { ...zone.globalRule };
+  return rule.rideStartAllowed ? { ...rule, maximumSpeedKph: zone.maxSpeedKph } : rule;
 }
 
 /**
@@ -67,7 +62,7 @@ export function areaVehicleTypeIds(area: GbfsArea, types: readonly GbfsVehicleTy
   return types.filter((t) => wanted.has(t.id) || wanted.has(t.formFactor)).map((t) => t.id);
 }
 
-/** Areas in feature order. */
+/** Areas in feature order (the SQL decision's precedence; stable within one area type). */
 export function orderedAreas(areas: readonly GbfsArea[]): GbfsArea[] {
-  return [...areas].sort((a, b) => AREA_PRECEDENCE.indexOf(a.areaType) - AREA_PRECEDENCE.indexOf(b.areaType));
+  return [...areas].sort((a, b) => a.precedence - b.precedence);
 }

@@ -27,6 +27,16 @@ export interface GbfsZone {
   supportEmail: string;
   createdAt: Date;
   updatedAt: Date;
+  /** the rule outside every area, from the zone-rules decision in SQL (zone_global_rule) */
+  globalRule: RulePermissions;
+}
+
+/** Start/end/through permissions and station parking as the SQL zone-rules decision gives them (migration 000081). */
+export interface RulePermissions {
+  rideStartAllowed: boolean;
+  rideEndAllowed: boolean;
+  rideThroughAllowed: boolean;
+  stationParking: boolean;
 }
 
 export interface GbfsVehicleType {
@@ -62,6 +72,10 @@ export interface GbfsArea {
   geometry: MultiPolygon;
   lat: number;
   lon: number;
+  /** feature order (zone_area_precedence): lower first, the first listed wins on overlap */
+  precedence: number;
+  /** the permissions inside the area (zone_area_rule) */
+  rule: RulePermissions;
 }
 
 export interface GbfsStation {
@@ -132,6 +146,7 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
       supportEmail: r.support_email,
       createdAt: r.created_at,
       updatedAt: r.updated_at,
+      globalRule: { rideStartAllowed: r.global_start, rideEndAllowed: r.global_end, rideThroughAllowed: r.global_through, stationParking: r.global_station_parking },
     };
     out.set(zone.id, {
       zone,
@@ -179,6 +194,8 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
       geometry: r.geometry,
       lat: r.lat,
       lon: r.lon,
+      precedence: r.precedence,
+      rule: { rideStartAllowed: r.rule_start, rideEndAllowed: r.rule_end, rideThroughAllowed: r.rule_through, stationParking: r.rule_station_parking },
     }), out, (z) => z.areas);
     group(areas.filter((a) => a.area_type === 'parking-spot'), byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
   } else {

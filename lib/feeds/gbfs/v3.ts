@@ -214,7 +214,7 @@ export function geofencingZonesV3(z: ZoneData) {
   const allTypes = z.types.map((t) => t.id);
   return {
     geofencing_zones: { type: 'FeatureCollection', features },
-    global_rules: [ruleV3(globalRule(zone, z.areas), allTypes.length ? allTypes : undefined)],
+    global_rules: [ruleV3(globalRule(zone), allTypes.length ? allTypes : undefined)],
   };
 }
 

@@ -1,0 +1,217 @@
+/**
+ * Scale benchmark (issue 14): how costs move from 1 day of history to N days, printed as ratios
+ * N days / 1 day (goal ≤ 1.2 each), and what the database holds per day and under retention.
+ *
+ *   - hourly publish: one hour's 7 files (forced, median of 3) with 1 day vs N days of history;
+ *   - publication sweeps and the late-data trigger: the missing-hours scan, the republish sweep and
+ *     one single-row event insert into a published hour (median of many), with 14 days vs a year of
+ *     publication rows for BENCH_SCALE_PUB_ZONES zones (the trigger's cost grew with them before
+ *     migration 000100);
+ *   - database bytes per day (events, telemetry, trips with their indexes) and the steady-state size
+ *     under the default retention (RETENTION_*_DAYS × bytes per day of each table);
+ *   - PROBES: figures of other parts measured at both history sizes (see below).
+ *
+ * Sized by environment (defaults fit the 2-core machine in a few minutes):
+ *   BENCH_SCALE_VEHICLES (1000), BENCH_SCALE_DAYS (14), BENCH_SCALE_TRIPS_PER_VEHICLE (3),
+ *   BENCH_SCALE_TELEMETRY_PER_TRIP (10), BENCH_SCALE_PUB_ZONES (20), BENCH_SCALE_PUB_DAYS (365).
+ *   The issue's figures: BENCH_SCALE_VEHICLES=10000.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManualClock } from '../lib/clock.js';
+import { testConfig } from '../lib/config.js';
+import type { AppContext } from '../lib/context.js';
+import { Db, q } from '../lib/db.js';
+import { SimulatedGateway } from '../lib/gateway.js';
+import { createLogger } from '../lib/log.js';
+import { openStore } from '../lib/store/index.js';
+import { addHours, parseHour } from '../lib/feeds/hours.js';
+import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
+import { hourParam } from '../lib/feeds/mds/sources.js';
+import { publishHourSet } from '../publisher/publish.js';
+import { ensurePartitions, HISTORY_TABLES, retentionDays } from '../publisher/jobs/history.js';
+import { cloneDatabase } from '../test/support/db.js';
+import { bulkHistory, bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
+import type { BenchResult } from './types.js';
+
+const env = (name: string, def: number) => Number(process.env[name] ?? def);
+const VEHICLES = env('BENCH_SCALE_VEHICLES', 1000);
+const DAYS = env('BENCH_SCALE_DAYS', 14);
+const TRIPS_PER_VEHICLE = env('BENCH_SCALE_TRIPS_PER_VEHICLE', 3);
+const TELEMETRY_PER_TRIP = env('BENCH_SCALE_TELEMETRY_PER_TRIP', 10);
+const PUB_ZONES = env('BENCH_SCALE_PUB_ZONES', 20);
+const PUB_DAYS = env('BENCH_SCALE_PUB_DAYS', 365);
+const DAY_MS = 86_400_000;
+
+/** The last simulated day; history grows backwards from it, so the measured hour stays the same. */
+const LAST_DAY = parseHour('2026-11-20T00')!;
+const HOUR = addHours(LAST_DAY, 8);
+
+/**
+ * A figure of another part measured with 1 day and with N days of history; the report prints each
+ * metric at both sizes and their ratio. Add one to PROBES, e.g. `/vehicles/status` cold and warm,
+ * or `events/recent` read page by page (it gets the context and the fleet's zone).
+ */
+export interface ScaleProbe {
+  name: string;
+  measure(ctx: AppContext, zone: string): Promise<Record<string, number>>;
+}
+
+export const PROBES: ScaleProbe[] = [];
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+/** Median ms of `n` runs after one unmeasured warm-up run (caches, plans). */
+async function timed(n: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+  await fn(n);
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await fn(i);
+    ms.push(performance.now() - t0);
+  }
+  return median(ms);
+}
+
+/** One day of the fleet: bulkHistory's trips and events plus telemetry points along each trip. */
+async function simulateDay(ctx: AppContext, zone: string, day: Date): Promise<void> {
+  await ensurePartitions(ctx, day, day);
+  await bulkHistory(ctx.db, zone, day, 24, TRIPS_PER_VEHICLE);
+  await ctx.db.query(
+    `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent, trip_id)
+     SELECT t.device_id, t.zone_id, t.start_time + (t.end_time - t.start_time) * k / $3::int,
+            ST_SetSRID(ST_MakePoint(13.40 + k * 0.0005, 52.51 + k * 0.0005), 4326), 80 - k, t.trip_id
+       FROM trips t CROSS JOIN generate_series(1, $3::int) k
+      WHERE t.zone_id = $1 AND t.end_time >= $2 AND t.end_time < $2::timestamptz + interval '1 day'`,
+    [zone, day, TELEMETRY_PER_TRIP],
+  );
+}
+
+async function publishCost(ctx: AppContext, zone: string): Promise<number> {
+  return timed(3, async () => {
+    const rs = await publishHourSet(ctx, zone, HOUR, { force: true });
+    const failed = rs.find((r) => r.outcome === 'failed');
+    if (failed && failed.outcome === 'failed') throw failed.error;
+  });
+}
+
+async function tableBytes(db: Db): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const r of await db.many<{ parent: string; bytes: string }>(q('HistoryPartitions'))) out[r.parent] = (out[r.parent] ?? 0) + Number(r.bytes);
+  return out;
+}
+
+/** Publication rows for `days` days back from LAST_DAY for every zone and file (already published). */
+async function fillPublications(db: Db, days: number): Promise<void> {
+  await db.query(
+    `INSERT INTO feed_publications (feed, version, scope, hour, status, object_key, sha256, record_count, bytes, published_at)
+     SELECT f.feed, f.version, z.id, h, 'published', 'k', 's', 0, 0, now()
+       FROM zones z
+      CROSS JOIN unnest($1::text[], $2::text[]) AS f (feed, version)
+      CROSS JOIN generate_series($3::timestamp - make_interval(days => $4::int), $3::timestamp + interval '23 hours', interval '1 hour') AS h
+     ON CONFLICT DO NOTHING`,
+    [HOURLY_FEEDS.map((f) => f.feed), HOURLY_FEEDS.map((f) => f.version), hourParam(LAST_DAY), days],
+  );
+  await db.query('ANALYZE feed_publications');
+}
+
+/** Median ms of the missing-hours scan, the republish sweep and a single-row event insert (trigger). */
+async function sweepCosts(ctx: AppContext, zone: string, device: string): Promise<{ missing: number; republish: number; insert: number }> {
+  const feeds = [HOURLY_FEEDS.map((f) => f.feed), HOURLY_FEEDS.map((f) => f.version)];
+  const to = addHours(LAST_DAY, 23);
+  const from = addHours(to, -47);
+  const missing = await timed(20, () => ctx.db.many(q('PubMissingHours'), [...feeds, hourParam(from), hourParam(to), 5000]));
+  const republish = await timed(20, () => ctx.db.many(q('PubNeedsRepublish'), [ctx.clock.now(), 5000]));
+  // each insert lands in another published hour of the last days, so the trigger updates rows each time
+  const insert = await timed(100, (i) =>
+    ctx.db.query(
+      `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location) VALUES ($1, $2, '{comms_lost}', 'non_contactable', $3, ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326))`,
+      [device, zone, new Date(LAST_DAY.getTime() - i * 3_600_000 + 60_000)],
+    ));
+  await ctx.db.query(`UPDATE feed_publications SET dirty = false WHERE dirty`);
+  return { missing, republish, insert };
+}
+
+export async function run(): Promise<BenchResult> {
+  const database = await cloneDatabase();
+  const storeDir = mkdtempSync(join(tmpdir(), 'bench-store-'));
+  const config = testConfig({ DATABASE_URL: database.url, STORE_URL: `file://${storeDir}`, LOG_LEVEL: 'silent' });
+  const log = createLogger(config.logLevel);
+  const ctx: AppContext = {
+    config, log, db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 1_800_000 }), store: await openStore(config),
+    clock: new ManualClock(new Date(LAST_DAY.getTime() + DAY_MS + 3_600_000)), gateway: new SimulatedGateway({}),
+  };
+  const metrics: Record<string, number | null> = {};
+  const notes: string[] = [];
+  const ratio = (name: string, one: number, many: number) => {
+    metrics[`${name} 1 day`] = Math.round(one * 100) / 100;
+    metrics[`${name} ${DAYS} days`] = Math.round(many * 100) / 100;
+    metrics[`${name} ratio`] = Math.round((many / one) * 100) / 100;
+  };
+  try {
+    const zone = await feedZone(ctx.db, { id: 'scale', createdAt: new Date(LAST_DAY.getTime() - 400 * DAY_MS) });
+    await bulkVehicles(ctx.db, zone, VEHICLES, 'S');
+    const device = (await ctx.db.one<{ id: string }>(`SELECT id FROM vehicles WHERE zone_id = $1 LIMIT 1`, [zone])).id;
+
+    // 1 day of history
+    await simulateDay(ctx, zone, LAST_DAY);
+    await ctx.db.query('ANALYZE');
+    const bytes1 = await tableBytes(ctx.db);
+    const publish1 = await publishCost(ctx, zone);
+    const probes1 = new Map<string, Record<string, number>>();
+    for (const p of PROBES) probes1.set(p.name, await p.measure(ctx, zone));
+
+    // N days of history (the measured hour stays the last day's)
+    const genStart = performance.now();
+    for (let d = 1; d < DAYS; d++) await simulateDay(ctx, zone, new Date(LAST_DAY.getTime() - d * DAY_MS));
+    await ctx.db.query('ANALYZE');
+    notes.push(`history generated: ${DAYS} days × ${VEHICLES} vehicles × ${TRIPS_PER_VEHICLE} trips (+2 events, ${TELEMETRY_PER_TRIP} telemetry points each) in ${Math.round((performance.now() - genStart) / 1000)} s`);
+    const bytesN = await tableBytes(ctx.db);
+    ratio('hourly publish ms', publish1, await publishCost(ctx, zone));
+    for (const p of PROBES) {
+      const many = await p.measure(ctx, zone);
+      for (const [k, v] of Object.entries(many)) ratio(`${p.name}: ${k}`, probes1.get(p.name)![k]!, v);
+    }
+
+    // bytes per day and the steady state under the default retention
+    let steady = 0;
+    for (const table of HISTORY_TABLES) {
+      const perDay = ((bytesN[table] ?? 0) - (bytes1[table] ?? 0)) / (DAYS - 1);
+      metrics[`${table} MB per day`] = Math.round(perDay / 10485.76) / 100;
+      steady += perDay * retentionDays(ctx, table);
+    }
+    metrics['database MB per day'] = HISTORY_TABLES.reduce((n, t) => n + (metrics[`${t} MB per day`] ?? 0), 0);
+    metrics['steady-state history MB under default retention'] = Math.round(steady / 1048576);
+    notes.push(`default retention: telemetry ${config.retention.telemetryDays} d, events ${config.retention.eventsDays} d, trips ${config.retention.tripsDays} d; the steady state is bounded by it whatever the years of operation`);
+
+    // publication rows of PUB_ZONES zones: 14 days vs PUB_DAYS days
+    for (let i = 1; i < PUB_ZONES; i++) await feedZone(ctx.db, { id: `scale${i}`, createdAt: new Date(LAST_DAY.getTime() - 400 * DAY_MS) });
+    await fillPublications(ctx.db, 14);
+    const small = await sweepCosts(ctx, zone, device);
+    await fillPublications(ctx.db, PUB_DAYS);
+    const rows = (await ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM feed_publications`)).n;
+    const big = await sweepCosts(ctx, zone, device);
+    notes.push(`publication rows: ${PUB_ZONES} zones × 7 files × 14 days, then ${PUB_DAYS} days (${rows.toLocaleString('en-US')} rows)`);
+    for (const [k, label] of [['missing', 'missing-hours scan ms'], ['republish', 'republish sweep ms'], ['insert', 'event insert with trigger ms']] as const) {
+      metrics[`${label} 14 days`] = Math.round(small[k] * 100) / 100;
+      metrics[`${label} ${PUB_DAYS} days`] = Math.round(big[k] * 100) / 100;
+      metrics[`${label} ratio`] = Math.round((big[k] / small[k]) * 100) / 100;
+    }
+  } finally {
+    await ctx.db.close();
+    await ctx.store.close();
+    await database.drop();
+    rmSync(storeDir, { recursive: true, force: true });
+  }
+  const ratios = Object.keys(metrics).filter((k) => k.endsWith(' ratio'));
+  return {
+    name: `scale (${VEHICLES} vehicles, 1 vs ${DAYS} days; publications of ${PUB_ZONES} zones, 14 vs ${PUB_DAYS} days)`,
+    metrics,
+    goals: ratios.map((m) => ({ metric: m, goal: '≤ 1.2', met: metrics[m] === null ? null : (metrics[m] as number) <= 1.2 })),
+    notes,
+  };
+}
