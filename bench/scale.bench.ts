@@ -92,11 +92,26 @@ async function simulateDay(ctx: AppContext, zone: string, day: Date): Promise<vo
 }
 
 async function publishCost(ctx: AppContext, zone: string): Promise<number> {
-  return timed(3, async () => {
+  return timed(7, async () => {
     const rs = await publishHourSet(ctx, zone, HOUR, { force: true });
     const failed = rs.find((r) => r.outcome === 'failed');
     if (failed && failed.outcome === 'failed') throw failed.error;
   });
+}
+
+/** Postgres-side ms of the hour's two source queries (EXPLAIN ANALYZE execution time, median of 7). */
+async function sourceQueryCost(ctx: AppContext, zone: string): Promise<number> {
+  const runs: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    let ms = 0;
+    for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour']) {
+      const sql = q(name).text.replace('$1', `'${zone}'`).replaceAll('$2', `'${hourParam(HOUR)}'`);
+      const res = await ctx.db.many(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`);
+      ms += (res[0] as any)['QUERY PLAN'][0]['Execution Time'] as number;
+    }
+    if (i > 0) runs.push(ms);
+  }
+  return median(runs);
 }
 
 async function tableBytes(db: Db): Promise<Record<string, number>> {
@@ -162,6 +177,7 @@ export async function run(): Promise<BenchResult> {
     await ctx.db.query('ANALYZE');
     const bytes1 = await tableBytes(ctx.db);
     const publish1 = await publishCost(ctx, zone);
+    const source1 = await sourceQueryCost(ctx, zone);
     const probes1 = new Map<string, Record<string, number>>();
     for (const p of PROBES) probes1.set(p.name, await p.measure(ctx, zone));
 
@@ -172,6 +188,7 @@ export async function run(): Promise<BenchResult> {
     notes.push(`history generated: ${DAYS} days × ${VEHICLES} vehicles × ${TRIPS_PER_VEHICLE} trips (+2 events, ${TELEMETRY_PER_TRIP} telemetry points each) in ${Math.round((performance.now() - genStart) / 1000)} s`);
     const bytesN = await tableBytes(ctx.db);
     ratio('hourly publish ms', publish1, await publishCost(ctx, zone));
+    ratio('hour source queries ms (Postgres execution)', source1, await sourceQueryCost(ctx, zone));
     for (const p of PROBES) {
       const many = await p.measure(ctx, zone);
       for (const [k, v] of Object.entries(many)) ratio(`${p.name}: ${k}`, probes1.get(p.name)![k]!, v);

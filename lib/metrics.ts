@@ -58,10 +58,15 @@ export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }
     });
   (metrics.publishLag as any).collect = () =>
     safe(async () => {
-      const rows = await db.many(`SELECT DISTINCT ON (feed, version) feed, version,
-                                         extract(epoch FROM published_at - (hour + interval '1 hour') AT TIME ZONE 'UTC')::float8 AS lag
-                                    FROM feed_publications WHERE status = 'published' AND published_at IS NOT NULL
-                                   ORDER BY feed, version, hour DESC`);
+      // per (feed, version) of the catalogue, the latest published row: a backward walk of
+      // feed_publications_hour_scope from the newest hour, not a sort of every hour ever published
+      const rows = await db.many(`SELECT f.feed, f.version, l.lag
+                                    FROM (VALUES ('mds_trips', '2.0'), ('mds_trips', '1.2'), ('mds_trips', '0.4'), ('insurance_trips', '2.0'),
+                                                 ('mds_events', '2.0'), ('mds_status_changes', '1.2'), ('mds_status_changes', '0.4')) AS f (feed, version)
+                                    JOIN LATERAL (SELECT extract(epoch FROM p.published_at - (p.hour + interval '1 hour') AT TIME ZONE 'UTC')::float8 AS lag
+                                                    FROM feed_publications p
+                                                   WHERE p.feed = f.feed AND p.version = f.version AND p.status = 'published' AND p.published_at IS NOT NULL
+                                                   ORDER BY p.hour DESC LIMIT 1) l ON true`);
       for (const r of rows) metrics.publishLag.set({ feed: r.feed, version: r.version }, r.lag);
     });
   // the four history gauges come from one catalogue query, shared by their collects of one scrape

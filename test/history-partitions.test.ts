@@ -8,6 +8,8 @@ import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import { maintainPartitions } from '../publisher/jobs/history.js';
+import pg from 'pg';
+import { q } from '../lib/db.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 
@@ -90,5 +92,25 @@ describe('history: time partitions', function () {
     await feedTrip(t.ctx.db, { deviceId: vehicle, zoneId: zone, start: new Date('2026-11-21T09:10:00Z'), end: new Date('2026-11-21T09:40:00Z') });
     const dirty = await t.ctx.db.many(`SELECT feed FROM feed_publications WHERE scope = $1 AND dirty ORDER BY feed`, [zone]);
     expect(dirty.map((r) => r.feed)).to.deep.equal(['mds_events', 'mds_trips']);
+  });
+
+  it("the publisher's hour queries read the hour's partition only, whatever the days held", async () => {
+    const c = new pg.Client({ connectionString: t.database.url });
+    await c.connect();
+    try {
+      await c.query(`SET plan_cache_mode = force_generic_plan`);
+      for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour', 'PubTripStats', 'PubEventStats']) {
+        await c.query(`PREPARE h AS ${q(name).text}`);
+        const res = await c.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE h('${zone}', '2026-11-22T09:00:00')`);
+        await c.query('DEALLOCATE h');
+        const walk = (n: any): any[] => [n, ...((n.Plans ?? []) as any[]).flatMap(walk)];
+        const scanned = walk((res.rows[0] as any)['QUERY PLAN'][0].Plan)
+          .map((n) => n['Relation Name'] as string | undefined)
+          .filter((r) => r && /^(events|trips)_/.test(r));
+        expect(scanned, name).to.deep.equal([name.includes('Trip') ? 'trips_p20261122' : 'events_p20261122']);
+      }
+    } finally {
+      await c.end();
+    }
   });
 });

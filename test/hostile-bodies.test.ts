@@ -18,7 +18,7 @@ import { useTestContext } from './support/context.js';
 import { insertPartner } from './support/partner-fixtures.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
 import { insertClient, insertFeedZone, tokenFor } from './support/feed-auth.js';
-import { FC, count, expectSafe } from './support/figures.js';
+import { FC, count, expectSafe, postChunked } from './support/figures.js';
 
 const ROW = 'hostile bodies';
 const LIMIT = 1024 * 1024;
@@ -164,6 +164,19 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       }
     });
   }
+
+  it('chunked bodies (no Content-Length) are measured the same: 32,000 levels → 400', async () => {
+    const deep = Buffer.from(nested(32_000, 'array'));
+    const cases: Array<[ReturnType<typeof withHotPath>, string, Record<string, string>, Family]> = [
+      [withHotPath(buildApp(t.ctx)), '/edge/tomp/support', { 'X-Access-Token': tompKey }, 'tomp'],
+      [withHotPath(buildApp(t.ctx)), '/v1/user/register', { 'X-Auth-Token': partnerKey }, 'partner'],
+      [withHotPath(buildLegacyApp(t.ctx)), '/en/berlin/events?start_time=1&end_time=2', { Authorization: `Bearer ${cityToken}`, Accept: 'application/vnd.mds+json;version=1.2' }, 'feed'],
+    ];
+    for (const [handler, path, headers, family] of cases) {
+      const res = await postChunked(handler, path, { ...headers, 'Content-Type': 'application/json' }, deep);
+      expectFamily400(family, res as unknown as supertest.Response, `chunked ${path}`);
+    }
+  });
 
   it('every 405 of every family carries Allow (RFC 9110)', async () => {
     const cases: Array<[supertest.Agent, 'get' | 'put' | 'delete', string, string]> = [

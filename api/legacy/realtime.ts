@@ -19,7 +19,7 @@ import { legacyGate } from './router.js';
  * reader (lib/http/body.ts) like on every body endpoint: too large → 413, nested too deep → 400.
  */
 async function refuseHostileBody(ctx: Koa.Context, limit: number): Promise<void> {
-  if (ctx.req.complete && !ctx.request.length) return;
+  if (!ctx.request.length && !ctx.get('transfer-encoding')) return;
   try {
     const raw = await readBody(ctx, limit);
     if (jsonDepthExceeds(raw)) throw new BodyRefused('too_deep', MAX_JSON_DEPTH);

@@ -14,7 +14,8 @@ const CHUNK = 1 << 20;
 
 export class CopyBuffer {
   private chunks: string[] = [];
-  private current = '';
+  private lines: string[] = [];
+  private currentChars = 0;
   rows = 0;
   /** characters gathered and not yet copied: what this buffer holds in memory */
   pending = 0;
@@ -22,19 +23,22 @@ export class CopyBuffer {
   constructor(readonly table: string, readonly columns: readonly string[]) {}
 
   push(cells: Cell[]): void {
-    let line = '';
-    for (let i = 0; i < cells.length; i++) {
-      const c = cells[i];
-      if (i > 0) line += '\t';
-      line += c === null || c === undefined ? '\\N' : c instanceof Date ? c.toISOString() : typeof c === 'boolean' ? (c ? 't' : 'f') : String(c);
-    }
-    this.current += line + '\n';
+    // joined, not concatenated cell by cell: a `+=` chain leaves a tree of small strings per line
+    // (several times the text's size until it is flattened); join gives one flat string
+    const line = cells.map((c) => (c === null || c === undefined ? '\\N' : c instanceof Date ? c.toISOString() : typeof c === 'boolean' ? (c ? 't' : 'f') : String(c))).join('\t');
+    this.lines.push(line);
+    this.currentChars += line.length + 1;
     this.pending += line.length + 1;
     this.rows++;
-    if (this.current.length >= CHUNK) {
-      this.chunks.push(this.current);
-      this.current = '';
-    }
+    if (this.currentChars >= CHUNK) this.seal();
+  }
+
+  /** Lines gathered so far become one flat chunk. */
+  private seal(): void {
+    if (!this.lines.length) return;
+    this.chunks.push(this.lines.join('\n') + '\n');
+    this.lines = [];
+    this.currentChars = 0;
   }
 
   /**
@@ -42,10 +46,7 @@ export class CopyBuffer {
    * as it goes, so memory holds one batch, not the whole history). Returns the rows copied.
    */
   async copyTo(client: pg.PoolClient): Promise<number> {
-    if (this.current) {
-      this.chunks.push(this.current);
-      this.current = '';
-    }
+    this.seal();
     if (!this.chunks.length) return 0;
     const rows = this.rows - this.copied;
     const stream = client.query(copyFrom(`COPY ${this.table} (${this.columns.join(', ')}) FROM STDIN`));

@@ -99,8 +99,8 @@ const STATUS: Record<MdsState, string> = {
   non_contactable: 'unavailable', missing: 'unavailable', elsewhere: 'riding',
 };
 
-/** Characters of COPY text gathered across the buffers before they are written (about 64 MB). */
-const FLUSH_CHARS = 64 << 20;
+/** Characters of COPY text gathered across the buffers before they are written (32 MB). */
+const FLUSH_CHARS = 32 << 20;
 
 /**
  * A simulation over a window that already has simulated rides (or whose ids are already in the

@@ -17,6 +17,8 @@ SELECT t.trip_id, t.device_id, v.code AS vehicle_code, v.license_plate, v.licens
   JOIN vehicle_types vt ON vt.id = t.vehicle_type_id
   JOIN zones z ON z.id = t.zone_id
  WHERE t.zone_id = $1 AND t.end_hour = $2::timestamp
+   -- the same hour on the partition key, so only the hour's daily partition is read (000101)
+   AND t.end_time >= ($2::timestamp AT TIME ZONE 'UTC') AND t.end_time < (($2::timestamp + interval '1 hour') AT TIME ZONE 'UTC')
  ORDER BY t.end_time, t.trip_id;
 
 -- name: MdsEventsOfHour
@@ -29,6 +31,8 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
   JOIN vehicles v ON v.id = e.device_id
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
  WHERE e.zone_id = $1 AND e.hour = $2::timestamp
+   -- the same hour on the partition key, so only the hour's daily partition is read (000101)
+   AND e.ts >= ($2::timestamp AT TIME ZONE 'UTC') AND e.ts < (($2::timestamp + interval '1 hour') AT TIME ZONE 'UTC')
  ORDER BY e.ts, e.event_id;
 
 -- name: MdsEventsBetween

@@ -24,11 +24,13 @@ RETURNING feed, version, status, sha256, object_key, record_count, bytes;
 
 -- name: PubTripStats
 SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::int8 AS watermark_ms
-  FROM trips WHERE zone_id = $1 AND end_hour = $2::timestamp;
+  FROM trips WHERE zone_id = $1 AND end_hour = $2::timestamp
+   AND end_time >= ($2::timestamp AT TIME ZONE 'UTC') AND end_time < (($2::timestamp + interval '1 hour') AT TIME ZONE 'UTC');
 
 -- name: PubEventStats
 SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::int8 AS watermark_ms
-  FROM events WHERE zone_id = $1 AND hour = $2::timestamp;
+  FROM events WHERE zone_id = $1 AND hour = $2::timestamp
+   AND ts >= ($2::timestamp AT TIME ZONE 'UTC') AND ts < (($2::timestamp + interval '1 hour') AT TIME ZONE 'UTC');
 
 -- name: PubPublished
 -- One row per file (arrays in the same order): $1 feeds, $2 versions, $3 zone, $4 hour, $5 keys,
