@@ -89,11 +89,12 @@ SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_
 -- Telemetry of a zone in one UTC hour. In-trip points only once their trip has ended at least $4
 -- minutes before $3 (the publication time): the trip row is written at the end of the trip, and
 -- its arrival dirties the hours it spans (migration 000120), so the points follow in a republish.
+-- end_time >= ts bounds the probe to the daily trip partitions from the point on.
 SELECT t.telemetry_id, t.device_id, (extract(epoch FROM t.ts) * 1000)::int8 AS telemetry_ms,
        ST_Y(t.location) AS telemetry_lat, ST_X(t.location) AS telemetry_lng,
        t.battery_percent AS telemetry_battery_percent, t.trip_id AS telemetry_trip_id,
        (extract(epoch FROM t.recorded_at) * 1000)::int8 AS recorded_ms
   FROM telemetry t
  WHERE t.zone_id = $1 AND t.ts >= ($2::timestamp AT TIME ZONE 'UTC') AND t.ts < ($2::timestamp AT TIME ZONE 'UTC') + interval '1 hour'
-   AND (t.trip_id IS NULL OR EXISTS (SELECT 1 FROM trips r WHERE r.trip_id = t.trip_id AND r.end_time <= $3::timestamptz - make_interval(mins => $4::int)))
+   AND (t.trip_id IS NULL OR EXISTS (SELECT 1 FROM trips r WHERE r.trip_id = t.trip_id AND r.end_time >= t.ts AND r.end_time <= $3::timestamptz - make_interval(mins => $4::int)))
  ORDER BY t.ts, t.telemetry_id;

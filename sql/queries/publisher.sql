@@ -102,7 +102,7 @@ SELECT id, created_at FROM zones WHERE id = ANY ($1::text[]) ORDER BY id;
 SELECT count(*)::int AS records, (extract(epoch FROM max(t.recorded_at)) * 1000)::int8 AS watermark_ms
   FROM telemetry t
  WHERE t.zone_id = $1 AND t.ts >= ($2::timestamp AT TIME ZONE 'UTC') AND t.ts < ($2::timestamp AT TIME ZONE 'UTC') + interval '1 hour'
-   AND (t.trip_id IS NULL OR EXISTS (SELECT 1 FROM trips r WHERE r.trip_id = t.trip_id AND r.end_time <= $3::timestamptz - make_interval(mins => $4::int)));
+   AND (t.trip_id IS NULL OR EXISTS (SELECT 1 FROM trips r WHERE r.trip_id = t.trip_id AND r.end_time >= t.ts AND r.end_time <= $3::timestamptz - make_interval(mins => $4::int)));
 
 -- name: PubTelemetryReleased
 -- With a telemetry delay after trips ($3 minutes > 0): the telemetry hours of trips whose delay ran
