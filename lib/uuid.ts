@@ -3,8 +3,25 @@
  * checking it first turns a malformed id into the caller's error instead of a SQL cast failure.
  * Version-4-only checks (ids we generate) stay with the rental engine (lib/rentals/errors.ts).
  */
+import { createHash } from 'node:crypto';
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isUuid(s: string): boolean {
   return UUID.test(s);
+}
+
+/**
+ * A name-based UUID version 5 (RFC 9562 §5.5: SHA-1 of the namespace's 16 bytes and the name, with
+ * the version and variant bits set): the same name in the same namespace gives the same id forever,
+ * e.g. the MDS geography id of a zone (publisher/reports.ts). node:crypto has only v4, and the few
+ * lines below spare a dependency on the uuid package.
+ */
+export function uuidV5(name: string, namespace: string): string {
+  if (!isUuid(namespace)) throw new Error(`uuidV5: namespace ${namespace} is not a UUID`);
+  const hash = createHash('sha1').update(Buffer.from(namespace.replace(/-/g, ''), 'hex')).update(name, 'utf8').digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const h = hash.subarray(0, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }

@@ -17,6 +17,7 @@ import { publishSetWithMetrics } from './publish-metrics.js';
 import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './schedule.js';
 import { loadOptionalJobs, type Sweep } from './jobs/optional.js';
 import { maintainHistory } from './jobs/history.js';
+import { publishDueReports } from './reports.js';
 
 export const QUEUES = {
   hour: 'feeds-publish-hour',
@@ -24,6 +25,7 @@ export const QUEUES = {
   rentals: 'housekeeping-rentals',
   tomp: 'housekeeping-tomp',
   history: 'history-maintenance',
+  reports: 'feeds-monthly-reports',
 } as const;
 
 export interface PublisherOptions {
@@ -72,7 +74,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await boss.updateQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires
-  for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp, QUEUES.history]) {
+  for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports]) {
     const sweepQueue = { name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 } as const;
     await boss.createQueue(name, sweepQueue);
     await boss.updateQueue(name, sweepQueue);
@@ -112,6 +114,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   const hasTomp = await sweep(QUEUES.tomp, [optional.expirePendingBookings]);
   const hasGbfs = await sweep(QUEUES.gbfs, [optional.publishGbfsSnapshots]);
   await sweep(QUEUES.history, [maintainHistory]);
+  await sweep(QUEUES.reports, [publishDueReports]);
 
   const tick = () => enqueueDue(ctx, boss);
   const tasks: ScheduledTask[] = [];
@@ -134,6 +137,10 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     // one run per cluster at a time (singleton key); partitions for today exist before the first write
     const history = () => boss.send(QUEUES.history, {}, { singletonKey: 'history' });
     every('*/10 * * * *', 'history', history);
+    // monthly reports: a month closes once a month, late trips dirty it any time; one run per cluster
+    const reports = () => boss.send(QUEUES.reports, {}, { singletonKey: 'reports' });
+    every('*/10 * * * *', 'reports', reports);
+    void reports().catch((err) => log.warn({ err: (err as Error).message }, 'initial reports enqueue failed'));
     void history().catch((err) => log.warn({ err: (err as Error).message }, 'initial history maintenance enqueue failed'));
     // do not wait a minute after a start for the backlog
     void tick().catch((err) => log.warn({ err: (err as Error).message }, 'initial enqueue failed'));

@@ -13,6 +13,7 @@ import { single, timeHourParam } from './params.js';
 import type { ZoneInfo } from './zones.js';
 import { realtimeMdsRoutes } from './realtime.js';
 import { publicationsIndexRoute } from './publications-index.js';
+import { reportRoutes } from './reports.js';
 
 /** Authentication, version, role and zone checks shared by every MDS 2.0 endpoint. */
 export async function mdsGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint): Promise<ZoneInfo> {
@@ -44,5 +45,6 @@ export function mdsRoutes(router: Router, deps: FeedDeps): void {
   });
 
   publicationsIndexRoute(router, deps, base);
+  reportRoutes(router, deps, base);
   realtimeMdsRoutes(router, deps, base);
 }

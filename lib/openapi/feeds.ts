@@ -213,6 +213,24 @@ function mdsPaths(): Record<string, PathItem> {
         notFound: 'unknown zone',
       }),
     },
+    [`${base}/reports/{file}`]: {
+      get: feedOp({
+        operationId: 'mdsReport',
+        summary: 'Monthly report of a UTC month, CSV (city role)',
+        description:
+          'MDS 2.0 reports: written by the publisher after the month closes (and again when late trips change it). Header ' +
+          '`provider_id,start_date,duration,special_group_type,geography_id,vehicle_type,trip_count,rider_count`; one row per geography (the zone, ' +
+          'with a stable UUID derived from its id, and each of its areas, by the area id) and vehicle type; `all_riders` counts of the rider and ' +
+          'MaaS trips that started in the month (in the area: started inside it); riders are distinct users. Privacy: a count from 1 to 10 is `-1`.',
+        tag: 'MDS 2.0',
+        parameters: [zoneParam, pathParam('file', 'the month: YYYY-MM.csv', { type: 'string', pattern: '^[0-9]{4}-(0[1-9]|1[0-2])\\.csv$' }, '2026-10.csv')],
+        ok: ok('the report', { 'text/csv': { type: 'string' } }, true),
+        file: true,
+        badParams: 'a file name other than YYYY-MM.csv, malformed zone id',
+        notFound: 'unknown zone, or a month not reported (yet)',
+        security: FEED_TOKEN,
+      }),
+    },
     [`${base}/telemetry`]: {
       get: mds({
         operationId: 'mdsTelemetry',

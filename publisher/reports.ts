@@ -1,0 +1,78 @@
+/**
+ * MDS 2.0 monthly reports: after a UTC month closes, one CSV per zone at
+ * `mds/2.0/{zone}/reports/{YYYY-MM}.csv` with the all_riders trip and rider counts per vehicle type,
+ * for the zone and each of its areas (geographies), written again when late trips change them.
+ *
+ * The MDS privacy rule applies to every count: a value from 1 to 10 is written as -1. A report whose
+ * content is unchanged is not written again. A month some of whose trips retention already dropped
+ * is never recomputed (ReportsDue leaves it out): its stored report is the archive.
+ */
+import { createHash } from 'node:crypto';
+import type { AppContext } from '../lib/context.js';
+import { q } from '../lib/db.js';
+import { mdsVehicleType } from '../lib/feeds/mds/records.js';
+import { uuidV5 } from '../lib/uuid.js';
+
+export const REPORT_HEADER = 'provider_id,start_date,duration,special_group_type,geography_id,vehicle_type,trip_count,rider_count';
+
+/** Months a run writes at most (oldest first), so that a zone with years of history catches up in steps. */
+const MONTHS_PER_RUN = 12;
+
+export function reportKey(zoneId: string, month: string): string {
+  return `mds/2.0/${zoneId}/reports/${month}.csv`;
+}
+
+/** MDS reports: counts from 1 to 10 are withheld (-1); 0 and more than 10 are written as they are. */
+export function privateCount(n: number): number {
+  return n >= 1 && n <= 10 ? -1 : n;
+}
+
+/** The stable geography id of a zone as a whole (its areas keep their own UUIDs). */
+export function zoneGeographyId(providerId: string, zoneId: string): string {
+  return uuidV5(`zone:${zoneId}`, providerId);
+}
+
+/** The CSV of one zone and month. */
+export async function reportCsv(ctx: AppContext, zoneId: string, month: string): Promise<{ csv: string; rows: number }> {
+  const counts = await ctx.db.many<{ area_id: string | null; form_factor: string; trip_count: number; rider_count: number }>(q('ReportCounts'), [zoneId, `${month}-01T00:00:00`]);
+  const zoneGeo = zoneGeographyId(ctx.config.providerId, zoneId);
+  const lines = [REPORT_HEADER];
+  for (const c of counts) {
+    lines.push([
+      ctx.config.providerId, `${month}-01`, 'P1M', 'all_riders', c.area_id ?? zoneGeo, mdsVehicleType(c.form_factor),
+      privateCount(c.trip_count), privateCount(c.rider_count),
+    ].join(','));
+  }
+  return { csv: lines.join('\n') + '\n', rows: counts.length };
+}
+
+export type ReportOutcome = 'written' | 'unchanged';
+
+/** Writes the report of one zone and month (when its content changed); one writer at a time. */
+export async function publishReport(ctx: AppContext, zoneId: string, month: string): Promise<ReportOutcome> {
+  return ctx.db.tx(async (tx) => {
+    await tx.query(q('ReportLock'), [zoneId, month]);
+    const prev = await tx.maybeOne<{ sha256: string; object_key: string }>(q('ReportClaim'), [zoneId, `${month}-01`]);
+    const { csv, rows } = await reportCsv({ ...ctx, db: tx as unknown as AppContext['db'] }, zoneId, month);
+    const sha256 = createHash('sha256').update(csv).digest('hex');
+    const key = reportKey(zoneId, month);
+    if (prev && prev.sha256 === sha256 && prev.object_key === key && (await ctx.store.head(key)) !== undefined) return 'unchanged';
+    await ctx.store.put(key, Buffer.from(csv), { contentType: 'text/csv; charset=utf-8', metadata: { sha256 } });
+    await tx.query(q('ReportStore'), [zoneId, `${month}-01`, key, sha256, rows, ctx.clock.now()]);
+    return 'written';
+  });
+}
+
+/** The publisher's sweep: the reports of closed months that are missing or dirty. */
+export async function publishDueReports(ctx: AppContext): Promise<{ written: number; unchanged: number }> {
+  const now = ctx.clock.now();
+  const lastClosed = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1));
+  const due = await ctx.db.many<{ zone_id: string; month: string }>(q('ReportsDue'), [lastClosed.toISOString().slice(0, 19), MONTHS_PER_RUN]);
+  const out = { written: 0, unchanged: 0 };
+  for (const d of due) {
+    const r = await publishReport(ctx, d.zone_id, d.month);
+    out[r]++;
+  }
+  if (due.length) ctx.log.info({ ...out }, 'monthly reports published');
+  return out;
+}
