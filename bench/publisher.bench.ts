@@ -6,8 +6,8 @@
  * per-file job does) and once more with unchanged content (nothing written).
  * Floors: `COPY (SELECT row_to_json(s) FROM (<the publisher's source query>) s) TO STDOUT`, i.e.
  * what Postgres alone needs to hand the same rows and columns out as JSON:
- *   - per file: once per file that reads them (7 COPYs per hour; the goal's floor, as defined first);
- *   - per source: once per source (2 COPYs per hour; the strict floor of a publisher that reads
+ *   - per file: once per file that reads them (8 COPYs per hour with telemetry; the goal's floor, as defined first);
+ *   - per source: once per source (3 COPYs per hour: trips, events, telemetry; the strict floor of a publisher that reads
  *     each row once, as publishHourSet does).
  *
  *   npx tsx bench/publisher.bench.ts          (BENCH_VEHICLES, BENCH_TRIPS_PER_VEHICLE to scale)
@@ -22,16 +22,17 @@ import copyStreams from 'pg-copy-streams';
 import { ManualClock } from '../lib/clock.js';
 import { testConfig } from '../lib/config.js';
 import type { AppContext } from '../lib/context.js';
-import { Db, q } from '../lib/db.js';
+import { Db } from '../lib/db.js';
 import { SimulatedGateway } from '../lib/gateway.js';
 import { createLogger } from '../lib/log.js';
 import { openStore } from '../lib/store/index.js';
 import { addHours, parseHour } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
+import { sourceOf } from '../publisher/feeds/hourly.js';
 import { GZIP_LEVEL, publishHour, publishHourSet, type HourFileResult } from '../publisher/publish.js';
 import { cloneDatabase } from '../test/support/db.js';
-import { bulkHistory, bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
+import { bulkHistory, bulkTelemetry, bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
 
 
 export interface BenchResult {
@@ -64,11 +65,13 @@ class PeakRss {
 async function copyFloor(db: Db, zone: string, hour: Date, perFile: boolean): Promise<number> {
   const client = await db.pool.connect();
   try {
-    const sources = perFile ? HOURLY_FEEDS.map((f) => f.source) : (['trips', 'events'] as const);
+    const sources = perFile ? HOURLY_FEEDS.map((f) => f.source) : (['trips', 'events', 'telemetry'] as const);
     const started = performance.now();
     for (const source of sources) {
-      const src = source === 'trips' ? q('MdsTripsOfHour').text : q('MdsEventsOfHour').text;
-      const sql = src.replace('$1', `'${zone}'`).replace('$2', `'${hourParam(hour)}'`).replace(/;\s*$/, '');
+      // the publisher's own source query with its parameters inlined (telemetry: published now, no delay)
+      const { rowsQuery, extraParams } = sourceOf(source, { now: new Date(), telemetryTripDelayMinutes: 0 });
+      const params = [zone, hourParam(hour), ...extraParams].map((p) => `'${p instanceof Date ? p.toISOString() : String(p)}'`);
+      const sql = rowsQuery.text.replace(/\$(\d+)/g, (_m, i: string) => params[Number(i) - 1]!).replace(/;\s*$/, '');
       const sink = new Writable({ write: (_c, _e, cb) => cb() });
       await pipeline(client.query(copyStreams.to(`COPY (SELECT row_to_json(s) FROM (${sql}) s) TO STDOUT`)), sink);
     }
@@ -105,9 +108,15 @@ export async function run(): Promise<BenchResult> {
     const perHourTrips = (VEHICLES * TRIPS_PER_VEHICLE) / 24;
     // the big hour: 10× the average hour of the day
     await bulkHistory(ctx.db, zone, BIG_HOUR, 1, Math.max(1, Math.round((perHourTrips * 10) / VEHICLES)));
-    await ctx.db.query('ANALYZE trips; ANALYZE events; ANALYZE vehicles');
+    // telemetry: a point a minute along every trip, and one an hour of every parked vehicle
+    await bulkTelemetry(ctx.db, zone, DAY, 24);
+    await bulkTelemetry(ctx.db, zone, BIG_HOUR, 1);
+    await ctx.db.query('ANALYZE trips; ANALYZE events; ANALYZE vehicles; ANALYZE telemetry');
     const genSeconds = (performance.now() - genStart) / 1000;
-    const counts = await ctx.db.one(`SELECT (SELECT count(*) FROM trips WHERE end_time < $1) AS trips, (SELECT count(*) FROM events WHERE ts < $1) AS events`, [addHours(DAY, 24)]);
+    const counts = await ctx.db.one(
+      `SELECT (SELECT count(*) FROM trips WHERE end_time < $1) AS trips, (SELECT count(*) FROM events WHERE ts < $1) AS events, (SELECT count(*) FROM telemetry WHERE ts < $1) AS telemetry`,
+      [addHours(DAY, 24)],
+    );
 
     // the day, hour by hour, every file set (first publication: every file written)
     rss.reset();
@@ -116,7 +125,7 @@ export async function run(): Promise<BenchResult> {
     for (let h = 0; h < 24; h++) bytes += sumSet(await publishHourSet(ctx, zone, addHours(DAY, h)), 'bytes');
     const daySeconds = (performance.now() - dayStart) / 1000;
     const dayRss = rss.peak;
-    const rowsRead = Number(counts.trips) * HOURLY_FEEDS.filter((f) => f.source === 'trips').length + Number(counts.events) * HOURLY_FEEDS.filter((f) => f.source === 'events').length;
+    const rowsRead = (['trips', 'events', 'telemetry'] as const).reduce((n, src) => n + Number(counts[src]) * HOURLY_FEEDS.filter((f) => f.source === src).length, 0);
 
     // the same day again, unchanged content: read, render and hash everything, write nothing
     const sameStart = performance.now();
@@ -181,9 +190,9 @@ export async function run(): Promise<BenchResult> {
       ],
       notes: [
         `data: own bulk SQL generator (${TRIPS_PER_VEHICLE} rides per vehicle per day), not lib/sim's simulateHistory, to control the hour sizes exactly`,
-        'rows_per_s counts source rows per file that renders them (a trip row feeds the 4 trip files, an event row the 3 event files), as before the single-pass publisher, so figures stay comparable',
-        'copy_floor_ratio: publisher time / COPY (row_to_json of the same source queries) TO STDOUT time, one COPY per file (7 per hour); includes mapping, validation, gzip, sha256, spool and the store write',
-        'copy_floor_ratio_per_source: the same against one COPY per source (2 per hour): the strict floor, since publishHourSet reads each row once',
+        'rows_per_s counts source rows per file that renders them (a trip row feeds the 4 trip files, an event row the 3 event files, a telemetry row the telemetry file), as before the single-pass publisher, so figures stay comparable',
+        'copy_floor_ratio: publisher time / COPY (row_to_json of the same source queries) TO STDOUT time, one COPY per file (8 per hour); includes mapping, validation, gzip, sha256, spool and the store write',
+        'copy_floor_ratio_per_source: the same against one COPY per source (3 per hour): the strict floor, since publishHourSet reads each row once',
         'per_file_jobs_*: the day published one file at a time (publishHour: each file reads its source itself), forced so that every file is written',
         'peak RSS is the whole process (Node, pg pool, bench data generation finished before measuring)',
       ],

@@ -132,3 +132,21 @@ export async function bulkHistory(q: Queryable, zoneId: string, from: Date, hour
     [zoneId, from, hours, tripsPerVehicle],
   );
 }
+
+/**
+ * Telemetry of the trips that ended in [from, from + hours): a point a minute along each trip, and
+ * one point an hour of every vehicle of the zone, parked (as a fleet's heartbeats).
+ */
+export async function bulkTelemetry(q: Queryable, zoneId: string, from: Date, hours: number): Promise<void> {
+  await q.query(
+    `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent, trip_id)
+     SELECT t.device_id, $1, g, ST_SetSRID(ST_MakePoint(13.40 + random() * 0.01, 52.51 + random() * 0.01), 4326), 70, t.trip_id
+       FROM trips t CROSS JOIN LATERAL generate_series(t.start_time, t.end_time, interval '60 seconds') g
+      WHERE t.zone_id = $1 AND t.end_time >= $2::timestamptz AND t.end_time < $2::timestamptz + $3::int * interval '1 hour'
+     UNION ALL
+     SELECT v.id, $1, $2::timestamptz + h * interval '1 hour' + random() * interval '59 minutes', v.location, v.battery_percent, NULL
+       FROM vehicles v CROSS JOIN generate_series(0, $3::int - 1) h
+      WHERE v.zone_id = $1`,
+    [zoneId, from, hours],
+  );
+}
