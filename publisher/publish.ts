@@ -1,7 +1,7 @@
 /**
  * Publishes hourly files: (feed, version, zone, hour) → one gzip object + its feed_publications row.
- * The files of one (zone, hour) are published together: the 7 files read only 2 sources (trips and
- * events of the hour), so each source is read once and every row is fanned out to all its files.
+ * The files of one (zone, hour) are published together: the 8 files read only 3 sources (trips,
+ * events and telemetry of the hour), so each source is read once and every row is fanned out to all its files.
  *
  *   lock all → claim all (clear dirty / create 'pending' rows) → snapshot →
  *     per source: cursor → row → for each file: mapper → validate → JSON → gzip → sha256 + bytes → spool
@@ -202,7 +202,7 @@ export async function publishHour(ctx: AppContext, feed: HourlyFeed, zoneId: str
 }
 
 /**
- * Publishes the files of one (zone, hour), by default all 7, reading each source once. Never throws
+ * Publishes the files of one (zone, hour), by default all 8, reading each source once. Never throws
  * for a file's failure: each file has its result (the failed ones also have a 'failed' row).
  */
 export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date, opts: PublishSetOptions = {}): Promise<HourFileResult[]> {
@@ -240,7 +240,7 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
     for (const j of jobs) j.pub = publicationTimes(logged.filter((x) => x.feed === j.feed.feed && x.version === j.feed.version).map((x) => Number(x.published_ms)), now.getTime());
     dir = await mkdtemp(join(tmpdir(), 'feed-'));
 
-    // One snapshot for both sources (reading them on two connections at once measured no faster:
+    // One snapshot for every source (reading them on several connections at once measured no faster:
     // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
     const snap = await Snapshot.begin(c, { statementTimeoutMs: 30 * 60_000 });
     try {

@@ -3,7 +3,7 @@
  * our schema for the records and the envelope around them. The official-schema check of the same
  * files is in the tests.
  *
- * The 7 files of an hour read only 2 sources, so the publisher maps each source row to every file of
+ * The 8 files of an hour read only 3 sources, so the publisher maps each source row to every file of
  * that source in one pass (`renderingOf` per file, `sourceOf` per source).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
