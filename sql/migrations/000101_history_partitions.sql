@@ -41,20 +41,14 @@ BEGIN
   END IF;
   IF to_regclass(part) IS NOT NULL THEN RETURN false; END IF;
   PERFORM pg_advisory_xact_lock(hashtext('history_partition:' || parent));
-  -- writers of this day wait until the partition exists: a row committed into the DEFAULT partition
-  -- between the move and the attach would make the attach fail. Taking a table lock also makes this
-  -- backend read the catalogue changes of a concurrent caller that held the advisory lock before us
-  -- (an advisory lock alone does not), so the re-check below sees its partition.
-  EXECUTE format('LOCK TABLE %I IN EXCLUSIVE MODE', def);
   IF to_regclass(part) IS NOT NULL THEN RETURN false; END IF;
   key := CASE parent WHEN 'trips' THEN 'end_time' ELSE 'ts' END;
   SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) INTO cols
     FROM pg_attribute WHERE attrelid = parent::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '';
-  BEGIN
-    EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)', part, parent);
-  EXCEPTION WHEN duplicate_table THEN
-    RETURN false;  -- created by a concurrent caller after all
-  END;
+  -- writers of this day wait until the partition exists: a row committed into the DEFAULT partition
+  -- between the move and the attach would make the attach fail
+  EXECUTE format('LOCK TABLE %I IN EXCLUSIVE MODE', def);
+  EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)', part, parent);
   PERFORM set_config('history.partition_maintenance', 'on', true);
   EXECUTE format('WITH m AS (DELETE FROM %I WHERE %I >= %L AND %I < %L RETURNING %s) INSERT INTO %I (%s) SELECT %s FROM m',
                  def, key, lo, key, hi, cols, part, cols, cols);

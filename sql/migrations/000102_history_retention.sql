@@ -75,10 +75,7 @@ BEGIN
   IF parent NOT IN ('events', 'telemetry', 'trips') THEN
     RAISE EXCEPTION 'history_drop_partition: unknown history table %', parent USING ERRCODE = '22023';
   END IF;
-  -- one creator or dropper per table at a time (the lock of history_ensure_partition); the catalogue
-  -- is then read with a fresh snapshot, so a partition dropped by a concurrent run is seen as gone
-  PERFORM pg_advisory_xact_lock(hashtext('history_partition:' || parent));
-  IF NOT EXISTS (SELECT 1 FROM pg_class WHERE relname = part AND relnamespace = 'public'::regnamespace) THEN RETURN false; END IF;
+  IF to_regclass(part) IS NULL THEN RETURN false; END IF;
   EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', part);
   IF history_unpublished_hours(parent, day) > 0 THEN RETURN false; END IF;
   EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', parent, part);
