@@ -114,3 +114,30 @@ describe('history: time partitions', function () {
     }
   });
 });
+
+describe('history: the publisher schedules the maintenance job', function () {
+  this.timeout(120000);
+  const t = useTestContext({ now: '2027-03-01T06:00:00Z', config: { PARTITIONS_AHEAD_DAYS: '2' } });
+
+  it('creates the partitions ahead through its pg-boss singleton job, with two publishers running', async () => {
+    const { startPublisher } = await import('../publisher/index.js');
+    const a = await startPublisher(t.ctx, { cron: true, concurrency: 1, pollingIntervalSeconds: 0.5 });
+    const b = await startPublisher(t.ctx, { cron: true, concurrency: 1, pollingIntervalSeconds: 0.5 });
+    try {
+      const want = ['events_p20270301', 'events_p20270302', 'events_p20270303', 'telemetry_p20270303', 'trips_p20270303'];
+      const deadline = Date.now() + 60000;
+      let have: string[] = [];
+      while (Date.now() < deadline) {
+        have = (await t.ctx.db.many<{ n: string }>(`SELECT relname AS n FROM pg_class WHERE relname = ANY ($1::text[])`, [want])).map((r) => r.n);
+        if (have.length === want.length) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(have.sort()).to.deep.equal([...want].sort());
+      const failed = await t.ctx.db.many(`SELECT output FROM pgboss.job WHERE name = 'history-maintenance' AND state = 'failed'`);
+      expect(failed).to.deep.equal([]);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+});
