@@ -162,6 +162,7 @@ export async function run(): Promise<BenchResult> {
       vehicles: VEHICLES,
       day_trips: Number(counts.trips),
       day_events: Number(counts.events),
+      day_telemetry: Number(counts.telemetry),
       generate_s: Math.round(genSeconds * 10) / 10,
       gzip_level: GZIP_LEVEL,
       seconds_per_hour_file_set: Math.round((daySeconds / 24) * 1000) / 1000,
