@@ -93,6 +93,8 @@ describe('feeds: MDS 2.0 telemetry', () => {
     expect((await get('2026-11-21T08', elsewhere)).status).to.equal(403);
     expect((await app.get(`/v1/partner-apis/mds/${zone}/telemetry`).set('Authorization', city)).status).to.equal(400);
     expect((await get('2026-11-21T8')).status).to.equal(400);
+    expect((await get('2026-11-21T05')).status, 'a past hour not published yet').to.equal(202);
+    expect((await get('2026-11-21T10')).status, 'the current hour').to.equal(404);
     expect((await get('2026-11-22T08')).status).to.equal(404);
     expect((await get('2026-11-20T08')).status).to.equal(404);
   });
