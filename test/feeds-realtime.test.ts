@@ -97,12 +97,12 @@ describe('feeds: realtime MDS from the database', () => {
       expect(bad.body.error).to.equal('bad_param');
     });
 
-    it('/vehicles/status: last event and telemetry of every vehicle with a state', async () => {
+    it('/vehicles/status: last event and telemetry of every vehicle with a state (removed 5 hours ago: dropped, 90-minute rule)', async () => {
       const res = await get('/vehicles/status');
       expect(res.status).to.equal(200);
       expectMds('2.0/micromobility/vehicles_status', res.body);
       const byId = new Map<string, any>(res.body.vehicles_status.map((x: any) => [x.device_id, x]));
-      expect([...byId.keys()].sort()).to.deep.equal([v.available, v.onTrip, v.removed, v.broken].sort());
+      expect([...byId.keys()].sort()).to.deep.equal([v.available, v.onTrip, v.broken].sort());
       expect(byId.get(v.onTrip).last_event.vehicle_state).to.equal('on_trip');
       expect(byId.get(v.onTrip).last_telemetry.battery_percent).to.equal(65);
       expect(byId.get(v.available).last_event.event_types).to.deep.equal(['trip_end']);
@@ -189,6 +189,35 @@ describe('feeds: realtime MDS from the database', () => {
       expect(res.status).to.equal(400);
       expect((await legacy.get(`/en/berlin/events?start_time=${NOW - 1000}&end_time=${NOW}`).set('Authorization', city).set('Accept', V12)).status).to.equal(405);
     });
+  });
+
+  describe('MDS 2.0 90-minute rule', () => {
+    it('90-minute rule: elsewhere, removed and missing stay listed 90 minutes after that event, then drop out', async () => {
+      const db = t.ctx.db;
+      await insertFeedZone(db, 'rule90');
+      const auth = `Bearer ${await tokenFor(t.ctx, 'city-90', 'city', ['rule90'])}`;
+      const fresh90 = request(buildApp(t.ctx).callback()); // its zone directory knows the new zone
+      const get90 = (path: string) => fresh90.get(`/v1/partner-apis/mds/rule90${path}`).set('Authorization', auth);
+      const fresh: Record<string, string> = {};
+      for (const [state, types] of [['elsewhere', ['trip_leave_jurisdiction']], ['removed', ['maintenance_pick_up']], ['missing', ['not_located']]] as const) {
+        fresh[state] = await vehicle(db, 'rule90', state);
+        await event(db, fresh[state]!, 'rule90', ['service_start'], 'available', NOW - 4 * 3600_000);
+        await event(db, fresh[state]!, 'rule90', [...types], state, NOW - 89 * 60_000);
+      }
+      const listed = async () => (await get90('/vehicles/status')).body.vehicles_status.map((x: any) => x.device_id);
+      for (const id of Object.values(fresh)) expect(await listed()).to.include(id);
+      expect((await get90(`/vehicles/status/${fresh.removed}`)).status).to.equal(200);
+      t.ctx.clock.set(new Date(NOW + 2 * 60_000)); // 91 minutes after those events
+      try {
+        for (const id of Object.values(fresh)) expect(await listed()).to.not.include(id);
+        expect((await get90(`/vehicles/status/${fresh.removed}`)).status).to.equal(404);
+        // the other lists are not bound by the rule
+        expect((await get90('/vehicles')).body.vehicles.map((x: any) => x.device_id)).to.include(fresh.removed);
+      } finally {
+        t.ctx.clock.set(new Date(NOW));
+      }
+    });
+
   });
 
   describe('compression (Accept-Encoding: gzip)', () => {

@@ -55,14 +55,14 @@ describe('streaming sources', () => {
   });
 
   it('vehicle status: last event and last telemetry; synthetic telemetry when none was reported', async () => {
-    const rows = await all(streamVehicleStatus(t.ctx.db, zone));
+    const rows = await all(streamVehicleStatus(t.ctx.db, zone, new Date('2026-11-21T10:30:00Z')));
     expect(rows.map((r) => r.device_id).sort()).to.deep.equal([a.id, b.id].sort());
     const sa = toMdsVehicleStatus(rows.find((r) => r.device_id === a.id)!, t.ctx.config);
     expect(sa.last_event).to.include({ vehicle_state: 'non_operational', timestamp: Date.parse('2026-11-21T10:00:00Z') });
     expect(sa.last_telemetry).to.include({ timestamp: Date.parse('2026-11-21T10:01:00Z'), battery_percent: 66 });
     const sb = toMdsVehicleStatus(rows.find((r) => r.device_id === b.id)!, t.ctx.config);
     expect(sb.last_telemetry.telemetry_id).to.match(/^[0-9a-f-]{36}$/);
-    const again = toMdsVehicleStatus((await all(streamVehicleStatus(t.ctx.db, zone, b.id)))[0]!, t.ctx.config);
+    const again = toMdsVehicleStatus((await all(streamVehicleStatus(t.ctx.db, zone, new Date('2026-11-21T10:30:00Z'), b.id)))[0]!, t.ctx.config);
     expect(again.last_telemetry.telemetry_id).to.equal(sb.last_telemetry.telemetry_id);
   });
 

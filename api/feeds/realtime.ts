@@ -50,7 +50,7 @@ export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string):
       head: vehicleHead(),
       arrayKey: 'vehicles_status',
       ...(single ? {} : { tail: noMorePages }),
-      rows: streamVehicleStatus(db, zone.id, device),
+      rows: streamVehicleStatus(db, zone.id, clock.now(), device),
       map: (r) => toMdsVehicleStatus(r, config),
       ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
     });

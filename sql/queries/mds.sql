@@ -58,31 +58,29 @@ SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_
  ORDER BY v.id;
 
 -- name: MdsVehicleStatus
--- Last event and last telemetry per vehicle, each one index probe (events_device_ts,
--- telemetry_device_ts). Vehicles without any event have no MDS state yet and are left out. A vehicle
--- without telemetry gets a synthetic last_telemetry from its current position (stable id per
--- position report, so repeated reads agree).
--- $2: device id or null; $3: vehicle states to keep (null = all).
+-- The current state of each vehicle (vehicle_current_state, migration 000105: last event and last
+-- telemetry, kept by triggers): one row per vehicle, whatever the history. Vehicles without any
+-- event have no MDS state yet and are left out. A vehicle without telemetry gets a synthetic
+-- last_telemetry from its current position (stable id per position report, so repeated reads agree).
+-- $2: device id or null; $3: vehicle states to keep (null = all); $4: the MDS 2.0 90-minute rule's
+-- now (null = no rule): a vehicle whose last state is elsewhere, removed or missing is listed for 90
+-- minutes after that event, then dropped.
 SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
        v.battery_percent AS vehicle_battery_percent,
        ST_Y(v.location) AS vehicle_lat, ST_X(v.location) AS vehicle_lng,
-       e.event_id, e.event_types, e.vehicle_state, (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms,
-       ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
-       COALESCE(t.telemetry_id, md5(v.id::text || v.last_seen_at::text)::uuid) AS telemetry_id,
-       (extract(epoch FROM COALESCE(t.ts, v.last_seen_at)) * 1000)::int8 AS telemetry_ms,
-       ST_Y(COALESCE(t.location, v.location)) AS telemetry_lat, ST_X(COALESCE(t.location, v.location)) AS telemetry_lng,
-       CASE WHEN t.telemetry_id IS NULL THEN v.battery_percent ELSE t.battery_percent END AS telemetry_battery_percent,
-       t.trip_id::text AS telemetry_trip_id
+       c.event_id, c.event_types, c.vehicle_state, (extract(epoch FROM c.event_ts) * 1000)::int8 AS ts_ms,
+       ST_Y(c.event_location) AS lat, ST_X(c.event_location) AS lng, c.event_battery_percent AS battery_percent, c.event_trip_ids::text[] AS trip_ids,
+       COALESCE(c.telemetry_id, md5(v.id::text || v.last_seen_at::text)::uuid) AS telemetry_id,
+       (extract(epoch FROM COALESCE(c.telemetry_ts, v.last_seen_at)) * 1000)::int8 AS telemetry_ms,
+       ST_Y(COALESCE(c.telemetry_location, v.location)) AS telemetry_lat, ST_X(COALESCE(c.telemetry_location, v.location)) AS telemetry_lng,
+       CASE WHEN c.telemetry_id IS NULL THEN v.battery_percent ELSE c.telemetry_battery_percent END AS telemetry_battery_percent,
+       c.telemetry_trip_id::text AS telemetry_trip_id
   FROM vehicles v
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
-  CROSS JOIN LATERAL (
-    SELECT * FROM events e WHERE e.device_id = v.id ORDER BY e.ts DESC LIMIT 1
-  ) e
-  LEFT JOIN LATERAL (
-    SELECT * FROM telemetry t WHERE t.device_id = v.id ORDER BY t.ts DESC LIMIT 1
-  ) t ON true
+  JOIN vehicle_current_state c ON c.device_id = v.id AND c.event_id IS NOT NULL
  WHERE v.zone_id = $1 AND ($2::uuid IS NULL OR v.id = $2::uuid)
-   AND ($3::text[] IS NULL OR e.vehicle_state = ANY ($3::text[]))
+   AND ($3::text[] IS NULL OR c.vehicle_state = ANY ($3::text[]))
+   AND ($4::timestamptz IS NULL OR c.vehicle_state NOT IN ('elsewhere', 'removed', 'missing') OR c.event_ts > $4::timestamptz - interval '90 minutes')
  ORDER BY v.id;
 
 -- name: MdsTelemetryOfHour

@@ -140,9 +140,13 @@ export function streamVehicles(db: Db, zoneId: string, deviceId?: string, opts?:
   return streamOne<VehicleRow & Row>(db, q('MdsVehicles'), [zoneId, deviceId ?? null], opts);
 }
 
-/** Vehicles of a zone (or the one device) with their last event and last telemetry. */
-export function streamVehicleStatus(db: Db, zoneId: string, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
-  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, deviceId ?? null, null], opts);
+/**
+ * Vehicles of a zone (or the one device) with their last event and last telemetry, under MDS 2.0's
+ * 90-minute rule at `now`: a vehicle last seen elsewhere, removed or missing drops out 90 minutes
+ * after that event.
+ */
+export function streamVehicleStatus(db: Db, zoneId: string, now: Date, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
+  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, deviceId ?? null, null, now], opts);
 }
 
 /**
@@ -150,5 +154,5 @@ export function streamVehicleStatus(db: Db, zoneId: string, deviceId?: string, o
  * state the legacy feeds show. toVehicle12/toVehicle04 may still return undefined: skip those.
  */
 export function streamLegacyVehicles(db: Db, zoneId: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
-  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, null, LEGACY_VEHICLE_STATES], opts);
+  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, null, LEGACY_VEHICLE_STATES, null], opts);
 }
