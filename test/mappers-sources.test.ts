@@ -3,10 +3,11 @@
  * vehicles) on rows we insert, and the time-hour parser.
  */
 import { expect } from 'chai';
+import { q } from '../lib/db.js';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import {
-  streamEvents, streamEventsOfHour, streamLegacyVehicles, streamTrips, streamVehicleStatus, streamVehicles, toMdsVehicleStatus, toVehicle04,
+  streamEventsOfHour, streamLegacyVehicles, streamTrips, streamVehicleStatus, streamVehicles, toMdsVehicleStatus, toVehicle04,
 } from '../lib/feeds/mds/index.js';
 import { formatHour, isHourDue, parseHour } from '../lib/feeds/hours.js';
 
@@ -73,7 +74,7 @@ describe('streaming sources', () => {
   });
 
   it('events by [from, to) and by hour; trips of an empty hour', async () => {
-    const win = await all(streamEvents(t.ctx.db, zone, { from: new Date('2026-11-21T09:00:00Z'), to: new Date('2026-11-21T10:00:00Z') }));
+    const win = await t.ctx.db.many(q('MdsEventsPage'), [zone, new Date('2026-11-21T09:00:00Z'), new Date('2026-11-21T10:00:00Z'), 0, '00000000-0000-0000-0000-000000000000', Number.MAX_SAFE_INTEGER, 100]);
     expect(win.map((e) => e.event_types[0])).to.deep.equal(['provider_drop_off', 'decommissioned']);
     const hour = await all(streamEventsOfHour(t.ctx.db, zone, parseHour('2026-11-21T10')!));
     expect(hour.map((e) => e.event_types)).to.deep.equal([['battery_low']]);

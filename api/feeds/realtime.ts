@@ -7,20 +7,22 @@
  * endpoints, and there the official schema wins (every response validates against it): /vehicles and
  * /vehicles/status carry `last_updated` (ms) and `ttl` as plain integers, as MDS 2.0 defines them.
  * Where both allow it we follow the requirement: /events/recent has `last_updated` and `ttl` objects.
- * `links` is present on the paginable lists with `next: null` (nothing is paginated; the schema
- * requires `next` whenever `links` is there). See docs/feeds-access.md.
+ * `links` is present on the paginable lists: /events/recent is paged (api/feeds/paging.ts) and
+ * `next` links the following page; the vehicle lists are answered whole with `next: null` (the
+ * schema requires `next` whenever `links` is there). See docs/feeds-access.md.
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import { mds20Head } from '../../lib/feeds/mds/envelope.js';
 import { toMdsEvent, toMdsVehicle, toMdsVehicleStatus } from '../../lib/feeds/mds/records.js';
-import { streamEvents, streamVehicles, streamVehicleStatus } from '../../lib/feeds/mds/sources.js';
+import { streamVehicles, streamVehicleStatus } from '../../lib/feeds/mds/sources.js';
+import { eventsPage } from './paging.js';
 import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';
 import { notFound } from './errors.js';
 import { mdsGate } from './mds.js';
 import { recentWindow, uuidParam } from './params.js';
-import { streamFeed } from './stream.js';
+import { fromArray, streamFeed } from './stream.js';
 
 export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string): void {
   const { config, db, clock } = deps.app;
@@ -64,13 +66,14 @@ export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string):
 
   router.get(`${base}/events/recent`, async (ctx) => {
     const zone = await mdsGate(deps, ctx, 'events');
-    const { start, end } = recentWindow(ctx.query, clock.now());
+    const window = recentWindow(ctx.query, clock.now());
+    const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
     await streamFeed(ctx, {
       contentType: MDS_2_0.contentType,
       head: head(),
       arrayKey: 'events',
-      tail: noMorePages,
-      rows: streamEvents(db, zone.id, { from: start, to: end }),
+      tail: { links: { next: page.next === null ? null : `${config.publicBaseUrl}/v1/partner-apis/mds/${zone.id}/events/recent?${page.next}` } },
+      rows: fromArray(page.rows),
       map: (r) => toMdsEvent(r, config),
     });
   });

@@ -1,6 +1,6 @@
 /**
  * Legacy realtime feeds from the database: POST /events (status changes of a millisecond window,
- * at most two weeks back) and GET /vehicles (vehicles in the legacy available / reserved /
+ * at most two weeks back, in pages with links.next: api/feeds/paging.ts) and GET /vehicles (vehicles in the legacy available / reserved /
  * unavailable categories only — the mappers return nothing for the others).
  */
 import type Router from '@koa/router';
@@ -8,10 +8,11 @@ import type Koa from 'koa';
 import { BodyRefused, MAX_JSON_DEPTH, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
 import { FeedError, badParam } from '../feeds/errors.js';
 import { toStatusChange04, toStatusChange12, toVehicle04, toVehicle12 } from '../../lib/feeds/mds/legacy.js';
-import { streamEvents, streamLegacyVehicles } from '../../lib/feeds/mds/sources.js';
+import { streamLegacyVehicles } from '../../lib/feeds/mds/sources.js';
+import { eventsPage } from '../feeds/paging.js';
 import type { FeedDeps } from '../feeds/auth.js';
 import { recentWindow } from '../feeds/params.js';
-import { streamFeed } from '../feeds/stream.js';
+import { fromArray, streamFeed } from '../feeds/stream.js';
 import { legacyGate } from './router.js';
 
 /**
@@ -37,13 +38,18 @@ export function legacyRealtimeRoutes(router: Router, deps: FeedDeps): void {
   router.post('/en/:zoneID/events', async (ctx) => {
     const { zone, offer } = await legacyGate(deps, ctx, 'events');
     await refuseHostileBody(ctx, config.maxBodyBytes);
-    const { start, end } = recentWindow(ctx.query, clock.now());
+    const window = recentWindow(ctx.query, clock.now());
+    const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
     const v12 = offer.version === '1.2';
+    const next = page.next === null ? null : `${config.publicLegacyUrl}/en/${zone.id}/events?${page.next}`;
+    // the next page (same method, POST) in the Link header (RFC 8288): the 1.2.0 and 0.4.1
+    // status_changes schemas allow no top-level links
+    if (next) ctx.set('Link', `<${next}>; rel="next"`);
     await streamFeed(ctx, {
       contentType: offer.contentType,
       head: { version: VERSION[offer.version] },
       arrayKey: 'data.status_changes',
-      rows: streamEvents(db, zone.id, { from: start, to: end }),
+      rows: fromArray(page.rows),
       map: (r) => (v12 ? toStatusChange12(r, config) : toStatusChange04(r, config)),
     });
   });

@@ -5,6 +5,7 @@
  */
 import type { Header, OpenApiDocument, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
 import { header, json, pathParam, queryParam, ref, schemaRef } from './common.js';
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../feeds/paging-limits.js';
 import { FEED_SCHEMAS, GBFS_FILES } from './records-feeds.js';
 
 export const MDS_20 = 'application/vnd.mds+json;version=2.0';
@@ -51,6 +52,14 @@ const CONDITIONAL: Parameter[] = [
   { name: 'If-None-Match', in: 'header', description: 'ETag of a copy you hold: 304 when unchanged', schema: { type: 'string' } },
   { name: 'If-Modified-Since', in: 'header', description: 'HTTP date: 304 when not modified since', schema: { type: 'string' } },
 ];
+
+const pageParams = [
+  queryParam('limit', `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`, { type: 'integer', minimum: 1, maximum: EVENTS_PAGE_MAX }, false),
+  queryParam('cursor', 'from the previous page’s next link, unchanged (signed: it pins the zone, window, limit and the set of events of the first page)', { type: 'string' }, false),
+];
+const PAGING =
+  `Paged: at most \`limit\` events per page in (timestamp, event_id) order. Follow the next link unchanged until it is null: every event of the window ` +
+  'that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those). ';
 
 const FEED_TOKEN: SecurityRequirement[] = [{ FeedOAuth: [] }];
 const LEGACY_TOKEN: SecurityRequirement[] = [{ LegacyOAuth: [] }];
@@ -175,11 +184,12 @@ function mdsPaths(): Record<string, PathItem> {
       get: mds({
         operationId: 'mdsEventsRecent',
         summary: 'Recent events (at most two weeks back)',
-        parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)')],
+        description: `${PAGING}The next page is \`links.next\`.`,
+        parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)'), ...pageParams],
         schema: 'MdsEventsRecent',
-        okDescription: 'the events of the window',
+        okDescription: 'one page of the events of the window',
         file: false,
-        badParams: 'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back',
+        badParams: 'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back, limit out of range, a cursor that was changed or belongs to another zone, window or limit',
         notFound: 'unknown zone',
       }),
     },
@@ -332,12 +342,12 @@ function legacyPaths(legacyServer: { url: string; description: string }): Record
       post: legacy({
         operationId: 'legacyEvents',
         summary: 'Recent status changes (1.2 / 0.4), at most two weeks back',
-        description: 'POST without a body, as the requirement specifies.',
-        parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)')],
+        description: `POST without a body, as the requirement specifies. ${PAGING}The next page (POST it too) is in the \`Link: <url>; rel="next"\` header: the 1.2.0 and 0.4.1 schemas allow no top-level links.`,
+        parameters: [ms('start_time', 'start of the window (inclusive)'), ms('end_time', 'end of the window (exclusive)'), ...pageParams],
         schema: 'LegacyStatusChanges',
-        okDescription: 'the status changes of the window',
+        okDescription: 'one page of the status changes of the window',
         file: false,
-        badParams: 'missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back',
+        badParams: 'missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back, limit out of range, a changed or foreign cursor',
         notFound: 'unknown zone',
       }),
     },

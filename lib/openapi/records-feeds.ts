@@ -24,12 +24,11 @@ function envelope(head: { required: readonly string[]; properties: object }, key
 }
 
 const emptyLinks = { links: { type: 'object', maxProperties: 0, description: 'always empty: nothing is paginated' } };
-const lastPageLinks = {
+const pageLinks = {
   links: {
     type: 'object',
     required: ['next'],
-    properties: { next: { type: 'null', description: 'always null: nothing is paginated' } },
-    description: 'MDS paging links; `next` is required by the MDS 2.0 schema whenever links are present',
+    properties: { next: { type: ['string', 'null'], format: 'uri', description: 'the next page of the window (follow it unchanged); null on the last page' } },
   },
 };
 /** The official MDS 2.0 head of the vehicle endpoints: plain integers (where the requirement's object form would fail the schema). */
@@ -154,7 +153,7 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
       },
     },
   },
-  MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: lastPageLinks }),
+  MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: pageLinks }),
   MdsVehiclesStatus: { ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
   MdsVehicles: { ...envelope(vehicleHead, 'vehicles', 'MdsVehicle'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
   InsuranceTrip: oas(InsuranceTripSchema),

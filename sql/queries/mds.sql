@@ -35,10 +35,17 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
    AND e.ts >= ($2::timestamp AT TIME ZONE 'UTC') AND e.ts < (($2::timestamp + interval '1 hour') AT TIME ZONE 'UTC')
  ORDER BY e.ts, e.event_id;
 
--- name: MdsEventsBetween
--- [from, to) on ts; the realtime recent-events window.
+-- name: MdsEventsCutoff
+-- The cut-off of a paged event window (api/feeds/paging.ts): the database's time, in the clock
+-- recorded_at is written with.
+SELECT (extract(epoch FROM statement_timestamp()) * 1000000)::int8 AS now_us;
+
+-- name: MdsEventsPage
+-- One page of a zone's window [$2, $3) in (ts, event_id) order: after the position ($4 ts in µs,
+-- $5 event id), only events recorded by the cut-off ($6, µs), at most $7. The row comparison is an
+-- index condition on events (zone_id, ts, event_id): each page is an ordered range scan with a LIMIT.
 SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
-       (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms,
+       (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms, (extract(epoch FROM e.ts) * 1000000)::int8 AS ts_us,
        ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
        v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
        (extract(epoch FROM e.recorded_at) * 1000)::int8 AS recorded_ms
@@ -46,7 +53,10 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
   JOIN vehicles v ON v.id = e.device_id
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
  WHERE e.zone_id = $1 AND e.ts >= $2 AND e.ts < $3
- ORDER BY e.ts, e.event_id;
+   AND (e.ts, e.event_id) > (timestamptz 'epoch' + $4::int8 * interval '1 microsecond', $5::uuid)
+   AND e.recorded_at <= timestamptz 'epoch' + $6::int8 * interval '1 microsecond'
+ ORDER BY e.ts, e.event_id
+ LIMIT $7;
 
 -- name: MdsVehicles
 -- $2: a device id, or null for every vehicle of the zone.

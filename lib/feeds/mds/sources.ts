@@ -125,11 +125,6 @@ export function streamTrips(db: Db, zoneId: string, hour: Date, opts?: SnapshotO
   return streamOne<TripRow & Row>(db, q('MdsTripsOfHour'), [zoneId, hourParam(hour)], opts);
 }
 
-/** Events of a zone with `from <= ts < to`, by ts (the recent-events window). */
-export function streamEvents(db: Db, zoneId: string, range: { from: Date; to: Date }, opts?: SnapshotOptions): AsyncGenerator<EventRow> {
-  return streamOne<EventRow & Row>(db, q('MdsEventsBetween'), [zoneId, range.from, range.to], opts);
-}
-
 /** Events of a zone in the UTC hour starting at `hour` (the historical events / status changes file). */
 export function streamEventsOfHour(db: Db, zoneId: string, hour: Date, opts?: SnapshotOptions): AsyncGenerator<EventRow> {
   return streamOne<EventRow & Row>(db, q('MdsEventsOfHour'), [zoneId, hourParam(hour)], opts);
