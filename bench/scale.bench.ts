@@ -9,7 +9,9 @@
  *     migration 000100);
  *   - database bytes per day (events, telemetry, trips with their indexes) and the steady-state size
  *     under the default retention (RETENTION_*_DAYS × bytes per day of each table);
- *   - PROBES: figures of other parts measured at both history sizes (see below).
+ *   - PROBES: /vehicles/status cold and warm, events/recent of one hour and the whole window read
+ *     page by page (ms per 1,000 events, time to first byte per page, peak RSS), through the real
+ *     HTTP stack on a loopback port, at both history sizes.
  *
  * Sized by environment (defaults fit the 2-core machine in a few minutes):
  *   BENCH_SCALE_VEHICLES (1000), BENCH_SCALE_DAYS (14), BENCH_SCALE_TRIPS_PER_VEHICLE (3),
@@ -34,6 +36,11 @@ import { ensurePartitions, HISTORY_TABLES, retentionDays } from '../publisher/jo
 import { cloneDatabase } from '../test/support/db.js';
 import { bulkHistory, bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
 import type { BenchResult } from './types.js';
+import http from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { buildApp, withHotPath } from '../api/app.js';
+import { tokenFor } from '../test/support/feed-auth.js';
 
 const env = (name: string, def: number) => Number(process.env[name] ?? def);
 const VEHICLES = env('BENCH_SCALE_VEHICLES', 1000);
@@ -58,7 +65,88 @@ export interface ScaleProbe {
   measure(ctx: AppContext, zone: string): Promise<Record<string, number>>;
 }
 
-export const PROBES: ScaleProbe[] = [];
+/** Serves the app of `ctx` on a loopback port for one probe; a fresh app has cold caches. */
+async function withServer<T>(ctx: AppContext, fn: (base: string, auth: string) => Promise<T>): Promise<T> {
+  const server = http.createServer(withHotPath(buildApp(ctx))).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const auth = `Bearer ${await tokenFor(ctx, `scale-city-${Math.random().toString(36).slice(2, 8)}`, 'city')}`;
+    return await fn(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, auth);
+  } finally {
+    server.close();
+  }
+}
+
+/** ms to the first byte and to the last of one GET, and the body. */
+async function fetchTimed(url: string, auth: string): Promise<{ ttfb: number; total: number; body: any }> {
+  const started = performance.now();
+  const res = await fetch(url, { headers: { Authorization: auth } });
+  const reader = res.body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let ttfb = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (!ttfb) ttfb = performance.now() - started;
+    if (done) break;
+    chunks.push(value);
+  }
+  const total = performance.now() - started;
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${Buffer.concat(chunks).toString().slice(0, 200)}`);
+  return { ttfb, total, body: JSON.parse(Buffer.concat(chunks).toString()) };
+}
+
+export const PROBES: ScaleProbe[] = [
+  {
+    // cold: a new app (its caches empty) and its first request on a new pool; Postgres's own
+    // buffers stay as they are (dropping the OS page cache needs more than this bench may do)
+    name: '/vehicles/status',
+    async measure(ctx, zone) {
+      const fresh: AppContext = { ...ctx, db: new Db(ctx.config.databaseUrl, ctx.log, { max: 4 }) };
+      try {
+        return await withServer(fresh, async (base, auth) => {
+          const url = `${base}/v1/partner-apis/mds/${zone}/vehicles/status`;
+          const cold = (await fetchTimed(url, auth)).total;
+          const warm: number[] = [];
+          for (let i = 0; i < 5; i++) warm.push((await fetchTimed(url, auth)).total);
+          return { 'cold ms': cold, 'warm ms': median(warm) };
+        });
+      } finally {
+        await fresh.db.close();
+      }
+    },
+  },
+  {
+    // the last hour, and the whole window the clock allows (up to two weeks) page by page
+    name: 'events/recent',
+    async measure(ctx, zone) {
+      return withServer(ctx, async (base, auth) => {
+        const now = ctx.clock.now().getTime();
+        const hour: number[] = [];
+        for (let i = 0; i < 3; i++) hour.push((await fetchTimed(`${base}/v1/partner-apis/mds/${zone}/events/recent?start_time=${now - 3_600_000}&end_time=${now}`, auth)).total);
+        let url: string | null = `${base}/v1/partner-apis/mds/${zone}/events/recent?start_time=${now - 14 * DAY_MS + 60_000}&end_time=${now}&limit=5000`;
+        const ttfbs: number[] = [];
+        let events = 0;
+        let total = 0;
+        let rssPeak = process.memoryUsage().rss;
+        while (url) {
+          const page: { ttfb: number; total: number; body: any } = await fetchTimed(url, auth);
+          ttfbs.push(page.ttfb);
+          total += page.total;
+          events += page.body.events.length;
+          rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+          url = page.body.links.next ? page.body.links.next.replace(/^https?:\/\/[^/]+/, base) : null;
+        }
+        return {
+          'one hour ms': median(hour),
+          'window ms per 1,000 events': (total / Math.max(1, events)) * 1000,
+          'window page TTFB median ms': median(ttfbs),
+          'window page TTFB max ms': Math.max(...ttfbs),
+          'window peak RSS MB (API in this process)': rssPeak / 1048576,
+        };
+      });
+    },
+  },
+];
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
