@@ -1,0 +1,72 @@
+/**
+ * The console's API (api/console/router.ts): an ops key opens it (X-Access-Token, X-Auth-Token or
+ * Bearer), nothing else does (401 in the feeds' error format), the publishing figures are
+ * publish-status's own, and the credentials listing never carries a secret.
+ */
+import { expect } from 'chai';
+import request from 'supertest';
+import { buildApp } from '../api/app.js';
+import { createFeedClient, createKey } from '../lib/admin/credentials.js';
+import { publishStatus } from '../publisher/ops.js';
+import { useTestContext } from './support/context.js';
+
+describe('console API: ops key and figures', () => {
+  const t = useTestContext();
+  let ops: string;
+  let partner: string;
+
+  before(async () => {
+    ops = (await createKey(t.ctx.db, 'Operations', 'ops')).key;
+    partner = (await createKey(t.ctx.db, 'Acme Rides', 'partner')).key;
+    await createFeedClient(t.ctx.db, 'city-console', 'city', null);
+  });
+
+  it('refuses without an ops key: 401 in the feeds error format', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    for (const headers of [{}, { 'X-Access-Token': partner }, { Authorization: `Bearer ${partner}` }, { Authorization: 'Bearer nope-nope-nope' }] as Record<string, string>[]) {
+      const res = await app.get('/console/api/credentials').set(headers);
+      expect(res.status, JSON.stringify(headers)).to.equal(401);
+      expect(res.headers['www-authenticate']).to.equal('Bearer realm="console"');
+      expect(res.body).to.have.all.keys('error', 'error_description', 'error_details');
+      expect(res.body.error).to.equal('invalid_token');
+    }
+  });
+
+  it('accepts the ops key as X-Access-Token, X-Auth-Token or bearer token', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    for (const headers of [{ 'X-Access-Token': ops }, { 'X-Auth-Token': ops }, { Authorization: `Bearer ${ops}` }] as Record<string, string>[]) {
+      expect((await app.get('/console/api/credentials').set(headers)).status, JSON.stringify(headers)).to.equal(200);
+    }
+    const missing = await app.get('/console/api/nothing').set('X-Access-Token', ops);
+    expect(missing.status).to.equal(404);
+    expect(missing.body.error).to.equal('not_found');
+  });
+
+  it('lists partners, keys and feed clients with scope, zones and last use, never a secret', async () => {
+    const res = await request(buildApp(t.ctx).callback()).get('/console/api/credentials').set('X-Access-Token', ops);
+    expect(res.body.partners.map((p: any) => p.name)).to.include.members(['Operations', 'Acme Rides']);
+    const opsKey = res.body.keys.find((k: any) => k.partner === 'Operations');
+    expect(opsKey.scope).to.equal('ops');
+    expect(opsKey.last_used_at).to.be.a('string');
+    expect(res.body.feed_clients.find((c: any) => c.client_id === 'city-console')).to.include({ role: 'city', zones: null });
+    expect(res.text).not.to.match(/key_hash|secret_hash/);
+    expect(res.text).not.to.contain(ops);
+    expect(res.text).not.to.contain(partner);
+  });
+
+  it('publishing answers publish-status figures, and 400 bad_param for a malformed hour', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const res = await app.get('/console/api/publishing').set('X-Access-Token', ops);
+    expect(res.status).to.equal(200);
+    const s = await publishStatus(t.ctx, { zones: 'all' });
+    expect(res.body.feeds).to.deep.equal(s.feeds);
+    expect(res.body.rows).to.deep.equal(s.rows);
+    expect(res.body.totals).to.deep.equal(s.totals);
+    const bad = await app.get('/console/api/publishing?from=yesterday').set('X-Access-Token', ops);
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error).to.equal('bad_param');
+    const unknown = await app.get('/console/api/publishing?zone=atlantis').set('X-Access-Token', ops);
+    expect(unknown.status).to.equal(400);
+    expect(unknown.body.error_description).to.contain('atlantis');
+  });
+});
