@@ -7,6 +7,8 @@ import { expect } from 'chai';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { createFeedClient, createKey } from '../lib/admin/credentials.js';
+import { importZone } from '../lib/admin/zones.js';
+import { formatHour, floorHour } from '../lib/feeds/hours.js';
 import { publishStatus } from '../publisher/ops.js';
 import { useTestContext } from './support/context.js';
 
@@ -68,5 +70,24 @@ describe('console API: ops key and figures', () => {
     const unknown = await app.get('/console/api/publishing?zone=atlantis').set('X-Access-Token', ops);
     expect(unknown.status).to.equal(400);
     expect(unknown.body.error_description).to.contain('atlantis');
+  });
+
+  it('republishes chosen cells of a zone (POST, ops key), and refuses a malformed body with 400', async () => {
+    const square = { type: 'Polygon', coordinates: [[[13.3, 52.4], [13.5, 52.4], [13.5, 52.6], [13.3, 52.6], [13.3, 52.4]]] };
+    await importZone(t.ctx.db, t.ctx.clock, { type: 'FeatureCollection', features: [{ type: 'Feature', geometry: square, properties: { kind: 'zone', id: 'consoleville', name: 'C', city: 'C', country: 'DE', timezone: 'Europe/Berlin', currency: 'EUR', vat_rate: 0.19, parking_mode: 'free-floating' } }] });
+    await t.ctx.db.query(`UPDATE zones SET created_at = $1::timestamptz - interval '1 day' WHERE id = 'consoleville'`, [t.ctx.clock.now()]);
+    const hour = formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - 3 * 3_600_000)));
+    const app = request(buildApp(t.ctx).callback());
+    expect((await app.post('/console/api/republish').send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] })).status).to.equal(401);
+    const res = await app.post('/console/api/republish').set('X-Access-Token', ops).send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body).to.include({ total: 1, written: 1 });
+    const status = await publishStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${hour}:00:00Z`), to: new Date(`${hour}:00:00Z`) });
+    expect(status.rows[0]!.states['mds-2.0-trips']).to.equal('published');
+    for (const body of [{}, { zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour: 'soon' }] }, { zone: 'atlantis', cells: [{ feed: 'mds-2.0-trips', hour }] }]) {
+      const bad = await app.post('/console/api/republish').set('X-Access-Token', ops).send(body);
+      expect(bad.status, JSON.stringify(body)).to.equal(400);
+      expect(bad.body.error).to.equal('bad_param');
+    }
   });
 });

@@ -12,7 +12,8 @@ import type { AppContext } from '../../lib/context.js';
 import { ApiKeyVerifier } from '../../lib/auth/api-keys.js';
 import { q } from '../../lib/db.js';
 import { parseHour } from '../../lib/feeds/hours.js';
-import { publishStatus, OpsError } from '../../publisher/ops.js';
+import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
+import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
 
 const CHALLENGE = 'Bearer realm="console"';
@@ -62,6 +63,45 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
       if (err instanceof OpsError) throw badParam(err.message);
       throw err;
     }
+  });
+
+  // republish chosen (feed, hour) cells of one zone, as `make republish` does for a window; the log
+  // line names the key and partner that asked
+  router.post('/republish', async (koa) => {
+    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
+      if (err instanceof BodyRefused) {
+        closeIfBodyUnread(koa);
+        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
+      }
+      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
+      throw err;
+    })) as { zone?: unknown; cells?: unknown } | undefined;
+    const cells = Array.isArray(body?.cells) ? body.cells : undefined;
+    if (typeof body?.zone !== 'string' || !cells || !cells.length || cells.length > 500) throw badParam('body must be {"zone": id, "cells": [{"feed": id, "hour": "YYYY-MM-DDTHH"}, …]} with 1–500 cells');
+    const parsed = cells.map((c: any, i: number) => {
+      const hour = typeof c?.hour === 'string' ? parseHour(c.hour) : undefined;
+      if (!hour || typeof c?.feed !== 'string') throw badParam(`cells[${i}] must be {"feed": id, "hour": "YYYY-MM-DDTHH"}`);
+      return { feed: c.feed as string, hour };
+    });
+    const principal = koa.state.principal;
+    koa.state.log?.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length }, 'console republish requested');
+    const total = { total: 0, written: 0, unchanged: 0, skipped: 0, failed: [] as unknown[] };
+    try {
+      for (const c of parsed) {
+        const r = await backfill(app, { zones: [body.zone], from: c.hour, to: c.hour, feeds: [c.feed], force: true });
+        total.total += r.total;
+        total.written += r.written;
+        total.unchanged += r.unchanged;
+        total.skipped += r.skipped;
+        total.failed.push(...r.failed);
+      }
+    } catch (err) {
+      if (err instanceof OpsError || (err as Error)?.constructor?.name === 'UnknownFeedError') throw badParam((err as Error).message);
+      throw err;
+    }
+    app.log.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
+    koa.set('Cache-Control', 'no-store');
+    koa.body = total;
   });
 
   // partners, keys and feed clients with scope, zones and last use; never a hash or a secret
