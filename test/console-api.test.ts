@@ -91,3 +91,21 @@ describe('console API: ops key and figures', () => {
     }
   });
 });
+
+describe('console API: health from the metrics registry', () => {
+  const t = useTestContext();
+
+  it('reports rentals running, requests per family, queue depth as /metrics does', async () => {
+    const { registerDbCollectors } = await import('../lib/metrics.js');
+    registerDbCollectors(t.ctx.db);
+    const ops = (await createKey(t.ctx.db, 'Operations', 'ops')).key;
+    const app = request(buildApp(t.ctx).callback());
+    await app.get('/v1/user/id/not-a-uuid');
+    const res = await app.get('/console/api/health').set('Authorization', `Bearer ${ops}`);
+    expect(res.status).to.equal(200);
+    expect(res.body.rentals_running).to.equal((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`)).n);
+    expect(res.body.families.partner.requests).to.be.greaterThan(0);
+    expect(res.body).to.have.all.keys('at', 'rentals_running', 'families', 'publish_lag_seconds', 'queue_depth', 'store_errors');
+    expect((await app.get('/console/api/health')).status).to.equal(401);
+  });
+});

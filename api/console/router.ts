@@ -15,6 +15,7 @@ import { parseHour } from '../../lib/feeds/hours.js';
 import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
 import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
+import { healthFigures } from './health.js';
 
 const CHALLENGE = 'Bearer realm="console"';
 
@@ -102,6 +103,12 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     app.log.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
     koa.set('Cache-Control', 'no-store');
     koa.body = total;
+  });
+
+  // from the registry /metrics exports: the two never disagree
+  router.get('/health', async (koa) => {
+    koa.set('Cache-Control', 'no-store');
+    koa.body = await healthFigures();
   });
 
   // partners, keys and feed clients with scope, zones and last use; never a hash or a secret
