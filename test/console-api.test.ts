@@ -109,3 +109,23 @@ describe('console API: health from the metrics registry', () => {
     expect((await app.get('/console/api/health')).status).to.equal(401);
   });
 });
+
+describe('console API: fleet map', () => {
+  const t = useTestContext();
+
+  it('answers a zone boundary, its areas and every vehicle with its running rental', async () => {
+    const { seedDemo } = await import('../lib/seed/index.js');
+    await seedDemo(t.ctx);
+    const app = request(buildApp(t.ctx).callback());
+    const res = await app.get('/console/api/fleet?zone=copenhagen').set('X-Access-Token', 'demo-ops-key');
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.ttl).to.equal(30);
+    expect(res.body.boundary.type).to.equal('MultiPolygon');
+    expect(res.body.areas.features.some((f: any) => f.properties.area_type === 'parking-spot')).to.equal(true);
+    const db = await t.ctx.db.many(`SELECT code FROM vehicles WHERE zone_id = 'copenhagen' ORDER BY code`);
+    expect(res.body.vehicles.map((v: any) => v.code)).to.deep.equal(db.map((v) => v.code));
+    expect(res.body.vehicles[0]).to.include.keys('battery_percent', 'status', 'lat', 'lon', 'rental_id');
+    expect((await app.get('/console/api/fleet?zone=atlantis').set('X-Access-Token', 'demo-ops-key')).status).to.equal(404);
+    expect((await app.get('/console/api/fleet?zone=Bad%20Zone').set('X-Access-Token', 'demo-ops-key')).status).to.equal(400);
+  });
+});

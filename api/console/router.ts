@@ -16,6 +16,7 @@ import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
 import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
 import { healthFigures } from './health.js';
+import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
 
 const CHALLENGE = 'Bearer realm="console"';
 
@@ -103,6 +104,17 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     app.log.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
     koa.set('Cache-Control', 'no-store');
     koa.body = total;
+  });
+
+  // a zone's map and its vehicles; the page refreshes it every `ttl` seconds, the GBFS status ttl
+  router.get('/fleet', async (koa) => {
+    const zone = typeof koa.query.zone === 'string' ? koa.query.zone : '';
+    if (!/^[a-z0-9-]{1,64}$/.test(zone)) throw badParam('zone must be a zone id');
+    const map = await app.db.maybeOne(q('ConsoleZoneMap'), [zone]);
+    if (!map) throw new FeedError(404, 'not_found', `unknown zone ${zone}`);
+    const vehicles = await app.db.many(q('ConsoleZoneVehicles'), [zone]);
+    koa.set('Cache-Control', 'no-store');
+    koa.body = { zone: map.id, name: map.name, ttl: STATUS_TTL, boundary: map.boundary, areas: { type: 'FeatureCollection', features: map.areas }, vehicles };
   });
 
   // from the registry /metrics exports: the two never disagree
