@@ -15,6 +15,7 @@ import { importZone, ZoneImportError } from '../lib/admin/zones.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
 import { isUuid } from '../lib/uuid.js';
+import { KEY_SCOPES } from '../lib/auth/api-keys.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
 function formatStatus(s: PublishStatus): string {
@@ -163,16 +164,16 @@ program
     }),
   );
 
-const keys = program.command('keys').description('API keys of partners (partner), MaaS providers (tomp) and insurers (insurance)');
+const keys = program.command('keys').description('API keys of partners (partner), MaaS providers (tomp), insurers (insurance) and operator staff (ops: the console)');
 keys
   .command('create')
   .description('create a key; the partner is created when it does not exist; the key is shown once')
   .requiredOption('--partner <name>', 'partner name')
-  .requiredOption('--scope <scope>', 'partner | tomp | insurance')
+  .requiredOption('--scope <scope>', 'partner | tomp | insurance | ops (the operator console, /console)')
   .option('--label <text>', 'a note', '')
   .action(
     withContext(async (ctx, opts) => {
-      if (!['partner', 'tomp', 'insurance'].includes(opts.scope)) throw new AdminError('scope must be partner, tomp or insurance');
+      if (!KEY_SCOPES.includes(opts.scope)) throw new AdminError(`scope must be one of ${KEY_SCOPES.join(', ')}`);
       const k = await createKey(ctx.db, opts.partner, opts.scope, opts.label);
       console.log(`key id ${k.id} (${k.scope}, ${k.partner})\nAPI key (shown once): ${k.key}`);
     }),
@@ -180,7 +181,7 @@ keys
 keys
   .command('list')
   .description('list keys (prefixes only)')
-  .option('--scope <scope>', 'partner | tomp | insurance')
+  .option('--scope <scope>', 'partner | tomp | insurance | ops')
   .action(withContext(async (ctx, opts) => console.table(await listKeys(ctx.db, opts.scope))));
 keys
   .command('rotate')

@@ -18,6 +18,7 @@ export const metrics = {
   httpRequests: mk.counter('http_requests_total', 'HTTP requests by host, route and status', ['host', 'method', 'route', 'status']),
   httpDuration: mk.histogram('http_request_duration_seconds', 'HTTP request latency', ['host', 'method', 'route', 'status'], [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
   rentalsStarted: mk.counter('rentals_started_total', 'Rentals started', ['source']),
+  rentalsRunning: mk.gauge('rentals_running', 'Rentals running now (read from Postgres at scrape time)'),
   rentalsEnded: mk.counter('rentals_ended_total', 'Rentals ended by final state', ['state']),
   rentalStartFailures: mk.counter('rental_start_failures_total', 'Rental starts refused or failed by error code', ['code']),
   photoDecisions: mk.counter('photo_decisions_total', 'Parking photo decisions', ['decision']),
@@ -92,6 +93,11 @@ export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }
       historyScrape = undefined;
     }));
   for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore]) (g as any).collect = collectHistory;
+  (metrics.rentalsRunning as any).collect = () =>
+    safe(async () => {
+      const [r] = await db.many(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`);
+      metrics.rentalsRunning.set(r?.n ?? 0);
+    });
   (metrics.queueDepth as any).collect = () =>
     safe(async () => {
       const rows = await db.many(`SELECT name, count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,

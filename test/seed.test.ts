@@ -76,16 +76,24 @@ describe('demo seed', () => {
       ['Demo Insurance', 'insurer', 'rider'],
       ['Demo MaaS', 'maas', 'maas'],
       ['Demo Mobility App', 'rental', 'operator'],
+      ['Demo Operations', 'operator', 'operator'],
       ['Demo Partner App', 'rental', 'rider'],
     ]);
-    expect(partners.filter((p) => p.kind !== 'insurer').every((p) => p.users > 0)).to.equal(true);
+    expect(partners.filter((p) => p.kind !== 'insurer' && p.kind !== 'operator').every((p) => p.users > 0)).to.equal(true);
     const verifier = new ApiKeyVerifier(t.ctx.db, t.ctx.clock);
     expect((await verifier.verify('demo-partner-key', 'partner'))?.tripType).to.equal('rider');
     expect((await verifier.verify('demo-maas-key', 'tomp'))?.partnerName).to.equal('Demo MaaS');
     expect((await verifier.verify('demo-insurer-key', 'insurance'))?.partnerName).to.equal('Demo Insurance');
     expect(await verifier.verify('demo-partner-key', 'tomp')).to.equal(undefined);
+    // the ops key (scope ops) opens no partner API, and no partner key is an ops key
+    expect((await verifier.verify('demo-ops-key', 'ops'))?.partnerName).to.equal('Demo Operations');
+    expect(await verifier.verify('demo-ops-key', 'partner')).to.equal(undefined);
+    expect(await verifier.verify('demo-partner-key', 'ops')).to.equal(undefined);
+    // a verified key records its use (the Credentials view of the console reads it)
+    expect((await t.ctx.db.one(`SELECT last_used_at FROM api_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'Demo Operations'`)).last_used_at).to.be.instanceOf(Date);
     const city = await authenticateFeedClient(t.ctx.db, 'demo-city', 'demo-city-secret', t.ctx.clock.now());
     expect(city).to.include({ role: 'city', zones: null });
+    expect((await t.ctx.db.one(`SELECT last_used_at FROM feed_clients WHERE client_id = 'demo-city'`)).last_used_at).to.be.instanceOf(Date);
     expect(await authenticateFeedClient(t.ctx.db, 'demo-gbfs', 'demo-gbfs-secret', t.ctx.clock.now())).to.include({ role: 'gbfs' });
     expect(await authenticateFeedClient(t.ctx.db, 'demo-city', 'wrong', t.ctx.clock.now())).to.equal(undefined);
   });

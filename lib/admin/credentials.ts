@@ -10,10 +10,10 @@ import { generateSecret, hashSecret } from '../auth/secrets.js';
 import { createFeedClient as insertFeedClient, revokeFeedClient as revokeClient } from '../auth/feed-clients.js';
 import { ROLES, type Role } from '../feeds/roles.js';
 
-export type PartnerKind = 'rental' | 'maas' | 'insurer';
+export type PartnerKind = 'rental' | 'maas' | 'insurer' | 'operator';
 
-const KIND_OF_SCOPE: Record<KeyScope, PartnerKind> = { partner: 'rental', tomp: 'maas', insurance: 'insurer' };
-const TRIP_TYPE_OF_KIND: Record<PartnerKind, 'rider' | 'maas' | 'operator'> = { rental: 'rider', maas: 'maas', insurer: 'rider' };
+const KIND_OF_SCOPE: Record<KeyScope, PartnerKind> = { partner: 'rental', tomp: 'maas', insurance: 'insurer', ops: 'operator' };
+const TRIP_TYPE_OF_KIND: Record<PartnerKind, 'rider' | 'maas' | 'operator'> = { rental: 'rider', maas: 'maas', insurer: 'rider', operator: 'operator' };
 
 export class AdminError extends Error {}
 

@@ -8,9 +8,10 @@ import type { Clock } from '../clock.js';
 import { q, type Db, type Queryable } from '../db.js';
 import { generateApiKey, hashApiKey } from './secrets.js';
 
-export type KeyScope = 'partner' | 'tomp' | 'insurance';
+/** `ops`: the operator's own staff, for the console (api/console/); no partner API accepts it */
+export type KeyScope = 'partner' | 'tomp' | 'insurance' | 'ops';
 
-export const KEY_SCOPES: readonly KeyScope[] = ['partner', 'tomp', 'insurance'];
+export const KEY_SCOPES: readonly KeyScope[] = ['partner', 'tomp', 'insurance', 'ops'];
 
 export interface Principal {
   keyId: string;
@@ -89,6 +90,7 @@ export class ApiKeyVerifier {
 
   private async lookup(hash: Buffer, scope: KeyScope, id: string): Promise<Principal | undefined> {
     const now = this.clock.now();
+    // the same statement records the use (at most once a minute per key: see AuthFindApiKey)
     const row = await this.db.maybeOne(q('AuthFindApiKey'), [hash, scope, now]);
     if (!row) {
       put(this.negative, id, { principal: undefined, until: now.getTime() + this.negativeTtl }, this.max);
@@ -133,7 +135,7 @@ export async function createApiKey(
   opts: { key?: string; label?: string; expiresAt?: Date | null } = {},
 ): Promise<{ id: string; key: string }> {
   if (!KEY_SCOPES.includes(scope)) throw new Error(`unknown key scope ${scope}`);
-  const key = opts.key ?? generateApiKey(scope === 'partner' ? 'pk' : scope === 'tomp' ? 'tk' : 'ik');
+  const key = opts.key ?? generateApiKey(({ partner: 'pk', tomp: 'tk', insurance: 'ik', ops: 'ok' } as const)[scope]);
   if (key.length < 8 || key.length > MAX_KEY_LENGTH) throw new Error('api key must be 8-256 characters');
   // enough to recognise a key in a listing, never a meaningful part of it
   const prefix = key.slice(0, Math.min(10, Math.floor(key.length / 3)));

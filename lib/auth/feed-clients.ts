@@ -45,6 +45,8 @@ export async function authenticateFeedClient(
   const ok = await gate(() => verifySecret(secret, row.secret_hash));
   if (!ok) return undefined;
   if (row.revoked_at && row.revoked_at <= now) return undefined;
+  // the console's Credentials view shows when a client last authenticated (once per token issued)
+  await db.query(q('FeedClientTouch'), [row.client_id, now]);
   return { clientId: row.client_id, role: row.role, zones: row.zones, label: row.label };
 }
 

@@ -4,6 +4,7 @@
  * ride between two points inside stays inside.
  */
 import { polygon, rect, type MultiPolygonCoords } from '../sim/geo.js';
+import type { KeyScope } from '../auth/api-keys.js';
 
 export type AreaType = 'operations' | 'no-parking' | 'parking-spot' | 'slow-zone' | 'no-riding' | 'incentive' | 'free-floating';
 
@@ -155,10 +156,10 @@ export const DEMO_ZONES: DemoZone[] = [BERLIN, COPENHAGEN];
 
 export interface DemoPartner {
   name: string;
-  kind: 'rental' | 'maas' | 'insurer';
+  kind: 'rental' | 'maas' | 'insurer' | 'operator';
   tripType: 'rider' | 'maas' | 'operator';
   /** key, scope */
-  keys: Array<{ key: string; scope: 'partner' | 'tomp' | 'insurance' }>;
+  keys: Array<{ key: string; scope: KeyScope }>;
   /** users created for the partner; prefix of their external ids and e-mail domain */
   users?: { count: number; prefix: string; domain: string };
 }
@@ -168,6 +169,8 @@ export const DEMO_PARTNERS: DemoPartner[] = [
   { name: 'Demo Mobility App', kind: 'rental', tripType: 'operator', keys: [{ key: 'demo-mobility-key', scope: 'partner' }], users: { count: 40, prefix: 'dma', domain: 'mobility-app.example' } },
   { name: 'Demo MaaS', kind: 'maas', tripType: 'maas', keys: [{ key: 'demo-maas-key', scope: 'tomp' }], users: { count: 30, prefix: 'maas', domain: 'maas.example' } },
   { name: 'Demo Insurance', kind: 'insurer', tripType: 'rider', keys: [{ key: 'demo-insurer-key', scope: 'insurance' }] },
+  // the operator's own staff: the console at /console (api/console/)
+  { name: 'Demo Operations', kind: 'operator', tripType: 'operator', keys: [{ key: 'demo-ops-key', scope: 'ops' }] },
 ];
 
 export const DEMO_FEED_CLIENTS = [

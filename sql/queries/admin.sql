@@ -9,7 +9,7 @@ VALUES ($1, $2, $3, $4)
 RETURNING id, name, kind, trip_type;
 
 -- name: AdminListApiKeys
-SELECT k.id, k.scope, k.key_prefix, k.label, k.created_at, k.expires_at, k.revoked_at, p.name AS partner
+SELECT k.id, k.scope, k.key_prefix, k.label, k.created_at, k.expires_at, k.revoked_at, k.last_used_at, p.name AS partner
   FROM api_keys k JOIN partners p ON p.id = k.partner_id
  WHERE ($1::text IS NULL OR k.scope = $1)
  ORDER BY p.name, k.created_at;
@@ -22,7 +22,7 @@ RETURNING id, partner_id, scope, label;
 SELECT id, partner_id, scope, label, revoked_at FROM api_keys WHERE id = $1;
 
 -- name: AdminListFeedClients
-SELECT client_id, role, zones, label, created_at, revoked_at FROM feed_clients ORDER BY client_id;
+SELECT client_id, role, zones, label, created_at, revoked_at, last_used_at FROM feed_clients ORDER BY client_id;
 
 -- name: AdminRotateFeedClient
 UPDATE feed_clients SET secret_hash = $2 WHERE client_id = $1 AND revoked_at IS NULL

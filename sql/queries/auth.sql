@@ -2,7 +2,14 @@
 
 -- name: AuthFindApiKey
 -- A usable key of the given scope with what a request needs to know about its partner. zones is
--- null when the partner has no partner_zones rows (= every zone).
+-- null when the partner has no partner_zones rows (= every zone). It runs on a verifier's cache miss
+-- (lib/auth/api-keys.ts), and records the key's last use there, conditionally, so a key in use is
+-- written at most once a minute whatever the traffic.
+WITH touched AS (
+  UPDATE api_keys SET last_used_at = $3
+   WHERE key_hash = $1 AND scope = $2 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3)
+     AND (last_used_at IS NULL OR last_used_at < $3::timestamptz - interval '1 minute')
+)
 SELECT k.id AS key_id,
        k.expires_at,
        p.id AS partner_id,

@@ -6,6 +6,9 @@ SELECT client_id, secret_hash, role, zones, label, revoked_at FROM feed_clients 
 -- name: FeedClientInsert
 INSERT INTO feed_clients (client_id, secret_hash, role, zones, label) VALUES ($1, $2, $3, $4, $5);
 
+-- name: FeedClientTouch
+UPDATE feed_clients SET last_used_at = $2 WHERE client_id = $1;
+
 -- name: FeedClientRevoke
 UPDATE feed_clients SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL;
 

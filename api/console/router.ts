@@ -1,0 +1,137 @@
+/**
+ * The operator console's API (/console/api/*) on the main host: read by the console page and
+ * usable by any HTTP client of the operator's staff. Every route needs an API key of scope `ops`
+ * (`npm run ops -- keys create --scope ops`), sent like the other API keys (X-Access-Token or
+ * X-Auth-Token) or as `Authorization: Bearer <key>`; errors are the feeds' error body
+ * (api/feeds/errors.ts), so one parser reads both. The figures come from the functions the CLI
+ * uses (publisher/ops.ts publishStatus), never from a second copy of their SQL.
+ */
+import Router from '@koa/router';
+import type Koa from 'koa';
+import type { AppContext } from '../../lib/context.js';
+import { ApiKeyVerifier } from '../../lib/auth/api-keys.js';
+import { q } from '../../lib/db.js';
+import { parseHour } from '../../lib/feeds/hours.js';
+import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
+import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
+import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
+import { healthFigures } from './health.js';
+import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
+
+const CHALLENGE = 'Bearer realm="console"';
+
+function consoleUnauthorized(description: string): FeedError {
+  return new FeedError(401, 'invalid_token', description, [description], { 'WWW-Authenticate': CHALLENGE });
+}
+
+/** The ops key of the request: X-Access-Token, X-Auth-Token, or a bearer token. */
+function presentedKey(koa: Koa.Context): string | undefined {
+  const header = koa.get('X-Access-Token') || koa.get('X-Auth-Token');
+  if (header) return header;
+  return /^Bearer[ ]+(\S+)\s*$/i.exec(koa.get('Authorization'))?.[1];
+}
+
+function opsAuth(app: AppContext): Koa.Middleware {
+  const verifier = new ApiKeyVerifier(app.db, app.clock);
+  return async (koa, next) => {
+    const key = presentedKey(koa);
+    if (!key) throw consoleUnauthorized('an ops key is required (X-Access-Token, X-Auth-Token or Authorization: Bearer)');
+    const principal = await verifier.verify(key, 'ops');
+    if (!principal) throw consoleUnauthorized('unknown, expired or revoked ops key');
+    koa.state.principal = principal;
+    await next();
+  };
+}
+
+const hourQuery = (raw: unknown, name: string): Date | undefined => {
+  if (raw === undefined || raw === '') return undefined;
+  const h = typeof raw === 'string' ? parseHour(raw) : undefined;
+  if (!h) throw badParam(`${name} must be a UTC hour YYYY-MM-DDTHH`);
+  return h;
+};
+
+export function consoleRoutes(app: AppContext): Koa.Middleware {
+  const router = new Router({ prefix: '/console/api' });
+  router.use(feedErrors(), opsAuth(app));
+
+  // the same table as `make publish-status`, per zone
+  router.get('/publishing', async (koa) => {
+    const zone = typeof koa.query.zone === 'string' && koa.query.zone ? koa.query.zone : 'all';
+    try {
+      const s = await publishStatus(app, { zones: zone === 'all' ? 'all' : [zone], from: hourQuery(koa.query.from, 'from'), to: hourQuery(koa.query.to, 'to') });
+      koa.set('Cache-Control', 'no-store');
+      koa.body = { feeds: s.feeds, rows: s.rows, totals: s.totals, failures: s.failures };
+    } catch (err) {
+      if (err instanceof OpsError) throw badParam(err.message);
+      throw err;
+    }
+  });
+
+  // republish chosen (feed, hour) cells of one zone, as `make republish` does for a window; the log
+  // line names the key and partner that asked
+  router.post('/republish', async (koa) => {
+    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
+      if (err instanceof BodyRefused) {
+        closeIfBodyUnread(koa);
+        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
+      }
+      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
+      throw err;
+    })) as { zone?: unknown; cells?: unknown } | undefined;
+    const cells = Array.isArray(body?.cells) ? body.cells : undefined;
+    if (typeof body?.zone !== 'string' || !cells || !cells.length || cells.length > 500) throw badParam('body must be {"zone": id, "cells": [{"feed": id, "hour": "YYYY-MM-DDTHH"}, …]} with 1–500 cells');
+    const parsed = cells.map((c: any, i: number) => {
+      const hour = typeof c?.hour === 'string' ? parseHour(c.hour) : undefined;
+      if (!hour || typeof c?.feed !== 'string') throw badParam(`cells[${i}] must be {"feed": id, "hour": "YYYY-MM-DDTHH"}`);
+      return { feed: c.feed as string, hour };
+    });
+    const principal = koa.state.principal;
+    koa.state.log?.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length }, 'console republish requested');
+    const total = { total: 0, written: 0, unchanged: 0, skipped: 0, failed: [] as unknown[] };
+    try {
+      for (const c of parsed) {
+        const r = await backfill(app, { zones: [body.zone], from: c.hour, to: c.hour, feeds: [c.feed], force: true });
+        total.total += r.total;
+        total.written += r.written;
+        total.unchanged += r.unchanged;
+        total.skipped += r.skipped;
+        total.failed.push(...r.failed);
+      }
+    } catch (err) {
+      if (err instanceof OpsError || (err as Error)?.constructor?.name === 'UnknownFeedError') throw badParam((err as Error).message);
+      throw err;
+    }
+    app.log.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
+    koa.set('Cache-Control', 'no-store');
+    koa.body = total;
+  });
+
+  // a zone's map and its vehicles; the page refreshes it every `ttl` seconds, the GBFS status ttl
+  router.get('/fleet', async (koa) => {
+    const zone = typeof koa.query.zone === 'string' ? koa.query.zone : '';
+    if (!/^[a-z0-9-]{1,64}$/.test(zone)) throw badParam('zone must be a zone id');
+    const map = await app.db.maybeOne(q('ConsoleZoneMap'), [zone]);
+    if (!map) throw new FeedError(404, 'not_found', `unknown zone ${zone}`);
+    const vehicles = await app.db.many(q('ConsoleZoneVehicles'), [zone]);
+    koa.set('Cache-Control', 'no-store');
+    koa.body = { zone: map.id, name: map.name, ttl: STATUS_TTL, boundary: map.boundary, areas: { type: 'FeatureCollection', features: map.areas }, vehicles };
+  });
+
+  // from the registry /metrics exports: the two never disagree
+  router.get('/health', async (koa) => {
+    koa.set('Cache-Control', 'no-store');
+    koa.body = await healthFigures();
+  });
+
+  // partners, keys and feed clients with scope, zones and last use; never a hash or a secret
+  router.get('/credentials', async (koa) => {
+    const [partners, keys, clients] = await Promise.all([app.db.many(q('ConsolePartners')), app.db.many(q('AdminListApiKeys'), [null]), app.db.many(q('AdminListFeedClients'))]);
+    koa.set('Cache-Control', 'no-store');
+    koa.body = { partners, keys, feed_clients: clients };
+  });
+
+  router.all('/{*rest}', () => {
+    throw new FeedError(404, 'not_found', 'no such console route');
+  });
+  return router.routes() as unknown as Koa.Middleware;
+}

@@ -1,0 +1,131 @@
+/**
+ * The console's API (api/console/router.ts): an ops key opens it (X-Access-Token, X-Auth-Token or
+ * Bearer), nothing else does (401 in the feeds' error format), the publishing figures are
+ * publish-status's own, and the credentials listing never carries a secret.
+ */
+import { expect } from 'chai';
+import request from 'supertest';
+import { buildApp } from '../api/app.js';
+import { createFeedClient, createKey } from '../lib/admin/credentials.js';
+import { importZone } from '../lib/admin/zones.js';
+import { formatHour, floorHour } from '../lib/feeds/hours.js';
+import { publishStatus } from '../publisher/ops.js';
+import { useTestContext } from './support/context.js';
+
+describe('console API: ops key and figures', () => {
+  const t = useTestContext();
+  let ops: string;
+  let partner: string;
+
+  before(async () => {
+    ops = (await createKey(t.ctx.db, 'Operations', 'ops')).key;
+    partner = (await createKey(t.ctx.db, 'Acme Rides', 'partner')).key;
+    await createFeedClient(t.ctx.db, 'city-console', 'city', null);
+  });
+
+  it('refuses without an ops key: 401 in the feeds error format', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    for (const headers of [{}, { 'X-Access-Token': partner }, { Authorization: `Bearer ${partner}` }, { Authorization: 'Bearer nope-nope-nope' }] as Record<string, string>[]) {
+      const res = await app.get('/console/api/credentials').set(headers);
+      expect(res.status, JSON.stringify(headers)).to.equal(401);
+      expect(res.headers['www-authenticate']).to.equal('Bearer realm="console"');
+      expect(res.body).to.have.all.keys('error', 'error_description', 'error_details');
+      expect(res.body.error).to.equal('invalid_token');
+    }
+  });
+
+  it('accepts the ops key as X-Access-Token, X-Auth-Token or bearer token', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    for (const headers of [{ 'X-Access-Token': ops }, { 'X-Auth-Token': ops }, { Authorization: `Bearer ${ops}` }] as Record<string, string>[]) {
+      expect((await app.get('/console/api/credentials').set(headers)).status, JSON.stringify(headers)).to.equal(200);
+    }
+    const missing = await app.get('/console/api/nothing').set('X-Access-Token', ops);
+    expect(missing.status).to.equal(404);
+    expect(missing.body.error).to.equal('not_found');
+  });
+
+  it('lists partners, keys and feed clients with scope, zones and last use, never a secret', async () => {
+    const res = await request(buildApp(t.ctx).callback()).get('/console/api/credentials').set('X-Access-Token', ops);
+    expect(res.body.partners.map((p: any) => p.name)).to.include.members(['Operations', 'Acme Rides']);
+    const opsKey = res.body.keys.find((k: any) => k.partner === 'Operations');
+    expect(opsKey.scope).to.equal('ops');
+    expect(opsKey.last_used_at).to.be.a('string');
+    expect(res.body.feed_clients.find((c: any) => c.client_id === 'city-console')).to.include({ role: 'city', zones: null });
+    expect(res.text).not.to.match(/key_hash|secret_hash/);
+    expect(res.text).not.to.contain(ops);
+    expect(res.text).not.to.contain(partner);
+  });
+
+  it('publishing answers publish-status figures, and 400 bad_param for a malformed hour', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const res = await app.get('/console/api/publishing').set('X-Access-Token', ops);
+    expect(res.status).to.equal(200);
+    const s = await publishStatus(t.ctx, { zones: 'all' });
+    expect(res.body.feeds).to.deep.equal(s.feeds);
+    expect(res.body.rows).to.deep.equal(s.rows);
+    expect(res.body.totals).to.deep.equal(s.totals);
+    const bad = await app.get('/console/api/publishing?from=yesterday').set('X-Access-Token', ops);
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error).to.equal('bad_param');
+    const unknown = await app.get('/console/api/publishing?zone=atlantis').set('X-Access-Token', ops);
+    expect(unknown.status).to.equal(400);
+    expect(unknown.body.error_description).to.contain('atlantis');
+  });
+
+  it('republishes chosen cells of a zone (POST, ops key), and refuses a malformed body with 400', async () => {
+    const square = { type: 'Polygon', coordinates: [[[13.3, 52.4], [13.5, 52.4], [13.5, 52.6], [13.3, 52.6], [13.3, 52.4]]] };
+    await importZone(t.ctx.db, t.ctx.clock, { type: 'FeatureCollection', features: [{ type: 'Feature', geometry: square, properties: { kind: 'zone', id: 'consoleville', name: 'C', city: 'C', country: 'DE', timezone: 'Europe/Berlin', currency: 'EUR', vat_rate: 0.19, parking_mode: 'free-floating' } }] });
+    await t.ctx.db.query(`UPDATE zones SET created_at = $1::timestamptz - interval '1 day' WHERE id = 'consoleville'`, [t.ctx.clock.now()]);
+    const hour = formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - 3 * 3_600_000)));
+    const app = request(buildApp(t.ctx).callback());
+    expect((await app.post('/console/api/republish').send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] })).status).to.equal(401);
+    const res = await app.post('/console/api/republish').set('X-Access-Token', ops).send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] });
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body).to.include({ total: 1, written: 1 });
+    const status = await publishStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${hour}:00:00Z`), to: new Date(`${hour}:00:00Z`) });
+    expect(status.rows[0]!.states['mds-2.0-trips']).to.equal('published');
+    for (const body of [{}, { zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour: 'soon' }] }, { zone: 'atlantis', cells: [{ feed: 'mds-2.0-trips', hour }] }]) {
+      const bad = await app.post('/console/api/republish').set('X-Access-Token', ops).send(body);
+      expect(bad.status, JSON.stringify(body)).to.equal(400);
+      expect(bad.body.error).to.equal('bad_param');
+    }
+  });
+});
+
+describe('console API: health from the metrics registry', () => {
+  const t = useTestContext();
+
+  it('reports rentals running, requests per family, queue depth as /metrics does', async () => {
+    const { registerDbCollectors } = await import('../lib/metrics.js');
+    registerDbCollectors(t.ctx.db);
+    const ops = (await createKey(t.ctx.db, 'Operations', 'ops')).key;
+    const app = request(buildApp(t.ctx).callback());
+    await app.get('/v1/user/id/not-a-uuid');
+    const res = await app.get('/console/api/health').set('Authorization', `Bearer ${ops}`);
+    expect(res.status).to.equal(200);
+    expect(res.body.rentals_running).to.equal((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`)).n);
+    expect(res.body.families.partner.requests).to.be.greaterThan(0);
+    expect(res.body).to.have.all.keys('at', 'rentals_running', 'families', 'publish_lag_seconds', 'queue_depth', 'store_errors');
+    expect((await app.get('/console/api/health')).status).to.equal(401);
+  });
+});
+
+describe('console API: fleet map', () => {
+  const t = useTestContext();
+
+  it('answers a zone boundary, its areas and every vehicle with its running rental', async () => {
+    const { seedDemo } = await import('../lib/seed/index.js');
+    await seedDemo(t.ctx);
+    const app = request(buildApp(t.ctx).callback());
+    const res = await app.get('/console/api/fleet?zone=copenhagen').set('X-Access-Token', 'demo-ops-key');
+    expect(res.status, res.text).to.equal(200);
+    expect(res.body.ttl).to.equal(30);
+    expect(res.body.boundary.type).to.equal('MultiPolygon');
+    expect(res.body.areas.features.some((f: any) => f.properties.area_type === 'parking-spot')).to.equal(true);
+    const db = await t.ctx.db.many(`SELECT code FROM vehicles WHERE zone_id = 'copenhagen' ORDER BY code`);
+    expect(res.body.vehicles.map((v: any) => v.code)).to.deep.equal(db.map((v) => v.code));
+    expect(res.body.vehicles[0]).to.include.keys('battery_percent', 'status', 'lat', 'lon', 'rental_id');
+    expect((await app.get('/console/api/fleet?zone=atlantis').set('X-Access-Token', 'demo-ops-key')).status).to.equal(404);
+    expect((await app.get('/console/api/fleet?zone=Bad%20Zone').set('X-Access-Token', 'demo-ops-key')).status).to.equal(400);
+  });
+});

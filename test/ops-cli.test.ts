@@ -1,0 +1,71 @@
+/**
+ * The ops CLI as an operator runs it, in a child process: every mistake is one line on stderr and
+ * exit 1 (no stack, no SQL), `scripts/ops.sh` finds the embedded database the way `make` does, and
+ * `make backfill` without FROM says FROM is required.
+ */
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../lib/paths.js';
+import { useTestContext } from './support/context.js';
+
+describe('ops CLI: one-line errors and the embedded database', function () {
+  this.timeout(120000);
+  const t = useTestContext();
+
+  const cli = (args: string[], env: Record<string, string | undefined> = {}) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'bin/ops.ts', ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, DATABASE_URL: t.database.url, SIGNING_SECRET: 'x'.repeat(40), LOG_LEVEL: 'silent', ...env },
+    });
+
+  const oneLineError = (r: ReturnType<typeof cli>, pattern: RegExp) => {
+    expect(r.status, r.stderr).to.equal(1);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines, r.stderr).to.have.length(1);
+    expect(lines[0]).to.match(pattern);
+    expect(r.stderr).not.to.match(/\n\s+at |syntax|invalid input syntax/i);
+  };
+
+  it('a malformed id is one line, before any SQL', () => {
+    oneLineError(cli(['rental', 'end', 'not-a-uuid']), /^error: .*'not-a-uuid' is invalid for argument 'rentalId'\. must be a uuid/);
+    oneLineError(cli(['keys', 'revoke', 'nope']), /^error: .*'nope' is invalid for argument 'keyId'\. must be a uuid/);
+    oneLineError(cli(['keys', 'rotate', '00000000-0000-4000-8000-000000000000']), /^error: no active key with id 00000000-0000-4000-8000-000000000000$/);
+  });
+
+  it('clients create --zones atlantis is refused with the known zones listed', async () => {
+    const known = (await t.ctx.db.many<{ id: string }>('SELECT id FROM zones ORDER BY id')).map((z) => z.id);
+    oneLineError(cli(['clients', 'create', 'city-of-atlantis', '--role', 'city', '--zones', 'atlantis']), new RegExp(`^error: unknown zone atlantis; known zones: ${known.join(', ') || 'none'}$`));
+  });
+
+  it('an unknown key scope lists the scopes, ops included', () => {
+    oneLineError(cli(['keys', 'create', '--partner', 'X', '--scope', 'admin']), /^error: scope must be one of partner, tomp, insurance, ops$/);
+  });
+
+  it('a backfill window in the future says why nothing was done', () => {
+    const next = new Date(Date.now() + 48 * 3_600_000).toISOString().slice(0, 13);
+    const r = cli(['backfill', '--from', next, '--to', next]);
+    expect(r.status, r.stderr).to.equal(0);
+    expect(r.stdout).to.match(/^nothing done: the window starts after \d{4}-\d{2}-\d{2}T\d{2}, the last closed hour/m);
+  });
+
+  it('make backfill without FROM says FROM is required', () => {
+    const r = spawnSync('make', ['-s', 'backfill', 'TO=2026-11-20T23'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, DATABASE_URL: t.database.url } });
+    expect(r.status).not.to.equal(0);
+    expect(r.stderr).to.match(/FROM is required, e\.g\. make backfill FROM=2026-11-20T00 TO=2026-11-20T23/);
+  });
+
+  it('scripts/ops.sh (npm run ops) without DATABASE_URL uses the embedded cluster like make', function () {
+    // only where the test databases live on the embedded cluster (.data/pg-port), as under make test
+    const portFile = join(ROOT, '.data', 'pg-port');
+    if (!existsSync(portFile) || new URL(t.database.url).port !== readFileSync(portFile, 'utf8').trim()) this.skip();
+    const env: Record<string, string | undefined> = { ...process.env, EMBEDDED_PG_DB: t.database.name, SIGNING_SECRET: 'x'.repeat(40), LOG_LEVEL: 'silent' };
+    delete env.DATABASE_URL;
+    const r = spawnSync(join(ROOT, 'scripts', 'ops.sh'), ['keys', 'list', '--scope', 'ops'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env });
+    expect(r.stderr).not.to.contain('DATABASE_URL is required');
+    expect(r.status, r.stderr).to.equal(0);
+  });
+});
