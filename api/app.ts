@@ -26,6 +26,7 @@ import { metricsRoutes, opsRoutes } from './ops/router.js';
 import { publicRoutes } from './public/router.js';
 import { docsRoutes } from './docs/router.js';
 import { consoleRoutes } from './console/router.js';
+import { consolePage } from './console/page.js';
 import { admissionFor } from '../lib/http/admission.js';
 
 export function buildApp(ctx: AppContext): Koa {
@@ -39,6 +40,7 @@ export function buildApp(ctx: AppContext): Koa {
   // from the ops, public and docs paths, so no other router needs to look at them
   app.use(feedRoutes(ctx, feeds));
   app.use(opsRoutes(ctx));
+  app.use(consolePage());
   app.use(consoleRoutes(ctx));
   app.use(publicRoutes(ctx));
   app.use(docsRoutes(ctx));

@@ -1,0 +1,209 @@
+// The operator console page (served by api/console/page.ts). Plain browser JavaScript, no build
+// step: every figure comes from /console/api with the ops key the operator typed, kept in
+// sessionStorage for the tab's life. Leaflet draws the fleet map from the zone's GeoJSON, with no
+// base tiles (nothing is fetched from outside the machine).
+(function () {
+  'use strict';
+  const $ = (id) => document.getElementById(id);
+  const state = { key: sessionStorage.getItem('opsKey') || '', zones: [], selected: new Map(), map: null, layers: null, fleetTimer: null, lastHealth: null };
+
+  async function api(path, init = {}) {
+    const res = await fetch(`/console/api${path}`, { ...init, headers: { 'X-Access-Token': state.key, 'Content-Type': 'application/json', ...(init.headers || {}) } });
+    const body = await res.json().catch(() => ({}));
+    if (res.status === 401) {
+      logout('the ops key was refused: ' + (body.error_description || 'unauthorized'));
+      throw new Error('unauthorized');
+    }
+    if (!res.ok) throw new Error(body.error_description || `HTTP ${res.status}`);
+    return body;
+  }
+
+  function el(tag, attrs = {}, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k === 'class') e.className = v;
+      else if (k.startsWith('data-')) e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+
+  function table(headers, rows) {
+    return el('table', { class: 'figures' }, el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', {}, h)))), el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, c ?? '–'))))));
+  }
+
+  // ---- login ---------------------------------------------------------------------------------
+  function logout(message) {
+    sessionStorage.removeItem('opsKey');
+    state.key = '';
+    $('tabs').hidden = true;
+    for (const v of document.querySelectorAll('.view')) v.hidden = true;
+    $('login').hidden = false;
+    $('login-error').textContent = message || '';
+  }
+
+  async function login(key) {
+    state.key = key;
+    const pub = await api('/publishing');
+    sessionStorage.setItem('opsKey', key);
+    state.zones = [...new Set(pub.rows.map((r) => r.zone))].sort();
+    for (const sel of [$('pub-zone'), $('fleet-zone')]) {
+      sel.replaceChildren(...state.zones.map((z) => el('option', { value: z }, z)));
+    }
+    $('login').hidden = true;
+    $('tabs').hidden = false;
+    show('publishing');
+  }
+
+  // ---- views ---------------------------------------------------------------------------------
+  function show(view) {
+    for (const b of document.querySelectorAll('#tabs button[data-view]')) b.classList.toggle('active', b.dataset.view === view);
+    for (const v of document.querySelectorAll('.view')) v.hidden = v.id !== view;
+    clearInterval(state.fleetTimer);
+    if (view === 'publishing') loadPublishing().catch(report('pub-message'));
+    if (view === 'fleet') loadFleet().catch(report('fleet-status'));
+    if (view === 'health') loadHealth().catch(report('health-body'));
+    if (view === 'credentials') loadCredentials().catch(report('credentials-body'));
+  }
+
+  const report = (id) => (err) => {
+    if (err.message !== 'unauthorized') $(id).textContent = `error: ${err.message}`;
+  };
+
+  // Publishing: hours × feeds of one zone, the same figures as `make publish-status`
+  async function loadPublishing() {
+    const zone = $('pub-zone').value;
+    const qs = new URLSearchParams({ zone });
+    if ($('pub-from').value) qs.set('from', $('pub-from').value);
+    if ($('pub-to').value) qs.set('to', $('pub-to').value);
+    const s = await api(`/publishing?${qs}`);
+    state.selected.clear();
+    updateRepublishButton();
+    $('pub-totals').textContent = Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(' · ');
+    const head = el('tr', {}, el('th', {}, 'hour'), ...s.feeds.map((f) => el('th', { title: f }, f.replace(/^(mds|insurance)-/, ''))));
+    const rows = s.rows.filter((r) => r.zone === zone).map((r) =>
+      el('tr', {}, el('th', {}, r.hour), ...s.feeds.map((f) => {
+        const st = r.states[f];
+        const td = el('td', { class: `cell ${st}`, title: `${f} ${r.hour}: ${st}`, 'data-feed': f, 'data-hour': r.hour, 'data-state': st });
+        if (st === 'failed' || st === 'dirty') td.addEventListener('click', () => toggle(td));
+        return td;
+      })),
+    );
+    $('heatmap').replaceChildren(el('thead', {}, head), el('tbody', {}, ...rows));
+  }
+
+  function toggle(td) {
+    const key = `${td.dataset.feed}|${td.dataset.hour}`;
+    if (state.selected.has(key)) state.selected.delete(key);
+    else state.selected.set(key, { feed: td.dataset.feed, hour: td.dataset.hour });
+    td.classList.toggle('selected', state.selected.has(key));
+    updateRepublishButton();
+  }
+
+  function updateRepublishButton() {
+    $('republish').disabled = state.selected.size === 0;
+    $('republish').textContent = `Republish selected (${state.selected.size})`;
+  }
+
+  async function republish() {
+    const cells = [...state.selected.values()];
+    $('pub-message').textContent = `republishing ${cells.length} file(s)…`;
+    const r = await api('/republish', { method: 'POST', body: JSON.stringify({ zone: $('pub-zone').value, cells }) });
+    $('pub-message').textContent = `republished: ${r.written} written, ${r.unchanged} unchanged, ${r.failed.length} failed`;
+    await loadPublishing();
+  }
+
+  // Fleet: the zone's boundary and areas from its GeoJSON, vehicles by status, refreshed on the GBFS ttl
+  const AREA_COLORS = { operations: '#2271b1', 'no-parking': '#d63638', 'no-riding': '#8c1d1e', 'parking-spot': '#00a32a', 'slow-zone': '#dba617', incentive: '#9b59b6', 'free-floating': '#72aee6' };
+  const STATUS_COLORS = { ready: '#00a32a', riding: '#2271b1', booked: '#9b59b6', unavailable: '#d63638' };
+
+  async function loadFleet() {
+    const zone = $('fleet-zone').value;
+    const f = await api(`/fleet?zone=${encodeURIComponent(zone)}`);
+    if (!state.map) {
+      state.map = L.map('map', { zoomSnap: 0.25 });
+      const legend = L.control({ position: 'bottomright' });
+      legend.onAdd = () => {
+        const d = L.DomUtil.create('div', 'map-legend');
+        d.innerHTML = '<b>areas</b><br>' + Object.entries(AREA_COLORS).map(([k, c]) => `<i style="background:${c}"></i>${k}`).join('<br>') +
+          '<br><b>vehicles</b><br>' + Object.entries(STATUS_COLORS).map(([k, c]) => `<i style="background:${c};border-radius:6px"></i>${k}`).join('<br>');
+        return d;
+      };
+      legend.addTo(state.map);
+    }
+    state.layers?.remove();
+    const boundary = L.geoJSON(f.boundary, { style: { color: '#1d2327', weight: 2, fill: false } });
+    const areas = L.geoJSON(f.areas, { style: (feat) => ({ color: AREA_COLORS[feat.properties.area_type] || '#50575e', weight: 1, fillOpacity: 0.2 }) })
+      .bindTooltip((layer) => `${layer.feature.properties.area_type}: ${layer.feature.properties.name}`);
+    const vehicles = f.vehicles.map((v) =>
+      L.circleMarker([v.lat, v.lon], { radius: 5, color: STATUS_COLORS[v.status] || '#50575e', fillOpacity: 0.9, className: `vehicle vehicle-${v.status}` })
+        .bindPopup(`<b>${v.code}</b><br>battery ${v.battery_percent} %<br>status ${v.status}` + (v.rental_id ? `<br>rental ${v.rental_id}<br>since ${v.rental_started_at}` : '<br>no running rental')),
+    );
+    state.layers = L.layerGroup([boundary, areas, ...vehicles]).addTo(state.map);
+    if (!state.map._loaded) state.map.fitBounds(boundary.getBounds());
+    $('map').dataset.vehicles = String(f.vehicles.length);
+    $('fleet-status').textContent = `${f.name}: ${f.vehicles.length} vehicles, refreshed every ${f.ttl} s (GBFS ttl) · ${new Date().toISOString().slice(11, 19)} UTC`;
+    state.fleetTimer = setTimeout(() => loadFleet().catch(report('fleet-status')), f.ttl * 1000);
+  }
+
+  // Health: the registry /metrics exports, with rates between two readings
+  async function loadHealth() {
+    const h = await api('/health');
+    const prev = state.lastHealth;
+    state.lastHealth = h;
+    const secs = prev ? (h.at - prev.at) / 1000 : 0;
+    const rate = (fam, k) => (prev && secs > 0 && prev.families[fam] ? ((h.families[fam][k] - prev.families[fam][k]) / secs).toFixed(2) : 'n/a');
+    $('health-body').replaceChildren(
+      el('p', { id: 'rentals-running' }, `rentals running: ${h.rentals_running}`),
+      el('h3', {}, 'requests per API family'),
+      table(['family', 'requests', '5xx', 'requests/s', '5xx/s'], Object.entries(h.families).map(([f, v]) => [f, v.requests, v.errors, rate(f, 'requests'), rate(f, 'errors')])),
+      el('h3', {}, 'publish lag'),
+      table(['feed', 'version', 'seconds'], h.publish_lag_seconds.map((p) => [p.feed, p.version, Math.round(p.seconds)])),
+      el('h3', {}, 'queue depth'),
+      table(['queue', 'queued'], h.queue_depth.map((q) => [q.queue, q.queued])),
+      el('h3', {}, 'store errors'),
+      table(['operation', 'errors'], h.store_errors.map((s) => [s.op, s.errors])),
+      el('p', {}, 'Rates appear from the second reading on; the view refreshes every 10 s while open.'),
+    );
+    if (!$('health').hidden) state.fleetTimer = setTimeout(() => loadHealth().catch(report('health-body')), 10_000);
+  }
+
+  // Credentials: partners, keys and feed clients, never a secret
+  async function loadCredentials() {
+    const c = await api('/credentials');
+    const when = (t) => (t ? String(t).slice(0, 19).replace('T', ' ') : 'never');
+    $('credentials-body').replaceChildren(
+      el('h3', {}, 'partners'),
+      table(['name', 'kind', 'zones', 'active keys', 'last use'], c.partners.map((p) => [p.name, p.kind, (p.zones || ['all']).join(', '), p.active_keys, when(p.last_used_at)])),
+      el('h3', {}, 'API keys'),
+      table(['prefix', 'partner', 'scope', 'label', 'revoked', 'last use'], c.keys.map((k) => [k.key_prefix ?? k.prefix, k.partner ?? k.partner_name, k.scope, k.label, k.revoked_at ? when(k.revoked_at) : '', when(k.last_used_at)])),
+      el('h3', {}, 'feed clients'),
+      table(['client', 'role', 'zones', 'revoked', 'last use'], c.feed_clients.map((f) => [f.client_id, f.role, (f.zones || ['all']).join(', '), f.revoked_at ? when(f.revoked_at) : '', when(f.last_used_at)])),
+    );
+  }
+
+  // ---- wiring --------------------------------------------------------------------------------
+  $('login').addEventListener('submit', (e) => {
+    e.preventDefault();
+    login($('key').value.trim()).catch((err) => {
+      if (err.message !== 'unauthorized') $('login-error').textContent = err.message;
+    });
+  });
+  $('logout').addEventListener('click', () => logout());
+  for (const b of document.querySelectorAll('#tabs button[data-view]')) b.addEventListener('click', () => show(b.dataset.view));
+  $('window').addEventListener('submit', (e) => {
+    e.preventDefault();
+    loadPublishing().catch(report('pub-message'));
+  });
+  $('pub-zone').addEventListener('change', () => loadPublishing().catch(report('pub-message')));
+  $('republish').addEventListener('click', () => republish().catch(report('pub-message')));
+  $('fleet-zone').addEventListener('change', () => {
+    clearTimeout(state.fleetTimer);
+    state.map?.remove();
+    state.map = null;
+    state.layers = null;
+    loadFleet().catch(report('fleet-status'));
+  });
+  if (state.key) login(state.key).catch(() => logout());
+})();
