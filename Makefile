@@ -39,7 +39,7 @@ run: setup
 	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) LOG_LEVEL=$${LOG_LEVEL:-warn} $(TSX) bin/run.ts
 
 test: setup
-	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs page test will be skipped"
+	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@DATABASE_URL="$(PG_URL)" NODE_ENV=test npx mocha 'test/**/*.test.ts'
 
 typecheck: deps

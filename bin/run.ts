@@ -88,7 +88,7 @@ function printBanner(config: Config, seeded: boolean): void {
   Insurance trips      ${b}/v1/partner-apis/insurance/{zone}/trips   X-Access-Token: demo-insurer-key
   Legacy MDS host      ${l}/token   ${l}/en/{zone}/...
   API docs             ${b}/docs
-  Operator console API ${b}/console/api/...   X-Access-Token: demo-ops-key
+  Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)
   Health               ${b}/healthz  ${b}/readyz
   Metrics              http://${config.metrics.host}:${config.metrics.port}/metrics (not on the public host${config.metrics.token ? '; there with METRICS_TOKEN' : ''})
 

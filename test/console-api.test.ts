@@ -10,6 +10,7 @@ import { createFeedClient, createKey } from '../lib/admin/credentials.js';
 import { importZone } from '../lib/admin/zones.js';
 import { formatHour, floorHour } from '../lib/feeds/hours.js';
 import { publishStatus } from '../publisher/ops.js';
+import { registerDbCollectors } from '../lib/metrics.js';
 import { useTestContext } from './support/context.js';
 
 describe('console API: ops key and figures', () => {
@@ -96,7 +97,6 @@ describe('console API: health from the metrics registry', () => {
   const t = useTestContext();
 
   it('reports rentals running, requests per family, queue depth as /metrics does', async () => {
-    const { registerDbCollectors } = await import('../lib/metrics.js');
     registerDbCollectors(t.ctx.db);
     const ops = (await createKey(t.ctx.db, 'Operations', 'ops')).key;
     const app = request(buildApp(t.ctx).callback());

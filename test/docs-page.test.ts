@@ -3,68 +3,40 @@
  * app listens on loopback; every request of the page to any other address is aborted and recorded,
  * so the page is proven to work offline. Checks that the operations of each of the three documents
  * render (through Swagger UI's selector and through our links) and saves test-artifacts/docs.png.
- * Skips with a message when /usr/bin/chromium is missing (scripts/chromium.sh installs it).
+ * Skips with a message when /usr/bin/chromium is missing, fails under CI (test/support/browser.ts).
  */
 import { expect } from 'chai';
 import Koa from 'koa';
-import { existsSync, mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { docsRoutes } from '../api/docs/router.js';
 import { DOCUMENT_TITLES } from '../lib/openapi/index.js';
-import { ROOT } from '../lib/paths.js';
+import { openBrowser, requireChromium, screenshot, type BrowserSession } from './support/browser.js';
 import { useTestContext } from './support/context.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const ARTIFACTS = join(ROOT, 'test-artifacts');
-
-const isLoopback = (url: string) => {
-  const { protocol, hostname } = new URL(url);
-  if (protocol === 'data:' || protocol === 'blob:' || protocol === 'about:') return true;
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\./.test(hostname);
-};
 
 describe('the /docs page in a browser', function () {
   this.timeout(120000);
   const t = useTestContext();
   let server: Server | undefined;
-  let browser: Browser | undefined;
+  let session: BrowserSession | undefined;
   let page: Page;
   let base: string;
-  const blocked: string[] = [];
-  const pageErrors: string[] = [];
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log(`      skipped: ${CHROMIUM} is missing; install it with scripts/chromium.sh (make test runs it)`);
-      this.skip();
-    }
+    requireChromium(this);
     const app = new Koa();
     app.silent = true;
     app.use(docsRoutes(t.ctx));
     server = app.listen(0, '127.0.0.1');
     await new Promise<void>((resolve) => server!.once('listening', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (isLoopback(url)) return route.continue();
-      blocked.push(url);
-      return route.abort('blockedbyclient');
-    });
-    page = await context.newPage();
-    page.on('pageerror', (err) => pageErrors.push(err.message));
+    session = await openBrowser();
+    page = session.page;
   });
 
   after(async () => {
-    await browser?.close();
+    await session?.browser.close();
     if (server) await new Promise((resolve) => server!.close(resolve));
   });
 
@@ -75,8 +47,7 @@ describe('the /docs page in a browser', function () {
     await operation('/v1/rental/start').waitFor({ state: 'visible', timeout: 30000 });
     await expect(await page.locator('.info .title').first().textContent()).to.include('Partner Rental API');
     expect(await page.locator('.opblock').count()).to.be.greaterThan(20);
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, 'docs.png') });
+    await screenshot(page, 'docs');
   });
 
   it('switches documents with Swagger UI’s selector', async () => {
@@ -106,7 +77,7 @@ describe('the /docs page in a browser', function () {
   });
 
   it('loaded nothing from outside the machine and raised no script error', () => {
-    expect(blocked, 'requests to non-loopback addresses').to.deep.equal([]);
-    expect(pageErrors).to.deep.equal([]);
+    expect(session!.blocked, 'requests to non-loopback addresses').to.deep.equal([]);
+    expect(session!.pageErrors).to.deep.equal([]);
   });
 });

@@ -5,7 +5,7 @@
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const state = { key: sessionStorage.getItem('opsKey') || '', zones: [], selected: new Map(), map: null, layers: null, fleetTimer: null, lastHealth: null };
+  const state = { key: sessionStorage.getItem('opsKey') || '', zones: [], selected: new Map(), map: null, layers: null, fitted: false, fleetTimer: null, lastHealth: null };
 
   async function api(path, init = {}) {
     const res = await fetch(`/console/api${path}`, { ...init, headers: { 'X-Access-Token': state.key, 'Content-Type': 'application/json', ...(init.headers || {}) } });
@@ -29,8 +29,12 @@
     return e;
   }
 
+  // numbers right-aligned; an empty table says so rather than showing a bare header
   function table(headers, rows) {
-    return el('table', { class: 'figures' }, el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', {}, h)))), el('tbody', {}, ...rows.map((r) => el('tr', {}, ...r.map((c) => el('td', {}, c ?? '–'))))));
+    const body = rows.length
+      ? rows.map((r) => el('tr', {}, ...r.map((c) => el('td', { class: typeof c === 'number' ? 'num' : '' }, c ?? '–'))))
+      : [el('tr', {}, el('td', { colSpan: headers.length, class: 'empty' }, 'none so far'))];
+    return el('table', { class: 'figures' }, el('thead', {}, el('tr', {}, ...headers.map((h) => el('th', {}, h)))), el('tbody', {}, ...body));
   }
 
   // ---- login ---------------------------------------------------------------------------------
@@ -81,7 +85,7 @@
     state.selected.clear();
     updateRepublishButton();
     $('pub-totals').textContent = Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(' · ');
-    const head = el('tr', {}, el('th', {}, 'hour'), ...s.feeds.map((f) => el('th', { title: f }, f.replace(/^(mds|insurance)-/, ''))));
+    const head = el('tr', {}, el('th', {}, 'hour'), ...s.feeds.map((f) => el('th', { title: f }, f.replace(/-/g, ' '))));
     const rows = s.rows.filter((r) => r.zone === zone).map((r) =>
       el('tr', {}, el('th', {}, r.hour), ...s.feeds.map((f) => {
         const st = r.states[f];
@@ -122,7 +126,8 @@
     const zone = $('fleet-zone').value;
     const f = await api(`/fleet?zone=${encodeURIComponent(zone)}`);
     if (!state.map) {
-      state.map = L.map('map', { zoomSnap: 0.25 });
+      // no fade: a popup is readable the moment it opens
+      state.map = L.map('map', { zoomSnap: 0.25, fadeAnimation: false });
       const legend = L.control({ position: 'bottomright' });
       legend.onAdd = () => {
         const d = L.DomUtil.create('div', 'map-legend');
@@ -140,8 +145,17 @@
       L.circleMarker([v.lat, v.lon], { radius: 5, color: STATUS_COLORS[v.status] || '#50575e', fillOpacity: 0.9, className: `vehicle vehicle-${v.status}` })
         .bindPopup(`<b>${v.code}</b><br>battery ${v.battery_percent} %<br>status ${v.status}` + (v.rental_id ? `<br>rental ${v.rental_id}<br>since ${v.rental_started_at}` : '<br>no running rental')),
     );
+    // the view first: Leaflet draws a layer (and creates its element) only on a map that has one
+    if (!state.fitted) {
+      state.map.fitBounds(boundary.getBounds());
+      state.fitted = true;
+    }
     state.layers = L.layerGroup([boundary, areas, ...vehicles]).addTo(state.map);
-    if (!state.map._loaded) state.map.fitBounds(boundary.getBounds());
+    // the marker's code and status on its SVG element: what a test (or a person in the inspector) finds it by
+    vehicles.forEach((m, i) => {
+      m.getElement()?.setAttribute('data-code', f.vehicles[i].code);
+      m.getElement()?.setAttribute('data-status', f.vehicles[i].status);
+    });
     $('map').dataset.vehicles = String(f.vehicles.length);
     $('fleet-status').textContent = `${f.name}: ${f.vehicles.length} vehicles, refreshed every ${f.ttl} s (GBFS ttl) · ${new Date().toISOString().slice(11, 19)} UTC`;
     state.fleetTimer = setTimeout(() => loadFleet().catch(report('fleet-status')), f.ttl * 1000);
@@ -153,13 +167,13 @@
     const prev = state.lastHealth;
     state.lastHealth = h;
     const secs = prev ? (h.at - prev.at) / 1000 : 0;
-    const rate = (fam, k) => (prev && secs > 0 && prev.families[fam] ? ((h.families[fam][k] - prev.families[fam][k]) / secs).toFixed(2) : 'n/a');
+    const rate = (fam, k) => (prev && secs > 0 && prev.families[fam] ? Number(((h.families[fam][k] - prev.families[fam][k]) / secs).toFixed(2)) : 'n/a');
     $('health-body').replaceChildren(
       el('p', { id: 'rentals-running' }, `rentals running: ${h.rentals_running}`),
       el('h3', {}, 'requests per API family'),
       table(['family', 'requests', '5xx', 'requests/s', '5xx/s'], Object.entries(h.families).map(([f, v]) => [f, v.requests, v.errors, rate(f, 'requests'), rate(f, 'errors')])),
       el('h3', {}, 'publish lag'),
-      table(['feed', 'version', 'seconds'], h.publish_lag_seconds.map((p) => [p.feed, p.version, Math.round(p.seconds)])),
+      table(['feed', 'version', 'seconds'], h.publish_lag_seconds.map((p) => [p.feed, p.version, Math.round(Number(p.seconds))])),
       el('h3', {}, 'queue depth'),
       table(['queue', 'queued'], h.queue_depth.map((q) => [q.queue, q.queued])),
       el('h3', {}, 'store errors'),
@@ -203,6 +217,7 @@
     state.map?.remove();
     state.map = null;
     state.layers = null;
+    state.fitted = false;
     loadFleet().catch(report('fleet-status'));
   });
   if (state.key) login(state.key).catch(() => logout());

@@ -1,0 +1,62 @@
+/**
+ * Headless Chromium for page tests (test/docs-page.test.ts, test/console-page.test.ts): Debian's
+ * /usr/bin/chromium driven by playwright-core, with the flags this machine's closed network needs,
+ * and a context that aborts and records every request to a non-loopback address, so a page is
+ * proven to work offline. `make test` installs chromium first (scripts/chromium.sh); when it is
+ * still missing the tests skip with a message, except under CI, where they fail.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { ROOT } from '../../lib/paths.js';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const ARTIFACTS = join(ROOT, 'test-artifacts');
+
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+export function isLoopback(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  if (protocol === 'data:' || protocol === 'blob:' || protocol === 'about:') return true;
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\./.test(hostname);
+}
+
+/** Skips the calling suite when chromium is missing, or throws under CI. Call from a before hook. */
+export function requireChromium(suite: Mocha.Context): void {
+  if (existsSync(CHROMIUM)) return;
+  if (process.env.CI) throw new Error(`${CHROMIUM} is missing under CI: scripts/chromium.sh installs it (make test runs it)`);
+  console.log(`      skipped: ${CHROMIUM} is missing; install it with scripts/chromium.sh (make test runs it)`);
+  suite.skip();
+}
+
+export interface BrowserSession {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  /** requests to anything but loopback, aborted */
+  blocked: string[];
+  /** uncaught errors of the page's scripts */
+  pageErrors: string[];
+}
+
+export async function openBrowser(viewport = { width: 1280, height: 1000 }): Promise<BrowserSession> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
+  const context = await browser.newContext({ viewport });
+  const blocked: string[] = [];
+  const pageErrors: string[] = [];
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (isLoopback(url)) return route.continue();
+    blocked.push(url);
+    return route.abort('blockedbyclient');
+  });
+  const page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  return { browser, context, page, blocked, pageErrors };
+}
+
+/** test-artifacts/<name>.png, kept after the run */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
