@@ -5,6 +5,7 @@
  * another window; each page is an ordered index range scan, never a sort.
  */
 import { expect } from 'chai';
+import pg from 'pg';
 import request from 'supertest';
 import { buildApp, buildLegacyApp } from '../api/app.js';
 import { q } from '../lib/db.js';
@@ -89,6 +90,40 @@ describe('feeds: paged event windows', function () {
         url = path(link[1]!);
       }
       expect(count, accept).to.equal(expected);
+    }
+  });
+
+  it('an event whose transaction is open at the first page is served by no page of that traversal, then by the next traversal', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const url0 = `/v1/partner-apis/mds/${zone}/events/recent?start_time=${start}&end_time=${end}&limit=${EVENTS_PAGE_MAX}`;
+    // a writer's transaction: two events, one before and one after where the first page ends
+    const writer = new pg.Client({ connectionString: t.database.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      const held = await writer.query(
+        `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent)
+         VALUES ($1, $2, '{comms_restored}', 'available', $3, ST_SetSRID(ST_MakePoint(13.405, 52.52), 4326), 50),
+                ($1, $2, '{comms_restored}', 'available', $4, ST_SetSRID(ST_MakePoint(13.405, 52.52), 4326), 50)
+         RETURNING event_id`,
+        [device, zone, new Date(start + 1000), new Date(end - 1000)],
+      );
+      const heldIds = held.rows.map((r) => r.event_id as string);
+      const first = await app.get(url0.replace(`limit=${EVENTS_PAGE_MAX}`, 'limit=100')).set('Authorization', city);
+      expect(first.status).to.equal(200);
+      await writer.query('COMMIT');
+      const seen: string[] = first.body.events.map((e: any) => e.event_id);
+      let next: string | null = first.body.links.next;
+      while (next) {
+        const res = await app.get(path(next)).set('Authorization', city);
+        seen.push(...res.body.events.map((e: any) => e.event_id));
+        next = res.body.links.next;
+      }
+      expect(seen.filter((id) => heldIds.includes(id)), 'neither event of the open transaction').to.deep.equal([]);
+      const again = await app.get(url0).set('Authorization', city);
+      expect(again.body.events.map((e: any) => e.event_id)).to.include.members(heldIds);
+    } finally {
+      await writer.end();
     }
   });
 

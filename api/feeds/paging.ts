@@ -4,9 +4,11 @@
  * EVENTS_PAGE_MAX), in (ts, event_id) order, each with `links.next` until the last one.
  *
  * The cursor pins the window: the zone, [start, end), the page size, the position (the last event's
- * microsecond timestamp and id) and a cut-off, the database time of the first page: only events
- * recorded by then are served, so following `next` returns every event of that window exactly once
- * however many arrive meanwhile (late ones appear in a new traversal). It is signed with the
+ * microsecond timestamp and id) and a cut-off fixed at the first page (sql/queries/mds.sql
+ * MdsEventsCutoff: its time, or the start of the oldest transaction still open): only events
+ * recorded before it are served, and all of those were committed by the first page, so following
+ * `next` returns every event of that window exactly once however many arrive meanwhile, in-flight
+ * transactions included (late ones appear in a new traversal). It is signed with the
  * signing secret (HMAC-SHA256, base64url), so a client cannot hand-craft a position, and a cursor
  * of another zone, window or size is refused. Every page is one query on events (zone_id, ts,
  * event_id) with a LIMIT: an ordered range scan, never a sort of the window.
@@ -30,7 +32,7 @@ interface Cursor {
   e: number;
   /** page size */
   n: number;
-  /** cut-off: database time of the first page, µs since the epoch */
+  /** cut-off fixed at the first page (MdsEventsCutoff), µs since the epoch */
   c: number;
   /** position: the last served event's ts (µs) and id */
   t: number;

@@ -36,13 +36,20 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
  ORDER BY e.ts, e.event_id;
 
 -- name: MdsEventsCutoff
--- The cut-off of a paged event window (api/feeds/paging.ts): the database's time, in the clock
--- recorded_at is written with.
-SELECT (extract(epoch FROM statement_timestamp()) * 1000000)::int8 AS now_us;
+-- The cut-off of a paged event window (api/feeds/paging.ts), in the clock recorded_at is written
+-- with (now(), the writing transaction's start): the start of the oldest transaction still open in
+-- this database, or this statement's time when none is. Every event recorded before it was
+-- committed (or rolled back) by now, and every event of a transaction still open is recorded at or
+-- after it, so the events a traversal serves (recorded_at < cut-off) are fixed at its first page.
+-- Sessions of other roles are visible here only with pg_read_all_stats (docs/feeds.md).
+SELECT (extract(epoch FROM least(statement_timestamp(),
+                                 (SELECT min(a.xact_start) FROM pg_stat_activity a
+                                   WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL)))
+        * 1000000)::int8 AS now_us;
 
 -- name: MdsEventsPage
 -- One page of a zone's window [$2, $3) in (ts, event_id) order: after the position ($4 ts in µs,
--- $5 event id), only events recorded by the cut-off ($6, µs), at most $7. The row comparison is an
+-- $5 event id), only events recorded before the cut-off ($6, µs), at most $7. The row comparison is an
 -- index condition on events (zone_id, ts, event_id): each page is an ordered range scan with a LIMIT.
 SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
        (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms, (extract(epoch FROM e.ts) * 1000000)::int8 AS ts_us,
@@ -54,7 +61,7 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
  WHERE e.zone_id = $1 AND e.ts >= $2 AND e.ts < $3
    AND (e.ts, e.event_id) > (timestamptz 'epoch' + $4::int8 * interval '1 microsecond', $5::uuid)
-   AND e.recorded_at <= timestamptz 'epoch' + $6::int8 * interval '1 microsecond'
+   AND e.recorded_at < timestamptz 'epoch' + $6::int8 * interval '1 microsecond'
  ORDER BY e.ts, e.event_id
  LIMIT $7;
 
