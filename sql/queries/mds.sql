@@ -41,10 +41,13 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
 -- this database, or this statement's time when none is. Every event recorded before it was
 -- committed (or rolled back) by now, and every event of a transaction still open is recorded at or
 -- after it, so the events a traversal serves (recorded_at < cut-off) are fixed at its first page.
--- Sessions of other roles are visible here only with pg_read_all_stats (docs/feeds.md).
+-- Transactions open for more than ten minutes (a forgotten psql session, say) are not waited for:
+-- the platform's own writers finish in seconds, and one idle session must not freeze every window.
+-- Sessions of other roles are visible here only with pg_read_all_stats (docs/feeds-access.md).
 SELECT (extract(epoch FROM least(statement_timestamp(),
                                  (SELECT min(a.xact_start) FROM pg_stat_activity a
-                                   WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL)))
+                                   WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+                                     AND a.xact_start > statement_timestamp() - interval '10 minutes')))
         * 1000000)::int8 AS now_us;
 
 -- name: MdsEventsPage
