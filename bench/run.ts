@@ -66,7 +66,7 @@ async function main(): Promise<void> {
     console.log(`\n=== ${file}`);
     const out = join(tmp, `${file}.json`);
     const started = Date.now();
-    const child = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'run.ts'), '--one', file, out], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8', env: process.env });
+    const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(BENCH_DIR, 'run.ts'), '--one', file, out], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8', env: process.env });
     const seconds = (Date.now() - started) / 1000;
     try {
       results.push({ file, result: JSON.parse(readFileSync(out, 'utf8')) as BenchResult, seconds });
