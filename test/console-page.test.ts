@@ -7,8 +7,6 @@
  * test-artifacts/console-*.png.
  */
 import { expect } from 'chai';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { buildApp } from '../api/app.js';
 import { floorHour } from '../lib/feeds/hours.js';
@@ -26,10 +24,8 @@ const NOW = new Date('2026-11-18T11:20:00Z');
 describe('the /console page in a browser', function () {
   this.timeout(120000);
   const t = useTestContext({ now: NOW });
-  let server: Server | undefined;
   let session: BrowserSession | undefined;
   let page: Page;
-  let base: string;
   let failedHour: string;
   let rental: { id: string; code: string };
 
@@ -40,7 +36,7 @@ describe('the /console page in a browser', function () {
     await seedDemo(t.ctx, { vehiclesPerZone: 24, deployedAt: new Date(floorHour(NOW).getTime() - 5 * HOUR) });
     const due = await publishStatus(t.ctx, { zones: ['berlin'] });
     const hours = due.rows.map((r) => r.hour);
-    await backfill(t.ctx, { zones: ['berlin'], from: new Date(`${hours[0]}:00:00Z`), to: new Date(`${hours.at(-1)}:00:00Z`), feeds: 'all' });
+    await backfill(t.ctx, { zones: ['berlin'], from: new Date(`${hours[0]}:00:00Z`), to: new Date(`${hours.at(-1)}:00:00Z`), feeds: 'all', force: false });
     // one failed file, and one dirty (late data) file, as a publisher would leave them
     failedHour = hours.at(-2)!;
     await t.ctx.db.query(`UPDATE feed_publications SET status = 'failed', last_error = 'store unavailable (injected)' WHERE scope = 'berlin' AND feed = 'mds_trips' AND version = '2.0' AND hour = $1::timestamp`, [`${failedHour}:00:00`]);
@@ -54,26 +50,21 @@ describe('the /console page in a browser', function () {
 
     // the rentals_running gauge is read from the database at each scrape, as bin/run.ts wires it
     registerDbCollectors(t.ctx.db);
-    server = buildApp(t.ctx).listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => server!.once('listening', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    session = await openBrowser();
+    session = await openBrowser(buildApp(t.ctx));
     page = session.page;
   });
 
   after(async () => {
-    await session?.browser.close();
-    if (server) await new Promise((resolve) => server!.close(resolve));
+    await session?.close();
   });
 
   const tab = (view: string) => page.locator(`#tabs button[data-view="${view}"]`).click();
 
   it('asks for the ops key, refuses another key with the API’s message, and opens with the ops key', async () => {
-    await page.goto(`${base}/console`);
+    await page.goto(`${session!.base}/console`);
     await page.locator('#key').fill('demo-partner-key');
     await page.locator('#login button[type=submit]').click();
-    await expect(await page.locator('#login-error').textContent({ timeout: 10000 })).to.be.a('string');
-    await page.waitForFunction(() => document.getElementById('login-error')!.textContent!.includes('refused'));
+    await page.locator('#login-error', { hasText: 'refused' }).waitFor({ timeout: 10000 });
     expect(await page.locator('#tabs').isHidden()).to.equal(true);
     await page.locator('#key').fill('demo-ops-key');
     await page.locator('#login button[type=submit]').click();
@@ -84,7 +75,7 @@ describe('the /console page in a browser', function () {
     await page.locator('#heatmap td.cell').first().waitFor({ timeout: 10000 });
     expect(await page.locator('#pub-zone').inputValue()).to.equal('berlin');
     const status = await publishStatus(t.ctx, { zones: ['berlin'] });
-    const cells = await page.locator('#heatmap td.cell').evaluateAll((tds) => tds.map((td) => [(td as HTMLElement).dataset.feed, (td as HTMLElement).dataset.hour, (td as HTMLElement).dataset.state]));
+    const cells = await page.locator('#heatmap td.cell').evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-feed'), td.getAttribute('data-hour'), td.getAttribute('data-state')]));
     const expected = status.rows.flatMap((r) => status.feeds.map((f) => [f, r.hour, r.states[f]]));
     expect(cells).to.deep.equal(expected);
     expect(cells.map((c) => c[2])).to.include.members(['published', 'failed', 'dirty']);
@@ -99,9 +90,9 @@ describe('the /console page in a browser', function () {
     await cell.click();
     expect(await page.locator('#republish').textContent()).to.equal('Republish selected (1)');
     await page.locator('#republish').click();
-    await page.waitForFunction(() => document.getElementById('pub-message')!.textContent!.startsWith('republished:'), undefined, { timeout: 30000 });
+    await page.locator('#pub-message', { hasText: /^republished:/ }).waitFor({ timeout: 30000 });
     expect(await page.locator('#pub-message').textContent()).to.equal('republished: 1 written, 0 unchanged, 0 failed');
-    await page.waitForFunction((h) => document.querySelector(`#heatmap td[data-feed="mds-2.0-trips"][data-hour="${h}"]`)?.getAttribute('data-state') === 'published', failedHour, { timeout: 10000 });
+    await page.locator(`#heatmap td[data-feed="mds-2.0-trips"][data-hour="${failedHour}"][data-state="published"]`).waitFor({ timeout: 10000 });
     const after = await publishStatus(t.ctx, { zones: ['berlin'], from: new Date(`${failedHour}:00:00Z`), to: new Date(`${failedHour}:00:00Z`) });
     expect(after.rows[0]!.states['mds-2.0-trips']).to.equal('published');
     expect(after.totals.failed).to.equal(0);
@@ -109,7 +100,7 @@ describe('the /console page in a browser', function () {
 
   it('Fleet: draws the zone with its areas and one marker per vehicle by status; a popup shows the running rental', async () => {
     await tab('fleet');
-    await page.waitForFunction(() => Number(document.getElementById('map')!.dataset.vehicles) > 0, undefined, { timeout: 15000 });
+    await page.locator('#map[data-vehicles]:not([data-vehicles="0"])').waitFor({ state: 'attached', timeout: 15000 });
     const db = await t.ctx.db.many(`SELECT code, status FROM vehicles WHERE zone_id = 'berlin' ORDER BY code`);
     const markers = await page.locator('#map path.vehicle').evaluateAll((ps) => ps.map((p) => [p.getAttribute('data-code'), p.getAttribute('data-status')]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
     expect(markers).to.deep.equal(db.map((v) => [v.code, v.status]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));

@@ -7,8 +7,6 @@
  */
 import { expect } from 'chai';
 import Koa from 'koa';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Page } from 'playwright-core';
 import { docsRoutes } from '../api/docs/router.js';
 import { DOCUMENT_TITLES } from '../lib/openapi/index.js';
@@ -18,32 +16,26 @@ import { useTestContext } from './support/context.js';
 describe('the /docs page in a browser', function () {
   this.timeout(120000);
   const t = useTestContext();
-  let server: Server | undefined;
   let session: BrowserSession | undefined;
   let page: Page;
-  let base: string;
 
   before(async function () {
     requireChromium(this);
     const app = new Koa();
     app.silent = true;
     app.use(docsRoutes(t.ctx));
-    server = app.listen(0, '127.0.0.1');
-    await new Promise<void>((resolve) => server!.once('listening', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    session = await openBrowser();
+    session = await openBrowser(app);
     page = session.page;
   });
 
   after(async () => {
-    await session?.browser.close();
-    if (server) await new Promise((resolve) => server!.close(resolve));
+    await session?.close();
   });
 
   const operation = (path: string) => page.locator('.opblock-summary-path', { hasText: path }).first();
 
   it('renders the partner rental API first, and saves a screenshot', async () => {
-    await page.goto(`${base}/docs`);
+    await page.goto(`${session!.base}/docs`);
     await operation('/v1/rental/start').waitFor({ state: 'visible', timeout: 30000 });
     await expect(await page.locator('.info .title').first().textContent()).to.include('Partner Rental API');
     expect(await page.locator('.opblock').count()).to.be.greaterThan(20);
@@ -68,7 +60,7 @@ describe('the /docs page in a browser', function () {
   });
 
   it('expands an operation with its error responses', async () => {
-    await page.goto(`${base}/docs?doc=partner`);
+    await page.goto(`${session!.base}/docs?doc=partner`);
     await operation('/v1/rental/start').click();
     await page.locator('.opblock.is-open .responses-table').first().waitFor({ state: 'visible', timeout: 30000 });
     const text = await page.locator('.opblock.is-open').first().textContent();

@@ -5,7 +5,10 @@
  * proven to work offline. `make test` installs chromium first (scripts/chromium.sh); when it is
  * still missing the tests skip with a message, except under CI, where they fail.
  */
+import type Koa from 'koa';
+import { once } from 'node:events';
 import { existsSync, mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ROOT } from '../../lib/paths.js';
@@ -30,6 +33,8 @@ export function requireChromium(suite: Mocha.Context): void {
 }
 
 export interface BrowserSession {
+  /** http://127.0.0.1:port of the app under test */
+  base: string;
   browser: Browser;
   context: BrowserContext;
   page: Page;
@@ -37,9 +42,15 @@ export interface BrowserSession {
   blocked: string[];
   /** uncaught errors of the page's scripts */
   pageErrors: string[];
+  /** closes the browser and the app's server */
+  close(): Promise<void>;
 }
 
-export async function openBrowser(viewport = { width: 1280, height: 1000 }): Promise<BrowserSession> {
+/** Serves `app` on a loopback port and opens a page in headless chromium for it. */
+export async function openBrowser(app: Koa, viewport = { width: 1280, height: 1000 }): Promise<BrowserSession> {
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
   const context = await browser.newContext({ viewport });
   const blocked: string[] = [];
@@ -52,7 +63,11 @@ export async function openBrowser(viewport = { width: 1280, height: 1000 }): Pro
   });
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(err.message));
-  return { browser, context, page, blocked, pageErrors };
+  const close = async () => {
+    await browser.close();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return { base, browser, context, page, blocked, pageErrors, close };
 }
 
 /** test-artifacts/<name>.png, kept after the run */
