@@ -26,6 +26,8 @@ function formatStatus(s: PublishStatus): string {
   lines.push('', `feeds: ${short.join('  ')}`, 'legend: ✓ published  D dirty (republish pending)  F failed  P pending  · missing', '');
   lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}; republished ${s.republished} times (content changed)`);
   for (const f of s.failures) lines.push(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
+  lines.push('', `history catch-up (hours before the cron's look-back, at most PUBLISH_CATCHUP_HOURS_PER_TICK a tick):`);
+  for (const c of s.catchup) lines.push(`  ${c.zone.padEnd(12)} ${c.hoursLeft ? `catching up: ${c.hoursLeft} hours from ${c.completeBefore} still to confirm` : 'complete'}`);
   lines.push('', 'history retained in Postgres (older hours are served from their published files):');
   for (const h of s.history) {
     const range = h.oldestDay ? `${h.oldestDay} … ${h.newestDay}` : 'no partitions';

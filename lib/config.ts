@@ -40,6 +40,11 @@ export interface Config {
   readonly providerName: string;
   readonly logLevel: string;
   readonly publishLatenessSeconds: number;
+  /**
+   * History catch-up (publisher/schedule.ts): hours older than the cron's look-back without a file
+   * are queued at most this many (zone, hour) sets per tick, behind the current hours; 0 turns it off.
+   */
+  readonly publishCatchupHoursPerTick: number;
   readonly tokenTtlSeconds: number;
   /** Token endpoints (lib/auth/token-guard.ts): failed authentications per minute before 429, and the bound of concurrent secret checks. */
   readonly tokenAuth: { readonly failuresPerClient: number; readonly failuresPerAddress: number; readonly hashConcurrency: number; readonly hashQueue: number };
@@ -212,6 +217,7 @@ export function loadConfig(env: Env = process.env): Config {
     providerName: str(env, 'PROVIDER_NAME', 'Demo Mobility'),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, envName === 'test' ? 'silent' : 'info'),
     publishLatenessSeconds: int(env, 'PUBLISH_LATENESS_SECONDS', 300, 0, 86400),
+    publishCatchupHoursPerTick: int(env, 'PUBLISH_CATCHUP_HOURS_PER_TICK', 48, 0, 10000),
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 900, 1, 86400),
     // the failure throttle is effectively off under NODE_ENV=test, where suites send thousands of bad
     // credentials from one address on purpose; the throttle's own test sets low limits

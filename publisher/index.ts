@@ -50,7 +50,8 @@ export async function enqueueDue(ctx: AppContext, boss: PgBoss): Promise<number>
   let sent = 0;
   for (const j of jobs) {
     // a file that becomes due while its hour's job is still queued is picked up by a later tick
-    const id = await boss.send(QUEUES.hour, j, { singletonKey: singletonKey(j) });
+    // current hours first: a zone catching up a year of history must not hold them back
+    const id = await boss.send(QUEUES.hour, j, { singletonKey: singletonKey(j), priority: j.catchup ? 0 : 1 });
     if (id) sent++;
   }
   return sent;

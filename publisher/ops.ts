@@ -11,7 +11,7 @@ import { feedOf, selectFeeds, type HourlyFeed } from '../lib/feeds/publications.
 import { hourParam } from '../lib/feeds/mds/sources.js';
 import type { HourFileResult, PublishResult } from './publish.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
-import { latestDueHour } from './schedule.js';
+import { latestDueHour, lookbackStart } from './schedule.js';
 
 export class OpsError extends Error {}
 
@@ -172,6 +172,17 @@ export interface PublishStatus {
   failures: HourFailure[];
   /** what Postgres retains of each history table (partitions, retention, archived range) */
   history: HistoryTableStatus[];
+  /** per zone: how far the history catch-up has confirmed every file published */
+  catchup: CatchupStatus[];
+}
+
+/** History catch-up of one zone (publisher/schedule.ts): hours before the cron's look-back. */
+export interface CatchupStatus {
+  zone: string;
+  /** `YYYY-MM-DDTHH`: every hour before it has a file of every feed (the oldest mark over the feeds) */
+  completeBefore: string;
+  /** hours between that mark and the look-back not yet confirmed (0: the history is complete) */
+  hoursLeft: number;
 }
 
 export interface PublishStatusOptions {
@@ -229,5 +240,16 @@ export async function publishStatus(ctx: AppContext, o: PublishStatusOptions): P
       out.push({ zone: z.id, hour: h, states });
     }
   }
-  return { feeds: feeds.map((f) => f.id), rows: out, files, totals, republished, failures, history: await historyStatus(ctx) };
+  return { feeds: feeds.map((f) => f.id), rows: out, files, totals, republished, failures, history: await historyStatus(ctx), catchup: await catchupStatus(ctx, zones.map((z) => z.id), feeds) };
+}
+
+async function catchupStatus(ctx: AppContext, zoneIds: string[], feeds: readonly HourlyFeed[]): Promise<CatchupStatus[]> {
+  const start = lookbackStart(ctx.clock.now(), ctx.config.publishLatenessSeconds);
+  const rows = await ctx.db.many(q('PubCatchupStatus'), [feeds.map((f) => f.feed), feeds.map((f) => f.version), zoneIds]);
+  return rows.map((r) => {
+    // a feed without a mark has not been scanned yet: it counts from the zone's first hour
+    const mark: Date = r.feeds_marked === feeds.length && r.complete_before ? r.complete_before : r.first_hour;
+    const hoursLeft = Math.max(0, Math.round((start.getTime() - mark.getTime()) / HOUR_MS));
+    return { zone: r.zone_id, completeBefore: formatHour(hoursLeft ? mark : start), hoursLeft };
+  });
 }

@@ -1,7 +1,9 @@
 /**
  * What is due: hours whose files were never published (closed for the configured lateness, within
- * a look-back window) and hours to publish again (dirty, failed after a backoff, left pending by a
- * crash). Pure reads; the cron turns them into pg-boss jobs, with one singleton key per file.
+ * a look-back window), hours to publish again (dirty, failed after a backoff, left pending by a
+ * crash), and history older than the look-back that has no file yet (catch-up: a bounded chunk per
+ * tick from a mark per zone and feed, sql/migrations/000130_feed_catchup.sql). The cron turns them
+ * into pg-boss jobs, with one singleton key per (zone, hour).
  */
 import type { AppContext } from '../lib/context.js';
 import { q } from '../lib/db.js';
@@ -14,6 +16,8 @@ export interface HourJob {
   zone: string;
   /** `YYYY-MM-DDTHH` */
   hour: string;
+  /** history older than the look-back: queued behind the current hours */
+  catchup?: boolean;
 }
 
 /**
@@ -25,6 +29,8 @@ export interface HourSetJob {
   /** `YYYY-MM-DDTHH` */
   hour: string;
   feedIds: string[];
+  /** every file of the set is catch-up history */
+  catchup?: boolean;
 }
 
 export function singletonKey(j: { zone: string; hour: string }): string {
@@ -36,8 +42,9 @@ export function groupByHour(jobs: readonly HourJob[]): HourSetJob[] {
   const sets = new Map<string, HourSetJob>();
   for (const j of jobs) {
     const key = singletonKey(j);
-    const set = sets.get(key) ?? { zone: j.zone, hour: j.hour, feedIds: [] };
+    const set = sets.get(key) ?? { zone: j.zone, hour: j.hour, feedIds: [], catchup: true };
     if (!set.feedIds.includes(j.feedId)) set.feedIds.push(j.feedId);
+    if (!j.catchup) set.catchup = false;
     sets.set(key, set);
   }
   return [...sets.values()];
@@ -63,17 +70,35 @@ async function releaseDelayedTelemetry(ctx: AppContext, now: Date): Promise<void
   releasedUpTo = now;
 }
 
+/** Hours the cron checks every tick for files never published; older ones are the catch-up's. */
+export const LOOKBACK_HOURS = 48;
+
+/** The first hour of the cron's look-back at `now`. */
+export function lookbackStart(now: Date, latenessSeconds: number, lookbackHours = LOOKBACK_HOURS): Date {
+  return addHours(latestDueHour(now, latenessSeconds), -(lookbackHours - 1));
+}
+
 export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: number; limit?: number; feeds?: readonly HourlyFeed[] } = {}): Promise<HourJob[]> {
   const now = ctx.clock.now();
   const feeds = opts.feeds ?? HOURLY_FEEDS;
   const limit = opts.limit ?? 5000;
   const to = latestDueHour(now, ctx.config.publishLatenessSeconds);
-  const from = addHours(to, -((opts.lookbackHours ?? 48) - 1));
+  const from = lookbackStart(now, ctx.config.publishLatenessSeconds, opts.lookbackHours);
   const jobs: HourJob[] = [];
   const missing = await ctx.db.many<{ zone_id: string; feed: string; version: string; hour: Date }>(q('PubMissingHours'), [
     feeds.map((f) => f.feed), feeds.map((f) => f.version), hourParam(from), hourParam(to), limit,
   ]);
   for (const m of missing) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour) });
+  // history before the look-back: each (zone, feed) mark moves over what is published, scanning
+  // four times the hours it may queue (so a stretch already published is crossed quickly), and at
+  // most PUBLISH_CATCHUP_HOURS_PER_TICK hours are queued per tick, oldest first
+  const perTick = ctx.config.publishCatchupHoursPerTick;
+  if (perTick > 0) {
+    const older = await ctx.db.many<{ zone_id: string; feed: string; version: string; hour: Date }>(q('PubCatchupScan'), [
+      feeds.map((f) => f.feed), feeds.map((f) => f.version), perTick * 4, hourParam(from), perTick * feeds.length,
+    ]);
+    for (const m of older) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour), catchup: true });
+  }
   await releaseDelayedTelemetry(ctx, now);
   const again = await ctx.db.many<{ feed: string; version: string; scope: string; hour: Date }>(q('PubNeedsRepublish'), [now, limit]);
   for (const r of again) {

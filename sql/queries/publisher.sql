@@ -68,6 +68,43 @@ SELECT z.id AS zone_id, f.feed, f.version, (h AT TIME ZONE 'UTC') AS hour
  ORDER BY h, z.id, f.feed, f.version
  LIMIT $5;
 
+-- name: PubCatchupScan
+-- History catch-up, one bounded chunk per (zone, feed): from the feed's mark (feed_catchup, else the
+-- zone's first hour) up to $3 hours ahead, never into the cron's look-back (before $4). Moves each
+-- mark to its chunk's first hour without a publication row, or past the chunk when none is missing
+-- (monotonic, so concurrent ticks agree), and returns the missing hours, oldest first, at most $5.
+WITH chunk AS (
+  SELECT z.id AS zone_id, f.feed, f.version,
+         coalesce(c.complete_before, date_trunc('hour', z.created_at AT TIME ZONE 'UTC')) AS from_hour,
+         least(coalesce(c.complete_before, date_trunc('hour', z.created_at AT TIME ZONE 'UTC')) + make_interval(hours => $3::int), $4::timestamp) AS to_hour
+    FROM zones z
+   CROSS JOIN unnest($1::text[], $2::text[]) AS f (feed, version)
+    LEFT JOIN feed_catchup c ON c.zone_id = z.id AND c.feed = f.feed AND c.version = f.version
+), missing AS (
+  SELECT k.zone_id, k.feed, k.version, h AS hour
+    FROM chunk k
+   CROSS JOIN LATERAL generate_series(k.from_hour, k.to_hour - interval '1 hour', interval '1 hour') AS h
+   WHERE k.from_hour < k.to_hour
+     AND NOT EXISTS (SELECT 1 FROM feed_publications p
+                      WHERE p.feed = k.feed AND p.version = k.version AND p.scope = k.zone_id AND p.hour = h)
+), marks AS (
+  INSERT INTO feed_catchup AS c (zone_id, feed, version, complete_before)
+  SELECT k.zone_id, k.feed, k.version, coalesce((SELECT min(m.hour) FROM missing m WHERE m.zone_id = k.zone_id AND m.feed = k.feed AND m.version = k.version), k.to_hour)
+    FROM chunk k
+   WHERE k.from_hour < k.to_hour
+  ON CONFLICT (zone_id, feed, version) DO UPDATE SET complete_before = greatest(c.complete_before, excluded.complete_before)
+)
+SELECT zone_id, feed, version, (hour AT TIME ZONE 'UTC') AS hour FROM missing ORDER BY missing.hour, zone_id, feed, version LIMIT $5;
+
+-- name: PubCatchupStatus
+-- Per zone: the oldest catch-up mark over the feeds (null: never scanned), for make publish-status.
+SELECT z.id AS zone_id, (date_trunc('hour', z.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AS first_hour,
+       (SELECT min(c.complete_before) AT TIME ZONE 'UTC' FROM feed_catchup c WHERE c.zone_id = z.id AND (c.feed, c.version) IN (SELECT * FROM unnest($1::text[], $2::text[]))) AS complete_before,
+       (SELECT count(*) FROM feed_catchup c WHERE c.zone_id = z.id AND (c.feed, c.version) IN (SELECT * FROM unnest($1::text[], $2::text[])))::int AS feeds_marked
+  FROM zones z
+ WHERE z.id = ANY ($3::text[])
+ ORDER BY z.id;
+
 -- name: PubNeedsRepublish
 -- Dirty hours; failed hours after a backoff growing with the attempts (2^n minutes, at most an
 -- hour); pending hours left behind by a crashed publisher (the advisory lock is gone with it).
