@@ -8,6 +8,14 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() };
 
+/**
+ * RFC 3339 in UTC without fractional seconds (`2026-11-21T10:15:00Z`): the one way the APIs and
+ * the GBFS 3.0 files write a time.
+ */
+export function rfc3339Utc(d: Date): string {
+  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
 /** A clock that stays where it is put; `advance` moves it forward. */
 export class ManualClock implements Clock {
   private t: number;

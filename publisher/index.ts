@@ -15,6 +15,7 @@ import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
 import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './schedule.js';
+import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { loadOptionalJobs, type Sweep } from './jobs/optional.js';
 import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
@@ -134,7 +135,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     every('* * * * *', 'hourly-files', tick);
     if (hasRentals) every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
     if (hasTomp) every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
-    if (hasGbfs) every('*/15 * * * * *', 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
+    if (hasGbfs) every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
     // one run per cluster at a time (singleton key); partitions for today exist before the first write
     const history = () => boss.send(QUEUES.history, {}, { singletonKey: 'history' });
     every('*/10 * * * *', 'history', history);

@@ -5,7 +5,7 @@ import { useTestContext } from './support/context.js';
 import { gbfsArea, gbfsFeedClient, gbfsSpecsAvailable, gbfsVehicle, gbfsZone, officialGbfs, readSnapshot, square, type VehicleFixture, type ZoneFixture } from './support/gbfs-fixtures.js';
 import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { ROLES, canRead, gbfsV2Scope, hasGbfs } from '../lib/feeds/roles.js';
-import { V2_FILES, V3_FILES, gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
+import { GBFS_RUN_SECONDS, STATUS_TTL, V2_FILES, V3_FILES, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
 import { describeErrors } from '../lib/validate.js';
 
 // 10:00 UTC = 11:00 in Munich: awake
@@ -79,7 +79,7 @@ describe('GBFS snapshots', () => {
       expect(validate(doc), `${r.version} ${r.scope} ${r.file}: ${describeErrors(validate.errors, 5)}`).to.equal(true);
       expect(doc.version).to.equal(r.version);
       if (r.version === '2.2') expect(doc.last_updated).to.be.a('number').and.equal(Math.floor(r.last_updated.getTime() / 1000));
-      else expect(doc.last_updated).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}$/);
+      else expect(doc.last_updated).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
       expect(doc.ttl).to.equal(['vehicle_status', 'station_status', 'free_bike_status', 'system_alerts'].includes(r.file) ? 30 : 3600);
       if (process.env.GBFS_DUMP) console.log(r.version, r.scope, r.file, JSON.stringify(doc).slice(0, Number(process.env.GBFS_DUMP)));
     }
@@ -216,17 +216,38 @@ describe('GBFS snapshots', () => {
 
   it('does not rewrite files whose content did not change', async () => {
     const before = await rows();
-    t.ctx.clock.advance(20_000);
+    t.ctx.clock.advance(5_000);
     const res = await publishGbfsSnapshots(t.ctx, { only: 'all' });
     expect(res).to.deep.equal({ written: 0, unchanged: before.length, failed: 0 });
     expect(await rows()).to.deep.equal(before);
+  });
+
+  it('rewrites a status file whose data did not change once STATUS_REFRESH_SECONDS old: last_updated is never older than its ttl', async () => {
+    // a quiet quarter of an hour: nothing changes, the publisher runs every GBFS_RUN_SECONDS
+    for (let i = 0; i < (15 * 60) / GBFS_RUN_SECONDS; i++) {
+      t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
+      await publishGbfsSnapshots(t.ctx, { only: 'status' });
+      for (const r of await rows()) {
+        if (!isStatusFile(r.file)) continue;
+        const age = (t.ctx.clock.now().getTime() - r.last_updated.getTime()) / 1000;
+        expect(age, `${r.version}/${r.scope}/${r.file}`).to.be.at.most(STATUS_TTL);
+      }
+    }
+    // what a reader sees: the file's own last_updated, in both versions
+    const v3Status = await v3(A.id, 'vehicle_status');
+    expect(t.ctx.clock.now().getTime() - Date.parse(v3Status.last_updated)).to.be.at.most(STATUS_TTL * 1000);
+    const v2Status = await v2('city', 'free_bike_status');
+    expect(t.ctx.clock.now().getTime() / 1000 - v2Status.last_updated).to.be.at.most(STATUS_TTL);
+    // the static files keep the time their data last changed
+    const info = (await rows()).find((r) => r.version === '3.0' && r.scope === A.id && r.file === 'system_information')!;
+    expect(t.ctx.clock.now().getTime() - info.last_updated.getTime()).to.be.greaterThan(15 * 60_000 - 1000);
   });
 
   it('rotates vehicle ids after a trip: the new id is published, the old one is gone', async () => {
     const old = v.ready1!.gbfsId;
     // what the rental engine does at the end of a trip
     const { gbfs_id } = (await t.ctx.db.query(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [v.ready1!.id])).rows[0];
-    t.ctx.clock.advance(15_000);
+    t.ctx.clock.advance(5_000);
     const before = new Map((await rows()).map((r) => [`${r.version}/${r.scope}/${r.file}`, r.sha256]));
     const res = await publishGbfsSnapshots(t.ctx, { only: 'status' });
     // A's vehicle_status and the free_bike_status of both scopes that contain A
@@ -248,8 +269,8 @@ describe('GBFS snapshots', () => {
     const alerts = (await v3(B.id, 'system_alerts')).data.alerts;
     expect(alerts).to.have.length(1);
     expect(alerts[0]).to.deep.include({ type: 'system_closure', region_ids: [B.id] });
-    // 22:00 Berlin (CET, +01:00) to 06:00 the next morning
-    expect(alerts[0].times).to.deep.equal([{ start: '2026-11-21T22:00:00+01:00', end: '2026-11-22T06:00:00+01:00' }]);
+    // 22:00 Berlin (CET, +01:00) to 06:00 the next morning, in UTC
+    expect(alerts[0].times).to.deep.equal([{ start: '2026-11-21T21:00:00Z', end: '2026-11-22T05:00:00Z' }]);
     expect((await v3(A.id, 'system_alerts')).data.alerts).to.deep.equal([]);
     const v2alerts = (await v2('city', 'system_alerts')).data.alerts;
     expect(v2alerts).to.have.length(1);
@@ -265,18 +286,18 @@ describe('GBFS snapshots', () => {
 
   it('announces a closed zone', async () => {
     await t.ctx.db.query(`UPDATE zones SET status = 'closed', updated_at = $2 WHERE id = $1`, [A.id, new Date('2026-11-22T05:00:00Z')]);
-    t.ctx.clock.advance(15_000);
+    t.ctx.clock.advance(5_000);
     await publishGbfsSnapshots(t.ctx, { only: 'status' });
     const alerts = (await v3(A.id, 'system_alerts')).data.alerts;
     expect(alerts).to.have.length(1);
-    expect(alerts[0].times).to.deep.equal([{ start: '2026-11-22T06:00:00+01:00' }]);
+    expect(alerts[0].times).to.deep.equal([{ start: '2026-11-22T05:00:00Z' }]);
     for (const x of (await v3(A.id, 'vehicle_status')).data.vehicles) expect(x.is_disabled).to.equal(true);
     await t.ctx.db.query(`UPDATE zones SET status = 'operating' WHERE id = $1`, [A.id]);
   });
 
   it('a status run also publishes the static files of a zone that has none yet', async () => {
     const C = await gbfsZone(t.ctx.db, { id: 'gbfs-c', lat: 50.11, lng: 8.68 });
-    t.ctx.clock.advance(15_000);
+    t.ctx.clock.advance(5_000);
     const res = await publishGbfsSnapshots(t.ctx, { only: 'status' });
     expect(res.failed).to.equal(0);
     expect((await v3(C.id, 'system_information')).data.system_id).to.equal(`${t.ctx.config.providerId}:${C.id}`);
@@ -287,10 +308,14 @@ describe('GBFS snapshots', () => {
 
   it('two publishers at once write each changed file once and leave object and row in agreement', async () => {
     await t.ctx.db.query(`UPDATE vehicles SET battery_percent = 50 WHERE zone_id = $1`, [A.id]);
-    t.ctx.clock.advance(15_000);
+    t.ctx.clock.advance(5_000);
+    const before = new Map((await rows()).map((r) => [`${r.version}/${r.scope}/${r.file}`, r.sha256]));
     const [r1, r2] = await Promise.all([publishGbfsSnapshots(t.ctx, { only: 'status' }), publishGbfsSnapshots(t.ctx, { only: 'status' })]);
     expect(r1.failed + r2.failed).to.equal(0);
-    expect(r1.written + r2.written).to.be.at.least(3).and.at.most(6);
+    // the three files of A's vehicles, and the status files due for their refresh: each once
+    const changed = (await rows()).filter((r) => before.get(`${r.version}/${r.scope}/${r.file}`) !== r.sha256);
+    expect(changed.length).to.be.at.least(3);
+    expect(r1.written + r2.written).to.equal(changed.length);
     for (const r of await rows()) {
       const obj = await t.ctx.store.get(r.object_key);
       const chunks: Buffer[] = [];
@@ -320,7 +345,7 @@ describe('GBFS snapshots: automatic cadence and validation before storing', () =
     const sha = await planSha(Z.id);
     await t.ctx.db.query(`UPDATE pricing SET start_price = 150 WHERE zone_id = $1`, [Z.id]);
     await gbfsVehicle(t.ctx.db, Z.id, Z.lat, Z.lng);
-    t.ctx.clock.advance(15_000);
+    t.ctx.clock.advance(5_000);
     // same hour: the new vehicle is published, the price change waits for the hourly build
     expect(await publishGbfsSnapshots(t.ctx)).to.include({ written: 1, failed: 0 });
     expect(await planSha(Z.id)).to.equal(sha);

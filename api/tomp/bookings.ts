@@ -9,7 +9,7 @@ import { q } from '../../lib/db.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { applyLegEvent, createOneStopBooking, getBooking, getBookingByLeg, readBooking, viewBooking, viewLeg, type Caller } from '../../lib/tomp/bookings.js';
 import { operateBooking } from '../../lib/tomp/holds.js';
-import { isoUtc } from '../../lib/tomp/money.js';
+import { rfc3339Utc } from '../../lib/clock.js';
 import {
   BookingOperation,
   BOOKING_OPERATIONS,
@@ -120,7 +120,7 @@ export function support(app: AppContext): Koa.Middleware {
     ctx.body = {
       id: booking.id,
       supportType: body.supportType,
-      time: isoUtc(time),
+      time: rfc3339Utc(time),
       contactInformationEndUser: body.contactInformationEndUser,
       comment: body.comment,
       status: ticket.status,

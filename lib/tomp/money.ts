@@ -22,7 +22,3 @@ export function toMajor(minor: number, currency: string): number {
   return Number((minor / 10 ** digits).toFixed(digits));
 }
 
-/** RFC 3339 UTC without fractional seconds, as the partner API emits times. */
-export function isoUtc(d: Date): string {
-  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}

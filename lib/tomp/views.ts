@@ -14,7 +14,8 @@
  *
  * "Moved" means the vehicle's last_moved_at (kept by telemetry, > 5 m) is after the rental start.
  */
-import { isoUtc, toMajor } from './money.js';
+import { toMajor } from './money.js';
+import { rfc3339Utc } from '../clock.js';
 
 export interface BookingRow {
   id: string;
@@ -150,9 +151,9 @@ export function legOf(r: BookingRow, now: Date) {
     state,
     from: { coordinates: { lng: r.from_lng, lat: r.from_lat } },
     ...(state === 'FINISHED' && r.end_lng !== null && r.end_lat !== null ? { to: { coordinates: { lng: r.end_lng, lat: r.end_lat } } } : {}),
-    departureTime: isoUtc(r.departure_time),
-    ...(r.started_at ? { actualDepartureTime: isoUtc(r.started_at) } : {}),
-    ...(state === 'FINISHED' && r.ended_at ? { actualArrivalTime: isoUtc(r.ended_at) } : {}),
+    departureTime: rfc3339Utc(r.departure_time),
+    ...(r.started_at ? { actualDepartureTime: rfc3339Utc(r.started_at) } : {}),
+    ...(state === 'FINISHED' && r.ended_at ? { actualArrivalTime: rfc3339Utc(r.ended_at) } : {}),
     ...(state === 'FINISHED' && r.distance_m !== null ? { distance: r.distance_m } : {}),
     assetType: assetTypeOf(r),
     asset: { id: r.vehicle_id, stateOfCharge: r.battery_percent, maxRange: r.max_range_meters },
@@ -166,7 +167,7 @@ export function bookingOf(r: BookingRow, now: Date) {
     state: bookingStateOf(r),
     from: { coordinates: { lng: r.from_lng, lat: r.from_lat } },
     customer: { externalId: r.customer_external_id },
-    departureTime: isoUtc(r.departure_time),
+    departureTime: rfc3339Utc(r.departure_time),
     legs: [legOf(r, now)],
   };
 }

@@ -32,8 +32,8 @@ export const uri = { type: 'string', format: 'uri' } as const;
 export const lat = { type: 'number', minimum: -90, maximum: 90 } as const;
 export const lon = { type: 'number', minimum: -180, maximum: 180 } as const;
 export const posix = { type: 'integer', minimum: 1450155600 } as const;
-/** RFC 3339 with a numeric offset, no fractional seconds */
-export const rfc3339 = { type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}[+-]\\d{2}:\\d{2}$' } as const;
+/** RFC 3339 in UTC (`Z`), no fractional seconds: the requirement's "ISO 8601 UTC string in the v3 responses" */
+export const rfc3339 = { type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$' } as const;
 
 export const multiPolygon = {
   type: 'object',

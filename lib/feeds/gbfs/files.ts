@@ -42,6 +42,14 @@ export type GbfsVersion = '2.2' | '3.0';
 const STATUS_FILES: ReadonlySet<string> = new Set(['station_status', 'vehicle_status', 'free_bike_status', 'system_alerts']);
 export const STATUS_TTL = 30;
 export const STATIC_TTL = 3600;
+/** The publisher's GBFS run: every this many seconds (publisher/index.ts). */
+export const GBFS_RUN_SECONDS = 15;
+/**
+ * A status file is written again, changed or not, once its last_updated is this old: GBFS 3.0 reads
+ * last_updated of real-time data as "the publisher's knowledge of the current state at this point
+ * in time", and a file refreshed one run before it is older than STATUS_TTL stays within it.
+ */
+export const STATUS_REFRESH_SECONDS = STATUS_TTL - GBFS_RUN_SECONDS;
 
 export function isStatusFile(file: string): boolean {
   return STATUS_FILES.has(file);

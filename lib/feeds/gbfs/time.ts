@@ -1,21 +1,16 @@
 /**
- * Time in GBFS: POSIX seconds in 2.2, RFC 3339 with a numeric offset and no fractional seconds in 3.0
- * (in the zone's own time zone, so that a reader sees local time). Sleep windows are local
- * wall-clock windows of the zone (`zones.sleep_windows`, e.g. `[{"start":"01:00","end":"05:00"}]`, a
- * window whose end is before its start runs over midnight).
+ * Time in GBFS: POSIX seconds in 2.2, RFC 3339 in UTC without fractional seconds in 3.0 (the
+ * requirement: "ISO 8601 UTC string in the v3 responses"; lib/clock.ts rfc3339Utc). Sleep windows
+ * are local wall-clock windows of the zone (`zones.sleep_windows`, e.g.
+ * `[{"start":"01:00","end":"05:00"}]`, a window whose end is before its start runs over midnight).
  */
 import { TZDate } from '@date-fns/tz';
-import { format } from 'date-fns';
 
 /** Integer POSIX seconds (GBFS 2.2). */
 export function posix(d: Date): number {
   return Math.floor(d.getTime() / 1000);
 }
 
-/** `2026-11-21T10:15:00+01:00` (GBFS 3.0). */
-export function rfc3339(d: Date, timeZone: string): string {
-  return format(new TZDate(d.getTime(), timeZone), "yyyy-MM-dd'T'HH:mm:ssxxx");
-}
 
 /** Truncates to whole seconds: what we store must round-trip through both formats unchanged. */
 export function wholeSeconds(d: Date): Date {

@@ -21,10 +21,11 @@ import {
 import { V3_FILES, v2Url, v3Url, type V3File } from './files.js';
 import { areaRule, areaVehicleTypeIds, globalRule, orderedAreas, type Rule } from './geofencing.js';
 import type { ZoneData } from './model.js';
-import { openingHours, rfc3339 } from './time.js';
+import { openingHours } from './time.js';
+import { rfc3339Utc } from '../../clock.js';
 
-export function envelopeV3(lastUpdated: Date, timeZone: string, ttl: number, data: unknown): Record<string, unknown> {
-  return { last_updated: rfc3339(lastUpdated, timeZone), ttl, version: '3.0', data };
+export function envelopeV3(lastUpdated: Date, ttl: number, data: unknown): Record<string, unknown> {
+  return { last_updated: rfc3339Utc(lastUpdated), ttl, version: '3.0', data };
 }
 
 /** gbfs.json for a role: only the files the role may read (gbfs itself always). */
@@ -121,7 +122,7 @@ export function stationStatusV3(z: ZoneData) {
       is_renting: renting,
       // a ride can always be ended at a station, also while the zone sleeps
       is_returning: true,
-      last_reported: rfc3339(c.lastReported, z.zone.timezone),
+      last_reported: rfc3339Utc(c.lastReported),
       num_vehicles_available: c.available,
       vehicle_types_available: [...c.byType].map(([vehicle_type_id, count]) => ({ vehicle_type_id, count })),
     })),
@@ -141,7 +142,7 @@ export function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
         is_disabled: f.isDisabled,
         current_fuel_percent: v.batteryPercent / 100,
         current_range_meters: currentRangeMeters(v),
-        last_reported: rfc3339(v.lastSeenAt, z.zone.timezone),
+        last_reported: rfc3339Utc(v.lastSeenAt),
         rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
         ...(v.stationId ? { station_id: v.stationId } : {}),
       };
@@ -172,18 +173,17 @@ export function systemPricingPlansV3(z: ZoneData) {
 }
 
 export function systemAlertsV3(z: ZoneData, env: BuildEnv) {
-  const tz = z.zone.timezone;
   return {
     alerts: zoneAlerts(z).map((a) => ({
       alert_id: a.id,
       type: a.type,
-      times: [{ start: rfc3339(a.start, tz), ...(a.end ? { end: rfc3339(a.end, tz) } : {}) }],
+      times: [{ start: rfc3339Utc(a.start), ...(a.end ? { end: rfc3339Utc(a.end) } : {}) }],
       region_ids: [a.zoneId],
       station_ids: z.stations.map((s) => s.id),
       url: loc(env.publicBaseUrl, z.zone.language),
       summary: loc(a.summary, a.language),
       description: loc(a.description, a.language),
-      last_updated: rfc3339(a.lastUpdated, tz),
+      last_updated: rfc3339Utc(a.lastUpdated),
     })),
   };
 }

@@ -2,8 +2,10 @@
  * GBFS snapshot job: builds every GBFS 3.0 file of every zone and every GBFS 2.2 file of every
  * region scope of the feed clients, validates each against schemas/gbfs, and stores it gzip at
  * `gbfs/{version}/{scope}/{file}.json.gz` with its gbfs_snapshots row (the index the file route
- * reads). Unchanged data writes nothing: last_updated is the time the data last changed, so a file
- * is first rebuilt with the stored last_updated and compared by sha256 with the stored row.
+ * reads). Unchanged data writes nothing: a file is first rebuilt with the stored last_updated and
+ * compared by sha256 with the stored row. last_updated is when the data last changed for the static
+ * files, and for the status files when the publisher last confirmed them: those are written again
+ * once STATUS_REFRESH_SECONDS old, so that a reader never sees one older than its ttl.
  *
  * Cadence (docs/gbfs.md): call it every ~15 s. Without `only` it decides itself: the status files
  * (vehicle/station status, alerts: ttl 30) every call, the static files (ttl 3600) on the first call
@@ -17,7 +19,7 @@ import type { AppContext } from '../../../lib/context.js';
 import { q } from '../../../lib/db.js';
 import { ROLES, gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
-import { V2_FILES, V3_FILES, gbfsObjectKey, gbfsTtl, isStatusFile, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
+import { STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES, gbfsObjectKey, gbfsTtl, isStatusFile, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
 import { loadZoneData, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
 import { buildV2, envelopeV2, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
@@ -121,7 +123,6 @@ function plan(mode: GbfsPublishMode, zones: Map<string, ZoneData>, scopes: V2Sco
   const wanted = (file: string) => mode === 'all' || (mode === 'status') === isStatusFile(file);
   const tasks: Task[] = [];
   for (const z of zones.values()) {
-    const tz = z.zone.timezone;
     for (const file of V3_FILES.filter(wanted)) {
       const variants: Array<[string, Role]> = file === 'gbfs' ? roles.map((r) => [`gbfs.${r}`, r]) : [[file, roles[0]!]];
       for (const [stored, role] of variants) {
@@ -133,7 +134,7 @@ function plan(mode: GbfsPublishMode, zones: Map<string, ZoneData>, scopes: V2Sco
           file: stored,
           ttl: gbfsTtl(file),
           schema: GBFS_V3_SCHEMAS[file],
-          render: (lu) => envelopeV3(lu, tz, gbfsTtl(file), (data ??= buildV3(file, z, env, role))),
+          render: (lu) => envelopeV3(lu, gbfsTtl(file), (data ??= buildV3(file, z, env, role))),
         });
       }
     }
@@ -157,7 +158,10 @@ function plan(mode: GbfsPublishMode, zones: Map<string, ZoneData>, scopes: V2Sco
 class GbfsValidationError extends Error {}
 
 async function publishOne(ctx: AppContext, task: Task, prev: Previous | undefined, now: Date): Promise<'written' | 'unchanged'> {
-  const sameAs = (p: Previous | undefined) => p !== undefined && sha256(bodyOf(task.render(p.lastUpdated))) === p.sha256;
+  // a status file's last_updated is how current the knowledge is: past STATUS_REFRESH_SECONDS it is
+  // written again with the same data; a static file's is when its data last changed
+  const current = (p: Previous) => !isStatusFile(task.file) || now.getTime() - p.lastUpdated.getTime() < STATUS_REFRESH_SECONDS * 1000;
+  const sameAs = (p: Previous | undefined) => p !== undefined && current(p) && sha256(bodyOf(task.render(p.lastUpdated))) === p.sha256;
   if (sameAs(prev)) return 'unchanged';
   const key = rowKey(task.version, task.scope, task.file);
   const objectKey = gbfsObjectKey(task.version, task.scope, task.file);
