@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { insertArea, insertPartner, insertUser, insertVehicle, insertZone, offset, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
 import { startRental, endRental, StartAborted } from '../lib/rentals/engine.js';
+import { getRental } from '../lib/rentals/queries.js';
 import { RentalError } from '../lib/rentals/errors.js';
 import { computeCost, vatOf } from '../lib/pricing.js';
 import { isSleeping } from '../lib/zones.js';
@@ -120,6 +121,24 @@ describe('rental engine', function () {
     const trip = await t.ctx.db.one(`SELECT * FROM trips WHERE trip_id = $1`, [r.tripId]);
     expect(trip).to.include({ rental_id: r.id, duration_s: 270, distance_m: e.distanceM, trip_type: 'rider', user_ride_count: 1 });
     expect(e.receiptKey).to.equal(`receipts/${r.id}.pdf`);
+  });
+
+  it('counts the whole ride: from where the vehicle stood at the start, through its telemetry, to where it ends', async () => {
+    const user = await insertUser(t.ctx.db, partner.id);
+    const v = await insertVehicle(t.ctx.db, zone);
+    const r = await start(user, v.id);
+    // one telemetry point 150 m out; the vehicle ends 300 m out, after its last point of the trip
+    const p1 = offset(zone.lat, zone.lng, 150, 0);
+    const p3 = offset(zone.lat, zone.lng, 300, 0);
+    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date(t.ctx.clock.now().getTime() + 60_000), location: p1, batteryPercent: 79, tripId: r.tripId });
+    await t.ctx.db.query(`UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint($2, $3), 4326) WHERE id = $1`, [v.id, p3.lng, p3.lat]);
+    t.ctx.clock.advance(3 * 60_000);
+    const running = (await getRental(t.ctx.db, r.id, null, t.ctx.clock.now()))!;
+    const e = await endRental(t.ctx, { partnerId: partner.id, rentalId: r.id });
+    expect(e.distanceM).to.be.within(299, 302);
+    expect(running.distanceM, 'the running figure counts as the end will').to.equal(e.distanceM);
+    const straight = await t.ctx.db.one(`SELECT ST_Distance(start_location::geography, end_location::geography) AS m, distance_m FROM trips WHERE trip_id = $1`, [r.tripId]);
+    expect(straight.distance_m).to.be.at.least(straight.m);
   });
 
   it('refuses a second running rental per user and per vehicle', async () => {

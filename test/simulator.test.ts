@@ -30,6 +30,24 @@ const DIGESTS = {
   vehicles: `SELECT id, code, mds_state, status, locked, battery_percent, ST_AsText(location) l FROM vehicles ORDER BY id`,
 };
 
+/**
+ * Every ended trip is at least as long as the straight line from its start to its end, and its
+ * average speed (the insurance feed's average_ride_speed) is at most its vehicle type's top speed
+ * (`timeFactor`: a live simulator run faster than the clock divides every duration by it).
+ */
+async function expectPlausibleTrips(db: Db, source: string, timeFactor = 1): Promise<number> {
+  const trips = await db.many(`SELECT t.trip_id, t.distance_m, t.duration_s, vt.max_speed_kph,
+                                      ST_Distance(t.start_location::geography, t.end_location::geography) AS straight
+                                 FROM trips t JOIN rentals r ON r.trip_id = t.trip_id JOIN vehicle_types vt ON vt.id = t.vehicle_type_id
+                                WHERE r.source = $1`, [source]);
+  for (const x of trips) {
+    expect(x.distance_m, `${source} trip ${x.trip_id}: straight line ${x.straight} m`).to.be.at.least(x.straight);
+    const kph = (x.distance_m / Math.max(1, x.duration_s)) * 3.6;
+    expect(kph / timeFactor, `${source} trip ${x.trip_id}`).to.be.at.most(x.max_speed_kph);
+  }
+  return trips.length;
+}
+
 describe('fleet history simulator', function () {
   this.timeout(120000);
   const t = useTestContext({ now: NOW });
@@ -207,6 +225,10 @@ describe('fleet history simulator', function () {
                          AND tstzrange(a.started_at, a.ended_at) && tstzrange(b.started_at, b.ended_at)`)).to.equal(0);
   });
 
+  it('every trip of the simulated days is at least as long as the straight line, at a plausible speed', async () => {
+    expect(await expectPlausibleTrips(t.ctx.db, (await t.ctx.db.one(`SELECT source FROM rentals LIMIT 1`)).source)).to.be.greaterThan(50);
+  });
+
   it('draws valid v4 UUIDs from its PRNG', () => {
     const rng = new Prng(1);
     for (let i = 0; i < 1000; i++) expect(rng.uuid()).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
@@ -243,6 +265,8 @@ describe('live simulator', function () {
       expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types} ${e.vehicle_state}`).to.equal(true);
       state = e.vehicle_state;
     }
+    // the ride's distance runs from the start through the telemetry to the end (migration 000131)
+    expect(await expectPlausibleTrips(t.ctx.db, 'simulator', 10)).to.be.greaterThan(2);
     // telemetry of live rides stays inside the operations area
     expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM telemetry x WHERE NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = x.zone_id AND a.area_type = 'operations' AND ST_Covers(a.geom, x.location))`)).n).to.equal(0);
   });

@@ -1,6 +1,6 @@
 /**
  * Reads of rentals for the APIs. A running rental is returned with its live figures (duration so far,
- * distance of the telemetry line so far, cost if it ended now) so that a partner polling it can show
+ * distance so far, cost if it ended now) so that a partner polling it can show
  * the running price; an ended one with what was charged.
  */
 import { q, type Queryable } from '../db.js';
@@ -10,7 +10,7 @@ import { toRentalRecord, type RentalRecord } from './types.js';
 /** Fills the figures of a running rental as of `now` (duration so far, distance so far, cost if it ended now). */
 export async function live(db: Queryable, r: RentalRecord, now: Date): Promise<RentalRecord> {
   if (r.state !== 'RUNNING') return r;
-  const { distance_m: distanceM } = await db.one(q('RentalRideDistance'), [r.tripId]);
+  const { distance_m: distanceM } = await db.one(q('RentalRideDistance'), [r.id]);
   return withFigures(r, now, distanceM);
 }
 

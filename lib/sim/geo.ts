@@ -1,7 +1,9 @@
 /**
  * Planar geometry for the simulator and the seed data: small areas in WGS 84, where treating
- * degrees as a plane is accurate enough to place points and walk paths. Distances use haversine.
+ * degrees as a plane is accurate enough to place points and walk paths. Distances are geodesics on
+ * the WGS 84 ellipsoid (geodesicMeters).
  */
+import geographiclib from 'geographiclib-geodesic';
 import type { Prng } from './prng.js';
 
 export type Position = [lng: number, lat: number];
@@ -65,11 +67,16 @@ export function randomPointIn(rng: Prng, s: Shape, accept: (lng: number, lat: nu
 const R = 6371008.8;
 const RAD = Math.PI / 180;
 
-export function haversine(aLng: number, aLat: number, bLng: number, bLat: number): number {
-  const dLat = (bLat - aLat) * RAD;
-  const dLng = (bLng - aLng) * RAD;
-  const s = Math.sin(dLat / 2) ** 2 + Math.cos(aLat * RAD) * Math.cos(bLat * RAD) * Math.sin(dLng / 2) ** 2;
-  return 2 * R * Math.asin(Math.min(1, Math.sqrt(s)));
+const WGS84 = geographiclib.Geodesic.WGS84;
+
+/**
+ * Meters between two points on the WGS 84 ellipsoid (GeographicLib's geodesic, as PostGIS measures
+ * `geography`): a ride's recorded distance, the sum of its path's segments, is then never shorter
+ * than the straight line the feeds' consumers measure between its start and end (a sphere is off by
+ * up to ~0.5 % either way).
+ */
+export function geodesicMeters(aLng: number, aLat: number, bLng: number, bLat: number): number {
+  return WGS84.Inverse(aLat, aLng, bLat, bLng, geographiclib.Geodesic.DISTANCE).s12!;
 }
 
 /** The point `meters` away from (lng, lat) in direction `bearing` (radians from north). */

@@ -16,7 +16,7 @@ import { classify, DbError, q, type Tx } from '../db.js';
 import { isValidTransition, type MdsState } from '../mds/state-machine.js';
 import { insertUsers, insertVehicles } from '../seed/fleet.js';
 import { arrayLiteral, CopyBuffer, point } from './copy.js';
-import { haversine, offset, type Position } from './geo.js';
+import { geodesicMeters, offset, type Position } from './geo.js';
 import { loadZoneModels, parkingPlace, SleepCalendar, sleepIntervals, type ZoneModel } from './model.js';
 import { Prng } from './prng.js';
 import { costOf, planRide, telemetryOf, type RidePlan } from './rides.js';
@@ -496,7 +496,7 @@ class Simulation {
     for (const g of this.byZone.get(host.zone.id) ?? []) {
       if (out.length >= want) break;
       if (g === host || !g.idle || g.state !== 'available' || g.lastEventAt >= t || g.battery < g.zone.minBatteryPercent + 10) continue;
-      if (haversine(host.pos[0], host.pos[1], g.pos[0], g.pos[1]) > 300) continue;
+      if (geodesicMeters(host.pos[0], host.pos[1], g.pos[0], g.pos[1]) > 300) continue;
       g.version++; // cancels whatever the guest vehicle was waiting for
       g.idle = false;
       out.push(g);

@@ -15,7 +15,7 @@ import type { MdsState } from '../mds/state-machine.js';
 import { endRental, startRental } from '../rentals/engine.js';
 import { isRentalError } from '../rentals/errors.js';
 import { isSleeping } from '../zones.js';
-import { haversine, type Position } from './geo.js';
+import { geodesicMeters, type Position } from './geo.js';
 import { loadZoneModels, parkingPlace, type ZoneModel } from './model.js';
 import { Prng } from './prng.js';
 import { along, planRide, type RidePlan } from './rides.js';
@@ -134,7 +134,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
         const next = planRide(rng, ride.zone, end, Math.max(20, ride.startBattery), types.get('scooter') ?? 40000) ?? undefined;
         const target = parkingPlace(rng, ride.zone);
         const path: Position[] = next?.path ?? [end, target];
-        const distanceM = haversine(path[0]![0], path[0]![1], path[path.length - 1]![0], path[path.length - 1]![1]);
+        const distanceM = geodesicMeters(path[0]![0], path[0]![1], path[path.length - 1]![0], path[path.length - 1]![1]);
         ride.plan = { ...ride.plan, path, distanceM, movingS: Math.max(30, Math.round(distanceM / 4.5)), tailS: 10, drainPerM: 0 };
         ride.startedAt = ctx.clock.now().getTime();
         return;

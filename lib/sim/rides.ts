@@ -4,7 +4,7 @@
  * areas, so every telemetry point is where a vehicle may be.
  */
 import { computeCost } from '../pricing.js';
-import { contains, haversine, inAny, offset, randomPointIn, round6, type Position } from './geo.js';
+import { contains, geodesicMeters, inAny, offset, randomPointIn, round6, type Position } from './geo.js';
 import { canPark, type ZoneModel } from './model.js';
 import type { Prng } from './prng.js';
 
@@ -51,7 +51,7 @@ function destination(rng: Prng, z: ZoneModel, from: Position, wanted: number): P
         const spot = z.spots[rng.int(0, z.spots.length - 1)]!;
         const p = randomPointIn(rng, spot, (lng, lat) => canPark(z, lng, lat));
         if (!p) continue;
-        const err = Math.abs(haversine(from[0], from[1], p[0], p[1]) - wanted);
+        const err = Math.abs(geodesicMeters(from[0], from[1], p[0], p[1]) - wanted);
         if (!best || err < best.err) best = { p, err };
       }
       dest = best?.p;
@@ -59,7 +59,7 @@ function destination(rng: Prng, z: ZoneModel, from: Position, wanted: number): P
       dest = offset(from[0], from[1], wanted * (attempt < 6 ? 1 : 0.5), rng.range(0, 2 * Math.PI));
       if (!canPark(z, dest[0], dest[1])) dest = undefined;
     }
-    if (dest && haversine(from[0], from[1], dest[0], dest[1]) >= 50 && segmentAllowed(z, from, dest)) return dest;
+    if (dest && geodesicMeters(from[0], from[1], dest[0], dest[1]) >= 50 && segmentAllowed(z, from, dest)) return dest;
   }
   return undefined;
 }
@@ -85,11 +85,11 @@ export function planRide(rng: Prng, z: ZoneModel, from: Position, battery: numbe
   if (!dest) return undefined;
   // one gentle bend, where allowed
   let path: Position[] = [from, dest];
-  const direct = haversine(from[0], from[1], dest[0], dest[1]);
+  const direct = geodesicMeters(from[0], from[1], dest[0], dest[1]);
   const mid = offset((from[0] + dest[0]) / 2, (from[1] + dest[1]) / 2, direct * rng.range(0, 0.12), rng.range(0, 2 * Math.PI));
   if (segmentAllowed(z, from, mid) && segmentAllowed(z, mid, dest)) path = [from, mid, dest];
   let distanceM = 0;
-  for (let i = 1; i < path.length; i++) distanceM += haversine(path[i - 1]![0], path[i - 1]![1], path[i]![0], path[i]![1]);
+  for (let i = 1; i < path.length; i++) distanceM += geodesicMeters(path[i - 1]![0], path[i - 1]![1], path[i]![0], path[i]![1]);
   if (distanceM > maxByBattery) return undefined;
   const speed = rng.normal(4.5, 0.6, 3, 5.6); // m/s, about 16 km/h
   const movingS = Math.round(distanceM / speed + rng.range(0, 90));
@@ -106,7 +106,7 @@ export function along(path: Position[], meters: number): Position {
   for (let i = 1; i < path.length; i++) {
     const a = path[i - 1]!;
     const b = path[i]!;
-    const seg = haversine(a[0], a[1], b[0], b[1]);
+    const seg = geodesicMeters(a[0], a[1], b[0], b[1]);
     if (left <= seg || i === path.length - 1) {
       const f = seg === 0 ? 1 : Math.min(1, left / seg);
       return [round6(a[0] + (b[0] - a[0]) * f), round6(a[1] + (b[1] - a[1]) * f)];

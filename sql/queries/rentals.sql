@@ -67,9 +67,8 @@ SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.stat
        ST_X(r.vehicle_start_location) AS start_lng, ST_Y(r.vehicle_start_location) AS start_lat,
        v.vehicle_type_id, vt.form_factor, v.battery_percent, v.mds_state, v.last_moved_at,
        ST_X(v.location) AS lng, ST_Y(v.location) AS lat, p.trip_type,
-       -- the ride's telemetry line (as RentalRideDistance), in the same round trip
-       (SELECT COALESCE(ceil(ST_Length(ST_MakeLine(t.location ORDER BY t.ts)::geography)), 0)::int
-          FROM telemetry t WHERE t.trip_id = r.trip_id) AS distance_m
+       -- the ride's line from start through its telemetry to here (migration 000131), in the same round trip
+       ride_distance_m(r.trip_id, r.vehicle_start_location, v.location) AS distance_m
   FROM rentals r
   JOIN vehicles v ON v.id = r.vehicle_id
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
@@ -78,9 +77,11 @@ SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.stat
    FOR UPDATE OF r, v;
 
 -- name: RentalRideDistance
--- Length of the ride's telemetry line on the spheroid, rounded up to whole meters; 0 without a line.
-SELECT COALESCE(ceil(ST_Length(ST_MakeLine(location ORDER BY ts)::geography)), 0)::int AS distance_m
-  FROM telemetry WHERE trip_id = $1;
+-- A running ride's distance so far: from its start through its telemetry to where the vehicle is now
+-- (ride_distance_m, migration 000131), as the end will count it.
+SELECT ride_distance_m(r.trip_id, r.vehicle_start_location, v.location) AS distance_m
+  FROM rentals r JOIN vehicles v ON v.id = r.vehicle_id
+ WHERE r.id = $1;
 
 -- name: RentalEnd
 -- One statement for the rental, its vehicle and its trip. Conditional on RUNNING: whatever happened
