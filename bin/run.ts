@@ -85,7 +85,7 @@ function printBanner(config: Config, seeded: boolean): void {
   Feeds token          ${b}/v1/partner-apis/token   (Basic demo-city:demo-city-secret or demo-gbfs:demo-gbfs-secret)
   MDS 2.0              ${b}/v1/partner-apis/mds/{zone}/...
   GBFS 3.0 / 2.2       ${b}/v1/partner-apis/gbfs/{zone}/gbfs.json   ${b}/gbfs/v2/gbfs.json
-  Insurance trips      ${b}/v1/partner-apis/insurance/{zone}/trips   X-Access-Token: demo-insurer-key
+  Insurance trips      ${b}/v1/partner-apis/insurance/{zone}/trips   X-Access-Token: demo-insurer-key (or a token of demo-insurer:demo-insurer-secret)
   Legacy MDS host      ${l}/token   ${l}/en/{zone}/...
   API docs             ${b}/docs
   Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)

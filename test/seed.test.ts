@@ -1,4 +1,8 @@
 import { expect } from 'chai';
+import request from 'supertest';
+import { buildApp } from '../api/app.js';
+import { floorHour, formatHour } from '../lib/feeds/hours.js';
+import { backfill } from '../publisher/ops.js';
 import { seedDemo } from '../lib/seed/index.js';
 import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
 import { authenticateFeedClient } from '../lib/auth/feed-clients.js';
@@ -95,7 +99,25 @@ describe('demo seed', () => {
     expect(city).to.include({ role: 'city', zones: null });
     expect((await t.ctx.db.one(`SELECT last_used_at FROM feed_clients WHERE client_id = 'demo-city'`)).last_used_at).to.be.instanceOf(Date);
     expect(await authenticateFeedClient(t.ctx.db, 'demo-gbfs', 'demo-gbfs-secret', t.ctx.clock.now())).to.include({ role: 'gbfs' });
+    expect(await authenticateFeedClient(t.ctx.db, 'demo-insurer', 'demo-insurer-secret', t.ctx.clock.now())).to.include({ role: 'insurer' });
     expect(await authenticateFeedClient(t.ctx.db, 'demo-city', 'wrong', t.ctx.clock.now())).to.equal(undefined);
+  });
+
+  it('the demo insurer reads the insurance feed through the deprecated OAuth path, as with its key', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const token = await app.post('/v1/partner-apis/token').auth('demo-insurer', 'demo-insurer-secret').type('form').send({ grant_type: 'client_credentials' });
+    expect(token.status, token.text).to.equal(200);
+    const bearer = `Bearer ${token.body.access_token}`;
+    const hour = new Date(floorHour(t.ctx.clock.now()).getTime() - 2 * 3_600_000);
+    await backfill(t.ctx, { zones: ['berlin'], from: hour, to: hour, feeds: ['insurance-2.0-trips'], force: false });
+    const path = `/v1/partner-apis/insurance/berlin/trips?end_time=${formatHour(hour)}`;
+    const viaToken = await app.get(path).set('Authorization', bearer);
+    expect(viaToken.status, viaToken.text).to.equal(200);
+    expect(viaToken.body).to.have.property('trips');
+    const viaKey = await app.get(path).set('X-Access-Token', 'demo-insurer-key');
+    expect(viaKey.body).to.deep.equal(viaToken.body);
+    // the insurer's token opens the insurance feed only
+    expect((await app.get(`/v1/partner-apis/mds/berlin/trips?end_time=${formatHour(hour)}`).set('Authorization', bearer)).status).to.equal(403);
   });
 
   it('is idempotent, also when run concurrently', async () => {

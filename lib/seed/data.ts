@@ -176,4 +176,6 @@ export const DEMO_PARTNERS: DemoPartner[] = [
 export const DEMO_FEED_CLIENTS = [
   { clientId: 'demo-city', secret: 'demo-city-secret', role: 'city' as const, label: 'demo city (every demo zone)' },
   { clientId: 'demo-gbfs', secret: 'demo-gbfs-secret', role: 'gbfs' as const, label: 'demo GBFS consumer' },
+  // the insurance feed's deprecated OAuth path (a bearer token of role insurer), beside its X-Access-Token key
+  { clientId: 'demo-insurer', secret: 'demo-insurer-secret', role: 'insurer' as const, label: 'demo insurer (deprecated OAuth path of the insurance feed)' },
 ];
