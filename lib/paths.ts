@@ -7,3 +7,5 @@ export const SQL_DIR = join(ROOT, 'sql');
 export const SCHEMAS_DIR = join(ROOT, 'schemas');
 /** The official standards; tests read them from here (or $SPECS_DIR). */
 export const SPECS_DIR = process.env.SPECS_DIR ?? join(ROOT, '..', 'shared', 'specs');
+/** Tools shared beside the project (the official GBFS validator); tests read them from here (or $SHARED_TOOLS_DIR). */
+export const TOOLS_DIR = process.env.SHARED_TOOLS_DIR ?? join(ROOT, '..', 'shared', 'tools');

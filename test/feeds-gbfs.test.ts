@@ -81,6 +81,21 @@ describe('feeds: GBFS and insurance', () => {
       }
     });
 
+    it('manifest.json: the datasets of the caller, at the URL every system_information names', async () => {
+      const info = await app.get('/v1/partner-apis/gbfs/munich/system_information.json').set('Authorization', city);
+      const url = local(info.body.data.manifest_url);
+      expect(url).to.equal('/v1/partner-apis/gbfs/manifest.json');
+      const mine = await app.get(url).set('Authorization', city);
+      expect(mine.status).to.equal(200);
+      expectGbfs('3.0', 'manifest', mine.body);
+      // the one-zone client: munich only, its 2.2 and 3.0 in one dataset
+      expect(mine.body.data.datasets.map((d: any) => [d.system_id, d.versions.map((v: any) => v.version)])).to.deep.equal([[`${t.ctx.config.providerId}:munich`, ['2.2', '3.0']]]);
+      const all = await app.get(url).set('Authorization', gbfs);
+      expect(all.body.data.datasets.map((d: any) => d.system_id)).to.deep.equal([`${t.ctx.config.providerId}:augsburg`, `${t.ctx.config.providerId}:munich`, t.ctx.config.providerId]);
+      for (const d of all.body.data.datasets) for (const v of d.versions) expect((await app.get(local(v.url)).set('Authorization', gbfs)).status, v.url).to.equal(200);
+      expect((await app.get(url)).status).to.equal(401);
+    });
+
     it('unknown file → 404; 304 on If-None-Match', async () => {
       expect((await app.get('/v1/partner-apis/gbfs/munich/stations.json').set('Authorization', city)).status).to.equal(404);
       expect((await app.get('/v1/partner-apis/gbfs/munich/..%2Fgbfs.json').set('Authorization', city)).status).to.equal(404);

@@ -63,10 +63,12 @@ describe('GBFS snapshots', () => {
     const gbfsRoles = ROLES.filter(hasGbfs);
     const v3Count = (V3_FILES.length - 1 + gbfsRoles.length) * 2;
     const v2Count = V2_FILES.length * 2; // city (every zone) and gbfs [A]; the insurer reads no GBFS
-    expect(res.written).to.equal(v3Count + v2Count);
+    // and one manifest.json (3.0) per client scope
+    expect(res.written).to.equal(v3Count + v2Count + 2);
     const all = await rows();
     const scopes = new Set(all.filter((r) => r.version === '2.2').map((r) => r.scope));
     expect([...scopes].sort()).to.deep.equal(['city', scopeGbfsA].sort());
+    expect(all.filter((r) => r.file === 'manifest').map((r) => `${r.version}/${r.scope}`).sort()).to.deep.equal([`3.0/city`, `3.0/${scopeGbfsA}`].sort());
     expect(all.some((r) => r.file === 'gbfs.insurer')).to.equal(false);
     for (const r of all) expect(r.object_key).to.equal(`gbfs/${r.version}/${r.scope}/${r.file}.json.gz`);
   });
@@ -129,6 +131,29 @@ describe('GBFS snapshots', () => {
     expect(cityRegions).to.deep.equal([A.id, B.id]);
     const gbfsRegions = (await v2(scopeGbfsA, 'system_regions')).data.regions.map((r: any) => r.region_id);
     expect(gbfsRegions).to.deep.equal([A.id]);
+  });
+
+  it('manifest.json per client scope, and gbfs_versions listing versions of the same system only', async () => {
+    const p = t.ctx.config.providerId;
+    const base = t.ctx.config.publicBaseUrl;
+    const v3gbfs = (z: string) => `${base}/v1/partner-apis/gbfs/${z}/gbfs.json`;
+    const v2gbfs = `${base}/gbfs/v2/gbfs.json`;
+    const manifest = (scope: string) => readSnapshot(t.ctx, `gbfs/3.0/${scope}/manifest.json.gz`);
+    // every zone: one dataset with its 3.0 discovery; the all-zones 2.2 system is another dataset
+    expect((await manifest('city')).data.datasets).to.deep.equal([
+      { system_id: `${p}:${A.id}`, versions: [{ version: '3.0', url: v3gbfs(A.id) }] },
+      { system_id: `${p}:${B.id}`, versions: [{ version: '3.0', url: v3gbfs(B.id) }] },
+      { system_id: p, versions: [{ version: '2.2', url: v2gbfs }] },
+    ]);
+    // one zone: its 2.2 system is the zone's, so one dataset with both versions, sorted
+    expect((await manifest(scopeGbfsA)).data.datasets).to.deep.equal([
+      { system_id: `${p}:${A.id}`, versions: [{ version: '2.2', url: v2gbfs }, { version: '3.0', url: v3gbfs(A.id) }] },
+    ]);
+    expect((await v3(A.id, 'system_information')).data.manifest_url).to.equal(`${base}/v1/partner-apis/gbfs/manifest.json`);
+    expect((await v3(A.id, 'gbfs_versions')).data.versions).to.deep.equal([{ version: '3.0', url: v3gbfs(A.id) }]);
+    expect((await v2('city', 'gbfs_versions')).data.versions).to.deep.equal([{ version: '2.2', url: v2gbfs }]);
+    expect((await v2(scopeGbfsA, 'gbfs_versions')).data.versions).to.deep.equal([{ version: '2.2', url: v2gbfs }, { version: '3.0', url: v3gbfs(A.id) }]);
+    expect((await v2(scopeGbfsA, 'system_information')).data.system_id).to.equal(`${p}:${A.id}`);
   });
 
   it('gbfs.json lists exactly the feeds the role may read, with absolute URLs', async () => {

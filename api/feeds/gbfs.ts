@@ -8,7 +8,7 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import { q } from '../../lib/db.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
-import { gbfsSnapshotFile, V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
+import { gbfsSnapshotFile, MANIFEST_FILE, V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
 import { serveObject } from '../../lib/http/serve-object.js';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { FeedError, forbidden, notFound } from './errors.js';
@@ -35,6 +35,13 @@ function fileParam(raw: string | undefined, files: readonly string[]): string {
 }
 
 export function gbfsRoutes(router: Router, deps: FeedDeps): void {
+  // GBFS 3.0 manifest: one URL, the datasets of the caller's client scope (published per scope)
+  router.get('/v1/partner-apis/gbfs/manifest.json', async (ctx) => {
+    const claims = await authenticate(deps, ctx);
+    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+    await serveSnapshot(deps, ctx, '3.0', gbfsV2Scope(claims.role, claims.zones), MANIFEST_FILE);
+  });
+
   router.get('/v1/partner-apis/gbfs/:zoneID/:file.json', async (ctx) => {
     const claims = await authenticate(deps, ctx);
     if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');

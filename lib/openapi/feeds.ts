@@ -279,6 +279,19 @@ function gbfsPaths(): Record<string, PathItem> {
       }),
     };
   }
+  out['/v1/partner-apis/gbfs/manifest.json'] = {
+    get: feedOp({
+      operationId: 'gbfsV3Manifest',
+      summary: 'GBFS 3.0 manifest.json',
+      description: 'The datasets the caller may read: one per zone of its client (3.0 discovery URL) and its 2.2 system; `system_information.manifest_url` of every zone points here.',
+      tag: 'GBFS 3.0',
+      ok: ok('the manifest (version 3.0)', { 'application/json': schemaRef('GbfsV3Manifest') }, true),
+      file: true,
+      badParams: 'none expected',
+      notFound: 'none expected',
+      security: FEED_TOKEN,
+    }),
+  };
   for (const { file, schema } of GBFS_FILES['2.2']) {
     out[`/gbfs/v2/${file}.json`] = {
       get: feedOp({

@@ -4,7 +4,7 @@
  * hand (realtime MDS, legacy vehicles) and the error/token bodies are described here.
  */
 import { GBFS_V2_SCHEMAS } from '../../schemas/gbfs/v2.js';
-import { GBFS_V3_SCHEMAS } from '../../schemas/gbfs/v3.js';
+import { GBFS_V3_SCHEMAS, manifestV3Schema } from '../../schemas/gbfs/v3.js';
 import { InsuranceHeadSchema, InsuranceTripSchema } from '../../schemas/insurance/trips.js';
 import { featurePoint, location, timestampMs, uuid } from '../../schemas/mds/common.js';
 import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema } from '../../schemas/mds/legacy.js';
@@ -191,3 +191,4 @@ export const GBFS_FILES = {
 
 for (const { file, schema } of GBFS_FILES['2.2']) FEED_SCHEMAS[schema] = oas(GBFS_V2_SCHEMAS[file as keyof typeof GBFS_V2_SCHEMAS]);
 for (const { file, schema } of GBFS_FILES['3.0']) FEED_SCHEMAS[schema] = oas(GBFS_V3_SCHEMAS[file as keyof typeof GBFS_V3_SCHEMAS]);
+FEED_SCHEMAS.GbfsV3Manifest = oas(manifestV3Schema);

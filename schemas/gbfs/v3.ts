@@ -32,9 +32,10 @@ export const gbfsVersionsV3Schema = envelope('3.0', container('versions', {
 export const systemInformationV3Schema = envelope('3.0', {
   type: 'object',
   additionalProperties: false,
-  required: ['system_id', 'languages', 'name', 'operator', 'attribution_organization_name', 'attribution_url', 'email', 'feed_contact_email', 'opening_hours', 'timezone', 'rental_apps'],
+  required: ['system_id', 'languages', 'name', 'operator', 'attribution_organization_name', 'attribution_url', 'email', 'feed_contact_email', 'opening_hours', 'timezone', 'rental_apps', 'manifest_url'],
   properties: {
     system_id: str,
+    manifest_url: uri,
     languages: { type: 'array', minItems: 1, items: { type: 'string', pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } },
     name: localized,
     operator: localized,
@@ -217,6 +218,35 @@ export const geofencingZonesV3Schema = envelope('3.0', {
       },
     },
     global_rules: { type: 'array', minItems: 1, items: ruleV3 },
+  },
+});
+
+/**
+ * manifest.json (GBFS 3.0: required from a publisher of more than one dataset, one per zone here):
+ * the datasets a caller may read, each with its versions (sorted) and their discovery URLs. Served at
+ * one URL for every zone (/v1/partner-apis/gbfs/manifest.json), so not one of the per-zone files.
+ */
+export const manifestV3Schema = envelope('3.0', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['datasets'],
+  properties: {
+    datasets: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['system_id', 'versions'],
+        properties: {
+          system_id: str,
+          versions: {
+            type: 'array',
+            minItems: 1,
+            items: { type: 'object', additionalProperties: false, required: ['version', 'url'], properties: { version: { enum: ['2.2', '3.0'] }, url: uri } },
+          },
+        },
+      },
+    },
   },
 });
 

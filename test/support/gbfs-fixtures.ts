@@ -10,7 +10,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { Queryable } from '../../lib/db.js';
 import type { AppContext } from '../../lib/context.js';
-import { SPECS_DIR } from '../../lib/paths.js';
+import { SPECS_DIR, TOOLS_DIR } from '../../lib/paths.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
@@ -22,6 +22,12 @@ export function gbfsSpecsAvailable(): boolean {
 
 const validators = new Map<string, ValidateFunction>();
 
+/**
+ * manifest.json's official schema is not in specs/gbfs; the official validator carries the schemas of
+ * the same gbfs-json-schema commit (its PROVENANCE.md), manifest.json included.
+ */
+const VALIDATOR_SCHEMAS = join(TOOLS_DIR, 'gbfs-validator', 'versions', 'gbfs-json-schema');
+
 /** The official validator of a file (`version` 2.2 or 3.0, `file` without .json). */
 export function officialGbfs(version: '2.2' | '3.0', file: string): ValidateFunction {
   const key = `${version}/${file}`;
@@ -30,7 +36,8 @@ export function officialGbfs(version: '2.2' | '3.0', file: string): ValidateFunc
     // one Ajv per schema: the official files are independent documents
     const ajv = new Ajv({ allErrors: true, strict: false });
     addFormats(ajv);
-    v = ajv.compile(JSON.parse(readFileSync(join(GBFS_SPECS, `v${version}`, `${file}.json`), 'utf8')));
+    const inSpecs = join(GBFS_SPECS, `v${version}`, `${file}.json`);
+    v = ajv.compile(JSON.parse(readFileSync(existsSync(inSpecs) ? inSpecs : join(VALIDATOR_SCHEMAS, `v${version}`, `${file}.json`), 'utf8')));
     validators.set(key, v);
   }
   return v;

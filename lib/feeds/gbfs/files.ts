@@ -63,6 +63,14 @@ export function v3Url(publicBaseUrl: string, zoneId: string, file: string): stri
   return `${publicBaseUrl}/v1/partner-apis/gbfs/${encodeURIComponent(zoneId)}/${file}.json`;
 }
 
+/** The one manifest.json of the publisher (GBFS 3.0), answered per caller. */
+export function manifestUrl(publicBaseUrl: string): string {
+  return `${publicBaseUrl}/v1/partner-apis/gbfs/manifest.json`;
+}
+
+/** gbfs_snapshots.file of a manifest; its scope is the caller's client scope (gbfsV2Scope). */
+export const MANIFEST_FILE = 'manifest';
+
 export function v2Url(publicBaseUrl: string, file: string): string {
   return `${publicBaseUrl}/gbfs/v2/${file}.json`;
 }

@@ -18,7 +18,8 @@ import {
   zoneRentable,
   type BuildEnv,
 } from './common.js';
-import { V3_FILES, v2Url, v3Url, type V3File } from './files.js';
+import { V3_FILES, manifestUrl, v2Url, v3Url, type V3File } from './files.js';
+import { systemInformationV2, type V2Scope } from './v2.js';
 import { areaRule, areaVehicleTypeIds, globalRule, orderedAreas, type Rule } from './geofencing.js';
 import type { ZoneData } from './model.js';
 import { openingHours } from './time.js';
@@ -37,19 +38,35 @@ export function gbfsV3(z: ZoneData, env: BuildEnv, role: Role) {
   return { feeds };
 }
 
+/**
+ * Versions of this system only (system_id `{provider}:{zone}`). The 2.2 feed is published per
+ * client scope at one URL whose system depends on the caller, so no 2.2 URL names this zone's
+ * system for every reader of this file: the caller's manifest.json says which 2.2 system it reads.
+ */
 export function gbfsVersionsV3(z: ZoneData, env: BuildEnv) {
-  return {
-    versions: [
-      { version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') },
-      { version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') },
-    ],
-  };
+  return { versions: [{ version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') }] };
+}
+
+/**
+ * The caller's manifest: one dataset per zone of its client scope (3.0, system `{provider}:{zone}`),
+ * and its 2.2 system; a one-zone scope's 2.2 system is that zone's, so one dataset with both versions.
+ */
+export function manifestV3(s: V2Scope, env: BuildEnv) {
+  const datasets = s.zones.map((z) => ({ system_id: `${env.providerId}:${z.zone.id}`, versions: [{ version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') }] }));
+  const v2 = { version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') };
+  const systemId = systemInformationV2(s, env).system_id;
+  const same = datasets.find((d) => d.system_id === systemId);
+  if (same) same.versions.unshift(v2);
+  else datasets.push({ system_id: systemId, versions: [v2] });
+  return { datasets };
 }
 
 export function systemInformationV3(z: ZoneData, env: BuildEnv) {
   const { zone } = z;
   return {
     system_id: `${env.providerId}:${zone.id}`,
+    // GBFS 3.0: required from a publisher of more than one dataset (one per zone)
+    manifest_url: manifestUrl(env.publicBaseUrl),
     languages: zoneLanguages(zone.language),
     name: loc(`${env.providerName} ${zone.name}`, zone.language),
     operator: loc(env.providerName, zone.language),

@@ -19,14 +19,14 @@ import type { AppContext } from '../../../lib/context.js';
 import { q } from '../../../lib/db.js';
 import { ROLES, gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
-import { STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES, gbfsObjectKey, gbfsTtl, isStatusFile, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
+import { MANIFEST_FILE, STATIC_TTL, STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES, gbfsObjectKey, gbfsTtl, isStatusFile, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
 import { loadZoneData, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
 import { buildV2, envelopeV2, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
-import { buildV3, envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
+import { buildV3, envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
-import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
+import { GBFS_V3_SCHEMAS, manifestV3Schema } from '../../../schemas/gbfs/v3.js';
 
 export type GbfsPublishMode = 'status' | 'static' | 'all';
 
@@ -140,6 +140,17 @@ function plan(mode: GbfsPublishMode, zones: Map<string, ZoneData>, scopes: V2Sco
     }
   }
   for (const s of scopes) {
+    // the caller's manifest.json (GBFS 3.0): stored per client scope, like the 2.2 files
+    if (wanted(MANIFEST_FILE)) {
+      tasks.push({
+        version: '3.0',
+        scope: s.id,
+        file: MANIFEST_FILE,
+        ttl: STATIC_TTL,
+        schema: manifestV3Schema,
+        render: (lu) => envelopeV3(lu, STATIC_TTL, manifestV3(s, env)),
+      });
+    }
     for (const file of V2_FILES.filter(wanted)) {
       let data: unknown;
       tasks.push({
