@@ -87,7 +87,7 @@ describe('GBFS feeds through the official MobilityData validator', function () {
   const validate = async (url: string, role: Role) => {
     const gbfs = new GBFS(url, { auth: { type: 'headers', headers: [{ key: 'Authorization', value: `Bearer ${tokens.get(role)}` }] } });
     const report = await gbfs.validation();
-    const failing = report.files.filter((f) => f.errorsCount > 0).map((f) => ({ file: f.type ?? f.file, errors: JSON.stringify(f.errors ?? f.languages ?? f.body).slice(0, 600) }));
+    const failing = report.files.filter((f) => f.errorsCount > 0).map((f) => ({ file: f.type ?? f.file, errors: JSON.stringify(f).slice(0, 1500) }));
     expect(failing, `${url} as ${role}`).to.deep.equal([]);
     expect(report.summary.errorsCount, `${url} as ${role}`).to.equal(0);
     return { report, files: (await gbfs.getFiles()).files };
@@ -122,6 +122,34 @@ describe('GBFS feeds through the official MobilityData validator', function () {
       }
     });
   }
+
+  it('GBFS 2.2 spanning Berlin (de) and Copenhagen (da): discovery keyed by language, each language\'s texts in it, one e-mail', async () => {
+    const get = async (path: string) => {
+      const res = await fetch(`${base}${path}`, { headers: { Authorization: `Bearer ${tokens.get('city')}` } });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const discovery = (await get('/gbfs/v2/gbfs.json')).body;
+    expect(Object.keys(discovery.data)).to.deep.equal(['de', 'da']);
+    expect(discovery.data.da.feeds.find((f: any) => f.name === 'system_pricing_plans').url).to.equal(`${base}/gbfs/v2/da/system_pricing_plans.json`);
+    const emails = new Set<string>();
+    for (const [language, words] of [['de', /zum Entsperren, dann .* pro Minute/], ['da', /for at låse op, derefter .* pr\. minut/]] as const) {
+      const info = await get(`/gbfs/v2/${language}/system_information.json`);
+      expect(info.status).to.equal(200);
+      expect(info.body.data.language).to.equal(language);
+      emails.add(info.body.data.email);
+      const plans = (await get(`/gbfs/v2/${language}/system_pricing_plans.json`)).body.data.plans;
+      // both zones' plans, every description in the file's language
+      expect(plans.length).to.be.greaterThan(2);
+      for (const p of plans) expect(p.description, `${language} ${p.plan_id}`).to.match(words);
+      // its own discovery says the same
+      expect(Object.keys((await get(`/gbfs/v2/${language}/gbfs.json`)).body.data)).to.deep.equal(['de', 'da']);
+    }
+    expect(emails.size, 'one support e-mail per system').to.equal(1);
+    // the plain URLs are the first zone's language; a language the system does not have is unknown
+    expect((await get('/gbfs/v2/system_information.json')).body.data.language).to.equal('de');
+    expect((await get('/gbfs/v2/fr/system_information.json')).status).to.equal(404);
+    expect((await get('/gbfs/v2/DE-de/system_information.json')).status).to.equal(404);
+  });
 
   it('GBFS 2.2 (every demo zone, each language of the system): 0 errors and fresh real-time files, for every GBFS role', async () => {
     for (const role of ROLES.filter(hasGbfs)) {

@@ -63,7 +63,7 @@ describe('zone rules: one decision for the engine and GBFS', function () {
       this.timeout(120000);
       const data = (await loadZoneData(t.ctx.db, { zoneIds: [zoneId], now: t.ctx.clock.now(), areas: true, vehicles: false })).get(zoneId)!;
       const v3 = geofencingZonesV3(data);
-      const v2 = geofencingZonesV2({ id: 'test', role: 'city' as never, zoneIds: [zoneId], zones: [data] }).geofencing_zones;
+      const v2 = geofencingZonesV2({ zones: [data] }).geofencing_zones;
       const features3 = v3.geofencing_zones.features as unknown as Feature[];
       const features2 = v2.features as unknown as Feature[];
       const { xmin, ymin, xmax, ymax } = await t.ctx.db.one(

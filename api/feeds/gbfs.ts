@@ -8,7 +8,9 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import { q } from '../../lib/db.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
-import { gbfsSnapshotFile, MANIFEST_FILE, V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
+import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
+
+const version22 = '2.2';
 import { serveObject } from '../../lib/http/serve-object.js';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { FeedError, forbidden, notFound } from './errors.js';
@@ -49,6 +51,24 @@ export function gbfsRoutes(router: Router, deps: FeedDeps): void {
     authorize(claims, { family: 'gbfs', version: '3.0', file });
     const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
     await serveSnapshot(deps, ctx, '3.0', zone.id, gbfsSnapshotFile('3.0', file, claims.role));
+  });
+
+  // one language of a system whose zones speak several (its gbfs.json lists these URLs)
+  router.get('/gbfs/v2/:language/:file.json', async (ctx) => {
+    const claims = await authenticate(deps, ctx);
+    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+    const language = ctx.params.language ?? '';
+    if (!LANGUAGE_TAG.test(language)) throw notFound('unknown GBFS language');
+    const file = fileParam(ctx.params.file, V2_FILES);
+    authorize(claims, { family: 'gbfs', version: '2.2', file });
+    const scope = gbfsV2Scope(claims.role, claims.zones);
+    const stored = gbfsSnapshotFile('2.2', file, claims.role);
+    // a language the system does not have is unknown; a system not published yet is retried
+    if (!(await deps.app.db.maybeOne(q('FeedGbfsSnapshot'), [version22, v2LanguageScope(scope, language), stored]))) {
+      if (await deps.app.db.maybeOne(q('FeedGbfsSnapshot'), [version22, scope, stored])) throw notFound(`this GBFS system has no files in language ${language}`);
+      throw notSnapshotted();
+    }
+    await serveSnapshot(deps, ctx, version22, v2LanguageScope(scope, language), stored);
   });
 
   router.get('/gbfs/v2/:file.json', async (ctx) => {

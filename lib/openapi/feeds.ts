@@ -292,6 +292,23 @@ function gbfsPaths(): Record<string, PathItem> {
       security: FEED_TOKEN,
     }),
   };
+  out['/gbfs/v2/{language}/{file}.json'] = {
+    get: feedOp({
+      operationId: 'gbfsV2FileInLanguage',
+      summary: 'GBFS 2.2 file in one language of the system',
+      description: 'A system whose zones speak several languages (Berlin de, Copenhagen da) is published once per language: its gbfs.json is keyed by language and lists these URLs, whose texts (price descriptions, alerts) are in that language. `/gbfs/v2/{file}.json` is the first zone’s language.',
+      tag: 'GBFS 2.2',
+      parameters: [
+        { name: 'language', in: 'path', required: true, description: 'a language of the system, as its gbfs.json keys it', schema: { type: 'string', pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } },
+        { name: 'file', in: 'path', required: true, description: 'a 2.2 file name', schema: { type: 'string', enum: GBFS_FILES['2.2'].map((f) => f.file) } },
+      ],
+      ok: ok('the file (version 2.2) in that language', { 'application/json': { oneOf: GBFS_FILES['2.2'].map((f) => schemaRef(f.schema)) } }, true),
+      file: true,
+      badParams: 'none expected',
+      notFound: 'unknown file, or a language the caller’s system does not have',
+      security: [...LEGACY_TOKEN, ...FEED_TOKEN],
+    }),
+  };
   for (const { file, schema } of GBFS_FILES['2.2']) {
     out[`/gbfs/v2/${file}.json`] = {
       get: feedOp({

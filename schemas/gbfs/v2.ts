@@ -11,8 +11,8 @@ const ids = { type: 'array', items: str } as const;
 
 export const gbfsV2Schema = envelope('2.2', {
   type: 'object',
+  // one entry per language of the system (docs/gbfs.md)
   minProperties: 1,
-  maxProperties: 1,
   patternProperties: {
     '^[a-z]{2,3}(-[A-Z]{2})?$': {
       type: 'object',

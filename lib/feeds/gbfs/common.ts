@@ -121,9 +121,10 @@ export interface Alert {
  * Alerts of a zone now: closed (zones.status), asleep (inside a sleep window, zone clock). A closure
  * has no known end; it started at the zone's last update (when the status was set).
  */
-export function zoneAlerts(z: ZoneData): Alert[] {
+/** The zone's alerts, their texts in `textLanguage` (default: the zone's own; GBFS 2.2 renders each language of a system). */
+export function zoneAlerts(z: ZoneData, textLanguage: string = z.zone.language): Alert[] {
   const out: Alert[] = [];
-  const { t, language } = phrasesFor(z.zone.language);
+  const { t, language } = phrasesFor(textLanguage);
   if (z.zone.status === 'closed') {
     out.push({
       id: `${z.zone.id}:closed`,

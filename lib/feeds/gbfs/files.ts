@@ -75,6 +75,19 @@ export function v2Url(publicBaseUrl: string, file: string): string {
   return `${publicBaseUrl}/gbfs/v2/${file}.json`;
 }
 
+/** A 2.2 file in one language of a system that has several (GBFS 2.2: discovery keyed by language). */
+export function v2LanguageUrl(publicBaseUrl: string, language: string, file: string): string {
+  return `${publicBaseUrl}/gbfs/v2/${language}/${file}.json`;
+}
+
+/** GBFS language tags (as the official schemas write them): the path segment of a language's 2.2 files. */
+export const LANGUAGE_TAG = /^[a-z]{2,3}(-[A-Z]{2})?$/;
+
+/** The gbfs_snapshots scope of one language of a 2.2 scope (its objects: gbfs/2.2/{scope}/lang={language}/…). */
+export function v2LanguageScope(scope: string, language: string): string {
+  return `${scope}/lang=${language}`;
+}
+
 /** Object key of a snapshot; `file` is the gbfs_snapshots.file value (e.g. `gbfs.city`). */
 export function gbfsObjectKey(version: GbfsVersion, scope: string, file: string): string {
   return `gbfs/${version}/${scope}/${file}.json.gz`;

@@ -1,7 +1,10 @@
 /**
  * GBFS 2.2 files of one region scope (requirement §2.4, spec in specs/gbfs/v2.2): the zones a
  * feed client may read, merged. Regions are the zones; vehicles carry no region (2.2 has none on
- * free_bike_status). The first zone (by id) gives the system's language and time zone.
+ * free_bike_status). The first zone (by id) gives the system's time zone and default language.
+ * A system whose zones speak several languages is published once per language, as GBFS 2.2 does
+ * it: gbfs.json is keyed by language, each language's files at /gbfs/v2/{language}/{file}.json
+ * carry texts in that language (one support e-mail per system, whatever the language).
  */
 import { canRead, type Role } from '../roles.js';
 import {
@@ -15,34 +18,44 @@ import {
   zoneAlerts,
   type BuildEnv,
 } from './common.js';
-import { V2_FILES, v2Url, v3Url, type V2File } from './files.js';
+import { V2_FILES, v2LanguageUrl, v2Url, v3Url, type V2File } from './files.js';
+import { phrasesFor } from './phrases.js';
 import { areaRule, areaVehicleTypeIds, orderedAreas } from './geofencing.js';
 import type { GbfsVehicleType, ZoneData } from './model.js';
 import { posix } from './time.js';
 
 export interface V2Scope {
+  /** gbfs_snapshots scope: gbfsV2Scope(role, zones), or v2LanguageScope of it for one language */
   id: string;
+  /** gbfsV2Scope(role, zones): the client scope, whatever the language */
+  clientScope: string;
   role: Role;
   /** null: every zone */
   zoneIds: string[] | null;
   /** the scope's zones that exist, ordered by id */
   zones: ZoneData[];
+  /** the language of this rendering's texts */
+  language: string;
+  /** every language of the system, the default (the first zone's) first */
+  languages: string[];
+}
+
+/** The languages of a system's texts: each zone's (English where a zone's has no phrase table), first zone first. */
+export function systemLanguages(zones: readonly ZoneData[]): string[] {
+  return [...new Set(zones.map((z) => phrasesFor(z.zone.language).language))];
 }
 
 export function envelopeV2(lastUpdated: Date, ttl: number, data: unknown): Record<string, unknown> {
   return { last_updated: posix(lastUpdated), ttl, version: '2.2', data };
 }
 
-function language(s: V2Scope): string {
-  return s.zones[0]?.zone.language ?? 'en';
-}
-
+/** Discovery: one entry per language; a one-language system keeps the plain /gbfs/v2/{file}.json URLs. */
 export function gbfsV2(s: V2Scope, env: BuildEnv) {
-  const feeds = V2_FILES.filter((f) => f === 'gbfs' || canRead(s.role, { family: 'gbfs', version: '2.2', file: f })).map((name) => ({
-    name,
-    url: v2Url(env.publicBaseUrl, name),
-  }));
-  return { [language(s)]: { feeds } };
+  const names = V2_FILES.filter((f) => f === 'gbfs' || canRead(s.role, { family: 'gbfs', version: '2.2', file: f }));
+  const several = s.languages.length > 1;
+  return Object.fromEntries(
+    s.languages.map((lang) => [lang, { feeds: names.map((name) => ({ name, url: several ? v2LanguageUrl(env.publicBaseUrl, lang, name) : v2Url(env.publicBaseUrl, name) })) }]),
+  );
 }
 
 export function gbfsVersionsV2(s: V2Scope, env: BuildEnv) {
@@ -58,7 +71,7 @@ export function systemInformationV2(s: V2Scope, env: BuildEnv) {
   return {
     // stable and unique per zone set; the role is not part of the system
     system_id: s.zoneIds === null ? env.providerId : `${env.providerId}:${zoneIds.join('+')}`,
-    language: language(s),
+    language: s.language,
     name: s.zones.length === 1 ? `${env.providerName} ${first!.name}` : env.providerName,
     operator: env.providerName,
     url: env.publicBaseUrl,
@@ -127,7 +140,7 @@ export function systemPricingPlansV2(s: V2Scope) {
         currency: zone.currency,
         price: major(p.startPrice, zone.currency),
         is_taxable: false,
-        description: priceDescription(p.startPrice, p.pricePerMinute, zone.currency, zone.language).text,
+        description: priceDescription(p.startPrice, p.pricePerMinute, zone.currency, s.language).text,
         per_min_pricing: [{ start: 0, rate: major(p.pricePerMinute, zone.currency), interval: 1 }],
       });
     }
@@ -138,7 +151,7 @@ export function systemPricingPlansV2(s: V2Scope) {
 export function systemAlertsV2(s: V2Scope, env: BuildEnv) {
   const alerts = [];
   for (const z of s.zones) {
-    for (const a of zoneAlerts(z)) {
+    for (const a of zoneAlerts(z, s.language)) {
       alerts.push({
         alert_id: a.id,
         type: a.type,
@@ -155,7 +168,7 @@ export function systemAlertsV2(s: V2Scope, env: BuildEnv) {
   return { alerts };
 }
 
-export function geofencingZonesV2(s: V2Scope) {
+export function geofencingZonesV2(s: Pick<V2Scope, 'zones'>) {
   const features = [];
   for (const z of s.zones) {
     for (const a of orderedAreas(z.areas)) {

@@ -19,10 +19,10 @@ import type { AppContext } from '../../../lib/context.js';
 import { q } from '../../../lib/db.js';
 import { ROLES, gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
-import { MANIFEST_FILE, STATIC_TTL, STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES, gbfsObjectKey, gbfsTtl, isStatusFile, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
+import { MANIFEST_FILE, STATIC_TTL, STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES, gbfsObjectKey, gbfsTtl, isStatusFile, v2LanguageScope, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
 import { loadZoneData, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
-import { buildV2, envelopeV2, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
+import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
@@ -105,7 +105,11 @@ export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsP
   return result;
 }
 
-/** Distinct 2.2 region scopes of the clients not revoked whose role reads GBFS. */
+/**
+ * Distinct 2.2 region scopes of the clients not revoked whose role reads GBFS: each in its default
+ * language (the plain URLs), and, for a system whose zones speak several languages, once more per
+ * language (v2LanguageScope, the /gbfs/v2/{language}/ URLs its discovery lists).
+ */
 function scopesOf(rows: Array<{ role: Role; zones: string[] | null }>, zones: Map<string, ZoneData>): V2Scope[] {
   const out = new Map<string, V2Scope>();
   for (const r of rows) {
@@ -114,9 +118,13 @@ function scopesOf(rows: Array<{ role: Role; zones: string[] | null }>, zones: Ma
     if (out.has(id)) continue;
     const wanted = r.zones === null ? null : new Set(r.zones);
     const data = [...zones.values()].filter((z) => wanted === null || wanted.has(z.zone.id));
-    out.set(id, { id, role: r.role, zoneIds: r.zones === null ? null : [...new Set(r.zones)].sort(), zones: data });
+    if (!data.length) continue;
+    const languages = systemLanguages(data);
+    const scope: V2Scope = { id, clientScope: id, role: r.role, zoneIds: r.zones === null ? null : [...new Set(r.zones)].sort(), zones: data, language: languages[0]!, languages };
+    out.set(id, scope);
+    if (languages.length > 1) for (const language of languages) out.set(v2LanguageScope(id, language), { ...scope, id: v2LanguageScope(id, language), language });
   }
-  return [...out.values()].filter((s) => s.zones.length > 0);
+  return [...out.values()];
 }
 
 function plan(mode: GbfsPublishMode, zones: Map<string, ZoneData>, scopes: V2Scope[], roles: Role[], env: BuildEnv): Task[] {
@@ -141,7 +149,7 @@ function plan(mode: GbfsPublishMode, zones: Map<string, ZoneData>, scopes: V2Sco
   }
   for (const s of scopes) {
     // the caller's manifest.json (GBFS 3.0): stored per client scope, like the 2.2 files
-    if (wanted(MANIFEST_FILE)) {
+    if (wanted(MANIFEST_FILE) && s.id === s.clientScope) {
       tasks.push({
         version: '3.0',
         scope: s.id,
