@@ -3,6 +3,7 @@
  * body `{error, error_description, error_details}` (MDS 2.0 models/response/error.yaml), also on
  * GBFS, insurance and the legacy host, so a consumer needs one parser.
  */
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
 import { isClientAborted } from '../../lib/http/body.js';
 
@@ -46,7 +47,7 @@ export function forbidden(description: string): FeedError {
   });
 }
 
-/** First in a feed router: renders FeedError, maps database outages to 503, hides everything else. */
+/** First in a feed router: renders FeedError, maps database outages to 503 (lib/http/outage.ts), hides everything else. */
 export function feedErrors(): Koa.Middleware {
   return async (ctx, next) => {
     try {
@@ -56,8 +57,9 @@ export function feedErrors(): Koa.Middleware {
       // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
       if (isClientAborted(err)) throw err;
       if (err instanceof FeedError) e = err;
-      else if ((err as { kind?: string })?.kind === 'unavailable') {
-        e = new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', undefined, { 'Retry-After': '5' });
+      else if (isOutage(err)) {
+        ctx.state.log?.warn({ err: err.message }, 'database unavailable');
+        e = new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', undefined, { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) });
       } else {
         ctx.state.log?.error({ err }, 'feed request failed');
         e = new FeedError(500, 'internal_error', 'internal server error');

@@ -10,6 +10,7 @@
  * with Retry-After after a few failures per client id or address per minute, 503
  * `temporarily_unavailable` when too many secret checks are already waiting.
  */
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
 import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
 import { HashGateFull } from '../../lib/auth/token-guard.js';
@@ -127,7 +128,9 @@ export function tokenHandler(deps: FeedDeps): Koa.Middleware {
       metrics.tokensIssued.inc({ role: client.role });
       ctx.status = 200;
       ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
-    } catch (err) {
+    } catch (caught) {
+      // a database outage is RFC 6749's temporarily_unavailable, with the outage rule's Retry-After
+      const err = isOutage(caught) ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS) : caught;
       if (!(err instanceof OAuthError)) throw err;
       metrics.tokenFailures.inc({ error: err.error });
       ctx.status = err.status;

@@ -1,17 +1,18 @@
 /**
  * The one renderer of the partner rental API's errors: JSON:API error objects
  * `{"errors":[{"status":"400","code":"InvalidUserId","title":"Bad Request","detail":"invalid user id"}]}`.
- * RentalError renders as itself; a database outage as 503; anything else as a bare 500
+ * RentalError renders as itself; a database outage as 503 (lib/http/outage.ts); anything else as a bare 500
  * `InternalServerError` that leaks nothing (the cause goes to the log).
  */
 import type Koa from 'koa';
 import { STATUS_CODES } from 'node:http';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { isClientAborted } from '../../lib/http/body.js';
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 
 export function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
-  if ((err as { kind?: string })?.kind === 'unavailable') return new RentalError('ServiceUnavailable', { headers: { 'Retry-After': '5' }, cause: err });
+  if (isOutage(err)) return new RentalError('ServiceUnavailable', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) }, cause: err });
   return new RentalError('InternalServerError', { cause: err });
 }
 

@@ -1,7 +1,8 @@
 /** Users: register, read, update, GDPR erasure (partner-rental-api.md §4, error table §7). */
 import type { Router, RouterMiddleware as Mw } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
-import { DbError, q } from '../../lib/db.js';
+import { q } from '../../lib/db.js';
+import { isOutage } from '../../lib/http/outage.js';
 import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
 import { RegisterUserBody, UpdateUserBody } from '../../schemas/partner/requests.js';
 import { principalOf } from './auth.js';
@@ -28,7 +29,7 @@ export function userRoutes(router: Router, app: AppContext, auth: Mw): void {
     try {
       row = await app.db.one(q('PartnerUserInsert'), [principalOf(ctx).partnerId, email, externalId, app.clock.now()]);
     } catch (err) {
-      if (err instanceof DbError && err.kind === 'unavailable') throw err;
+      if (isOutage(err)) throw err;
       throw new RentalError('ErrUserRegistrationFailed', { cause: err });
     }
     ctx.body = { data: presentUser(row) };

@@ -4,7 +4,7 @@
  * the Content-Language header TOMP requires on its responses.
  */
 import type Koa from 'koa';
-import { DbError } from '../../lib/db.js';
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type { Logger } from '../../lib/log.js';
 import { compile, describeErrors, containsNul } from '../../lib/validate.js';
 import { TompError } from '../../lib/tomp/errors.js';
@@ -33,9 +33,9 @@ function toTompError(err: unknown, log: Logger): TompError {
     if (err.status >= 500 && err.status !== 503) log.error({ err }, 'tomp request failed');
     return err;
   }
-  if (err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout')) {
+  if (isOutage(err)) {
     log.warn({ err: err.message }, 'database unavailable');
-    return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: 5 });
+    return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS });
   }
   log.error({ err }, 'tomp request failed');
   return new TompError(500, 'internal error');

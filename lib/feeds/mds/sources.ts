@@ -57,7 +57,9 @@ export class Snapshot {
     const s = new Snapshot(client, opts.batchSize ?? 1000, ownsClient);
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.floor(opts.statementTimeoutMs ?? 600_000))}`);
+      // without one, the session's own: a request's snapshot times out like its other statements
+      // (the pool's statement_timeout, then the outage rule's 503); long work passes its own
+      if (opts.statementTimeoutMs !== undefined) await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.floor(opts.statementTimeoutMs))}`);
     } catch (err) {
       s.isBroken = true;
       await s.close();
