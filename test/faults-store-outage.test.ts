@@ -66,8 +66,12 @@ describe('faults: object store down while publishing (S3)', function () {
         return s.totals.failed === files ? s : undefined;
       }, 45_000, 200);
       expect(down.failures.map((f) => f.error).join('\n')).to.match(/s3 put|ECONNREFUSED|connect/i);
-      // pg-boss keeps every failed job for a retry, with a delay (backoff), not at once
-      const jobs = await t.ctx.db.many(`SELECT state, retry_count, start_after > now() AS delayed FROM pgboss.job WHERE name = $1`, [QUEUES.hour]);
+      // pg-boss keeps every failed job for a retry, with a delay (backoff), not at once; a job marks
+      // its files failed before it throws, so pg-boss may record the retry a moment after
+      const jobs = await waitFor('every hour job to wait for its retry', async () => {
+        const rows = await t.ctx.db.many(`SELECT state, retry_count, start_after > now() AS delayed FROM pgboss.job WHERE name = $1`, [QUEUES.hour]);
+        return rows.filter((j) => j.state === 'retry').length === hourJobs ? rows : undefined;
+      }, 10_000, 100);
       expect(jobs.filter((j) => j.state === 'retry')).to.have.length(hourJobs);
       expect(jobs.every((j) => j.state !== 'retry' || j.delayed)).to.equal(true);
 
