@@ -4,24 +4,14 @@
  * (realtime.ts), streamed with the publisher's record mappers.
  */
 import type Router from '@koa/router';
-import type Koa from 'koa';
-import type { MdsEndpoint } from '../../lib/feeds/roles.js';
-import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
-import { MDS_2_0, negotiate } from './accept.js';
+import type { FeedDeps } from './auth.js';
+import { MDS_2_0 } from './accept.js';
+import { mdsGate } from './gates.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam } from './params.js';
-import type { ZoneInfo } from './zones.js';
 import { realtimeMdsRoutes } from './realtime.js';
 import { publicationsIndexRoute } from './publications-index.js';
 import { reportRoutes } from './reports.js';
-
-/** Authentication, version, role and zone checks shared by every MDS 2.0 endpoint. */
-export async function mdsGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint): Promise<ZoneInfo> {
-  const claims = await authenticate(deps, ctx);
-  negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
-  authorize(claims, { family: 'mds', version: '2.0', endpoint });
-  return resolveZone(deps, claims.zones, ctx.params.zoneID);
-}
 
 export function mdsRoutes(router: Router, deps: FeedDeps): void {
   const base = '/v1/partner-apis/mds/:zoneID';

@@ -20,7 +20,7 @@ import { eventsPage } from './paging.js';
 import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';
 import { notFound } from './errors.js';
-import { mdsGate } from './mds.js';
+import { mdsGate } from './gates.js';
 import { recentWindow, uuidParam } from './params.js';
 import { fromArray, streamFeed } from './stream.js';
 

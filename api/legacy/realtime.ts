@@ -13,7 +13,7 @@ import { eventsPage } from '../feeds/paging.js';
 import type { FeedDeps } from '../feeds/auth.js';
 import { recentWindow } from '../feeds/params.js';
 import { fromArray, streamFeed } from '../feeds/stream.js';
-import { legacyGate } from './router.js';
+import { legacyGate } from '../feeds/gates.js';
 
 /**
  * The window is in the query; a body is not used, but one that is there goes through the shared

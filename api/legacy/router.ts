@@ -6,28 +6,16 @@
 import type Koa from 'koa';
 import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
-import type { MdsEndpoint } from '../../lib/feeds/roles.js';
-import { authenticate, authorize, buildFeedDeps, resolveZone, type FeedDeps } from '../feeds/auth.js';
-import { MDS_0_4, MDS_1_2, negotiate, type MediaOffer } from '../feeds/accept.js';
+import { buildFeedDeps, type FeedDeps } from '../feeds/auth.js';
+import { MDS_0_4, MDS_1_2 } from '../feeds/accept.js';
+import { legacyGate } from '../feeds/gates.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { single, timeHourParam } from '../feeds/params.js';
 import { feedHost } from '../feeds/router.js';
 import type { FastHourFile } from '../feeds/fast.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import { tokenHandler } from '../feeds/token.js';
-import type { ZoneInfo } from '../feeds/zones.js';
 import { legacyRealtimeRoutes } from './realtime.js';
-
-export type LegacyVersion = '1.2' | '0.4';
-
-/** Authentication, version (required), role and zone checks of every legacy feed. */
-export async function legacyGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint): Promise<{ zone: ZoneInfo; offer: MediaOffer<LegacyVersion> }> {
-  const claims = await authenticate(deps, ctx);
-  const offer = negotiate<LegacyVersion>(ctx.get('Accept') || undefined, [MDS_1_2, MDS_0_4], undefined);
-  authorize(claims, { family: 'mds', version: offer.version, endpoint });
-  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
-  return { zone, offer };
-}
 
 /** `deps`: pass the app's own when its hot path (LEGACY_HOT_FILES) must share the caches. */
 export function legacyRoutes(ctx: AppContext, deps: FeedDeps = buildFeedDeps(ctx)): Koa.Middleware {

@@ -14,7 +14,7 @@ import { mkdir, open, readdir, rename, unlink, type FileHandle } from 'node:fs/p
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { assertKey, StoreError, type ObjectMeta, type ObjectStore, type PutOptions, type StoredObject } from './types.js';
-import { assertPrefix, assertPutOptions } from './index.js';
+import { assertPrefix, assertPutOptions } from './types.js';
 
 const SUFFIX = '~obj';
 const MAGIC = 0x4f424a31; // "OBJ1"

@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { assertKey, StoreError, type ObjectMeta, type ObjectStore, type PutOptions, type StoredObject } from './types.js';
-import { assertPrefix, assertPutOptions } from './index.js';
+import { assertPrefix, assertPutOptions } from './types.js';
 
 export interface S3StoreOptions {
   bucket: string;

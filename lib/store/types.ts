@@ -60,3 +60,36 @@ export function assertKey(key: string): void {
     throw new StoreError(`invalid object key: ${JSON.stringify(key)}`);
   }
 }
+
+const META_KEY = /^[a-z0-9][a-z0-9-]{0,63}$/;
+const META_VALUE = /^[\x20-\x7e]*$/;
+const TOKEN = /^[\x21-\x7e]+$/;
+
+/**
+ * The put options both backends accept: what S3 can carry as headers (x-amz-meta-* is limited to
+ * printable ASCII and 2 KB in all), so that an object stored on disk could move to S3 unchanged.
+ */
+export function assertPutOptions(opts: PutOptions): void {
+  if (!opts || typeof opts.contentType !== 'string' || !/^[\x20-\x7e]+$/.test(opts.contentType)) {
+    throw new StoreError('put: contentType is required (printable ASCII)');
+  }
+  if (opts.contentEncoding !== undefined && !TOKEN.test(opts.contentEncoding)) {
+    throw new StoreError('put: invalid contentEncoding');
+  }
+  let total = 0;
+  for (const [k, v] of Object.entries(opts.metadata ?? {})) {
+    if (!META_KEY.test(k)) throw new StoreError(`put: invalid metadata key ${JSON.stringify(k)} (lower-case [a-z0-9-])`);
+    if (typeof v !== 'string' || !META_VALUE.test(v)) throw new StoreError(`put: metadata ${k} must be printable ASCII`);
+    total += k.length + v.length;
+  }
+  if (total > 2048) throw new StoreError('put: metadata larger than 2 KB');
+}
+
+const PREFIX = /^[A-Za-z0-9._=\/-]*$/;
+
+/** A list prefix: any beginning of a valid key (may end inside a segment or with `/`). */
+export function assertPrefix(prefix: string): void {
+  if (typeof prefix !== 'string' || prefix.length > 512 || !PREFIX.test(prefix) || prefix.startsWith('/') || prefix.includes('//') || prefix.includes('..')) {
+    throw new StoreError(`invalid list prefix: ${JSON.stringify(prefix)}`);
+  }
+}
