@@ -40,10 +40,20 @@ export function useTestContext(opts: { config?: Record<string, string>; now?: st
       gateway: new SimulatedGateway({ timeoutMs: 200 }),
     };
   });
+  // a file with a failed test keeps its database (and store folder) for inspection; the next run's
+  // global setup drops what runs that have ended left behind (test/support/global.ts)
+  let failed = false;
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') failed = true;
+  });
   after(async function () {
     this.timeout(60000);
     await t.ctx?.db.close();
     await t.ctx?.store.close();
+    if (failed && t.database) {
+      console.log(`      kept for inspection: database ${t.database.name} (psql ${t.database.url}), store ${t.storeDir}`);
+      return;
+    }
     await t.database?.drop();
     if (t.storeDir) rmSync(t.storeDir, { recursive: true, force: true });
   });

@@ -89,3 +89,23 @@ export async function emptyDatabase(): Promise<TestDatabase> {
     drop: () => withAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
   };
 }
+
+/**
+ * Drops the databases that test runs which have ended left behind (a failed file keeps its own for
+ * inspection, test/support/context.ts): `platform_test_{pid}_…` of a pid that no longer runs. A
+ * run still going on the same cluster keeps its databases.
+ */
+export async function dropLeftoverDatabases(): Promise<string[]> {
+  const rows = await withAdmin((c) => c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^platform_(test|empty)_[0-9]+_[0-9a-f]+$'`));
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  };
+  const gone = rows.rows.map((r) => r.datname).filter((name) => !alive(Number(name.split('_')[2])));
+  for (const name of gone) await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+  return gone;
+}

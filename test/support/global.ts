@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { ensureTemplate } from './db.js';
+import { dropLeftoverDatabases, ensureTemplate } from './db.js';
 import { SPECS_DIR } from '../../lib/paths.js';
 
 process.env.NODE_ENV = 'test';
@@ -13,6 +13,8 @@ process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
 
 export async function mochaGlobalSetup(): Promise<void> {
   await ensureTemplate();
+  const dropped = await dropLeftoverDatabases();
+  if (dropped.length) console.log(`  dropped ${dropped.length} database(s) kept by earlier runs' failed tests`);
   if (!existsSync(SPECS_DIR)) {
     // CI runs with ../shared beside the clone: its absence there is a broken run, not a reason to skip
     if (process.env.CI) throw new Error(`official specs not found at ${SPECS_DIR} (set SPECS_DIR): CI needs them`);
