@@ -16,7 +16,9 @@ import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
 import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './schedule.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
-import { loadOptionalJobs, type Sweep } from './jobs/optional.js';
+import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
+import { expirePendingBookings } from '../lib/tomp/holds.js';
+import { publishGbfsSnapshots } from './feeds/gbfs/index.js';
 import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
 
@@ -88,9 +90,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     await boss.work<HourSetJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
       const data = job!.data;
       const hour = parseHour(data.hour);
-      // jobs queued by an older publisher name one file (feedId): still honoured after an upgrade
-      const legacy = (data as { feedId?: string }).feedId;
-      const feeds = (data.feedIds ?? (legacy ? [legacy] : [])).map(feedById);
+      const feeds = (data.feedIds ?? []).map(feedById);
       if (!hour || !feeds.length || feeds.some((f) => !f)) {
         log.error({ job: data }, 'malformed publish job dropped');
         return;
@@ -103,18 +103,14 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     });
   }
 
-  const optional = await loadOptionalJobs(log);
-  const sweep = async (name: string, fns: (Sweep | undefined)[]) => {
-    const present = fns.filter((f): f is Sweep => f !== undefined);
-    if (!present.length) return false;
-    await boss.work(name, polling, async () => {
-      for (const fn of present) await fn(ctx);
+  // the sweeps: each queue runs its functions in order, one job at a time per cluster (singleton key)
+  const sweep = (name: string, fns: Array<(c: AppContext) => Promise<unknown>>) =>
+    boss.work(name, polling, async () => {
+      for (const fn of fns) await fn(ctx);
     });
-    return true;
-  };
-  const hasRentals = await sweep(QUEUES.rentals, [optional.autoEndIdleRentals, optional.expirePhotoWindows]);
-  const hasTomp = await sweep(QUEUES.tomp, [optional.expirePendingBookings]);
-  const hasGbfs = await sweep(QUEUES.gbfs, [optional.publishGbfsSnapshots]);
+  await sweep(QUEUES.rentals, [autoEndIdleRentals, expirePhotoWindows]);
+  await sweep(QUEUES.tomp, [expirePendingBookings]);
+  await sweep(QUEUES.gbfs, [publishGbfsSnapshots]);
   await sweep(QUEUES.history, [maintainHistory]);
   await sweep(QUEUES.reports, [publishDueReports]);
 
@@ -133,9 +129,9 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
       );
     };
     every('* * * * *', 'hourly-files', tick);
-    if (hasRentals) every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
-    if (hasTomp) every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
-    if (hasGbfs) every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
+    every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
+    every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
+    every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
     // one run per cluster at a time (singleton key); partitions for today exist before the first write
     const history = () => boss.send(QUEUES.history, {}, { singletonKey: 'history' });
     every('*/10 * * * *', 'history', history);
@@ -147,7 +143,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     // do not wait a minute after a start for the backlog
     void tick().catch((err) => log.warn({ err: (err as Error).message }, 'initial enqueue failed'));
   }
-  log.info({ concurrency: opts.concurrency ?? 2, cron: opts.cron ?? true, rentals: hasRentals, tomp: hasTomp, gbfs: hasGbfs }, 'publisher started');
+  log.info({ concurrency: opts.concurrency ?? 2, cron: opts.cron ?? true }, 'publisher started');
 
   return {
     boss,

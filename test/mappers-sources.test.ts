@@ -9,7 +9,8 @@ import { feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-
 import {
   streamEventsOfHour, streamLegacyVehicles, streamTrips, streamVehicleStatus, streamVehicles, toMdsVehicleStatus, toVehicle04,
 } from '../lib/feeds/mds/index.js';
-import { formatHour, isHourDue, parseHour } from '../lib/feeds/hours.js';
+import { formatHour, parseHour } from '../lib/feeds/hours.js';
+import { latestDueHour } from '../publisher/schedule.js';
 
 async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
@@ -24,8 +25,9 @@ describe('time-hour', () => {
     for (const bad of ['2026-02-29T00', '2026-04-31T10', '2026-11-05T24', '2026-13-01T00', '2026-11-5T07', '2026-11-05 07', 'x2026-11-05T07', '2026-11-05T07:00', ''])
       expect(parseHour(bad), bad).to.equal(undefined);
     expect(formatHour(new Date('2026-11-05T07:59:59Z'))).to.equal('2026-11-05T07');
-    expect(isHourDue(parseHour('2026-11-05T07')!, new Date('2026-11-05T08:04:59Z'), 300)).to.equal(false);
-    expect(isHourDue(parseHour('2026-11-05T07')!, new Date('2026-11-05T08:05:00Z'), 300)).to.equal(true);
+    // an hour is due once closed for the lateness (publisher/schedule.ts)
+    expect(formatHour(latestDueHour(new Date('2026-11-05T08:04:59Z'), 300))).to.equal('2026-11-05T06');
+    expect(formatHour(latestDueHour(new Date('2026-11-05T08:05:00Z'), 300))).to.equal('2026-11-05T07');
   });
 });
 

@@ -39,7 +39,3 @@ export function* hoursBetween(from: Date, to: Date): Generator<Date> {
   for (let t = floorHour(from).getTime(); t <= floorHour(to).getTime(); t += HOUR_MS) yield new Date(t);
 }
 
-/** Is the hour starting at `hour` due for publishing at `now` (closed at least `latenessSeconds` ago)? */
-export function isHourDue(hour: Date, now: Date, latenessSeconds: number): boolean {
-  return now.getTime() >= hour.getTime() + HOUR_MS + latenessSeconds * 1000;
-}
