@@ -3,7 +3,8 @@ import { currentSleepWindow, openingHours, posix } from '../lib/feeds/gbfs/time.
 import { rfc3339Utc } from '../lib/clock.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
 import { areaVehicleTypeIds } from '../lib/feeds/gbfs/geofencing.js';
-import { major, priceDescription, zoneLanguages } from '../lib/feeds/gbfs/common.js';
+import { priceDescription, zoneLanguages } from '../lib/feeds/gbfs/common.js';
+import { toMajor } from '../lib/money.js';
 import type { GbfsArea, GbfsVehicleType } from '../lib/feeds/gbfs/model.js';
 
 describe('GBFS helpers: time, names, texts', () => {
@@ -67,8 +68,8 @@ describe('GBFS helpers: time, names, texts', () => {
   });
 
   it('converts minor units by the currency digits', () => {
-    expect(major(150, 'EUR')).to.equal(1.5);
-    expect(major(150, 'JPY')).to.equal(150);
-    expect(major(1000, 'DKK')).to.equal(10);
+    expect(toMajor(150, 'EUR')).to.equal(1.5);
+    expect(toMajor(150, 'JPY')).to.equal(150);
+    expect(toMajor(1000, 'DKK')).to.equal(10);
   });
 });

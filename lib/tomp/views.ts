@@ -14,7 +14,7 @@
  *
  * "Moved" means the vehicle's last_moved_at (kept by telemetry, > 5 m) is after the rental start.
  */
-import { toMajor } from './money.js';
+import { toMajor } from '../money.js';
 import { rfc3339Utc } from '../clock.js';
 
 export interface BookingRow {

@@ -4,6 +4,7 @@
  */
 import type { GbfsVehicle, GbfsVehicleType, ZoneData } from './model.js';
 import { phrasesFor } from './phrases.js';
+import { toMajor } from '../../money.js';
 
 export interface BuildEnv {
   now: Date;
@@ -17,17 +18,12 @@ export function planId(zoneId: string, vehicleTypeId: string): string {
   return `${zoneId}:${vehicleTypeId}`;
 }
 
-/** Minor units → major units of the currency (2 decimals for EUR, 0 for JPY …). */
-export function major(minor: number, currency: string): number {
-  const digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-  return Number((minor / 10 ** digits).toFixed(digits));
-}
 
 export function money(minor: number, currency: string, language: string): string {
   try {
-    return new Intl.NumberFormat(language, { style: 'currency', currency }).format(major(minor, currency));
+    return new Intl.NumberFormat(language, { style: 'currency', currency }).format(toMajor(minor, currency));
   } catch {
-    return `${major(minor, currency)} ${currency}`;
+    return `${toMajor(minor, currency)} ${currency}`;
   }
 }
 

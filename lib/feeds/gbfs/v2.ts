@@ -9,7 +9,6 @@
 import { canRead, type Role } from '../roles.js';
 import {
   currentRangeMeters,
-  major,
   planId,
   priceDescription,
   rentalApps,
@@ -20,6 +19,7 @@ import {
 } from './common.js';
 import { V2_FILES, v2LanguageUrl, v2Url, v3Url, type V2File } from './files.js';
 import { phrasesFor } from './phrases.js';
+import { toMajor } from '../../money.js';
 import { areaRule, areaVehicleTypeIds, orderedAreas } from './geofencing.js';
 import type { GbfsVehicleType, ZoneData } from './model.js';
 import { posix } from './time.js';
@@ -138,10 +138,10 @@ export function systemPricingPlansV2(s: V2Scope) {
         plan_id: planId(zone.id, p.vehicleTypeId),
         name: `${names.get(p.vehicleTypeId) ?? p.vehicleTypeId} ${zone.name}`,
         currency: zone.currency,
-        price: major(p.startPrice, zone.currency),
+        price: toMajor(p.startPrice, zone.currency),
         is_taxable: false,
         description: priceDescription(p.startPrice, p.pricePerMinute, zone.currency, s.language).text,
-        per_min_pricing: [{ start: 0, rate: major(p.pricePerMinute, zone.currency), interval: 1 }],
+        per_min_pricing: [{ start: 0, rate: toMajor(p.pricePerMinute, zone.currency), interval: 1 }],
       });
     }
   }

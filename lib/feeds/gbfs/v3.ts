@@ -8,7 +8,6 @@ import {
   loc,
   planId,
   priceDescription,
-  major,
   rentalApps,
   rentalUris,
   stationCounts,
@@ -23,6 +22,7 @@ import { systemInformationV2, type V2Scope } from './v2.js';
 import { areaRule, areaVehicleTypeIds, globalRule, orderedAreas, type Rule } from './geofencing.js';
 import type { ZoneData } from './model.js';
 import { openingHours } from './time.js';
+import { toMajor } from '../../money.js';
 import { rfc3339Utc } from '../../clock.js';
 
 export function envelopeV3(lastUpdated: Date, ttl: number, data: unknown): Record<string, unknown> {
@@ -180,11 +180,11 @@ export function systemPricingPlansV3(z: ZoneData) {
       name: loc(`${names.get(p.vehicleTypeId) ?? p.vehicleTypeId} ${zone.name}`, zone.language),
       description: [priceDescription(p.startPrice, p.pricePerMinute, zone.currency, zone.language)],
       currency: zone.currency,
-      price: major(p.startPrice, zone.currency),
+      price: toMajor(p.startPrice, zone.currency),
       // prices include VAT: no tax is added on top
       is_taxable: false,
       surge_pricing: false,
-      per_min_pricing: [{ start: 0, rate: major(p.pricePerMinute, zone.currency), interval: 1 }],
+      per_min_pricing: [{ start: 0, rate: toMajor(p.pricePerMinute, zone.currency), interval: 1 }],
     })),
   };
 }
