@@ -6,16 +6,16 @@
  * prefixes first so that `/v1/partner-apis` never reaches the partner API's 404.
  *
  * Servers listen with `withHotPath(app)`: the hourly feed files the caches can answer completely are
- * answered on the raw request before Koa (api/feeds/fast.ts); everything else goes to
+ * answered on the raw request before Koa (api/feeds/hot-path.ts); everything else goes to
  * `app.callback()`. Koa alone answers every request the same (tests use `app.callback()`); the hot
  * path only saves Koa's per-request cost on the hottest route.
  */
 import Koa from 'koa';
 import type { RequestListener } from 'node:http';
 import type { AppContext } from '../lib/context.js';
-import { requestTelemetry, safety } from './middleware/safety.js';
+import { requestEnvelope, requestTelemetry } from './middleware/request-envelope.js';
 import { buildFeedDeps } from './feeds/auth.js';
-import { hourFileHotPath, type HotPath } from './feeds/fast.js';
+import { hourFileHotPath, type HotPath } from './feeds/hot-path.js';
 import { FEED_HOT_FILES } from './feeds/router.js';
 import { LEGACY_HOT_FILES } from './legacy/router.js';
 import { partnerRoutes } from './partner/router.js';
@@ -32,11 +32,11 @@ import { admissionFor } from '../lib/http/admission.js';
 export function buildApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
-  app.use(safety(ctx.log));
+  app.use(requestEnvelope(ctx.log));
   // the hot path shares the feed routes' caches: what the ordinary route fills, it answers from
   const feeds = buildFeedDeps(ctx);
   hotPaths.set(app, hourFileHotPath(feeds, FEED_HOT_FILES, requestTelemetry(ctx.log)));
-  // first after safety: the feed files are the hottest routes, and their prefixes are disjoint
+  // first after the request envelope: the feed files are the hottest routes, and their prefixes are disjoint
   // from the ops, public and docs paths, so no other router needs to look at them
   app.use(feedRoutes(ctx, feeds));
   app.use(opsRoutes(ctx));
@@ -54,7 +54,7 @@ export function buildApp(ctx: AppContext): Koa {
 export function buildLegacyApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
-  app.use(safety(ctx.log, 'legacy'));
+  app.use(requestEnvelope(ctx.log, 'legacy'));
   const feeds = buildFeedDeps(ctx);
   hotPaths.set(app, hourFileHotPath(feeds, LEGACY_HOT_FILES, requestTelemetry(ctx.log, 'legacy')));
   app.use(legacyRoutes(ctx, feeds));
@@ -65,7 +65,7 @@ export function buildLegacyApp(ctx: AppContext): Koa {
 export function buildMetricsApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
-  app.use(safety(ctx.log, 'metrics'));
+  app.use(requestEnvelope(ctx.log, 'metrics'));
   app.use(metricsRoutes());
   return app;
 }

@@ -1,5 +1,5 @@
 /**
- * The hot path of the hourly-file routes (api/feeds/fast.ts, answered before Koa by the listener of
+ * The hot path of the hourly-file routes (api/feeds/hot-path.ts, answered before Koa by the listener of
  * `withHotPath`) answers only what the ordinary route would answer: the first request of a file goes
  * the ordinary way and fills the caches, the repeats are answered from them; status, headers (names,
  * values and order) and bytes must be identical (bar Date and X-Request-Id), and the request id,

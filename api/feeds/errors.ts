@@ -54,7 +54,7 @@ export function feedErrors(): Koa.Middleware {
       await next();
     } catch (err) {
       let e: FeedError;
-      // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
+      // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
       if (isClientAborted(err)) throw err;
       if (err instanceof FeedError) e = err;
       else if (isOutage(err)) {

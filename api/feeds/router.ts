@@ -14,7 +14,7 @@ import { gbfsRoutes } from './gbfs.js';
 import { insuranceRoutes } from './insurance.js';
 import { MDS_2_0, INSURANCE_2_0 } from './accept.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
-import type { FastHourFile } from './fast.js';
+import type { FastHourFile } from './hot-path.js';
 
 const PREFIXES = ['/v1/partner-apis/', '/gbfs/v2/'];
 

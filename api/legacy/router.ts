@@ -12,7 +12,7 @@ import { legacyGate } from '../feeds/gates.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { single, timeHourParam } from '../feeds/params.js';
 import { feedHost } from '../feeds/router.js';
-import type { FastHourFile } from '../feeds/fast.js';
+import type { FastHourFile } from '../feeds/hot-path.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import { tokenHandler } from '../feeds/token.js';
 import { legacyRealtimeRoutes } from './realtime.js';
@@ -46,7 +46,7 @@ function legacyAccess(endpoint: 'trips' | 'status_changes'): (version: string) =
   return (version) => byVersion.get(version)!;
 }
 
-/** The hourly-file routes of this host, for the hot path (api/feeds/fast.ts); patterns as registered above. */
+/** The hourly-file routes of this host, for the hot path (api/feeds/hot-path.ts); patterns as registered above. */
 export const LEGACY_HOT_FILES: readonly FastHourFile[] = [
   {
     re: /^\/en\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/trips(?:\?([^#]*))?$/,

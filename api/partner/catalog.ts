@@ -5,7 +5,7 @@ import { q, type Row } from '../../lib/db.js';
 import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
 import { isSleeping } from '../../lib/zones.js';
 import { principalOf } from './auth.js';
-import { presentPricing, presentVehicle } from './present.js';
+import { presentPricing, presentVehicle } from './responses.js';
 
 const ZONE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 

@@ -15,7 +15,7 @@ import { verifySignedPath } from '../../lib/signing.js';
 import { StartRentalBody, EndRentalBody } from '../../schemas/partner/requests.js';
 import { principalOf } from './auth.js';
 import { readJson, readRaw } from './body.js';
-import { presentRental } from './present.js';
+import { presentRental } from './responses.js';
 
 export function rentalRoutes(router: Router, app: AppContext, auth: Mw): void {
   router.post('/v1/rental/start', auth, async (ctx) => {

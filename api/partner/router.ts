@@ -8,7 +8,7 @@ import Router, { type RouterMiddleware as Mw } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { authenticate } from './auth.js';
-import { OVERLOADED, renderError } from './render.js';
+import { OVERLOADED, renderError } from './errors.js';
 import { userRoutes } from './users.js';
 import { rentalRoutes } from './rentals.js';
 import { catalogRoutes } from './catalog.js';

@@ -7,7 +7,7 @@ import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
 import { RegisterUserBody, UpdateUserBody } from '../../schemas/partner/requests.js';
 import { principalOf } from './auth.js';
 import { readJson } from './body.js';
-import { presentUser } from './present.js';
+import { presentUser } from './responses.js';
 
 // deliberately loose (local@domain.tld, no spaces): the partner owns the address, we only refuse typos
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@.]+$/;

@@ -27,7 +27,7 @@ export function renderErrors(log: Logger): Koa.Middleware {
 }
 
 function toTompError(err: unknown, log: Logger): TompError {
-  // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
+  // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
   if (isClientAborted(err)) throw err;
   if (err instanceof TompError) {
     if (err.status >= 500 && err.status !== 503) log.error({ err }, 'tomp request failed');

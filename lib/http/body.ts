@@ -11,7 +11,7 @@
  * - **Depth**: JSON nesting is counted on the raw bytes, iteratively, before anything parses or
  *   validates the value, so no code on the request path recurses on a depth the client chose.
  * - **Abort**: a client that goes away mid-body raises `ClientAborted`, which the families pass on
- *   and the outermost middleware (api/middleware/safety.ts) records as 499, not as a server error.
+ *   and the outermost middleware (api/middleware/request-envelope.ts) records as 499, not as a server error.
  */
 import type Koa from 'koa';
 

@@ -3,7 +3,7 @@
  * Postgres unreachable (connection refused or lost, pool exhausted past its wait) or a statement
  * cancelled by its timeout is a 503 with `Retry-After: OUTAGE_RETRY_AFTER_SECONDS`, never a 500.
  * The SQLSTATEs behind the two kinds are read in one place too (lib/db.ts classify). Each family
- * renders the answer in its own error format (api/partner/render.ts, api/tomp/http.ts,
+ * renders the answer in its own error format (api/partner/errors.ts, api/tomp/http.ts,
  * api/feeds/errors.ts, the OAuth token endpoint in api/feeds/token.ts).
  */
 import { DbError } from '../db.js';

@@ -2,7 +2,7 @@
  * Error responses of the partner rental API in the document: one response per HTTP status, listing
  * the ErrorCodes an endpoint can answer with under that status (the requirement's error table plus
  * our decisions, as lib/rentals/errors.ts catalogues them), each with an example body rendered the
- * way api/partner/render.ts renders it.
+ * way api/partner/errors.ts renders it.
  */
 import { STATUS_CODES } from 'node:http';
 import { ERRORS, type RentalErrorCode } from '../rentals/errors.js';

@@ -1,6 +1,6 @@
 /**
  * Response records of the partner rental API for the documentation (partner-rental-api.md §2), as
- * api/partner/present.ts builds them. The request bodies are not here: the document imports them
+ * api/partner/responses.ts builds them. The request bodies are not here: the document imports them
  * from schemas/partner/requests.ts, the schemas the routes validate with.
  */
 import type { Schema } from './common.js';

@@ -2,7 +2,7 @@
  * The error family of the partner rental API and the rental engine: one class, one catalogue.
  * The catalogue is the requirement's error table (partner-rental-api.md §7) plus the codes we had to
  * decide where the table is silent (docs/partner-api.md lists them). The engine throws these; the
- * partner API renders them as JSON:API error objects (api/partner/render.ts); the TOMP API maps the
+ * partner API renders them as JSON:API error objects (api/partner/errors.ts); the TOMP API maps the
  * codes to its own format.
  */
 

@@ -3,13 +3,12 @@
  * camelCase attributes; vehicle_type and price sit beside attributes on a vehicle, as specified.
  * Times are RFC 3339 UTC without fractional seconds; money is integer minor units, VAT included.
  */
+import { rfc3339Utc } from '../../lib/clock.js';
 import type { Config } from '../../lib/config.js';
 import type { Row } from '../../lib/db.js';
 import { signPath } from '../../lib/signing.js';
 import { PHOTO_WINDOW_MS } from '../../lib/rentals/photo.js';
 import type { Location, RentalRecord } from '../../lib/rentals/types.js';
-
-export const rfc3339 = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 const DAY_MS = 86_400_000;
 /** Receipt links live 7 to 8 days: the expiry is a day boundary, so a link is stable for a day. */
@@ -53,8 +52,8 @@ export function presentRental(config: Config, r: RentalRecord, now: Date) {
       total: { amount: total, currency: r.currency, vat: r.vatAmount ?? 0, vatPercentage: r.vatRate },
     },
     state: r.state,
-    startedAt: rfc3339(r.startedAt),
-    endedAt: r.endedAt ? rfc3339(r.endedAt) : undefined,
+    startedAt: rfc3339Utc(r.startedAt),
+    endedAt: r.endedAt ? rfc3339Utc(r.endedAt) : undefined,
     vehicle: { vehicleId: r.vehicleId, vehicleCode: r.vehicleCode },
     userStartLocation: location(r.userStartLocation),
     userEndLocation: location(r.userEndLocation),

@@ -30,7 +30,7 @@ function allowedMethods(ctx: Koa.Context): string {
 }
 
 export function renderError(ctx: Koa.Context, err: unknown): void {
-  // nobody left to answer: the outermost middleware records it (api/middleware/safety.ts)
+  // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
   if (isClientAborted(err)) throw err;
   const e = toRentalError(err);
   if (e.status >= 500 && e !== OVERLOADED) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');

@@ -20,7 +20,7 @@ export function requestIdOf(incoming: string | string[] | undefined): string {
 
 /**
  * The metrics and access line of one host, shared by the outermost middleware and the pre-Koa hot
- * path (api/feeds/fast.ts), so that a request counts and logs the same whichever answers it.
+ * path (api/feeds/hot-path.ts), so that a request counts and logs the same whichever answers it.
  */
 export interface RequestTelemetry {
   /**
@@ -60,7 +60,7 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
   };
 }
 
-export function safety(log: Logger, host = 'main'): Koa.Middleware {
+export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
   const telemetry = requestTelemetry(log, host);
   return async (ctx, next) => {
     const started = performance.now();

@@ -8,11 +8,11 @@
  * the ordinary route would give (200 or 304, same headers in the same order, same bytes); it uses the
  * same checks (roles, scope, negotiation, hour rules, conditional requests) on the same cached state,
  * so the freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
- * middleware guarantees (request id, metrics, access line) comes from the same helper (safety.ts).
+ * middleware guarantees (request id, metrics, access line) comes from the same helper (request-envelope.ts).
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { CachedObject } from '../../lib/http/object-cache.js';
-import { requestIdOf, type RequestTelemetry } from '../middleware/safety.js';
+import { requestIdOf, type RequestTelemetry } from '../middleware/request-envelope.js';
 import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
