@@ -3,6 +3,7 @@
  * GBFS 2.2 (/gbfs/v2/...) and insurance. Requests outside these prefixes pass through untouched;
  * inside them every answer, errors included, is in the feed error format.
  */
+import { routeMiss } from '../../lib/http/route-miss.js';
 import type Koa from 'koa';
 import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
@@ -18,20 +19,20 @@ import type { FastHourFile } from './hot-path.js';
 
 const PREFIXES = ['/v1/partner-apis/', '/gbfs/v2/'];
 
-/** Runs `router` behind the feed error renderer; unmatched paths → 404, wrong methods → 405. */
+type Layer = { methods: string[] };
+
+/** Runs `router` behind the feed error renderer; unmatched paths → 404, wrong methods → 405 (lib/http/route-miss.ts). */
 export function feedHost(router: Router): Koa.Middleware {
   const routes = router.routes() as unknown as Koa.Middleware;
   const errors = feedErrors();
   return (ctx) =>
     errors(ctx, async () => {
-      await routes(ctx, async () => {
-        const allowed = new Set<string>();
-        for (const layer of (ctx as any).matched ?? []) for (const m of layer.methods as string[]) allowed.add(m);
-        if (allowed.size) {
-          throw new FeedError(405, 'bad_param', `method ${ctx.method} not allowed`, [`allowed: ${[...allowed].join(', ')}`], { Allow: [...allowed].join(', ') });
-        }
-        throw notFound('no such feed endpoint');
-      });
+      await routes(ctx, async () =>
+        routeMiss((ctx as { matched?: Layer[] }).matched, {
+          notFound: () => notFound('no such feed endpoint'),
+          notAllowed: (allow) => new FeedError(405, 'bad_param', `method ${ctx.method} not allowed`, [`allowed: ${allow}`], { Allow: allow }),
+        }),
+      );
     });
 }
 

@@ -9,6 +9,7 @@ import { STATUS_CODES } from 'node:http';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { isClientAborted } from '../../lib/http/body.js';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
+import { allowOf } from '../../lib/http/route-miss.js';
 
 export function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
@@ -23,11 +24,6 @@ export function toRentalError(err: unknown): RentalError {
  */
 export const OVERLOADED = new RentalError('ServiceUnavailable', { detail: 'too many requests in progress; retry later', headers: { 'Retry-After': '1' } });
 
-function allowedMethods(ctx: Koa.Context): string {
-  const allowed = new Set<string>();
-  for (const layer of (ctx as { matched?: Array<{ methods: string[] }> }).matched ?? []) for (const m of layer.methods) allowed.add(m);
-  return [...allowed].join(', ');
-}
 
 export function renderError(ctx: Koa.Context, err: unknown): void {
   // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
@@ -38,7 +34,7 @@ export function renderError(ctx: Koa.Context, err: unknown): void {
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   // RFC 9110 §15.5.6: every 405 names the allowed methods, the business 405s of the rental rules
   // (UserTooFarFromVehicle, ZoneIsSleeping ...) too: the methods of the route that was matched
-  if (e.status === 405 && !ctx.response.get('Allow')) ctx.set('Allow', allowedMethods(ctx));
+  if (e.status === 405 && !ctx.response.get('Allow')) ctx.set('Allow', allowOf((ctx as { matched?: Array<{ methods: string[] }> }).matched));
   ctx.type = 'application/json';
   const error: Record<string, unknown> = { status: String(e.status), code: e.code, title: STATUS_CODES[e.status] ?? 'Error', detail: e.detail };
   if (e.meta) error.meta = e.meta;

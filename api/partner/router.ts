@@ -3,6 +3,7 @@
  * feed prefix /v1/partner-apis. Every answer inside these prefixes, errors included, is JSON:API;
  * unmatched paths → 404 NotFound, a known path with another method → 405 MethodNotAllowed.
  */
+import { routeMiss } from '../../lib/http/route-miss.js';
 import type Koa from 'koa';
 import Router, { type RouterMiddleware as Mw } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
@@ -60,12 +61,11 @@ export function partnerRoutes(ctx: AppContext, admission: Admission = admissionF
         metrics.shed.inc({ family: 'partner' });
         throw OVERLOADED;
       }
-      const unmatched = async () => {
-        const allowed = new Set<string>();
-        for (const layer of (koa as any).matched ?? []) for (const m of layer.methods as string[]) allowed.add(m);
-        if (allowed.size) throw new RentalError('MethodNotAllowed', { headers: { Allow: [...allowed].join(', ') } });
-        throw new RentalError('NotFound');
-      };
+      const unmatched = async () =>
+        routeMiss((koa as { matched?: Array<{ methods: string[] }> }).matched, {
+          notFound: () => new RentalError('NotFound'),
+          notAllowed: (allow) => new RentalError('MethodNotAllowed', { headers: { Allow: allow } }),
+        });
       await routes(koa, async () => {
         const filled = fillEmptySegments(koa.path);
         if (filled === undefined) return unmatched();

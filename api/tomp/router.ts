@@ -4,6 +4,7 @@
  * typo is not reported as a key problem), then X-Access-Token (401/403), the rate limit (429), the
  * route. Every error is a TOMP error object `{status, title, detail}`.
  */
+import { allowOf, routeMiss } from '../../lib/http/route-miss.js';
 import type Koa from 'koa';
 import { Router } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
@@ -42,14 +43,17 @@ export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(
     await errors(koa, async () => {
       const match = router.match(koa.path, koa.method);
       if (!match.route) {
-        const allowed = new Set(match.path.flatMap((layer) => layer.methods));
-        if (allowed.size === 0) throw new TompError(404, `no such endpoint: ${koa.method} ${koa.path}`);
-        if (koa.method === 'OPTIONS') {
+        const allow = allowOf(match.path);
+        // OPTIONS on a known path answers its methods
+        if (allow && koa.method === 'OPTIONS') {
           koa.status = 204;
-          koa.set('Allow', [...allowed].join(', '));
+          koa.set('Allow', allow);
           return;
         }
-        throw new TompError(405, `method ${koa.method} not allowed here`, { allow: [...allowed].join(', ') });
+        routeMiss(match.path, {
+          notFound: () => new TompError(404, `no such endpoint: ${koa.method} ${koa.path}`),
+          notAllowed: (allowed) => new TompError(405, `method ${koa.method} not allowed here`, { allow: allowed }),
+        });
       }
       if (!(await admission.enter())) {
         metrics.shed.inc({ family: 'tomp' });
