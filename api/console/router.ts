@@ -9,7 +9,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { ApiKeyVerifier } from '../../lib/auth/api-keys.js';
+import { apiKeyGate, bearerKey } from '../../lib/http/api-key-gate.js';
 import { q } from '../../lib/db.js';
 import { parseHour } from '../../lib/feeds/hours.js';
 import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
@@ -24,23 +24,17 @@ function consoleUnauthorized(description: string): FeedError {
   return new FeedError(401, 'invalid_token', description, [description], { 'WWW-Authenticate': CHALLENGE });
 }
 
-/** The ops key of the request: X-Access-Token, X-Auth-Token, or a bearer token. */
-function presentedKey(koa: Koa.Context): string | undefined {
-  const header = koa.get('X-Access-Token') || koa.get('X-Auth-Token');
-  if (header) return header;
-  return /^Bearer[ ]+(\S+)\s*$/i.exec(koa.get('Authorization'))?.[1];
-}
-
+/** The ops key: X-Access-Token, X-Auth-Token, or a bearer token (operator staff: no rate limit). */
 function opsAuth(app: AppContext): Koa.Middleware {
-  const verifier = new ApiKeyVerifier(app.db, app.clock);
-  return async (koa, next) => {
-    const key = presentedKey(koa);
-    if (!key) throw consoleUnauthorized('an ops key is required (X-Access-Token, X-Auth-Token or Authorization: Bearer)');
-    const principal = await verifier.verify(key, 'ops');
-    if (!principal) throw consoleUnauthorized('unknown, expired or revoked ops key');
-    koa.state.principal = principal;
-    await next();
-  };
+  return apiKeyGate(app, {
+    scope: 'ops',
+    family: 'console',
+    keyOf: (koa) => koa.get('X-Access-Token') || koa.get('X-Auth-Token') || bearerKey(koa),
+    errors: {
+      missing: () => consoleUnauthorized('an ops key is required (X-Access-Token, X-Auth-Token or Authorization: Bearer)'),
+      refused: () => consoleUnauthorized('unknown, expired or revoked ops key'),
+    },
+  });
 }
 
 const hourQuery = (raw: unknown, name: string): Date | undefined => {
