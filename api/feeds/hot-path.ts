@@ -10,6 +10,7 @@
  * so the freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
  * middleware guarantees (request id, metrics, access line) comes from the same helper (request-envelope.ts).
  */
+import { LRUCache } from 'lru-cache';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { CachedObject } from '../../lib/http/object-cache.js';
 import { requestIdOf, type RequestTelemetry } from '../middleware/request-envelope.js';
@@ -43,20 +44,22 @@ export interface FastHourFile {
 const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
 /**
- * Small memo tables for the header and parameter values clients repeat on every request; bounded by
- * clearing when full, so hostile variety costs at most a re-parse.
+ * Small memo tables for the header and parameter values clients repeat on every request; bounded
+ * (lru-cache), so hostile variety costs at most a re-parse. Values are boxed: lru-cache holds no
+ * null, and a refused value is remembered as null.
  */
 class Memo<V> {
-  private readonly m = new Map<string, V>();
-  constructor(private readonly max = 256) {}
+  private readonly m: LRUCache<string, { v: V }>;
+  constructor(max = 256) {
+    this.m = new LRUCache<string, { v: V }>({ max });
+  }
   get(k: string, make: (k: string) => V): V {
-    let v = this.m.get(k);
-    if (v === undefined && !this.m.has(k)) {
-      v = make(k);
-      if (this.m.size >= this.max) this.m.clear();
-      this.m.set(k, v);
+    let box = this.m.get(k);
+    if (box === undefined) {
+      box = { v: make(k) };
+      this.m.set(k, box);
     }
-    return v as V;
+    return box.v;
   }
 }
 

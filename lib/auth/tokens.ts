@@ -4,6 +4,7 @@
  * no database round trip. Revocation is the one thing a signature cannot know; the routes check a
  * small in-process set of revoked clients (lib/auth/feed-clients.ts) after verifying.
  */
+import { LRUCache } from 'lru-cache';
 import { createHmac, randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify, errors } from 'jose';
 import type { Config } from '../config.js';
@@ -97,18 +98,17 @@ export async function verifyFeedToken(config: Config, clock: Clock, token: strin
  * file request). Only successful verifications are kept, each until its `exp` by the clock: past
  * that, the token is verified again and reported expired. A hit is exactly what verifying would
  * answer, because a valid token's claims cannot change; revocation is not part of a token and stays
- * the caller's check (RevokedClients) on every request. Bounded: the oldest entry goes first.
+ * the caller's check (RevokedClients) on every request. Bounded (lru-cache): the least recently used goes first.
  */
 export class FeedTokenVerifier {
-  private readonly verified = new Map<string, FeedTokenClaims>();
-  private readonly maxEntries: number;
+  private readonly verified: LRUCache<string, FeedTokenClaims>;
 
   constructor(
     private readonly config: Config,
     private readonly clock: Clock,
     opts: { maxEntries?: number } = {},
   ) {
-    this.maxEntries = opts.maxEntries ?? 10_000;
+    this.verified = new LRUCache<string, FeedTokenClaims>({ max: opts.maxEntries ?? 10_000 });
   }
 
   /**
@@ -127,10 +127,7 @@ export class FeedTokenVerifier {
     const hit = this.cached(token);
     if (hit) return { ok: true, claims: hit };
     const res = await verifyFeedToken(this.config, this.clock, token);
-    if (res.ok) {
-      if (this.verified.size >= this.maxEntries) this.verified.delete(this.verified.keys().next().value!);
-      this.verified.set(token, res.claims);
-    }
+    if (res.ok) this.verified.set(token, res.claims);
     return res;
   }
 
