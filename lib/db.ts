@@ -6,6 +6,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, basename } from 'node:path';
 import pg from 'pg';
+import QueryStream from 'pg-query-stream';
 import type { Logger } from './log.js';
 import { SQL_DIR } from './paths.js';
 
@@ -138,8 +139,11 @@ export interface Queryable {
   many<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T[]>;
 }
 
+/** A statement slower than this is logged with its name (a cursor: its whole read). */
+const SLOW_QUERY_MS = 500;
+
 abstract class Runner implements Queryable {
-  constructor(protected readonly log: Logger) {}
+  constructor(readonly log: Logger) {}
   protected abstract run(config: pg.QueryConfig): Promise<pg.QueryResult>;
 
   async query<T extends Row = Row>(query: NamedQuery | string, params: unknown[] = []): Promise<pg.QueryResult<T>> {
@@ -149,7 +153,7 @@ abstract class Runner implements Queryable {
     try {
       const res = await this.run(named ? { name: named.name, text: named.text, values: params } : { text: query as string, values: params });
       const ms = performance.now() - started;
-      if (ms > 500) this.log.warn({ query: label, ms: Math.round(ms) }, 'slow query');
+      if (ms > SLOW_QUERY_MS) this.log.warn({ query: label, ms: Math.round(ms) }, 'slow query');
       return res as pg.QueryResult<T>;
     } catch (err) {
       throw classify(err, label);
@@ -184,6 +188,31 @@ class ClientRunner extends Runner {
   protected run(config: pg.QueryConfig) {
     return this.client.query(config);
   }
+
+  /**
+   * The rows of a named query through a cursor (pg-query-stream), `batchSize` at a time: tagged and
+   * timed like every other statement. Leaving early is allowed; the caller must then discard the
+   * connection (the cursor may still be talking to the server).
+   */
+  async *stream<T extends Row = Row>(query: NamedQuery, params: unknown[], batchSize: number): AsyncGenerator<T> {
+    const started = performance.now();
+    const rows = this.client.query(new QueryStream(query.text, params, { batchSize, highWaterMark: batchSize }));
+    try {
+      for await (const row of rows) yield row as T;
+    } catch (err) {
+      throw classify(err, query.name);
+    }
+    const ms = performance.now() - started;
+    if (ms > SLOW_QUERY_MS) this.log.warn({ query: query.name, ms: Math.round(ms), cursor: true }, 'slow query');
+  }
+}
+
+/**
+ * The named, timed runner on a connection the caller holds (a snapshot's, a publisher lock's): the
+ * same statements as `Db` and `tx`, for work that needs its own session.
+ */
+export function onConnection(client: pg.PoolClient, log: Logger): Queryable & { readonly client: pg.PoolClient; stream: ClientRunner['stream'] } {
+  return new ClientRunner(client, log);
 }
 
 export type Tx = Queryable & { readonly client: pg.PoolClient };

@@ -24,7 +24,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type pg from 'pg';
 import type { AppContext } from '../lib/context.js';
-import { classify, q, type NamedQuery } from '../lib/db.js';
+import { classify, onConnection, q, type Row } from '../lib/db.js';
 import { describeErrors } from '../lib/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
@@ -176,13 +176,6 @@ interface FileJob {
   result?: PublishResult;
 }
 
-async function run(client: pg.PoolClient, query: NamedQuery, params: unknown[]): Promise<pg.QueryResult> {
-  try {
-    return await client.query({ name: query.name, text: query.text, values: params });
-  } catch (err) {
-    throw classify(err, query.name);
-  }
-}
 
 async function connect(ctx: AppContext): Promise<pg.PoolClient> {
   try {
@@ -231,18 +224,20 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   let dir: string | undefined;
   try {
     const c = (client = await connect(ctx));
+    // the lock is the session's: every statement of the set on this connection, named and timed
+    const onC = onConnection(c, ctx.log);
     // Long hours stream for a while: the snapshot sets its own statement timeout.
-    await run(c, q('PubLock'), [[...new Set(jobs.map((j) => j.lockKey))].sort()]);
+    await onC.query(q('PubLock'), [[...new Set(jobs.map((j) => j.lockKey))].sort()]);
     locked = true;
-    const claimed = (await run(c, q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
+    const claimed = (await onC.query(q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
     for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
-    const logged = (await run(c, q('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows;
-    for (const j of jobs) j.pub = publicationTimes(logged.filter((x) => x.feed === j.feed.feed && x.version === j.feed.version).map((x) => Number(x.published_ms)), now.getTime());
+    const logged = (await onC.query(q('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows;
+    for (const j of jobs) j.pub = publicationTimes(logged.filter((x: Row) => x.feed === j.feed.feed && x.version === j.feed.version).map((x: Row) => Number(x.published_ms)), now.getTime());
     dir = await mkdtemp(join(tmpdir(), 'feed-'));
 
     // One snapshot for every source (reading them on several connections at once measured no faster:
     // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
-    const snap = await Snapshot.begin(c, { statementTimeoutMs: 30 * 60_000 });
+    const snap = await Snapshot.begin(c, ctx.log, { statementTimeoutMs: 30 * 60_000 });
     try {
       const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
       for (const source of ['trips', 'events', 'telemetry'] as const) {
@@ -257,14 +252,14 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
     await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(ctx, j, opts.force ?? false)));
     const done = jobs.filter((j) => j.result);
     if (done.length) {
-      await run(c, q('PubPublished'), [
+      await onC.query(q('PubPublished'), [
         done.map((j) => j.feed.feed), done.map((j) => j.feed.version), zoneId, hourText, done.map((j) => j.key), done.map((j) => j.result!.sha256),
         done.map((j) => j.records), done.map((j) => j.result!.bytes), done.map((j) => new Date(j.lastUpdatedMs)),
         done.map((j) => (j.watermarkMs === null ? null : new Date(j.watermarkMs))), done.map((j) => j.result!.outcome === 'written'), ctx.clock.now(),
       ]);
       const written = done.filter((j) => j.result!.outcome === 'written');
       if (written.length) {
-        await run(c, q('PubLogWritten'), [
+        await onC.query(q('PubLogWritten'), [
           written.map((j) => j.feed.feed), written.map((j) => j.feed.version), zoneId, hourText, written.map((j) => j.result!.sha256), written.map((j) => j.records), now,
         ]);
       }
@@ -289,7 +284,7 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
       if (client) {
         if (locked && !discard) {
           try {
-            await run(client, q('PubUnlock'), [[...new Set(jobs.map((j) => j.lockKey))]]);
+            await onConnection(client, ctx.log).query(q('PubUnlock'), [[...new Set(jobs.map((j) => j.lockKey))]]);
           } catch {
             discard = true;
           }

@@ -6,9 +6,9 @@
  *
  *   for await (const row of streamTrips(ctx.db, zone, hour)) out.push(toMdsTrip(row, ctx.config));
  */
-import QueryStream from 'pg-query-stream';
 import type pg from 'pg';
-import { classify, q, type Db, type NamedQuery, type Row } from '../../db.js';
+import { classify, onConnection, q, type Db, type NamedQuery, type Row } from '../../db.js';
+import type { Logger } from '../../log.js';
 import { LEGACY_VEHICLE_STATES } from './legacy.js';
 import type { EventRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
 
@@ -31,12 +31,16 @@ export interface SnapshotOptions {
 export class Snapshot {
   private isBroken = false;
   private closed = false;
+  private readonly runner: ReturnType<typeof onConnection>;
 
   private constructor(
     private readonly client: pg.PoolClient,
+    log: Logger,
     private readonly batchSize: number,
     private readonly ownsClient: boolean,
-  ) {}
+  ) {
+    this.runner = onConnection(client, log);
+  }
 
   /** A snapshot on a connection of its own, released by close(). */
   static async open(db: Db, opts: SnapshotOptions = {}): Promise<Snapshot> {
@@ -46,20 +50,20 @@ export class Snapshot {
     } catch (err) {
       throw classify(err, 'connect');
     }
-    return Snapshot.begin(client, opts, true);
+    return Snapshot.begin(client, db.log, opts, true);
   }
 
   /**
    * A snapshot on the caller's connection (which may hold session state such as an advisory lock);
    * close() ends the transaction but leaves the connection to the caller: check `broken` first.
    */
-  static async begin(client: pg.PoolClient, opts: SnapshotOptions = {}, ownsClient = false): Promise<Snapshot> {
-    const s = new Snapshot(client, opts.batchSize ?? 1000, ownsClient);
+  static async begin(client: pg.PoolClient, log: Logger, opts: SnapshotOptions = {}, ownsClient = false): Promise<Snapshot> {
+    const s = new Snapshot(client, log, opts.batchSize ?? 1000, ownsClient);
     try {
-      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      await s.runner.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       // without one, the session's own: a request's snapshot times out like its other statements
       // (the pool's statement_timeout, then the outage rule's 503); long work passes its own
-      if (opts.statementTimeoutMs !== undefined) await client.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.floor(opts.statementTimeoutMs))}`);
+      if (opts.statementTimeoutMs !== undefined) await s.runner.query(`SET LOCAL statement_timeout = ${Math.max(0, Math.floor(opts.statementTimeoutMs))}`);
     } catch (err) {
       s.isBroken = true;
       await s.close();
@@ -68,25 +72,22 @@ export class Snapshot {
     return s;
   }
 
+  /** Through the named, timed runner of lib/db.ts. */
   async query<T extends Row = Row>(query: NamedQuery, params: unknown[]): Promise<T[]> {
     try {
-      return (await this.client.query<T>({ name: query.name, text: query.text, values: params })).rows;
+      return (await this.runner.query<T>(query, params)).rows;
     } catch (err) {
       this.isBroken = true;
-      throw classify(err, query.name);
+      throw err;
     }
   }
 
   /** Rows of `query` through a cursor. Stopping early is fine: the connection is then discarded. */
   async *stream<T extends Row = Row>(query: NamedQuery, params: unknown[]): AsyncGenerator<T> {
-    const qs = new QueryStream(query.text, params, { batchSize: this.batchSize, highWaterMark: this.batchSize });
-    const stream = this.client.query(qs);
     let done = false;
     try {
-      for await (const row of stream) yield row as T;
+      yield* this.runner.stream<T>(query, params, this.batchSize);
       done = true;
-    } catch (err) {
-      throw classify(err, query.name);
     } finally {
       // an unfinished cursor may still be talking to the server: never hand that connection back
       if (!done) this.isBroken = true;
