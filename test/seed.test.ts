@@ -128,6 +128,12 @@ describe('demo seed', () => {
     expect(after).to.deep.equal(before);
   });
 
+  it('a demo seeded before a demo feed client existed gets it on the next start', async () => {
+    await t.ctx.db.query(`DELETE FROM feed_clients WHERE client_id = 'demo-insurer'`);
+    expect((await seedDemo(t.ctx)).created).to.equal(false);
+    expect(await authenticateFeedClient(t.ctx.db, 'demo-insurer', 'demo-insurer-secret', t.ctx.clock.now())).to.include({ role: 'insurer' });
+  });
+
   it('vehicle codes are a bijection (no two indexes share a code)', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 50000; i++) seen.add(vehicleCode(i));

@@ -53,6 +53,8 @@ export async function seedDemo(ctx: AppContext, opts: { vehiclesPerZone?: number
     await tx.query(q('SimSeedLock'));
     const existing = await tx.many(q('SimSeedZonesExist'), [zoneIds]);
     if (existing.length > 0) {
+      // a demo seeded by an older version gets the demo credentials added since (the README lists them)
+      await insertDemoFeedClients(tx);
       return { created: false, zones: zoneIds, vehicles: 0, partners: 0, users: 0, deployedAt, credentials: credentialsList() };
     }
     const rng = new Prng(SEED);
@@ -108,9 +110,14 @@ async function insertPartners(tx: Queryable, rng: Prng, at: Date): Promise<{ par
       }
     }
   }
+  await insertDemoFeedClients(tx);
+  return { partners, users };
+}
+
+/** The demo's OAuth feed clients that do not exist yet (idempotent). */
+async function insertDemoFeedClients(tx: Queryable): Promise<void> {
   for (const c of DEMO_FEED_CLIENTS) {
     if (await tx.maybeOne(q('SimSeedFeedClientExists'), [c.clientId])) continue;
     await createFeedClient(tx, { clientId: c.clientId, role: c.role, zones: null, secret: c.secret, label: c.label });
   }
-  return { partners, users };
 }
