@@ -18,6 +18,9 @@
     return body;
   }
 
+  // Leaflet's tooltips and popups take HTML: names from imported zone files are text, not markup
+  const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]);
+
   function el(tag, attrs = {}, ...children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) {
@@ -140,10 +143,10 @@
     state.layers?.remove();
     const boundary = L.geoJSON(f.boundary, { style: { color: '#1d2327', weight: 2, fill: false } });
     const areas = L.geoJSON(f.areas, { style: (feat) => ({ color: AREA_COLORS[feat.properties.area_type] || '#50575e', weight: 1, fillOpacity: 0.2 }) })
-      .bindTooltip((layer) => `${layer.feature.properties.area_type}: ${layer.feature.properties.name}`);
+      .bindTooltip((layer) => `${esc(layer.feature.properties.area_type)}: ${esc(layer.feature.properties.name)}`);
     const vehicles = f.vehicles.map((v) =>
       L.circleMarker([v.lat, v.lon], { radius: 5, color: STATUS_COLORS[v.status] || '#50575e', fillOpacity: 0.9, className: `vehicle vehicle-${v.status}` })
-        .bindPopup(`<b>${v.code}</b><br>battery ${v.battery_percent} %<br>status ${v.status}` + (v.rental_id ? `<br>rental ${v.rental_id}<br>since ${v.rental_started_at}` : '<br>no running rental')),
+        .bindPopup(`<b>${esc(v.code)}</b><br>battery ${esc(v.battery_percent)} %<br>status ${esc(v.status)}` + (v.rental_id ? `<br>rental ${esc(v.rental_id)}<br>since ${esc(v.rental_started_at)}` : '<br>no running rental')),
     );
     // the view first: Leaflet draws a layer (and creates its element) only on a map that has one
     if (!state.fitted) {
