@@ -25,6 +25,7 @@ import { createGzip } from 'node:zlib';
 import type pg from 'pg';
 import type { AppContext } from '../lib/context.js';
 import { classify, onConnection, q, type Row } from '../lib/db.js';
+import { unchangedObject } from '../lib/publication/unchanged.js';
 import { describeErrors } from '../lib/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
@@ -401,7 +402,7 @@ export function publicationTimes(loggedMs: readonly number[], nowMs: number): Pu
 async function storeFile(ctx: AppContext, j: FileJob, force: boolean): Promise<void> {
   const res = j.result!;
   try {
-    const unchanged = !force && j.prev?.sha256 === res.sha256 && j.prev.object_key === j.key && (await ctx.store.head(j.key)) !== undefined;
+    const unchanged = !force && (await unchangedObject(ctx.store, j.prev ?? undefined, { sha256: res.sha256, key: j.key }));
     if (unchanged) {
       res.outcome = 'unchanged';
       return;

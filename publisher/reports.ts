@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../lib/context.js';
 import { q } from '../lib/db.js';
+import { unchangedObject } from '../lib/publication/unchanged.js';
 import { mdsVehicleType } from '../lib/feeds/mds/records.js';
 import { uuidV5 } from '../lib/uuid.js';
 
@@ -56,7 +57,7 @@ export async function publishReport(ctx: AppContext, zoneId: string, month: stri
     const { csv, rows } = await reportCsv({ ...ctx, db: tx as unknown as AppContext['db'] }, zoneId, month);
     const sha256 = createHash('sha256').update(csv).digest('hex');
     const key = reportKey(zoneId, month);
-    if (prev && prev.sha256 === sha256 && prev.object_key === key && (await ctx.store.head(key)) !== undefined) return 'unchanged';
+    if (await unchangedObject(ctx.store, prev, { sha256, key })) return 'unchanged';
     await ctx.store.put(key, Buffer.from(csv), { contentType: 'text/csv; charset=utf-8', metadata: { sha256 } });
     await tx.query(q('ReportStore'), [zoneId, `${month}-01`, key, sha256, rows, ctx.clock.now()]);
     return 'written';

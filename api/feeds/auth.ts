@@ -10,7 +10,7 @@ import { RevokedClients } from '../../lib/auth/feed-clients.js';
 import { FeedTokenVerifier, type FeedTokenClaims } from '../../lib/auth/tokens.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { ZoneDirectory, type ZoneInfo } from './zones.js';
-import { PublicationIndex } from './publications.js';
+import { GbfsSnapshotIndex, PublicationIndex } from './publications.js';
 import { ObjectCache } from '../../lib/http/object-cache.js';
 import { TokenGuard } from '../../lib/auth/token-guard.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
@@ -18,7 +18,7 @@ import { zoneParam } from './params.js';
 
 /**
  * What the feed routes of one host share; built once per app. The caches live here, so each app
- * (and each process) has its own: tokens until their exp, publication rows for ≤ 2 s, hot file
+ * (and each process) has its own: tokens until their exp, publication and GBFS snapshot rows for ≤ 2 s, hot file
  * bodies up to FEED_CACHE_BYTES (see docs/feeds-access.md "Performance").
  */
 export interface FeedDeps {
@@ -27,6 +27,7 @@ export interface FeedDeps {
   zones: ZoneDirectory;
   tokens: FeedTokenVerifier;
   publications: PublicationIndex;
+  gbfs: GbfsSnapshotIndex;
   files: ObjectCache | undefined;
   /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
   tokenGuard: TokenGuard;
@@ -39,6 +40,7 @@ export function buildFeedDeps(app: AppContext): FeedDeps {
     zones: new ZoneDirectory(app.db),
     tokens: new FeedTokenVerifier(app.config, app.clock),
     publications: new PublicationIndex(app.db, app.clock),
+    gbfs: new GbfsSnapshotIndex(app.db, app.clock),
     files: fileCache(app),
     tokenGuard: tokenGuardOf(app),
   };

@@ -14,7 +14,6 @@ import type { ZoneInfo } from './zones.js';
 import { FeedError, notFound } from './errors.js';
 import type { Hour } from './params.js';
 
-
 /** Hour files can be republished (late data): let clients keep them briefly, then revalidate. */
 export const HOUR_FILE_CACHE_CONTROL = 'private, max-age=60';
 
@@ -32,19 +31,26 @@ export async function serveHourFile(deps: FeedDeps, ctx: Koa.Context, r: HourFil
   const now = deps.app.clock.now();
   if (r.hour.start.getTime() + HOUR_MS > now.getTime()) throw notFound(`hour ${r.hour.key} is not in the past`);
   if (r.hour.start.getTime() < floorHour(r.zone.createdAt).getTime()) throw notFound(`zone ${r.zone.id} did not operate in hour ${r.hour.key}`);
-  const row = await deps.publications.get(r.feed, r.version, r.zone.id, r.hour.sql);
+  const row = await deps.publications.row(r.feed, r.version, r.zone.id, r.hour.sql);
   if (!row || row.status !== 'published' || row.dirty || !row.object_key) throw r.notPublished(r.hour);
-  const served = await serveObject(ctx, deps.app.store, row.object_key, {
-    cacheControl: HOUR_FILE_CACHE_CONTROL,
-    contentType: r.contentType,
-    ...(deps.files ? { cache: { cache: deps.files, version: `${row.object_key}|${row.sha256}` } } : {}),
+  if (!(await servePublished(deps, ctx, { key: row.object_key, sha256: row.sha256 }, HOUR_FILE_CACHE_CONTROL, r.contentType))) throw r.notPublished(r.hour);
+}
+
+/**
+ * The one serving path of every published object (hourly files, GBFS snapshots): the object its
+ * index row names, through the process's body cache keyed by the row's key + sha256 (a republished
+ * object is never answered from memory), with ETag/304 from serveObject. False when the index names
+ * an object the store does not have (deleted by hand, or a store switch): the object needs
+ * publishing again, which the caller tells the client.
+ */
+export async function servePublished(deps: FeedDeps, ctx: Koa.Context, obj: { key: string; sha256: string | null }, cacheControl: string, contentType: string): Promise<boolean> {
+  const served = await serveObject(ctx, deps.app.store, obj.key, {
+    cacheControl,
+    contentType,
+    ...(deps.files ? { cache: { cache: deps.files, version: `${obj.key}|${obj.sha256}` } } : {}),
   });
-  if (!served) {
-    // The index names an object the store does not have (deleted by hand, or a store switch):
-    // the hour needs publishing again, which is what the client is told.
-    ctx.state.log?.warn({ key: row.object_key }, 'published feed object missing from the store');
-    throw r.notPublished(r.hour);
-  }
+  if (!served) ctx.state.log?.warn({ key: obj.key }, 'published object missing from the store');
+  return served;
 }
 
 /** MDS 2.0 (and insurance): 202 with an error body (MDS 2.0 "Data is not yet available for this hour"). */

@@ -1,17 +1,15 @@
 /**
  * GBFS through the authenticating route, from the snapshots publisher/feeds/gbfs writes
- * (gbfs_snapshots + store). 3.0 is scoped by the zone in the path; 2.2 by the caller's region scope
- * (gbfsV2Scope(role, zones)). gbfs.json lists only what the role may read: for 3.0 the publisher
+ * (gbfs_snapshots + store), through the serving path of every published object (files.ts
+ * servePublished: the index row cached ≤ 2 s, the body from the process's cache, ETag/304).
+ * 3.0 is scoped by the zone in the path; 2.2 by the caller's region scope (gbfsV2Scope(role, zones)). gbfs.json lists only what the role may read: for 3.0 the publisher
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
  */
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { q } from '../../lib/db.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
-
-const version22 = '2.2';
-import { serveObject } from '../../lib/http/serve-object.js';
+import { servePublished } from './files.js';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { FeedError, forbidden, notFound } from './errors.js';
 
@@ -19,16 +17,10 @@ const notSnapshotted = () =>
   new FeedError(503, 'service_unavailable', 'this feed has not been published yet; retry shortly', undefined, { 'Retry-After': '30' });
 
 async function serveSnapshot(deps: FeedDeps, ctx: Koa.Context, version: '2.2' | '3.0', scope: string, file: string): Promise<void> {
-  const row = await deps.app.db.maybeOne(q('FeedGbfsSnapshot'), [version, scope, file]);
+  const row = await deps.gbfs.get([version, scope, file]);
   if (!row) throw notSnapshotted();
-  const served = await serveObject(ctx, deps.app.store, row.object_key, {
-    cacheControl: `private, max-age=${Math.max(0, Number(row.ttl))}`,
-    contentType: 'application/json; charset=utf-8',
-  });
-  if (!served) {
-    ctx.state.log?.warn({ key: row.object_key }, 'gbfs snapshot object missing from the store');
-    throw notSnapshotted();
-  }
+  const cacheControl = `private, max-age=${Math.max(0, Number(row.ttl))}`;
+  if (!(await servePublished(deps, ctx, { key: row.object_key, sha256: row.sha256 }, cacheControl, 'application/json; charset=utf-8'))) throw notSnapshotted();
 }
 
 function fileParam(raw: string | undefined, files: readonly string[]): string {
@@ -64,11 +56,10 @@ export function gbfsRoutes(router: Router, deps: FeedDeps): void {
     const scope = gbfsV2Scope(claims.role, claims.zones);
     const stored = gbfsSnapshotFile('2.2', file, claims.role);
     // a language the system does not have is unknown; a system not published yet is retried
-    if (!(await deps.app.db.maybeOne(q('FeedGbfsSnapshot'), [version22, v2LanguageScope(scope, language), stored]))) {
-      if (await deps.app.db.maybeOne(q('FeedGbfsSnapshot'), [version22, scope, stored])) throw notFound(`this GBFS system has no files in language ${language}`);
-      throw notSnapshotted();
+    if (!(await deps.gbfs.get(['2.2', v2LanguageScope(scope, language), stored])) && (await deps.gbfs.get(['2.2', scope, stored]))) {
+      throw notFound(`this GBFS system has no files in language ${language}`);
     }
-    await serveSnapshot(deps, ctx, version22, v2LanguageScope(scope, language), stored);
+    await serveSnapshot(deps, ctx, '2.2', v2LanguageScope(scope, language), stored);
   });
 
   router.get('/gbfs/v2/:file.json', async (ctx) => {

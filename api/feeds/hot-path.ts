@@ -143,7 +143,7 @@ async function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: Fas
   const now = deps.app.clock.now().getTime();
   const start = hour.start.getTime();
   if (start + HOUR_MS > now || start < floorHour(zone.createdAt).getTime()) return undefined;
-  const entry = deps.publications.peek(route.feed, offer.version, zoneId, hour.sql, now);
+  const entry = deps.publications.peekRow(route.feed, offer.version, zoneId, hour.sql);
   const row = entry?.row;
   if (!row || row.status !== 'published' || row.dirty || !row.object_key) return undefined;
   const obj = files.peek(row.object_key, `${row.object_key}|${row.sha256}`, now, !head);

@@ -1,5 +1,5 @@
 /**
- * The feed_publications rows the file routes read, cached in-process for a short time (default 2 s
+ * The index rows the file routes read (hourly files and GBFS snapshots), cached in-process for a short time (default 2 s
  * by the clock). Every hourly-file request needs its row, and with a hot file the query was a large
  * share of the request; a partner polling one hour now costs one query per process every 2 s.
  * The cost is staleness bounded by the TTL: a republished hour is served with its new ETag, and a
@@ -24,20 +24,27 @@ export interface PublicationRow {
 export const PUBLICATION_TTL_MS = 2000;
 
 /** A cached row, or a cached absence (lru-cache holds no undefined values). */
-interface Entry {
-  readonly row: PublicationRow | undefined;
+interface Entry<Row> {
+  readonly row: Row | undefined;
 }
 
-export class PublicationIndex {
-  private readonly cache: LRUCache<string, Entry, unknown[]>;
+/**
+ * Rows of one named query keyed by its parameters, each cached for at most `ttlMs` by the app's
+ * clock. The index of every published object goes through this: the hourly files'
+ * feed_publications (PublicationIndex) and the GBFS gbfs_snapshots (GbfsSnapshotIndex).
+ */
+export class CachedRows<Row> {
+  private readonly cache: LRUCache<string, Entry<Row>, unknown[]>;
   private lastNow = -Infinity;
 
   constructor(
-    private readonly db: Db,
+    db: Db,
     private readonly clock: Clock,
+    query: string,
     opts: { ttlMs?: number; maxEntries?: number } = {},
   ) {
-    this.cache = new LRUCache<string, Entry, unknown[]>({
+    const sql = q(query);
+    this.cache = new LRUCache<string, Entry<Row>, unknown[]>({
       max: opts.maxEntries ?? 10_000,
       // lru-cache counts an entry stale once older than ttl; the documented bound is "at ttl"
       ttl: Math.max(1, (opts.ttlMs ?? PUBLICATION_TTL_MS) - 1),
@@ -45,23 +52,23 @@ export class PublicationIndex {
       perf: { now: () => clock.now().getTime() },
       ttlResolution: 0,
       // one query for concurrent misses on a row; a failed read is not kept
-      fetchMethod: async (_id, _stale, { context }) => ({ row: (await this.db.maybeOne(q('FeedPublication'), context)) as PublicationRow | undefined }),
+      fetchMethod: async (_id, _stale, { context }) => ({ row: (await db.maybeOne(sql, context)) as Row | undefined }),
     });
   }
 
-  /** The row of (feed, version, zone, hour) as of at most `ttlMs` ago; undefined when there is none. */
-  async get(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
+  /** The row of these parameters as of at most `ttlMs` ago; undefined when there is none. */
+  async get(params: readonly string[]): Promise<Row | undefined> {
     this.forgetIfClockWentBack();
-    return (await this.cache.fetch(`${feed}|${version}|${zone}|${hourSql}`, { context: [feed, version, zone, hourSql] }))!.row;
+    return (await this.cache.fetch(params.join('|'), { context: [...params] }))!.row;
   }
 
   /**
-   * The cached entry of (feed, version, zone, hour) when it is fresh (its `row` may be undefined: a
-   * cached absence); undefined when `get` has to read it. Synchronous, for the hot path.
+   * The cached entry when it is fresh (its `row` may be undefined: a cached absence); undefined when
+   * `get` has to read it. Synchronous, for the hot path.
    */
-  peek(feed: HourlyFeedName, version: string, zone: string, hourSql: string, _now: number): { readonly row: PublicationRow | undefined } | undefined {
+  peek(params: readonly string[]): Entry<Row> | undefined {
     this.forgetIfClockWentBack();
-    return this.cache.get(`${feed}|${version}|${zone}|${hourSql}`);
+    return this.cache.get(params.join('|'));
   }
 
   /** A clock set backwards (tests) would make every entry look younger than it is: start over. */
@@ -69,5 +76,37 @@ export class PublicationIndex {
     const now = this.clock.now().getTime();
     if (now < this.lastNow) this.cache.clear();
     this.lastNow = now;
+  }
+}
+
+/** feed_publications rows by (feed, version, zone, hour). */
+export class PublicationIndex extends CachedRows<PublicationRow> {
+  constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
+    super(db, clock, 'FeedPublication', opts);
+  }
+
+  row(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
+    return this.get([feed, version, zone, hourSql]);
+  }
+
+  peekRow(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Entry<PublicationRow> | undefined {
+    return this.peek([feed, version, zone, hourSql]);
+  }
+}
+
+export interface GbfsSnapshotRow {
+  object_key: string;
+  sha256: string;
+  ttl: number;
+}
+
+/**
+ * gbfs_snapshots rows by (version, scope, file). GBFS files change every STATUS_REFRESH_SECONDS at
+ * most, and each carries its own last_updated: ≤ 2 s of index staleness keeps every served file
+ * within its ttl (test/gbfs-validator.test.ts checks ttl + 5 s).
+ */
+export class GbfsSnapshotIndex extends CachedRows<GbfsSnapshotRow> {
+  constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
+    super(db, clock, 'FeedGbfsSnapshot', opts);
   }
 }

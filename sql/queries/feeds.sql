@@ -29,4 +29,4 @@ SELECT status, object_key, record_count, dirty, last_updated, published_at
  WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
 
 -- name: FeedGbfsSnapshot
-SELECT object_key, ttl, last_updated, published_at FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;
+SELECT object_key, sha256, ttl FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;

@@ -71,7 +71,7 @@ SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent, v.l
 SELECT DISTINCT role, zones FROM feed_clients WHERE revoked_at IS NULL;
 
 -- name: GbfsSnapshotList
-SELECT version, scope, file, sha256, last_updated FROM gbfs_snapshots;
+SELECT version, scope, file, sha256, last_updated, object_key FROM gbfs_snapshots;
 
 -- name: GbfsSnapshotTryLock
 -- One writer per snapshot file across every publisher process; the other skips (it would write the
@@ -79,7 +79,7 @@ SELECT version, scope, file, sha256, last_updated FROM gbfs_snapshots;
 SELECT pg_try_advisory_xact_lock(hashtext('gbfs:' || $1::text)) AS locked;
 
 -- name: GbfsSnapshotGet
-SELECT sha256, last_updated FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;
+SELECT sha256, last_updated, object_key FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;
 
 -- name: GbfsSnapshotUpsert
 INSERT INTO gbfs_snapshots (version, scope, file, object_key, sha256, bytes, ttl, last_updated, published_at)

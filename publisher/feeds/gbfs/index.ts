@@ -24,6 +24,7 @@ import { loadZoneData, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
+import { unchangedObject } from '../../../lib/publication/unchanged.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS, manifestV3Schema } from '../../../schemas/gbfs/v3.js';
@@ -51,6 +52,7 @@ interface Task {
 interface Previous {
   sha256: string;
   lastUpdated: Date;
+  objectKey: string;
 }
 
 const CONCURRENCY = 8;
@@ -68,7 +70,7 @@ export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsP
   const env: BuildEnv = { now, publicBaseUrl: ctx.config.publicBaseUrl, providerId: ctx.config.providerId, providerName: ctx.config.providerName };
 
   const [rows, clientScopes] = await Promise.all([ctx.db.many(q('GbfsSnapshotList')), ctx.db.many<{ role: Role; zones: string[] | null }>(q('GbfsFeedClientScopes'))]);
-  const previous = new Map<string, Previous>(rows.map((r) => [rowKey(r.version, r.scope, r.file), { sha256: r.sha256, lastUpdated: r.last_updated }]));
+  const previous = new Map<string, Previous>(rows.map((r) => [rowKey(r.version, r.scope, r.file), { sha256: r.sha256, lastUpdated: r.last_updated, objectKey: r.object_key }]));
   const gbfsRoles = ROLES.filter(hasGbfs);
 
   let mode: GbfsPublishMode = opts.only ?? 'status';
@@ -179,19 +181,21 @@ class GbfsValidationError extends Error {}
 async function publishOne(ctx: AppContext, task: Task, prev: Previous | undefined, now: Date): Promise<'written' | 'unchanged'> {
   // a status file's last_updated is how current the knowledge is: past STATUS_REFRESH_SECONDS it is
   // written again with the same data; a static file's is when its data last changed
-  const current = (p: Previous) => !isStatusFile(task.file) || now.getTime() - p.lastUpdated.getTime() < STATUS_REFRESH_SECONDS * 1000;
-  const sameAs = (p: Previous | undefined) => p !== undefined && current(p) && sha256(bodyOf(task.render(p.lastUpdated))) === p.sha256;
-  if (sameAs(prev)) return 'unchanged';
+  // the data rendered with the stored last_updated: byte-equal to the stored file when nothing changed
   const key = rowKey(task.version, task.scope, task.file);
   const objectKey = gbfsObjectKey(task.version, task.scope, task.file);
+  const current = (p: Previous) => !isStatusFile(task.file) || now.getTime() - p.lastUpdated.getTime() < STATUS_REFRESH_SECONDS * 1000;
+  const sameAs = async (p: Previous | undefined) =>
+    p !== undefined && current(p) && (await unchangedObject(ctx.store, { sha256: p.sha256, object_key: p.objectKey }, { sha256: sha256(bodyOf(task.render(p.lastUpdated))), key: objectKey }));
+  if (await sameAs(prev)) return 'unchanged';
 
   return ctx.db.tx(async (tx) => {
     // one writer per file in the cluster; a busy file is being written by another process right now
     const { locked } = await tx.one<{ locked: boolean }>(q('GbfsSnapshotTryLock'), [key]);
     if (!locked) return 'unchanged';
-    const row = await tx.maybeOne<{ sha256: string; last_updated: Date }>(q('GbfsSnapshotGet'), [task.version, task.scope, task.file]);
-    const cur = row ? { sha256: row.sha256, lastUpdated: row.last_updated } : undefined;
-    if (sameAs(cur)) return 'unchanged';
+    const row = await tx.maybeOne<{ sha256: string; last_updated: Date; object_key: string }>(q('GbfsSnapshotGet'), [task.version, task.scope, task.file]);
+    const cur = row ? { sha256: row.sha256, lastUpdated: row.last_updated, objectKey: row.object_key } : undefined;
+    if (await sameAs(cur)) return 'unchanged';
 
     // last_updated moves forward even if the clock does not (two runs in one second)
     let lastUpdated = wholeSeconds(now);
