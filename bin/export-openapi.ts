@@ -6,7 +6,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EXPORT_DIR, exportedFiles } from '../lib/openapi/export.js';
+import { EXPORT_DIR, exportedFiles } from '../api/docs/export.js';
 
 const check = process.argv.includes('--check');
 let stale = 0;

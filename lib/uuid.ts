@@ -25,3 +25,10 @@ export function uuidV5(name: string, namespace: string): string {
   const h = hash.subarray(0, 16).toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
+
+/** A UUID version 4, either case, as a JSON Schema: the id parameters of the partner and TOMP APIs. */
+export const UUID_V4_SCHEMA = {
+  type: 'string',
+  format: 'uuid',
+  pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$',
+} as const;

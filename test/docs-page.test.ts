@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import Koa from 'koa';
 import type { Page } from 'playwright-core';
 import { docsRoutes } from '../api/docs/router.js';
-import { DOCUMENT_TITLES } from '../lib/openapi/index.js';
+import { DOCUMENT_TITLES } from '../api/docs/documents.js';
 import { openBrowser, requireChromium, screenshot, type BrowserSession } from './support/browser.js';
 import { useTestContext } from './support/context.js';
 

@@ -11,7 +11,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { AppContext } from '../../lib/context.js';
-import { DOCUMENT_NAMES, DOCUMENT_TITLES, openApiDocuments, type DocumentName } from '../../lib/openapi/index.js';
+import { DOCUMENT_NAMES, DOCUMENT_TITLES, openApiDocuments, type DocumentName } from './documents.js';
 import { docsPage, docsScript, DOCS_CSS } from './page.js';
 
 const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));

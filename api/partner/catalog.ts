@@ -1,13 +1,14 @@
 /** Vehicles, pricing and zones (partner-rental-api.md §4). Zones outside the partner's access do not exist for it. */
-import type { Router, RouterMiddleware as Mw, RouterContext } from '@koa/router';
+import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { q, type Row } from '../../lib/db.js';
-import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
+import type { Input } from '../../lib/http/endpoints.js';
+import { RentalError } from '../../lib/rentals/errors.js';
 import { isSleeping } from '../../lib/zones.js';
+import { AreaOccupancyRecord, dataOf, OperationalZonesRecord, PricingRecord, VehicleRecord, ZoneAreasRecord } from '../../schemas/partner/responses.js';
 import { principalOf } from './auth.js';
+import { endpoint, idParam, zoneParam, type PartnerEndpoint } from './endpoint.js';
 import { presentPricing, presentVehicle } from './responses.js';
-
-const ZONE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 function presentZoneInfo(z: Row, now: Date) {
   return {
@@ -20,85 +21,177 @@ function presentZoneInfo(z: Row, now: Date) {
   };
 }
 
-export function catalogRoutes(router: Router, app: AppContext, auth: Mw): void {
-  /** The zone row when it exists and the partner may access it; EmptyZoneID / ZoneNotFound otherwise. */
-  async function zoneFor(ctx: RouterContext, raw: unknown): Promise<Row> {
-    // NUL is the router's placeholder of an empty path segment (api/partner/router.ts)
-    if (typeof raw !== 'string' || raw.replace(/\0/g, '').trim() === '') throw new RentalError('EmptyZoneID');
-    if (!ZONE_ID.test(raw)) throw new RentalError('ZoneNotFound');
-    const zone = await app.db.maybeOne(q('PartnerZone'), [raw, principalOf(ctx).zones]);
-    if (!zone) throw new RentalError('ZoneNotFound');
-    return zone;
-  }
+/** The zone row when the partner may access it; ZoneNotFound otherwise. */
+async function zoneFor(app: AppContext, ctx: Koa.Context, id: string): Promise<Row> {
+  const zone = await app.db.maybeOne(q('PartnerZone'), [id, principalOf(ctx).zones]);
+  if (!zone) throw new RentalError('ZoneNotFound');
+  return zone;
+}
 
-  router.get('/v1/pricing/vehicle/:id', auth, async (ctx) => {
-    const id = requireUuid(ctx.params.id, 'InvalidVehicleId');
-    const row = await app.db.maybeOne(q('PartnerVehicleById'), [id, principalOf(ctx).zones]);
-    if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
-    ctx.set('Cache-Control', 'no-store'); // prices are dynamic (requirement)
-    ctx.body = { data: presentPricing(row) };
-  });
+const zoneId = { zoneId: zoneParam('zone id (see GET /v1/zone/info)') };
+const vehicles = (description: string) => ({ 200: { description, schema: dataOf(VehicleRecord, true) } });
 
-  router.get('/v1/vehicles', auth, async (ctx) => {
-    const raw = ctx.query.zoneID;
-    if (typeof raw !== 'string' || raw.trim() === '') throw new RentalError('EmptyZoneID');
-    if (!ZONE_ID.test(raw)) throw new RentalError('ZoneNotFound');
-    const now = app.clock.now();
-    // zone and vehicles in one round trip (see the query)
-    const rows = await app.db.many(q('PartnerAvailableVehicles'), [raw, now, principalOf(ctx).zones]);
-    const zone = rows[0];
-    if (!zone) throw new RentalError('ZoneNotFound');
-    // a sleeping zone has no available vehicles
-    const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
-    ctx.body = { data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) };
-  });
-
-  router.get('/v1/vehicles/code/:code', auth, async (ctx) => {
-    const code = String(ctx.params.code);
-    if (!/^[A-Za-z0-9]{4}$/.test(code)) throw new RentalError('BadVehicleCode');
-    const row = await app.db.maybeOne(q('PartnerVehicleByCode'), [code.toUpperCase(), principalOf(ctx).zones]);
-    if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
-    ctx.body = { data: [presentVehicle(row)] };
-  });
-
-  router.get('/v1/vehicles/id/:id', auth, async (ctx) => {
-    const id = requireUuid(ctx.params.id, 'InvalidVehicleID');
-    const row = await app.db.maybeOne(q('PartnerVehicleById'), [id, principalOf(ctx).zones]);
-    if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
-    ctx.body = { data: [presentVehicle(row)] };
-  });
-
-  const zoneAreas = (withFreeFloating: boolean): Mw => async (ctx) => {
-    const zone = await zoneFor(ctx, ctx.params.zoneId);
-    const areas = await app.db.many(q('PartnerZoneAreas'), [zone.id, withFreeFloating]);
-    ctx.body = {
-      data: {
-        id: zone.id,
-        type: 'area',
-        attributes: {
-          areas: areas.map((a) => ({ id: a.id, type: 'area', name: a.name, area_type: a.area_type, vehicle_types: a.vehicle_types, geometry: a.geometry })),
+function zoneAreas(v: 1 | 2): PartnerEndpoint {
+  return endpoint({
+    operationId: `getZoneAreasV${v}`,
+    method: 'get',
+    path: `/v${v}/zone/id/{zoneId}`,
+    summary: v === 1 ? 'Zone areas (v1, deprecated)' : 'Zone areas (v2)',
+    description:
+      (v === 1 ? 'Deprecated: use /v2, which adds the free-floating area type. ' : 'Same as v1 plus the free-floating area type. ') +
+      'Zone areas change rarely: do not refresh more often than every 6 hours.',
+    tag: 'Zones',
+    deprecated: v === 1,
+    auth: 'apiKey',
+    params: zoneId,
+    responses: { 200: { description: 'the areas of the zone', schema: dataOf(ZoneAreasRecord, false) } },
+    errors: [],
+    handle: async (app, ctx, { params }) => {
+      const zone = await zoneFor(app, ctx, params.zoneId!);
+      const areas = await app.db.many(q('PartnerZoneAreas'), [zone.id, v === 2]);
+      ctx.body = {
+        data: {
+          id: zone.id,
+          type: 'area',
+          attributes: {
+            areas: areas.map((a) => ({ id: a.id, type: 'area', name: a.name, area_type: a.area_type, vehicle_types: a.vehicle_types, geometry: a.geometry })),
+          },
         },
-      },
-    };
-  };
-  const emptyZone: Mw = async () => {
-    throw new RentalError('EmptyZoneID');
-  };
-  router.get('/v1/zone/id/:zoneId', auth, zoneAreas(false));
-  router.get('/v2/zone/id/:zoneId', auth, zoneAreas(true));
-  router.get('/v1/zone/id', auth, emptyZone);
-  router.get('/v2/zone/id', auth, emptyZone);
-
-  router.get('/v1/zone/id/:zoneId/areasOccupancy', auth, async (ctx) => {
-    const zone = await zoneFor(ctx, ctx.params.zoneId);
-    const rows = await app.db.many(q('PartnerAreasOccupancy'), [zone.id]);
-    ctx.body = { data: rows.map((r) => ({ id: r.id as string, occupancy: r.occupancy as number, capacity: r.capacity as number })) };
-  });
-
-  router.get('/v1/zone/info', auth, async (ctx) => {
-    const principal = principalOf(ctx);
-    const now = app.clock.now();
-    const zones = await app.db.many(q('PartnerZones'), [principal.zones]);
-    ctx.body = { data: { id: principal.partnerId, type: 'zone', attributes: { zones: zones.map((z) => presentZoneInfo(z, now)) } } };
+      };
+    },
   });
 }
+
+/** `/v1/zone/id` without an id: the requirement's "zone id empty" row. */
+function zoneAreasWithoutId(v: 1 | 2): PartnerEndpoint {
+  return endpoint({
+    operationId: `getZoneAreasEmptyIdV${v}`,
+    method: 'get',
+    path: `/v${v}/zone/id`,
+    summary: 'Zone areas without a zone id',
+    description: 'Always 400 `EmptyZoneID` (the requirement’s “zone id empty” row).',
+    tag: 'Zones',
+    deprecated: v === 1,
+    auth: 'apiKey',
+    responses: {},
+    errors: [{ 400: ['EmptyZoneID'] }],
+    handle: () => {
+      throw new RentalError('EmptyZoneID');
+    },
+  });
+}
+
+async function vehicleById(app: AppContext, ctx: Koa.Context, id: string): Promise<Row> {
+  const row = await app.db.maybeOne(q('PartnerVehicleById'), [id, principalOf(ctx).zones]);
+  if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
+  return row;
+}
+
+export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
+  endpoint({
+    operationId: 'getVehiclePricing',
+    method: 'get',
+    path: '/v1/pricing/vehicle/{id}',
+    summary: 'Price of a vehicle',
+    description: 'Prices are dynamic: do not cache them (`Cache-Control: no-store`), ask when the user needs them.',
+    tag: 'Vehicles and pricing',
+    auth: 'apiKey',
+    params: { id: idParam('vehicle id (UUID v4)', 'InvalidVehicleId') },
+    responses: { 200: { description: 'the pricing', schema: dataOf(PricingRecord, false) } },
+    errors: [{ 404: ['VehicleNotFound'] }],
+    handle: async (app, ctx, { params }) => {
+      const row = await vehicleById(app, ctx, params.id!);
+      ctx.set('Cache-Control', 'no-store'); // prices are dynamic (requirement)
+      ctx.body = { data: presentPricing(row) };
+    },
+  }),
+  endpoint({
+    operationId: 'listVehicles',
+    method: 'get',
+    path: '/v1/vehicles',
+    summary: 'Vehicles available for rental in a zone',
+    description: 'With their price. Refresh about every 7 seconds. `/v1/vehicles/?zoneID=` (trailing slash) is the same endpoint. A sleeping zone has no available vehicles.',
+    tag: 'Vehicles and pricing',
+    auth: 'apiKey',
+    query: { zoneID: zoneParam('zone id') },
+    responses: vehicles('the available vehicles'),
+    errors: [],
+    handle: async (app, ctx, { query }: Input<undefined>) => {
+      const now = app.clock.now();
+      // zone and vehicles in one round trip (see the query)
+      const rows = await app.db.many(q('PartnerAvailableVehicles'), [query.zoneID, now, principalOf(ctx).zones]);
+      const zone = rows[0];
+      if (!zone) throw new RentalError('ZoneNotFound');
+      // a sleeping zone has no available vehicles
+      const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
+      ctx.body = { data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) };
+    },
+  }),
+  endpoint({
+    operationId: 'getVehicleByCode',
+    method: 'get',
+    path: '/v1/vehicles/code/{code}',
+    summary: 'Vehicle by its printed code',
+    description: 'The 4 characters on the vehicle (also the end of its QR code address); case-insensitive.',
+    tag: 'Vehicles and pricing',
+    auth: 'apiKey',
+    params: { code: { description: '4 alphanumeric characters', schema: { type: 'string', pattern: '^[A-Za-z0-9]{4}$' }, example: 'AB12', invalid: 'BadVehicleCode' } },
+    responses: vehicles('the vehicle (an array of one)'),
+    errors: [{ 404: ['VehicleNotFound'] }],
+    handle: async (app, ctx, { params }) => {
+      const row = await app.db.maybeOne(q('PartnerVehicleByCode'), [params.code!.toUpperCase(), principalOf(ctx).zones]);
+      if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
+      ctx.body = { data: [presentVehicle(row)] };
+    },
+  }),
+  endpoint({
+    operationId: 'getVehicleById',
+    method: 'get',
+    path: '/v1/vehicles/id/{id}',
+    summary: 'Vehicle by id',
+    tag: 'Vehicles and pricing',
+    auth: 'apiKey',
+    params: { id: idParam('vehicle id (UUID v4)', 'InvalidVehicleID') },
+    responses: vehicles('the vehicle (an array of one)'),
+    errors: [{ 404: ['VehicleNotFound'] }],
+    handle: async (app, ctx, { params }) => {
+      ctx.body = { data: [presentVehicle(await vehicleById(app, ctx, params.id!))] };
+    },
+  }),
+  zoneAreas(1),
+  zoneAreas(2),
+  zoneAreasWithoutId(1),
+  zoneAreasWithoutId(2),
+  endpoint({
+    operationId: 'getAreasOccupancy',
+    method: 'get',
+    path: '/v1/zone/id/{zoneId}/areasOccupancy',
+    summary: 'Occupancy of the parking spots of a zone',
+    tag: 'Zones',
+    auth: 'apiKey',
+    params: zoneId,
+    responses: { 200: { description: 'one record per parking-spot area', schema: dataOf(AreaOccupancyRecord, true) } },
+    errors: [],
+    handle: async (app, ctx, { params }) => {
+      const zone = await zoneFor(app, ctx, params.zoneId!);
+      const rows = await app.db.many(q('PartnerAreasOccupancy'), [zone.id]);
+      ctx.body = { data: rows.map((r) => ({ id: r.id as string, occupancy: r.occupancy as number, capacity: r.capacity as number })) };
+    },
+  }),
+  endpoint({
+    operationId: 'getOperationalZones',
+    method: 'get',
+    path: '/v1/zone/info',
+    summary: 'The operational zones the partner can access',
+    tag: 'Zones',
+    auth: 'apiKey',
+    responses: { 200: { description: 'the zones', schema: dataOf(OperationalZonesRecord, false) } },
+    errors: [],
+    handle: async (app, ctx) => {
+      const principal = principalOf(ctx);
+      const now = app.clock.now();
+      const zones = await app.db.many(q('PartnerZones'), [principal.zones]);
+      ctx.body = { data: { id: principal.partnerId, type: 'zone', attributes: { zones: zones.map((z) => presentZoneInfo(z, now)) } } };
+    },
+  }),
+];

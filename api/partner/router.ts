@@ -5,14 +5,13 @@
  */
 import { routeMiss } from '../../lib/http/route-miss.js';
 import type Koa from 'koa';
-import Router, { type RouterMiddleware as Mw } from '@koa/router';
+import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { RentalError } from '../../lib/rentals/errors.js';
-import { authenticate } from './auth.js';
+import { mountEndpoints } from '../../lib/http/endpoints.js';
 import { OVERLOADED, renderError } from './errors.js';
-import { userRoutes } from './users.js';
-import { rentalRoutes } from './rentals.js';
-import { catalogRoutes } from './catalog.js';
+import { partnerKit } from './endpoint.js';
+import { PARTNER_ENDPOINTS } from './endpoints.js';
 import { admissionFor, type Admission } from '../../lib/http/admission.js';
 import { metrics } from '../../lib/metrics.js';
 
@@ -46,10 +45,7 @@ function inScope(path: string): boolean {
 
 export function partnerRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   const router = new Router();
-  const auth = authenticate(ctx) as unknown as Mw;
-  userRoutes(router, ctx, auth);
-  rentalRoutes(router, ctx, auth);
-  catalogRoutes(router, ctx, auth);
+  mountEndpoints(router, PARTNER_ENDPOINTS, ctx, partnerKit(ctx));
   const routes = router.routes() as unknown as Koa.Middleware;
 
   return async (koa, next) => {

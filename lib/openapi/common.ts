@@ -1,8 +1,8 @@
 /**
  * Building blocks of our three OpenAPI 3.1 documents (partner rental API, TOMP subset, feeds).
  * The documents are built in code from the same JSON Schemas the routes validate with (schemas/…),
- * so a schema change shows in the docs without anyone remembering to edit them; what only the docs
- * need (response envelopes the code builds by hand) lives in lib/openapi/records-*.ts.
+ * so a schema change shows in the docs without anyone remembering to edit them. The partner and
+ * TOMP documents are built from their families' endpoint tables (lib/openapi/endpoints.ts).
  */
 
 export type Schema = Record<string, unknown>;
@@ -90,33 +90,49 @@ export const schemaRef = (name: string): Schema => ({ $ref: `#/components/schema
 /**
  * A code schema (ajv's default dialect, draft-07) in the dialect of OpenAPI 3.1 (JSON Schema
  * 2020-12), as a deep copy: tuple `items: [...]` becomes `prefixItems` (with `additionalItems` as
- * `items`), `definitions` becomes `$defs`. The code's schema objects are never modified.
+ * `items`), `definitions` becomes `$defs`. The code's schema objects are never modified. With
+ * `refs`, a schema object that is a named component (by identity) becomes its `$ref`, except `root`.
  */
-export function oas(schema: object): Schema {
-  return convert(schema) as Schema;
+export function oas(schema: object, refs?: ReadonlyMap<object, string>, root?: object): Schema {
+  return convert(schema, refs, root) as Schema;
 }
 
-function convert(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(convert);
+function convert(node: unknown, refs: ReadonlyMap<object, string> | undefined, root: object | undefined): unknown {
+  if (Array.isArray(node)) return node.map((n) => convert(n, refs, root));
   if (node === null || typeof node !== 'object') return node;
+  const name = node !== root ? refs?.get(node) : undefined;
+  if (name) return schemaRef(name);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
     if (k === '$schema' || k === '$id') continue;
     if (k === 'items' && Array.isArray(v)) {
-      out.prefixItems = v.map(convert);
+      out.prefixItems = v.map((n) => convert(n, refs, root));
       continue;
     }
     if (k === 'additionalItems') {
-      if (Array.isArray((node as { items?: unknown }).items)) out.items = convert(v);
+      if (Array.isArray((node as { items?: unknown }).items)) out.items = convert(v, refs, root);
       continue;
     }
     if (k === 'definitions') {
-      out.$defs = convert(v);
+      out.$defs = convert(v, refs, root);
       continue;
     }
-    out[k] = convert(v);
+    out[k] = convert(v, refs, root);
   }
   return out;
+}
+
+/**
+ * Named schemas of a document (components.schemas) from the code's own schema objects, and the
+ * converter that refers to them: wherever one of these objects appears in another schema, the
+ * document has a `$ref` to it instead of a copy.
+ */
+export function components(named: Record<string, object>): { schemas: Record<string, Schema>; schema: (s: object) => Schema } {
+  const refs = new Map<object, string>(Object.entries(named).map(([n, s]) => [s, n]));
+  return {
+    schemas: Object.fromEntries(Object.entries(named).map(([n, s]) => [n, oas(s, refs, s)])),
+    schema: (s) => oas(s, refs),
+  };
 }
 
 /** `{ in: path, required: true }`, the only way a path parameter may be declared. */
@@ -134,7 +150,7 @@ export const json = (schema: Schema, example?: unknown, type = 'application/json
 
 export const header = (description: string, schema: Schema = { type: 'string' }, required = false): Header => ({ description, schema, ...(required ? { required } : {}) });
 
-export const UUID_V4 = { type: 'string', format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$' } as const;
+export { UUID_V4_SCHEMA as UUID_V4 } from '../uuid.js';
 
 /** Every (method, path) a document describes, in document order. */
 export function operationsOf(doc: OpenApiDocument): { method: HttpMethod; path: string; item: PathItem; op: Operation }[] {

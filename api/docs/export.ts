@@ -4,8 +4,8 @@
  * does not depend on anyone's environment; the served /openapi/*.json carry the real ones.
  */
 import { join } from 'node:path';
-import { ROOT } from '../paths.js';
-import { DOCUMENT_NAMES, openApiDocuments, type DocumentName } from './index.js';
+import { ROOT } from '../../lib/paths.js';
+import { DOCUMENT_NAMES, openApiDocuments, type DocumentName } from './documents.js';
 
 export const EXPORT_DIR = join(ROOT, 'docs', 'openapi');
 export const EXPORT_URLS = { publicBaseUrl: 'http://localhost:8080', publicLegacyUrl: 'http://localhost:8081' } as const;

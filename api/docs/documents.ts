@@ -1,0 +1,31 @@
+/**
+ * The three OpenAPI 3.1 documents of the platform, built from the families' endpoint tables and the
+ * running configuration (their `servers` and OAuth token URLs name this deployment). Served by
+ * api/docs (GET /openapi/*.json) and exported to docs/openapi/ by bin/export-openapi.ts.
+ */
+import type { Config } from '../../lib/config.js';
+import type { OpenApiDocument } from '../../lib/openapi/common.js';
+import { partnerDocument } from '../../lib/openapi/partner.js';
+import { tompDocument } from '../../lib/openapi/tomp.js';
+import { feedsDocument } from '../../lib/openapi/feeds.js';
+import { PARTNER_ENDPOINTS } from '../partner/endpoints.js';
+
+export type { OpenApiDocument } from '../../lib/openapi/common.js';
+export { operationsOf, HTTP_METHODS } from '../../lib/openapi/common.js';
+
+export const DOCUMENT_NAMES = ['partner', 'tomp', 'feeds'] as const;
+export type DocumentName = (typeof DOCUMENT_NAMES)[number];
+
+export const DOCUMENT_TITLES: Record<DocumentName, string> = {
+  partner: 'Partner rental API',
+  tomp: 'TOMP booking API',
+  feeds: 'Data feeds (MDS, GBFS, insurance)',
+};
+
+export function openApiDocuments(config: Pick<Config, 'publicBaseUrl' | 'publicLegacyUrl'>): Record<DocumentName, OpenApiDocument> {
+  return {
+    partner: partnerDocument(PARTNER_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
+    tomp: tompDocument({ publicBaseUrl: config.publicBaseUrl }),
+    feeds: feedsDocument({ publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * The partner family's endpoint type and its kit (lib/http/endpoints.ts): API-key auth with the
+ * rate limit, or none for the signed photo and receipt addresses (the URL is the credential); a
+ * malformed parameter is the row's own error code; JSON bodies read by ./body.ts.
+ */
+import type Koa from 'koa';
+import type { AppContext } from '../../lib/context.js';
+import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
+import { RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
+import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
+import { authenticate } from './auth.js';
+import { readJson } from './body.js';
+
+export type PartnerAuth = 'apiKey' | 'signedUrl';
+export type PartnerEndpoint<Body = unknown> = Endpoint<AppContext, RentalErrorCode, PartnerAuth, Body>;
+
+/** A row, typed by its body; the table holds rows of any body. */
+export const endpoint = <Body = undefined>(e: PartnerEndpoint<Body>): PartnerEndpoint<any> => e;
+
+export function partnerKit(app: AppContext): FamilyKit<AppContext, RentalErrorCode, PartnerAuth> {
+  const apiKey: Koa.Middleware = authenticate(app);
+  return {
+    auth: (kind) => (kind === 'apiKey' ? apiKey : undefined),
+    invalidParam: (code) => new RentalError(code ?? 'InvalidInput'),
+    // a body whose every field is optional (end rental) may be empty
+    readBody: (a, ctx, spec) => readJson(ctx, spec.schema, a.config.maxBodyBytes, !spec.required),
+  };
+}
+
+/** The path parameter of an id (UUID v4, either case; the handler gets it in lower case). */
+export const idParam = (description: string, invalid: RentalErrorCode, example?: string) => ({
+  description,
+  schema: UUID_V4_SCHEMA,
+  lowercase: true,
+  invalid,
+  ...(example ? { example } : {}),
+});
+
+const ZONE_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' } as const;
+
+/**
+ * A zone id in the path or the query: empty (or the router's placeholder of an empty segment, see
+ * ./router.ts) is EmptyZoneID, a value no zone id can have is ZoneNotFound, as an unknown one is.
+ */
+export const zoneParam = (description: string) => ({
+  description,
+  schema: ZONE_ID,
+  required: true,
+  example: 'madrid',
+  invalid: { empty: 'EmptyZoneID', malformed: 'ZoneNotFound' } as const,
+});

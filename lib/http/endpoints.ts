@@ -1,0 +1,160 @@
+/**
+ * The endpoint table of an API family and the kit that interprets it. A row declares one operation
+ * once: method, path, auth, its parameters, body and responses as JSON Schemas (from schemas/…), the
+ * error codes it can answer and its handler. From the rows come the Koa routes (mountEndpoints,
+ * here), the request checks before the handler runs (parameters against their schemas, the body by
+ * the family's reader) and the OpenAPI document (lib/openapi/endpoints.ts). A family supplies only
+ * what is its own: how a caller is authenticated, how its errors look, how its body is read.
+ */
+import type Koa from 'koa';
+import type Router from '@koa/router';
+import { compile } from '../validate.js';
+
+export type EndpointMethod = 'get' | 'put' | 'post' | 'patch' | 'delete';
+export type JsonSchema = Record<string, unknown>;
+
+export interface ParamSpec<Code extends string = string> {
+  description: string;
+  /** the value's JSON Schema; an `integer` query value is sent as decimal digits */
+  schema: JsonSchema;
+  example?: unknown;
+  /** query only (path parameters always are) */
+  required?: boolean;
+  /** the value handed to the handler in lower case (ids compared case-insensitively) */
+  lowercase?: boolean;
+  /**
+   * the family's error code when the value is absent or does not match `schema`; or one code for an
+   * empty value and another for a malformed one
+   */
+  invalid?: Code | { empty: Code; malformed: Code };
+}
+
+export interface BodySpec {
+  /** JSON Schema of a JSON body; absent for a raw body of `mediaType` the handler reads itself */
+  schema?: object;
+  /** media type of the body (default application/json) */
+  mediaType?: string;
+  required: boolean;
+  description?: string;
+  example?: unknown;
+}
+
+export interface HeaderSpec {
+  description: string;
+  schema?: JsonSchema;
+  required?: boolean;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: object;
+  /** default application/json */
+  mediaType?: string;
+  headers?: Record<string, HeaderSpec>;
+}
+
+/** What a handler is given: the parameters as checked, the body as validated. */
+export interface Input<Body> {
+  params: Record<string, string>;
+  query: Record<string, string | number | undefined>;
+  body: Body;
+}
+
+export type ErrorTable<Code extends string> = Partial<Record<number, readonly Code[]>>;
+
+export interface Endpoint<App, Code extends string, Auth extends string, Body = unknown> {
+  operationId: string;
+  method: EndpointMethod;
+  /** OpenAPI path template (`/v1/rental/{id}/end`); the Koa route is derived from it */
+  path: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  deprecated?: boolean;
+  auth: Auth;
+  params?: Record<string, ParamSpec<Code>>;
+  query?: Record<string, ParamSpec<Code>>;
+  body?: BodySpec;
+  /** the answers that are not errors, by status */
+  responses: Record<number, ResponseSpec>;
+  /** the error codes the endpoint itself can answer, by status (the kit's own are added by the document) */
+  errors: ReadonlyArray<ErrorTable<Code>>;
+  handle: (app: App, ctx: Koa.Context, input: Input<Body>) => Promise<void> | void;
+}
+
+export interface FamilyKit<App, Code extends string, Auth extends string> {
+  /** the middleware in front of an endpoint of this auth kind (undefined: none) */
+  auth(kind: Auth): Koa.Middleware | undefined;
+  /** the family's error for a parameter that is absent or does not match its schema */
+  invalidParam(code: Code | undefined, name: string, where: 'path' | 'query'): Error;
+  /** reads the JSON body of `spec` and validates it against `spec.schema` */
+  readBody(app: App, ctx: Koa.Context, spec: BodySpec & { schema: object }): Promise<unknown>;
+}
+
+/** `/v1/rental/{id}/end` → `/v1/rental/:id/end` */
+export const koaPath = (template: string): string => template.replace(/\{([^}]+)\}/g, ':$1');
+
+/** Decimal digits as an integer; anything else stays a string for the schema to refuse. */
+function coerce(raw: string, schema: JsonSchema): string | number {
+  return schema.type === 'integer' && /^-?\d{1,15}$/.test(raw) ? Number(raw) : raw;
+}
+
+/** Blank, or only NUL: the placeholder a family router may put in an empty path segment (api/partner/router.ts). */
+const isEmpty = (raw: string) => raw.replace(/\0/g, '').trim() === '';
+
+/** Every code a row's parameters can answer with. */
+export function paramCodes<Code extends string>(e: Pick<Endpoint<unknown, Code, string>, 'params' | 'query'>): Code[] {
+  const out: Code[] = [];
+  for (const spec of [...Object.values(e.params ?? {}), ...Object.values(e.query ?? {})]) {
+    const codes = spec.invalid === undefined ? [] : typeof spec.invalid === 'object' ? [spec.invalid.empty, spec.invalid.malformed] : [spec.invalid];
+    for (const c of codes) if (!out.includes(c)) out.push(c);
+  }
+  return out;
+}
+
+type Check = (raw: Record<string, unknown>) => Record<string, string | number | undefined>;
+
+function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> | undefined, where: 'path' | 'query', fail: FamilyKit<unknown, Code, string>['invalidParam']): Check {
+  const entries = Object.entries(specs ?? {}).map(([name, spec]) => ({ name, spec, validate: compile(spec.schema) }));
+  return (raw) => {
+    const out: Record<string, string | number | undefined> = {};
+    for (const { name, spec, validate } of entries) {
+      const value = raw[name];
+      const code = (s: string) => (typeof spec.invalid === 'object' ? (isEmpty(s) ? spec.invalid.empty : spec.invalid.malformed) : spec.invalid);
+      if (value === undefined && where === 'query' && !spec.required) continue;
+      // a repeated query parameter is not one value
+      if (typeof value !== 'string') throw fail(code(''), name, where);
+      const typed = coerce(value, spec.schema);
+      if (!validate(typed)) throw fail(code(value), name, where);
+      out[name] = spec.lowercase && typeof typed === 'string' ? typed.toLowerCase() : typed;
+    }
+    return out;
+  };
+}
+
+/** Registers every row on `router`: its auth middleware, then the checks, then the handler. */
+export function mountEndpoints<App, Code extends string, Auth extends string>(
+  router: Router,
+  endpoints: ReadonlyArray<Endpoint<App, Code, Auth, any>>,
+  app: App,
+  kit: FamilyKit<App, Code, Auth>,
+): void {
+  for (const e of endpoints) {
+    const params = paramCheck(e.params, 'path', kit.invalidParam);
+    const query = paramCheck(e.query, 'query', kit.invalidParam);
+    const body = e.body?.schema ? { ...e.body, schema: e.body.schema } : undefined;
+    const run: Koa.Middleware = async (ctx) => {
+      const input = {
+        params: params((ctx as unknown as { params: Record<string, unknown> }).params ?? {}) as Record<string, string>,
+        query: query(ctx.query),
+        body: body ? await kit.readBody(app, ctx, body) : undefined,
+      };
+      await e.handle(app, ctx, input);
+    };
+    const auth = kit.auth(e.auth);
+    // through the method helper, so the router's own options (prefix, strict) apply as to any route
+    const add = router[e.method].bind(router) as (path: string, ...mw: Koa.Middleware[]) => unknown;
+    if (auth) add(koaPath(e.path), auth, run);
+    else add(koaPath(e.path), run);
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * An OpenAPI 3.1 `paths` object from an endpoint table (lib/http/endpoints.ts): the operations are
+ * the rows the family's router serves, with the same parameter and body schemas it checks requests
+ * against and the same response schemas its tests check answers against. A family supplies how its
+ * auth kinds are documented and how its errors are rendered in the document.
+ */
+import type { Endpoint, ParamSpec, ResponseSpec } from '../http/endpoints.js';
+import type { MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
+
+export interface DocFamily<Code extends string, Auth extends string> {
+  security(auth: Auth): SecurityRequirement[];
+  /** every error response of the endpoint by status: its own codes and those of the kit (auth, body) */
+  errors(e: Endpoint<unknown, Code, Auth>): Record<string, Response | Ref>;
+  /** a code schema in the document, named components by $ref */
+  schema(s: object): Schema;
+}
+
+function parameter(name: string, where: 'path' | 'query', p: ParamSpec, schema: (s: object) => Schema): Parameter {
+  return {
+    name,
+    in: where,
+    required: where === 'path' ? true : Boolean(p.required),
+    description: p.description,
+    schema: schema(p.schema),
+    ...(p.example === undefined ? {} : { example: p.example }),
+  };
+}
+
+function content(mediaType: string, body: object | undefined, schema: (s: object) => Schema, example?: unknown): Record<string, MediaType> {
+  return { [mediaType]: { schema: body ? schema(body) : { type: 'string', contentMediaType: mediaType }, ...(example === undefined ? {} : { example }) } };
+}
+
+function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
+  const headers = r.headers && Object.fromEntries(Object.entries(r.headers).map(([n, h]) => [n, { description: h.description, schema: h.schema ?? { type: 'string' }, ...(h.required ? { required: true } : {}) }]));
+  const hasBody = r.schema !== undefined || r.mediaType !== undefined;
+  return { description: r.description, ...(headers ? { headers } : {}), ...(hasBody ? { content: content(r.mediaType ?? 'application/json', r.schema, schema) } : {}) };
+}
+
+export function operationOf<Code extends string, Auth extends string>(e: Endpoint<any, Code, Auth, any>, family: DocFamily<Code, Auth>): Operation {
+  const parameters = [
+    ...Object.entries(e.params ?? {}).map(([n, p]) => parameter(n, 'path', p, family.schema)),
+    ...Object.entries(e.query ?? {}).map(([n, p]) => parameter(n, 'query', p, family.schema)),
+  ];
+  const success = Object.fromEntries(Object.entries(e.responses).map(([status, r]) => [status, response(r, family.schema)]));
+  return {
+    operationId: e.operationId,
+    summary: e.summary,
+    ...(e.description ? { description: e.description } : {}),
+    tags: [e.tag],
+    ...(e.deprecated ? { deprecated: true } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(e.body
+      ? {
+          requestBody: {
+            required: e.body.required,
+            ...(e.body.description ? { description: e.body.description } : {}),
+            content: content(e.body.mediaType ?? 'application/json', e.body.schema, family.schema, e.body.example),
+          },
+        }
+      : {}),
+    responses: { ...success, ...family.errors(e) },
+    security: family.security(e.auth),
+  };
+}
+
+/** The `paths` of a document: one path item per template, one operation per row. */
+export function pathsOf<Code extends string, Auth extends string>(endpoints: ReadonlyArray<Endpoint<any, Code, Auth, any>>, family: DocFamily<Code, Auth>): Record<string, PathItem> {
+  const paths: Record<string, PathItem> = {};
+  for (const e of endpoints) {
+    const item = (paths[e.path] ??= {});
+    if (item[e.method]) throw new Error(`endpoint table: ${e.method.toUpperCase()} ${e.path} declared twice`);
+    item[e.method] = operationOf(e, family);
+  }
+  return paths;
+}
