@@ -9,6 +9,7 @@ import { partnerDocument } from '../../lib/openapi/partner.js';
 import { tompDocument } from '../../lib/openapi/tomp.js';
 import { feedsDocument } from '../../lib/openapi/feeds.js';
 import { PARTNER_ENDPOINTS } from '../partner/endpoints.js';
+import { TOMP_ENDPOINTS } from '../tomp/endpoints.js';
 
 export type { OpenApiDocument } from '../../lib/openapi/common.js';
 export { operationsOf, HTTP_METHODS } from '../../lib/openapi/common.js';
@@ -25,7 +26,7 @@ export const DOCUMENT_TITLES: Record<DocumentName, string> = {
 export function openApiDocuments(config: Pick<Config, 'publicBaseUrl' | 'publicLegacyUrl'>): Record<DocumentName, OpenApiDocument> {
   return {
     partner: partnerDocument(PARTNER_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
-    tomp: tompDocument({ publicBaseUrl: config.publicBaseUrl }),
+    tomp: tompDocument(TOMP_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
     feeds: feedsDocument({ publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
   };
 }

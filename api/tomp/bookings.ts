@@ -19,111 +19,93 @@ import {
   SupportRequest,
 } from '../../schemas/tomp/requests.js';
 import { principalOf } from './auth.js';
-import { preferredLanguage, readJson, validated } from './http.js';
+import { preferredLanguage } from './http.js';
+import type { Input } from '../../lib/http/endpoints.js';
 import { isUuid } from '../../lib/uuid.js';
-
-type RouteCtx = Koa.ParameterizedContext & { params: Record<string, string> };
 
 const callerOf = (ctx: Koa.Context): Caller => {
   const p = principalOf(ctx);
   return { partnerId: p.partnerId, zones: p.zones, tompPostponedCommit: p.tompPostponedCommit };
 };
 
-export function oneStop(app: AppContext): Koa.Middleware {
-  return async (ctx) => {
-    const body = validated<OneStopBookingRequest>(OneStopBookingRequest, await readJson(ctx, app.config.maxBodyBytes));
-    const language = preferredLanguage(ctx.get('accept-language'));
-    const result = await createOneStopBooking(app, callerOf(ctx), {
-      assetId: body.useAssets[0]!,
-      from: body.from.coordinates,
-      externalId: body.customer.externalId,
-      licences: body.customer.licenses,
-      radius: body.radius,
-      language,
-    });
-    ctx.status = 201;
-    ctx.set('Content-Language', result.language);
-    ctx.set('Expires', result.expiresAt.toUTCString());
-    ctx.set('Location', `${app.config.publicBaseUrl}/edge/tomp/bookings/${result.booking.id}`);
-    ctx.body = result.booking;
-  };
+export async function oneStop(app: AppContext, ctx: Koa.Context, { body }: Input<OneStopBookingRequest>): Promise<void> {
+  const language = preferredLanguage(ctx.get('accept-language'));
+  const result = await createOneStopBooking(app, callerOf(ctx), {
+    assetId: body.useAssets[0]!,
+    from: body.from.coordinates,
+    externalId: body.customer.externalId,
+    licences: body.customer.licenses,
+    radius: body.radius,
+    language,
+  });
+  ctx.status = 201;
+  ctx.set('Content-Language', result.language);
+  ctx.set('Expires', result.expiresAt.toUTCString());
+  ctx.set('Location', `${app.config.publicBaseUrl}/edge/tomp/bookings/${result.booking.id}`);
+  ctx.body = result.booking;
 }
 
-export function bookingRead(app: AppContext): Koa.Middleware {
-  return async (ctx) => {
-    const row = await getBooking(app, callerOf(ctx), (ctx as RouteCtx).params.id!);
-    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
-    ctx.body = viewBooking(app, row);
-  };
+export async function bookingRead(app: AppContext, ctx: Koa.Context, { params }: Input<undefined>): Promise<void> {
+  const row = await getBooking(app, callerOf(ctx), params.id!);
+  ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
+  ctx.body = viewBooking(app, row);
 }
 
-export function bookingEvents(app: AppContext): Koa.Middleware {
-  return async (ctx) => {
-    const id = (ctx as RouteCtx).params.id!;
-    const caller = callerOf(ctx);
-    const body = validated<BookingOperation>(BookingOperation, await readJson(ctx, app.config.maxBodyBytes));
-    if (!(BOOKING_OPERATIONS as readonly string[]).includes(body.operation)) {
-      throw new TompError(400, `operation ${body.operation} is not supported; use ${BOOKING_OPERATIONS.join(' or ')}`);
-    }
-    // unknown ids are 404 before anything else
-    if (!(await readBooking(app, caller, id))) throw new TompError(404, 'booking not found');
-    await operateBooking(app, caller.partnerId, id.toLowerCase(), body.operation as 'COMMIT' | 'CANCEL');
-    const row = await getBooking(app, caller, id);
-    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
-    ctx.set('Expires', row.expires_at.toUTCString());
-    ctx.body = viewBooking(app, row);
-  };
+export async function bookingEvents(app: AppContext, ctx: Koa.Context, { params, body }: Input<BookingOperation>): Promise<void> {
+  const id = params.id!;
+  const caller = callerOf(ctx);
+  if (!(BOOKING_OPERATIONS as readonly string[]).includes(body.operation)) {
+    throw new TompError(400, `operation ${body.operation} is not supported; use ${BOOKING_OPERATIONS.join(' or ')}`);
+  }
+  // unknown ids are 404 before anything else
+  if (!(await readBooking(app, caller, id))) throw new TompError(404, 'booking not found');
+  await operateBooking(app, caller.partnerId, id.toLowerCase(), body.operation as 'COMMIT' | 'CANCEL');
+  const row = await getBooking(app, caller, id);
+  ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
+  ctx.set('Expires', row.expires_at.toUTCString());
+  ctx.body = viewBooking(app, row);
 }
 
-export function legRead(app: AppContext): Koa.Middleware {
-  return async (ctx) => {
-    const row = await getBookingByLeg(app, callerOf(ctx), (ctx as RouteCtx).params.id!);
-    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
-    ctx.body = viewLeg(app, row);
-  };
+export async function legRead(app: AppContext, ctx: Koa.Context, { params }: Input<undefined>): Promise<void> {
+  const row = await getBookingByLeg(app, callerOf(ctx), params.id!);
+  ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
+  ctx.body = viewLeg(app, row);
 }
 
-export function legEvents(app: AppContext): Koa.Middleware {
-  return async (ctx) => {
-    const id = (ctx as RouteCtx).params.id!;
-    const caller = callerOf(ctx);
-    const body = validated<LegEvent>(LegEvent, await readJson(ctx, app.config.maxBodyBytes));
-    // 404 for an unknown leg wins over the event check
-    await getBookingByLeg(app, caller, id);
-    if (!(LEG_EVENTS as readonly string[]).includes(body.event)) {
-      throw new TompError(400, `event ${body.event} is not supported; use ${LEG_EVENTS.join(' or ')}`);
-    }
-    const leg = await applyLegEvent(app, caller, id, body.event as 'START_FINISHING' | 'FINISH', body.userLocation?.coordinates);
-    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
-    ctx.body = leg;
-  };
+export async function legEvents(app: AppContext, ctx: Koa.Context, { params, body }: Input<LegEvent>): Promise<void> {
+  const id = params.id!;
+  const caller = callerOf(ctx);
+  // 404 for an unknown leg wins over the event check
+  await getBookingByLeg(app, caller, id);
+  if (!(LEG_EVENTS as readonly string[]).includes(body.event)) {
+    throw new TompError(400, `event ${body.event} is not supported; use ${LEG_EVENTS.join(' or ')}`);
+  }
+  const leg = await applyLegEvent(app, caller, id, body.event as 'START_FINISHING' | 'FINISH', body.userLocation?.coordinates);
+  ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
+  ctx.body = leg;
 }
 
-
-export function support(app: AppContext): Koa.Middleware {
-  return async (ctx) => {
-    const caller = callerOf(ctx);
-    const body = validated<SupportRequest>(SupportRequest, await readJson(ctx, app.config.maxBodyBytes));
-    const booking = isUuid(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
-    if (!booking) throw new TompError(404, 'booking not found');
-    const time = new Date(body.time);
-    // the date-time format admits leap seconds (23:59:60) and offsets that leave the 4-digit years,
-    // which JS dates and RFC 3339 output cannot carry
-    if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1 || time.getUTCFullYear() > 9999) {
-      throw new TompError(400, 'invalid request body: time is not a representable date-time');
-    }
-    const ticket = await app.db.one(q('TompInsertSupportTicket'), [
-      booking.id, caller.partnerId, body.supportType, time, body.contactInformationEndUser, body.comment, app.clock.now(),
-    ]);
-    ctx.status = 200;
-    ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
-    ctx.body = {
-      id: booking.id,
-      supportType: body.supportType,
-      time: rfc3339Utc(time),
-      contactInformationEndUser: body.contactInformationEndUser,
-      comment: body.comment,
-      status: ticket.status,
-    };
+export async function support(app: AppContext, ctx: Koa.Context, { body }: Input<SupportRequest>): Promise<void> {
+  const caller = callerOf(ctx);
+  const booking = isUuid(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
+  if (!booking) throw new TompError(404, 'booking not found');
+  const time = new Date(body.time);
+  // the date-time format admits leap seconds (23:59:60) and offsets that leave the 4-digit years,
+  // which JS dates and RFC 3339 output cannot carry
+  if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1 || time.getUTCFullYear() > 9999) {
+    throw new TompError(400, 'invalid request body: time is not a representable date-time');
+  }
+  const ticket = await app.db.one(q('TompInsertSupportTicket'), [
+    booking.id, caller.partnerId, body.supportType, time, body.contactInformationEndUser, body.comment, app.clock.now(),
+  ]);
+  ctx.status = 200;
+  ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
+  ctx.body = {
+    id: booking.id,
+    supportType: body.supportType,
+    time: rfc3339Utc(time),
+    contactInformationEndUser: body.contactInformationEndUser,
+    comment: body.comment,
+    status: ticket.status,
   };
 }

@@ -11,10 +11,10 @@ import type { AppContext } from '../../lib/context.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { admissionFor, type Admission } from '../../lib/http/admission.js';
 import { metrics } from '../../lib/metrics.js';
-import { tompAuth } from './auth.js';
+import { mountEndpoints } from '../../lib/http/endpoints.js';
 import { preferredLanguage, renderErrors } from './http.js';
-import { meta, pricingPlans, regions } from './operator.js';
-import { bookingEvents, bookingRead, legEvents, legRead, oneStop, support } from './bookings.js';
+import { tompKit } from './endpoint.js';
+import { TOMP_ENDPOINTS } from './endpoints.js';
 
 export const TOMP_PREFIX = '/edge/tomp';
 
@@ -24,18 +24,9 @@ const OVERLOADED = new TompError(503, 'too many requests in progress; retry late
 export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   // trailing slashes are not significant: /support and /support/ (the spec's path) are one route
   const router = new Router({ prefix: TOMP_PREFIX, strict: false });
-  router.get('/operator/regions', regions(ctx));
-  router.get('/operator/meta', meta(ctx));
-  router.get('/operator/pricing-plans', pricingPlans(ctx));
-  router.post('/bookings/one-stop', oneStop(ctx));
-  router.get('/bookings/:id', bookingRead(ctx));
-  router.post('/bookings/:id/events', bookingEvents(ctx));
-  router.get('/legs/:id', legRead(ctx));
-  router.post('/legs/:id/events', legEvents(ctx));
-  router.post('/support', support(ctx));
+  mountEndpoints(router, TOMP_ENDPOINTS, ctx, tompKit(ctx));
 
   const errors = renderErrors(ctx.log);
-  const auth = tompAuth(ctx);
   const routes = router.routes();
 
   return async (koa, next) => {
@@ -60,7 +51,7 @@ export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(
         throw OVERLOADED;
       }
       try {
-        await auth(koa, () => routes(koa as any, async () => undefined) as Promise<void>);
+        await routes(koa as any, async () => undefined);
       } finally {
         admission.leave();
       }

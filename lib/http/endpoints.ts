@@ -74,6 +74,8 @@ export interface Endpoint<App, Code extends string, Auth extends string, Body = 
   auth: Auth;
   params?: Record<string, ParamSpec<Code>>;
   query?: Record<string, ParamSpec<Code>>;
+  /** request headers the handler reads (documented; each handler parses its own leniently) */
+  headers?: Record<string, ParamSpec<Code>>;
   body?: BodySpec;
   /** the answers that are not errors, by status */
   responses: Record<number, ResponseSpec>;

@@ -15,7 +15,7 @@ export interface DocFamily<Code extends string, Auth extends string> {
   schema(s: object): Schema;
 }
 
-function parameter(name: string, where: 'path' | 'query', p: ParamSpec, schema: (s: object) => Schema): Parameter {
+function parameter(name: string, where: 'path' | 'query' | 'header', p: ParamSpec, schema: (s: object) => Schema): Parameter {
   return {
     name,
     in: where,
@@ -40,6 +40,7 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
   const parameters = [
     ...Object.entries(e.params ?? {}).map(([n, p]) => parameter(n, 'path', p, family.schema)),
     ...Object.entries(e.query ?? {}).map(([n, p]) => parameter(n, 'query', p, family.schema)),
+    ...Object.entries(e.headers ?? {}).map(([n, p]) => parameter(n, 'header', p, family.schema)),
   ];
   const success = Object.fromEntries(Object.entries(e.responses).map(([status, r]) => [status, response(r, family.schema)]));
   return {

@@ -1,0 +1,36 @@
+/**
+ * The TOMP family's endpoint type and its kit (lib/http/endpoints.ts): every operation behind
+ * X-Access-Token with the per-key rate limit; a malformed parameter is a 400 with the row's detail;
+ * bodies read and validated by ./http.ts. TOMP describes errors by status, not by code, so a row's
+ * "codes" are the descriptions of the cases it can answer with under each status.
+ */
+import type { AppContext } from '../../lib/context.js';
+import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
+import { TompError } from '../../lib/tomp/errors.js';
+import { tompAuth } from './auth.js';
+import { readJson, validated } from './http.js';
+
+export type TompAuth = 'accessToken';
+
+/** What /operator/meta says of the row beyond method and path (TOMP's endpointImplementation). */
+export interface TompMeta {
+  /** the path as TOMP spells it, where it differs (`/support/`) */
+  path?: string;
+  /** one listed endpoint per event type the row accepts */
+  eventTypes?: readonly string[];
+  maxPageSize?: number;
+}
+
+export type TompEndpoint<Body = unknown> = Endpoint<AppContext, string, TompAuth, Body> & { meta?: TompMeta };
+
+/** A row, typed by its body; the table holds rows of any body. */
+export const endpoint = <Body = undefined>(e: TompEndpoint<Body>): TompEndpoint<any> => e;
+
+export function tompKit(app: AppContext): FamilyKit<AppContext, string, TompAuth> {
+  const auth = tompAuth(app);
+  return {
+    auth: () => auth,
+    invalidParam: (detail, name) => new TompError(400, detail ?? `${name} is invalid`),
+    readBody: async (a, ctx, spec) => validated(spec.schema, await readJson(ctx, a.config.maxBodyBytes)),
+  };
+}
