@@ -10,6 +10,8 @@ import { tompDocument } from '../../lib/openapi/tomp.js';
 import { feedsDocument } from '../../lib/openapi/feeds.js';
 import { PARTNER_ENDPOINTS } from '../partner/endpoints.js';
 import { TOMP_ENDPOINTS } from '../tomp/endpoints.js';
+import { FEED_ENDPOINTS } from '../feeds/endpoints.js';
+import { LEGACY_ENDPOINTS } from '../legacy/endpoints.js';
 
 export type { OpenApiDocument } from '../../lib/openapi/common.js';
 export { operationsOf, HTTP_METHODS } from '../../lib/openapi/common.js';
@@ -27,6 +29,6 @@ export function openApiDocuments(config: Pick<Config, 'publicBaseUrl' | 'publicL
   return {
     partner: partnerDocument(PARTNER_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
     tomp: tompDocument(TOMP_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
-    feeds: feedsDocument({ publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
+    feeds: feedsDocument(FEED_ENDPOINTS, LEGACY_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
   };
 }

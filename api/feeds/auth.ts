@@ -12,6 +12,7 @@ import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { ZoneDirectory, type ZoneInfo } from './zones.js';
 import { GbfsSnapshotIndex, PublicationIndex } from './publications.js';
 import { ObjectCache } from '../../lib/http/object-cache.js';
+import { ApiKeyVerifier } from '../../lib/auth/api-keys.js';
 import { TokenGuard } from '../../lib/auth/token-guard.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
@@ -27,6 +28,8 @@ export interface FeedDeps {
   zones: ZoneDirectory;
   tokens: FeedTokenVerifier;
   publications: PublicationIndex;
+  /** the insurers' API keys (X-Access-Token of the insurance trips) */
+  insurerKeys: ApiKeyVerifier;
   gbfs: GbfsSnapshotIndex;
   files: ObjectCache | undefined;
   /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
@@ -40,6 +43,7 @@ export function buildFeedDeps(app: AppContext): FeedDeps {
     zones: new ZoneDirectory(app.db),
     tokens: new FeedTokenVerifier(app.config, app.clock),
     publications: new PublicationIndex(app.db, app.clock),
+    insurerKeys: new ApiKeyVerifier(app.db, app.clock),
     gbfs: new GbfsSnapshotIndex(app.db, app.clock),
     files: fileCache(app),
     tokenGuard: tokenGuardOf(app),

@@ -5,7 +5,6 @@
  * 3.0 is scoped by the zone in the path; 2.2 by the caller's region scope (gbfsV2Scope(role, zones)). gbfs.json lists only what the role may read: for 3.0 the publisher
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
  */
-import type Router from '@koa/router';
 import type Koa from 'koa';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
@@ -28,45 +27,45 @@ function fileParam(raw: string | undefined, files: readonly string[]): string {
   return raw;
 }
 
-export function gbfsRoutes(router: Router, deps: FeedDeps): void {
-  // GBFS 3.0 manifest: one URL, the datasets of the caller's client scope (published per scope)
-  router.get('/v1/partner-apis/gbfs/manifest.json', async (ctx) => {
-    const claims = await authenticate(deps, ctx);
-    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-    await serveSnapshot(deps, ctx, '3.0', gbfsV2Scope(claims.role, claims.zones), MANIFEST_FILE);
-  });
+/** GBFS 3.0 manifest: one URL, the datasets of the caller's client scope (published per scope). */
+export async function gbfsManifest(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const claims = await authenticate(deps, ctx);
+  if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+  await serveSnapshot(deps, ctx, '3.0', gbfsV2Scope(claims.role, claims.zones), MANIFEST_FILE);
+}
 
-  router.get('/v1/partner-apis/gbfs/:zoneID/:file.json', async (ctx) => {
-    const claims = await authenticate(deps, ctx);
-    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-    const file = fileParam(ctx.params.file, V3_FILES);
-    authorize(claims, { family: 'gbfs', version: '3.0', file });
-    const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
-    await serveSnapshot(deps, ctx, '3.0', zone.id, gbfsSnapshotFile('3.0', file, claims.role));
-  });
+/** GBFS 3.0, one zone: /v1/partner-apis/gbfs/{zoneID}/{file}.json */
+export async function gbfsV3File(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const claims = await authenticate(deps, ctx);
+  if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+  const file = fileParam(ctx.params.file, V3_FILES);
+  authorize(claims, { family: 'gbfs', version: '3.0', file });
+  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+  await serveSnapshot(deps, ctx, '3.0', zone.id, gbfsSnapshotFile('3.0', file, claims.role));
+}
 
-  // one language of a system whose zones speak several (its gbfs.json lists these URLs)
-  router.get('/gbfs/v2/:language/:file.json', async (ctx) => {
-    const claims = await authenticate(deps, ctx);
-    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-    const language = ctx.params.language ?? '';
-    if (!LANGUAGE_TAG.test(language)) throw notFound('unknown GBFS language');
-    const file = fileParam(ctx.params.file, V2_FILES);
-    authorize(claims, { family: 'gbfs', version: '2.2', file });
-    const scope = gbfsV2Scope(claims.role, claims.zones);
-    const stored = gbfsSnapshotFile('2.2', file, claims.role);
-    // a language the system does not have is unknown; a system not published yet is retried
-    if (!(await deps.gbfs.get(['2.2', v2LanguageScope(scope, language), stored])) && (await deps.gbfs.get(['2.2', scope, stored]))) {
-      throw notFound(`this GBFS system has no files in language ${language}`);
-    }
-    await serveSnapshot(deps, ctx, '2.2', v2LanguageScope(scope, language), stored);
-  });
+/** GBFS 2.2, one language of a system whose zones speak several (its gbfs.json lists these URLs). */
+export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const claims = await authenticate(deps, ctx);
+  if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+  const language = ctx.params.language ?? '';
+  if (!LANGUAGE_TAG.test(language)) throw notFound('unknown GBFS language');
+  const file = fileParam(ctx.params.file, V2_FILES);
+  authorize(claims, { family: 'gbfs', version: '2.2', file });
+  const scope = gbfsV2Scope(claims.role, claims.zones);
+  const stored = gbfsSnapshotFile('2.2', file, claims.role);
+  // a language the system does not have is unknown; a system not published yet is retried
+  if (!(await deps.gbfs.get(['2.2', v2LanguageScope(scope, language), stored])) && (await deps.gbfs.get(['2.2', scope, stored]))) {
+    throw notFound(`this GBFS system has no files in language ${language}`);
+  }
+  await serveSnapshot(deps, ctx, '2.2', v2LanguageScope(scope, language), stored);
+}
 
-  router.get('/gbfs/v2/:file.json', async (ctx) => {
-    const claims = await authenticate(deps, ctx);
-    if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-    const file = fileParam(ctx.params.file, V2_FILES);
-    authorize(claims, { family: 'gbfs', version: '2.2', file });
-    await serveSnapshot(deps, ctx, '2.2', gbfsV2Scope(claims.role, claims.zones), gbfsSnapshotFile('2.2', file, claims.role));
-  });
+/** GBFS 2.2 of the caller's region scope: /gbfs/v2/{file}.json */
+export async function gbfsV2File(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const claims = await authenticate(deps, ctx);
+  if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
+  const file = fileParam(ctx.params.file, V2_FILES);
+  authorize(claims, { family: 'gbfs', version: '2.2', file });
+  await serveSnapshot(deps, ctx, '2.2', gbfsV2Scope(claims.role, claims.zones), gbfsSnapshotFile('2.2', file, claims.role));
 }

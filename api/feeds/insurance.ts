@@ -3,19 +3,17 @@
  * Current credential: an API key in X-Access-Token (scope `insurance`, zones of its partner).
  * Deprecated but working: an OAuth bearer token of an insurer-role feed client.
  */
-import type Router from '@koa/router';
 import type Koa from 'koa';
-import { ApiKeyVerifier } from '../../lib/auth/api-keys.js';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { INSURANCE_2_0, negotiate } from './accept.js';
 import { unauthorized } from './errors.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam } from './params.js';
 
-async function insurerZones(deps: FeedDeps, keys: ApiKeyVerifier, ctx: Koa.Context): Promise<string[] | null> {
+async function insurerZones(deps: FeedDeps, ctx: Koa.Context): Promise<string[] | null> {
   const key = ctx.get('X-Access-Token');
   if (key) {
-    const principal = await keys.verify(key, 'insurance');
+    const principal = await deps.insurerKeys.verify(key, 'insurance');
     if (!principal) throw unauthorized('the access key is invalid', true);
     ctx.state.partnerId = principal.partnerId;
     return principal.zones;
@@ -25,13 +23,10 @@ async function insurerZones(deps: FeedDeps, keys: ApiKeyVerifier, ctx: Koa.Conte
   return claims.zones;
 }
 
-export function insuranceRoutes(router: Router, deps: FeedDeps): void {
-  const keys = new ApiKeyVerifier(deps.app.db, deps.app.clock);
-  router.get('/v1/partner-apis/insurance/:zoneID/trips', async (ctx) => {
-    const zones = await insurerZones(deps, keys, ctx);
-    const offer = negotiate(ctx.get('Accept') || undefined, [INSURANCE_2_0], INSURANCE_2_0);
-    const zone = await resolveZone(deps, zones, ctx.params.zoneID);
-    const hour = timeHourParam('end_time', single(ctx.query, 'end_time'));
-    await serveHourFile(deps, ctx, { feed: 'insurance_trips', version: '2.0', zone, hour, contentType: offer.contentType, notPublished: notYetAvailable202 });
-  });
+export async function insuranceTrips(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const zones = await insurerZones(deps, ctx);
+  const offer = negotiate(ctx.get('Accept') || undefined, [INSURANCE_2_0], INSURANCE_2_0);
+  const zone = await resolveZone(deps, zones, ctx.params.zoneID);
+  const hour = timeHourParam('end_time', single(ctx.query, 'end_time'));
+  await serveHourFile(deps, ctx, { feed: 'insurance_trips', version: '2.0', zone, hour, contentType: offer.contentType, notPublished: notYetAvailable202 });
 }

@@ -5,7 +5,7 @@
  * republished. A consumer fetches only what changed instead of downloading history again. The
  * figures are make publish-status's own (publisher/ops.ts publishStatus).
  */
-import type Router from '@koa/router';
+import type Koa from 'koa';
 import { canRead, type FeedAccess } from '../../lib/feeds/roles.js';
 import { HOURLY_FEEDS, type HourlyFeed } from '../../lib/feeds/publications.js';
 import { HOUR_MS } from '../../lib/feeds/hours.js';
@@ -34,38 +34,36 @@ function accessOf(f: HourlyFeed): FeedAccess {
     : { family: 'mds', version: f.version, endpoint: f.segment === 'status_changes' ? 'status_changes' : f.segment };
 }
 
-export function publicationsIndexRoute(router: Router, deps: FeedDeps, base: string): void {
-  router.get(`${base}/publications`, async (ctx) => {
-    const claims = await authenticate(deps, ctx);
-    negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
-    authorize(claims, { family: 'mds', version: '2.0', endpoint: 'publications' });
-    const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
-    const from = timeHourParam('from', single(ctx.query, 'from'));
-    const to = timeHourParam('to', single(ctx.query, 'to'));
-    if (to.start < from.start) throw badParam('invalid range', 'to must not be before from');
-    if (to.start.getTime() - from.start.getTime() >= PUBLICATIONS_MAX_DAYS * 24 * HOUR_MS) {
-      throw badParam('range too long', `at most ${PUBLICATIONS_MAX_DAYS} days per call`);
-    }
-    const feeds = HOURLY_FEEDS.filter((f) => canRead(claims.role, accessOf(f)));
-    // hours after the current one do not exist yet
-    const now = deps.app.clock.now();
-    const last = new Date(Math.min(to.start.getTime(), now.getTime() - (now.getTime() % HOUR_MS)));
-    const status = last < from.start ? undefined : await publishStatus(deps.app, { zones: [zone.id], from: from.start, to: last, feeds: feeds.map((f) => f.id) });
-    ctx.set('Cache-Control', 'private, no-cache');
-    ctx.type = MDS_2_0.contentType;
-    ctx.body = {
-      version: '2.0.0',
-      zone_id: zone.id,
-      publications: (status?.files ?? []).map((f) => ({
-        feed: f.feed,
-        hour: f.hour,
-        state: stateOf(f.state, f.served),
-        record_count: f.record_count,
-        sha256: f.sha256,
-        first_publication_time: f.first_publication_time,
-        last_publication_time: f.last_publication_time,
-        republish_count: f.republish_count,
-      })),
-    };
-  });
+export async function publicationsIndex(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const claims = await authenticate(deps, ctx);
+  negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
+  authorize(claims, { family: 'mds', version: '2.0', endpoint: 'publications' });
+  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+  const from = timeHourParam('from', single(ctx.query, 'from'));
+  const to = timeHourParam('to', single(ctx.query, 'to'));
+  if (to.start < from.start) throw badParam('invalid range', 'to must not be before from');
+  if (to.start.getTime() - from.start.getTime() >= PUBLICATIONS_MAX_DAYS * 24 * HOUR_MS) {
+    throw badParam('range too long', `at most ${PUBLICATIONS_MAX_DAYS} days per call`);
+  }
+  const feeds = HOURLY_FEEDS.filter((f) => canRead(claims.role, accessOf(f)));
+  // hours after the current one do not exist yet
+  const now = deps.app.clock.now();
+  const last = new Date(Math.min(to.start.getTime(), now.getTime() - (now.getTime() % HOUR_MS)));
+  const status = last < from.start ? undefined : await publishStatus(deps.app, { zones: [zone.id], from: from.start, to: last, feeds: feeds.map((f) => f.id) });
+  ctx.set('Cache-Control', 'private, no-cache');
+  ctx.type = MDS_2_0.contentType;
+  ctx.body = {
+    version: '2.0.0',
+    zone_id: zone.id,
+    publications: (status?.files ?? []).map((f) => ({
+      feed: f.feed,
+      hour: f.hour,
+      state: stateOf(f.state, f.served),
+      record_count: f.record_count,
+      sha256: f.sha256,
+      first_publication_time: f.first_publication_time,
+      last_publication_time: f.last_publication_time,
+      republish_count: f.republish_count,
+    })),
+  };
 }

@@ -11,7 +11,6 @@
  * `next` links the following page; the vehicle lists are answered whole with `next: null` (the
  * schema requires `next` whenever `links` is there). See docs/feeds-access.md.
  */
-import type Router from '@koa/router';
 import type Koa from 'koa';
 import { mds20Head } from '../../lib/feeds/mds/envelope.js';
 import { toMdsEvent, toMdsVehicle, toMdsVehicleStatus } from '../../lib/feeds/mds/records.js';
@@ -24,57 +23,53 @@ import { mdsGate } from './gates.js';
 import { recentWindow, uuidParam } from './params.js';
 import { fromArray, streamFeed } from './stream.js';
 
-export function realtimeMdsRoutes(router: Router, deps: FeedDeps, base: string): void {
+const noMorePages = { links: { next: null } };
+const vehicleHead = (deps: FeedDeps) => ({ version: '2.0.0', last_updated: deps.app.clock.now().getTime(), ttl: 0 });
+
+/** /vehicles (every vehicle of the zone) or /vehicles/{deviceID} (an array of one). */
+export async function mdsVehicles(deps: FeedDeps, ctx: Koa.Context, single: boolean): Promise<void> {
+  const { config, db } = deps.app;
+  const zone = await mdsGate(deps, ctx, 'vehicles');
+  const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
+  await streamFeed(ctx, {
+    contentType: MDS_2_0.contentType,
+    head: vehicleHead(deps),
+    arrayKey: 'vehicles',
+    ...(single ? {} : { tail: noMorePages }),
+    rows: streamVehicles(db, zone.id, device),
+    map: (r) => toMdsVehicle(r, config),
+    ...(single ? { emptyError: () => notFound(`unknown device ${device}`) } : {}),
+  });
+}
+
+/** /vehicles/status or /vehicles/status/{deviceID}. */
+export async function mdsVehicleStatus(deps: FeedDeps, ctx: Koa.Context, single: boolean): Promise<void> {
   const { config, db, clock } = deps.app;
-  const head = () => mds20Head(clock.now().getTime());
-  const vehicleHead = () => ({ version: '2.0.0', last_updated: clock.now().getTime(), ttl: 0 });
-  const noMorePages = { links: { next: null } };
+  const zone = await mdsGate(deps, ctx, 'vehicles_status');
+  const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
+  await streamFeed(ctx, {
+    contentType: MDS_2_0.contentType,
+    head: vehicleHead(deps),
+    arrayKey: 'vehicles_status',
+    ...(single ? {} : { tail: noMorePages }),
+    rows: streamVehicleStatus(db, zone.id, clock.now(), device),
+    map: (r) => toMdsVehicleStatus(r, config),
+    ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
+  });
+}
 
-  const vehicles = (single: boolean) => async (ctx: Koa.Context & { params: Record<string, string> }) => {
-    const zone = await mdsGate(deps, ctx, 'vehicles');
-    const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
-    await streamFeed(ctx, {
-      contentType: MDS_2_0.contentType,
-      head: vehicleHead(),
-      arrayKey: 'vehicles',
-      ...(single ? {} : { tail: noMorePages }),
-      rows: streamVehicles(db, zone.id, device),
-      map: (r) => toMdsVehicle(r, config),
-      ...(single ? { emptyError: () => notFound(`unknown device ${device}`) } : {}),
-    });
-  };
-
-  const status = (single: boolean) => async (ctx: Koa.Context & { params: Record<string, string> }) => {
-    const zone = await mdsGate(deps, ctx, 'vehicles_status');
-    const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
-    await streamFeed(ctx, {
-      contentType: MDS_2_0.contentType,
-      head: vehicleHead(),
-      arrayKey: 'vehicles_status',
-      ...(single ? {} : { tail: noMorePages }),
-      rows: streamVehicleStatus(db, zone.id, clock.now(), device),
-      map: (r) => toMdsVehicleStatus(r, config),
-      ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
-    });
-  };
-
-  // /vehicles/status must win over /vehicles/:deviceID: register it first.
-  router.get(`${base}/vehicles/status`, status(false));
-  router.get(`${base}/vehicles/status/:deviceID`, status(true));
-  router.get(`${base}/vehicles`, vehicles(false));
-  router.get(`${base}/vehicles/:deviceID`, vehicles(true));
-
-  router.get(`${base}/events/recent`, async (ctx) => {
-    const zone = await mdsGate(deps, ctx, 'events');
-    const window = recentWindow(ctx.query, clock.now());
-    const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
-    await streamFeed(ctx, {
-      contentType: MDS_2_0.contentType,
-      head: head(),
-      arrayKey: 'events',
-      tail: { links: { next: page.next === null ? null : `${config.publicBaseUrl}/v1/partner-apis/mds/${zone.id}/events/recent?${page.next}` } },
-      rows: fromArray(page.rows),
-      map: (r) => toMdsEvent(r, config),
-    });
+/** /events/recent: one page of a window at most two weeks back. */
+export async function mdsEventsRecent(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const { config, db, clock } = deps.app;
+  const zone = await mdsGate(deps, ctx, 'events');
+  const window = recentWindow(ctx.query, clock.now());
+  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
+  await streamFeed(ctx, {
+    contentType: MDS_2_0.contentType,
+    head: mds20Head(clock.now().getTime()),
+    arrayKey: 'events',
+    tail: { links: { next: page.next === null ? null : `${config.publicBaseUrl}/v1/partner-apis/mds/${zone.id}/events/recent?${page.next}` } },
+    rows: fromArray(page.rows),
+    map: (r) => toMdsEvent(r, config),
   });
 }

@@ -77,66 +77,64 @@ function basicCredentials(header: string): { id: string; secret: string } | unde
   return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
 }
 
-export function tokenHandler(deps: FeedDeps): Koa.Middleware {
-  return async (ctx) => {
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Pragma', 'no-cache');
-    try {
-      if (!ctx.is('application/x-www-form-urlencoded')) {
-        throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded');
-      }
-      const form = parseForm(await readForm(ctx));
-      const grant = form.get('grant_type');
-      if (!grant) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
-
-      const header = ctx.get('Authorization');
-      let creds: { id: string; secret: string } | undefined;
-      if (header) {
-        if (form.has('client_id') || form.has('client_secret')) {
-          throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not both the Authorization header and body credentials');
-        }
-        creds = basicCredentials(header);
-      } else if (form.has('client_id') && form.has('client_secret')) {
-        creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
-      }
-      const guard = deps.tokenGuard;
-      const address = ctx.request.ip || 'unknown';
-      // before any lookup or hashing: a throttled guesser costs nothing
-      const wait = guard.retryAfter(creds?.id, address);
-      if (wait > 0) throw new OAuthError(429, 'slow_down', 'too many failed client authentications; retry later', wait);
-      if (!creds) {
-        guard.failed(undefined, address);
-        throw new OAuthError(401, 'invalid_client', 'client authentication failed');
-      }
-      const now = deps.app.clock.now();
-      let client: Awaited<ReturnType<typeof authenticateFeedClient>>;
-      try {
-        client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
-      } catch (err) {
-        if (err instanceof HashGateFull) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', 1);
-        throw err;
-      }
-      if (!client) {
-        guard.failed(creds.id, address);
-        throw new OAuthError(401, 'invalid_client', 'client authentication failed');
-      }
-      guard.succeeded(client.clientId);
-      if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
-
-      const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
-      ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
-      metrics.tokensIssued.inc({ role: client.role });
-      ctx.status = 200;
-      ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
-    } catch (caught) {
-      // a database outage is RFC 6749's temporarily_unavailable, with the outage rule's Retry-After
-      const err = isOutage(caught) ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS) : caught;
-      if (!(err instanceof OAuthError)) throw err;
-      metrics.tokenFailures.inc({ error: err.error });
-      ctx.status = err.status;
-      if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
-      if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
-      ctx.body = { error: err.error, error_description: err.description };
+export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Pragma', 'no-cache');
+  try {
+    if (!ctx.is('application/x-www-form-urlencoded')) {
+      throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded');
     }
-  };
+    const form = parseForm(await readForm(ctx));
+    const grant = form.get('grant_type');
+    if (!grant) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
+
+    const header = ctx.get('Authorization');
+    let creds: { id: string; secret: string } | undefined;
+    if (header) {
+      if (form.has('client_id') || form.has('client_secret')) {
+        throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not both the Authorization header and body credentials');
+      }
+      creds = basicCredentials(header);
+    } else if (form.has('client_id') && form.has('client_secret')) {
+      creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
+    }
+    const guard = deps.tokenGuard;
+    const address = ctx.request.ip || 'unknown';
+    // before any lookup or hashing: a throttled guesser costs nothing
+    const wait = guard.retryAfter(creds?.id, address);
+    if (wait > 0) throw new OAuthError(429, 'slow_down', 'too many failed client authentications; retry later', wait);
+    if (!creds) {
+      guard.failed(undefined, address);
+      throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+    }
+    const now = deps.app.clock.now();
+    let client: Awaited<ReturnType<typeof authenticateFeedClient>>;
+    try {
+      client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
+    } catch (err) {
+      if (err instanceof HashGateFull) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', 1);
+      throw err;
+    }
+    if (!client) {
+      guard.failed(creds.id, address);
+      throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+    }
+    guard.succeeded(client.clientId);
+    if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+
+    const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
+    ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
+    metrics.tokensIssued.inc({ role: client.role });
+    ctx.status = 200;
+    ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
+  } catch (caught) {
+    // a database outage is RFC 6749's temporarily_unavailable, with the outage rule's Retry-After
+    const err = isOutage(caught) ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS) : caught;
+    if (!(err instanceof OAuthError)) throw err;
+    metrics.tokenFailures.inc({ error: err.error });
+    ctx.status = err.status;
+    if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
+    if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
+    ctx.body = { error: err.error, error_description: err.description };
+  }
 }

@@ -3,7 +3,6 @@
  * at most two weeks back, in pages with links.next: api/feeds/paging.ts) and GET /vehicles (vehicles in the legacy available / reserved /
  * unavailable categories only — the mappers return nothing for the others).
  */
-import type Router from '@koa/router';
 import type Koa from 'koa';
 import { BodyRefused, MAX_JSON_DEPTH, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
 import { FeedError, badParam } from '../feeds/errors.js';
@@ -32,37 +31,35 @@ async function refuseHostileBody(ctx: Koa.Context, limit: number): Promise<void>
 
 const VERSION = { '1.2': '1.2.0', '0.4': '0.4.1' } as const;
 
-export function legacyRealtimeRoutes(router: Router, deps: FeedDeps): void {
+/** POST /en/{zoneID}/events: one page of status changes of a window. */
+export async function legacyEvents(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const { config, db, clock } = deps.app;
-
-  router.post('/en/:zoneID/events', async (ctx) => {
-    const { zone, offer } = await legacyGate(deps, ctx, 'events');
-    await refuseHostileBody(ctx, config.maxBodyBytes);
-    const window = recentWindow(ctx.query, clock.now());
-    const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
-    const v12 = offer.version === '1.2';
-    const next = page.next === null ? null : `${config.publicLegacyUrl}/en/${zone.id}/events?${page.next}`;
-    // the next page (same method, POST) in the Link header (RFC 8288): the 1.2.0 and 0.4.1
-    // status_changes schemas allow no top-level links
-    if (next) ctx.set('Link', `<${next}>; rel="next"`);
-    await streamFeed(ctx, {
-      contentType: offer.contentType,
-      head: { version: VERSION[offer.version] },
-      arrayKey: 'data.status_changes',
-      rows: fromArray(page.rows),
-      map: (r) => (v12 ? toStatusChange12(r, config) : toStatusChange04(r, config)),
-    });
+  const { zone, offer } = await legacyGate(deps, ctx, 'events');
+  await refuseHostileBody(ctx, config.maxBodyBytes);
+  const window = recentWindow(ctx.query, clock.now());
+  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
+  const v12 = offer.version === '1.2';
+  const next = page.next === null ? null : `${config.publicLegacyUrl}/en/${zone.id}/events?${page.next}`;
+  if (next) ctx.set('Link', `<${next}>; rel="next"`);
+  await streamFeed(ctx, {
+    contentType: offer.contentType,
+    head: { version: VERSION[offer.version] },
+    arrayKey: 'data.status_changes',
+    rows: fromArray(page.rows),
+    map: (r) => (v12 ? toStatusChange12(r, config) : toStatusChange04(r, config)),
   });
+}
 
-  router.get('/en/:zoneID/vehicles', async (ctx) => {
-    const { zone, offer } = await legacyGate(deps, ctx, 'vehicles');
-    const v12 = offer.version === '1.2';
-    await streamFeed(ctx, {
-      contentType: offer.contentType,
-      head: { version: VERSION[offer.version], last_updated: clock.now().getTime(), ttl: 0 },
-      arrayKey: 'data.vehicles',
-      rows: streamLegacyVehicles(db, zone.id),
-      map: (r) => (v12 ? toVehicle12(r, config) : toVehicle04(r, config)),
-    });
+/** GET /en/{zoneID}/vehicles. */
+export async function legacyVehicles(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const { config, db, clock } = deps.app;
+  const { zone, offer } = await legacyGate(deps, ctx, 'vehicles');
+  const v12 = offer.version === '1.2';
+  await streamFeed(ctx, {
+    contentType: offer.contentType,
+    head: { version: VERSION[offer.version], last_updated: clock.now().getTime(), ttl: 0 },
+    arrayKey: 'data.vehicles',
+    rows: streamLegacyVehicles(db, zone.id),
+    map: (r) => (v12 ? toVehicle12(r, config) : toVehicle04(r, config)),
   });
 }

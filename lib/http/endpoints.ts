@@ -24,13 +24,14 @@ export interface ParamSpec<Code extends string = string> {
   lowercase?: boolean;
   /**
    * the family's error code when the value is absent or does not match `schema`; or one code for an
-   * empty value and another for a malformed one
+   * empty value and another for a malformed one. Without it the parameter is the handler's to check
+   * (the feeds check theirs after authentication, in their gates) and the kit passes it on as sent.
    */
   invalid?: Code | { empty: Code; malformed: Code };
 }
 
 export interface BodySpec {
-  /** JSON Schema of a JSON body; absent for a raw body of `mediaType` the handler reads itself */
+  /** JSON Schema of the body; the kit reads and validates a JSON body, a body of another `mediaType` is its handler's */
   schema?: object;
   /** media type of the body (default application/json) */
   mediaType?: string;
@@ -50,6 +51,8 @@ export interface ResponseSpec {
   schema?: object;
   /** default application/json */
   mediaType?: string;
+  /** instead of schema + mediaType: one schema per media type (a negotiated version each) */
+  content?: Record<string, object>;
   headers?: Record<string, HeaderSpec>;
 }
 
@@ -93,6 +96,9 @@ export interface FamilyKit<App, Code extends string, Auth extends string> {
   readBody(app: App, ctx: Koa.Context, spec: BodySpec & { schema: object }): Promise<unknown>;
 }
 
+/** A JSON body the kit reads and validates (any other, a form or a photo, is its handler's). */
+export const isJsonBody = (b: BodySpec | undefined): b is BodySpec & { schema: object } => b?.schema !== undefined && (b.mediaType ?? 'application/json') === 'application/json';
+
 /** `/v1/rental/{id}/end` → `/v1/rental/:id/end` */
 export const koaPath = (template: string): string => template.replace(/\{([^}]+)\}/g, ':$1');
 
@@ -123,6 +129,10 @@ function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> 
     for (const { name, spec, validate } of entries) {
       const value = raw[name];
       const code = (s: string) => (typeof spec.invalid === 'object' ? (isEmpty(s) ? spec.invalid.empty : spec.invalid.malformed) : spec.invalid);
+      if (spec.invalid === undefined) {
+        if (typeof value === 'string') out[name] = value;
+        continue;
+      }
       if (value === undefined && where === 'query' && !spec.required) continue;
       // a repeated query parameter is not one value
       if (typeof value !== 'string') throw fail(code(''), name, where);
@@ -144,7 +154,7 @@ export function mountEndpoints<App, Code extends string, Auth extends string>(
   for (const e of endpoints) {
     const params = paramCheck(e.params, 'path', kit.invalidParam);
     const query = paramCheck(e.query, 'query', kit.invalidParam);
-    const body = e.body?.schema ? { ...e.body, schema: e.body.schema } : undefined;
+    const body = isJsonBody(e.body) ? e.body : undefined;
     const run: Koa.Middleware = async (ctx) => {
       const input = {
         params: params((ctx as unknown as { params: Record<string, unknown> }).params ?? {}) as Record<string, string>,

@@ -5,7 +5,7 @@
  * auth kinds are documented and how its errors are rendered in the document.
  */
 import type { Endpoint, ParamSpec, ResponseSpec } from '../http/endpoints.js';
-import type { MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
+import type { HttpMethod, MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
 
 export interface DocFamily<Code extends string, Auth extends string> {
   security(auth: Auth): SecurityRequirement[];
@@ -13,6 +13,10 @@ export interface DocFamily<Code extends string, Auth extends string> {
   errors(e: Endpoint<unknown, Code, Auth>): Record<string, Response | Ref>;
   /** a code schema in the document, named components by $ref */
   schema(s: object): Schema;
+  /** parameters the family adds to a row's (conditional request headers of a file) */
+  parameters?(e: Endpoint<unknown, Code, Auth>): Parameter[];
+  /** what the path item of a row carries besides its operations (the servers of another host) */
+  pathItem?(e: Endpoint<unknown, Code, Auth>): Omit<PathItem, HttpMethod>;
 }
 
 function parameter(name: string, where: 'path' | 'query' | 'header', p: ParamSpec, schema: (s: object) => Schema): Parameter {
@@ -32,8 +36,12 @@ function content(mediaType: string, body: object | undefined, schema: (s: object
 
 function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
   const headers = r.headers && Object.fromEntries(Object.entries(r.headers).map(([n, h]) => [n, { description: h.description, schema: h.schema ?? { type: 'string' }, ...(h.required ? { required: true } : {}) }]));
-  const hasBody = r.schema !== undefined || r.mediaType !== undefined;
-  return { description: r.description, ...(headers ? { headers } : {}), ...(hasBody ? { content: content(r.mediaType ?? 'application/json', r.schema, schema) } : {}) };
+  const body = r.content
+    ? Object.fromEntries(Object.entries(r.content).map(([type, s]) => [type, { schema: schema(s) }]))
+    : r.schema !== undefined || r.mediaType !== undefined
+      ? content(r.mediaType ?? 'application/json', r.schema, schema)
+      : undefined;
+  return { description: r.description, ...(headers ? { headers } : {}), ...(body ? { content: body } : {}) };
 }
 
 export function operationOf<Code extends string, Auth extends string>(e: Endpoint<any, Code, Auth, any>, family: DocFamily<Code, Auth>): Operation {
@@ -41,6 +49,7 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
     ...Object.entries(e.params ?? {}).map(([n, p]) => parameter(n, 'path', p, family.schema)),
     ...Object.entries(e.query ?? {}).map(([n, p]) => parameter(n, 'query', p, family.schema)),
     ...Object.entries(e.headers ?? {}).map(([n, p]) => parameter(n, 'header', p, family.schema)),
+    ...(family.parameters?.(e) ?? []),
   ];
   const success = Object.fromEntries(Object.entries(e.responses).map(([status, r]) => [status, response(r, family.schema)]));
   return {
@@ -68,7 +77,7 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
 export function pathsOf<Code extends string, Auth extends string>(endpoints: ReadonlyArray<Endpoint<any, Code, Auth, any>>, family: DocFamily<Code, Auth>): Record<string, PathItem> {
   const paths: Record<string, PathItem> = {};
   for (const e of endpoints) {
-    const item = (paths[e.path] ??= {});
+    const item = (paths[e.path] ??= { ...(family.pathItem?.(e) ?? {}) });
     if (item[e.method]) throw new Error(`endpoint table: ${e.method.toUpperCase()} ${e.path} declared twice`);
     item[e.method] = operationOf(e, family);
   }

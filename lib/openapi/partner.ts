@@ -5,7 +5,7 @@
  * rows and the kit, as lib/rentals/errors.ts catalogues them.
  */
 import type { Endpoint } from '../http/endpoints.js';
-import { paramCodes } from '../http/endpoints.js';
+import { isJsonBody, paramCodes } from '../http/endpoints.js';
 import { ERRORS, type RentalErrorCode } from '../rentals/errors.js';
 import { PARTNER_RECORDS } from '../../schemas/partner/responses.js';
 import type { OpenApiDocument, SecurityRequirement } from './common.js';
@@ -24,8 +24,7 @@ type PartnerRow = Endpoint<any, RentalErrorCode, 'apiKey' | 'signedUrl', any>;
 function errorsOf(e: PartnerRow) {
   const params: ErrorTable = {};
   for (const code of paramCodes(e)) (params[ERRORS[code].status] ??= []).push(code);
-  const json = e.body?.schema !== undefined;
-  return errorResponses(...(json ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), e.auth === 'apiKey' ? AUTH_ERRORS : SIGNED_URL_ERRORS);
+  return errorResponses(...(isJsonBody(e.body) ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), e.auth === 'apiKey' ? AUTH_ERRORS : SIGNED_URL_ERRORS);
 }
 
 export function partnerDocument(endpoints: readonly PartnerRow[], opts: { publicBaseUrl: string }): OpenApiDocument {

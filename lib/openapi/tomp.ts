@@ -4,7 +4,7 @@
  * `${publicBaseUrl}/edge/tomp`; request and response schemas are schemas/tomp/'s.
  */
 import type { Endpoint } from '../http/endpoints.js';
-import { paramCodes } from '../http/endpoints.js';
+import { isJsonBody, paramCodes } from '../http/endpoints.js';
 import { TOMP_RECORDS, TompErrorRecord } from '../../schemas/tomp/responses.js';
 import type { Header, OpenApiDocument, Response, Schema } from './common.js';
 import { components, header, json } from './common.js';
@@ -39,7 +39,7 @@ type TompRow = Endpoint<any, string, 'accessToken', any>;
 /** Per status, the row's own cases where it has any, else its parameters', else the body reader's and the kit's. */
 function errorsOf(e: TompRow, errorSchema: Schema): Record<string, Response> {
   const byStatus = new Map<number, string[]>(Object.entries(COMMON).map(([s, d]) => [Number(s), d]));
-  if (e.body?.schema) for (const [s, d] of Object.entries(BODY)) byStatus.set(Number(s), d);
+  if (isJsonBody(e.body)) for (const [s, d] of Object.entries(BODY)) byStatus.set(Number(s), d);
   const params = paramCodes(e);
   if (params.length) byStatus.set(400, params);
   for (const table of e.errors) for (const [s, d] of Object.entries(table)) byStatus.set(Number(s), [...(d ?? [])]);

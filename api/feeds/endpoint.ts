@@ -1,0 +1,92 @@
+/**
+ * The feed families' endpoint type (main host: token, MDS 2.0, GBFS, insurance; legacy host: token,
+ * MDS 1.2 / 0.4) and what is derived from their tables besides the routes and the document: the
+ * hot path's routes (hourly files answered from the caches before Koa, api/feeds/hot-path.ts).
+ *
+ * A feed checks its request in a fixed order in its gate (api/feeds/gates.ts): the token, the
+ * version Accept names, the role's right to the endpoint, the zone, and only then the parameters,
+ * each with its own feed error. So a row's parameters carry no `invalid` code: the kit passes them
+ * on and the handler checks them in that order; the table documents them.
+ */
+import type { Endpoint, FamilyKit, ParamSpec } from '../../lib/http/endpoints.js';
+import { koaPath } from '../../lib/http/endpoints.js';
+import type { HourlyFeedName } from '../../lib/feeds/publications.js';
+import type { FeedAccess } from '../../lib/feeds/roles.js';
+import type { MediaOffer } from './accept.js';
+import type { FeedDeps } from './auth.js';
+import type { FastHourFile } from './hot-path.js';
+
+/**
+ * feedToken: a bearer token of the main host; legacyToken: of the legacy host; eitherToken: of
+ * either (GBFS 2.2); insurer: an insurer's API key or (deprecated) a main-host token;
+ * clientCredentials: the token endpoints (HTTP Basic or form credentials).
+ */
+export type FeedAuth = 'feedToken' | 'legacyToken' | 'eitherToken' | 'insurer' | 'clientCredentials';
+
+/** What the feeds document says of a row beyond the common shape. */
+export interface FeedDoc {
+  /** a stored file: ETag and Last-Modified, 304 on conditional requests */
+  file?: boolean;
+  /** a closed hour not published yet is 202 (MDS 2.0, insurance); the legacy host says so with 404 */
+  notPublished202?: boolean;
+  /** the media types Accept may name: 406 beyond them */
+  accept?: readonly string[];
+  /** the token endpoints: OAuth 2.0 answers, documented whole by lib/openapi/feeds-ops.ts */
+  oauth?: boolean;
+  /**
+   * a `{file}` route whose files each have their own schema: the document has one operation per
+   * file, with that file's schema (a partner reads GBFS file by file)
+   */
+  perFile?: ReadonlyArray<{ file: string; schema: string }>;
+}
+
+/** An hourly file served from the publication index: the hot path answers it from the caches when it can. */
+export interface HourFileSpec {
+  feed: HourlyFeedName;
+  /** the query parameter naming the hour */
+  param: string;
+  offers: readonly MediaOffer<string>[];
+  /** undefined: the client must name a version (legacy host) */
+  fallback: MediaOffer<string> | undefined;
+  access: (version: string) => FeedAccess;
+}
+
+export type FeedEndpoint = Endpoint<FeedDeps, string, FeedAuth> & { feed?: FeedDoc; hourFile?: HourFileSpec };
+
+export const feedKit: FamilyKit<FeedDeps, string, FeedAuth> = {
+  // authentication is the first step of every handler's gate (see above)
+  auth: () => undefined,
+  invalidParam: (_code, name) => new Error(`feed parameter ${name} is checked by its handler`),
+  readBody: () => Promise.reject(new Error('feed endpoints read their own bodies')),
+};
+
+/** The zone id of every zone-scoped feed path. */
+export const ZONE_PARAM: ParamSpec = {
+  description: 'the zone id of the requested data',
+  schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' },
+  example: 'madrid',
+};
+const ZONE_SEGMENT = ZONE_PARAM.schema.pattern as string;
+
+/** One UTC hour in the query (the hour files). */
+export const timeHour = (description: string): ParamSpec => ({
+  description: `${description}: one UTC hour, YYYY-MM-DDTHH`,
+  schema: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$' },
+  required: true,
+  example: '2026-11-21T09',
+});
+
+/**
+ * The hot path's routes: every hourly-file row of a table, its path template as a regular
+ * expression on the raw URL (group 1 the zone id, group 2 the query string).
+ */
+export function hotFilesOf(rows: readonly FeedEndpoint[]): FastHourFile[] {
+  return rows.flatMap((r) => {
+    if (!r.hourFile) return [];
+    const parts = r.path.split(/\{zoneID\}/);
+    if (parts.length !== 2 || /[{}]/.test(parts.join(''))) throw new Error(`hot path: ${r.path} must have exactly one parameter, {zoneID}`);
+    const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const re = new RegExp(`^${escape(parts[0]!)}(${ZONE_SEGMENT.slice(1, -1)})${escape(parts[1]!)}(?:\\?([^#]*))?$`);
+    return [{ re, route: { pattern: koaPath(r.path), ...r.hourFile } }];
+  });
+}

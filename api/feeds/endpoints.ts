@@ -1,0 +1,319 @@
+/**
+ * The main host's feed table (data-feeds.md; docs/feeds-access.md): the token endpoint, MDS 2.0,
+ * GBFS 3.0 and 2.2, insurance trips. The router (./router.ts) mounts it, the feeds document
+ * (lib/openapi/feeds.ts) describes it, and its hourly-file rows are the hot path's routes. Order
+ * is route precedence (`/vehicles/status` before `/vehicles/{deviceID}`).
+ */
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-limits.js';
+import { V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
+import type { ParamSpec, ResponseSpec } from '../../lib/http/endpoints.js';
+import { schemaRef } from '../../lib/openapi/common.js';
+import { TOKEN_DESCRIPTION } from '../../lib/openapi/feeds-ops.js';
+import { GBFS_FILES } from '../../lib/openapi/records-feeds.js';
+import { INSURANCE_2_0, MDS_2_0 } from './accept.js';
+import { timeHour, ZONE_PARAM, type FeedEndpoint, type HourFileSpec } from './endpoint.js';
+import { notYetAvailable202, serveHourFile } from './files.js';
+import { mdsGate } from './gates.js';
+import { gbfsManifest, gbfsV2File, gbfsV2FileInLanguage, gbfsV3File } from './gbfs.js';
+import { insuranceTrips } from './insurance.js';
+import { single, timeHourParam } from './params.js';
+import { publicationsIndex } from './publications-index.js';
+import { mdsEventsRecent, mdsVehicles, mdsVehicleStatus } from './realtime.js';
+import { monthlyReport } from './reports.js';
+import { issueToken } from './token.js';
+
+const MDS = MDS_2_0.contentType;
+const BASE = '/v1/partner-apis/mds/{zoneID}';
+
+const ms = (description: string): ParamSpec => ({
+  description: `${description}, integer milliseconds since the Unix epoch`,
+  schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+  required: true,
+});
+export const PAGE_PARAMS: Record<string, ParamSpec> = {
+  limit: { description: `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`, schema: { type: 'integer', minimum: 1, maximum: EVENTS_PAGE_MAX } },
+  cursor: { description: 'from the previous page’s next link, unchanged (signed: it pins the zone, window, limit and the set of events of the first page)', schema: { type: 'string' } },
+};
+export const PAGING =
+  `Paged: at most \`limit\` events per page in (timestamp, event_id) order. Follow the next link unchanged until it is null: every event of the window ` +
+  'that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those). ';
+const DEVICE = { deviceID: { description: 'the MDS device_id (UUID)', schema: { type: 'string', format: 'uuid' } } };
+
+const mdsOk = (description: string, record: string): Record<number, ResponseSpec> => ({ 200: { description, content: { [MDS]: schemaRef(record) } } });
+const mdsAccess = (endpoint: 'trips' | 'events' | 'telemetry'): HourFileSpec['access'] => {
+  const access = { family: 'mds', version: '2.0', endpoint } as const;
+  return () => access;
+};
+
+/** An MDS 2.0 hour file: the gate, the hour, the publication index, 202 while not published. */
+function mdsHourFile(spec: { feed: 'mds_trips' | 'mds_events' | 'mds_telemetry'; param: string; endpoint: 'trips' | 'events' | 'telemetry' }) {
+  return {
+    hourFile: { feed: spec.feed, param: spec.param, offers: [MDS_2_0], fallback: MDS_2_0, access: mdsAccess(spec.endpoint) },
+    feed: { file: true, notPublished202: true, accept: [MDS] },
+    handle: async (deps: Parameters<FeedEndpoint['handle']>[0], ctx: Parameters<FeedEndpoint['handle']>[1]) => {
+      const zone = await mdsGate(deps, ctx, spec.endpoint);
+      const hour = timeHourParam(spec.param, single(ctx.query, spec.param));
+      await serveHourFile(deps, ctx, { feed: spec.feed, version: '2.0', zone, hour, contentType: MDS, notPublished: notYetAvailable202 });
+    },
+  };
+}
+
+const gbfsFiles = (version: '2.2' | '3.0') => {
+  const files = version === '3.0' ? V3_FILES : V2_FILES;
+  return { description: `a GBFS ${version} file name`, schema: { type: 'string', enum: [...files] } };
+};
+const gbfsOk = (description: string, version: '2.2' | '3.0'): Record<number, ResponseSpec> => ({
+  200: { description, content: { 'application/json': { oneOf: GBFS_FILES[version].map((f) => ({ title: `${f.file}.json`, ...schemaRef(f.schema) })) } } },
+});
+
+const INSURANCE_ACCESS = { family: 'insurance', endpoint: 'trips' } as const;
+
+export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
+  {
+    operationId: 'feedToken',
+    method: 'post',
+    path: '/v1/partner-apis/token',
+    summary: 'Access token (main host)',
+    description: TOKEN_DESCRIPTION,
+    tag: 'Authentication',
+    auth: 'clientCredentials',
+    responses: {},
+    errors: [],
+    feed: { oauth: true },
+    handle: (deps, ctx) => issueToken(deps, ctx),
+  },
+  {
+    operationId: 'mdsTrips',
+    method: 'get',
+    path: `${BASE}/trips`,
+    summary: 'Trips of one UTC hour',
+    description: 'Trips that ended in the hour. A future hour, or one before the zone existed, is 404; a published hour without trips is 200 with an empty array.',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    query: { end_time: timeHour('the hour the trips ended in') },
+    responses: mdsOk('the trips of the hour', 'MdsTrips'),
+    errors: [{ 400: ['missing or malformed end_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
+    ...mdsHourFile({ feed: 'mds_trips', param: 'end_time', endpoint: 'trips' }),
+  },
+  {
+    operationId: 'mdsVehiclesStatus',
+    method: 'get',
+    path: `${BASE}/vehicles/status`,
+    summary: 'Status of all vehicles of the zone',
+    description: 'The most recent event and telemetry of each vehicle.',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    responses: mdsOk('the vehicle status records', 'MdsVehiclesStatus'),
+    errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
+    feed: { accept: [MDS] },
+    handle: (deps, ctx) => mdsVehicleStatus(deps, ctx, false),
+  },
+  {
+    operationId: 'mdsVehicleStatus',
+    method: 'get',
+    path: `${BASE}/vehicles/status/{deviceID}`,
+    summary: 'Status of one vehicle',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM, ...DEVICE },
+    responses: mdsOk('the status (an array of one)', 'MdsVehiclesStatus'),
+    errors: [{ 400: ['malformed zone id or device id'], 404: ['unknown zone or device, or no status yet'] }],
+    feed: { accept: [MDS] },
+    handle: (deps, ctx) => mdsVehicleStatus(deps, ctx, true),
+  },
+  {
+    operationId: 'mdsVehicles',
+    method: 'get',
+    path: `${BASE}/vehicles`,
+    summary: 'All vehicles of the zone',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    responses: mdsOk('the vehicles', 'MdsVehicles'),
+    errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
+    feed: { accept: [MDS] },
+    handle: (deps, ctx) => mdsVehicles(deps, ctx, false),
+  },
+  {
+    operationId: 'mdsVehicle',
+    method: 'get',
+    path: `${BASE}/vehicles/{deviceID}`,
+    summary: 'One vehicle',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM, ...DEVICE },
+    responses: mdsOk('the vehicle (an array of one)', 'MdsVehicles'),
+    errors: [{ 400: ['malformed zone id or device id'], 404: ['unknown zone or device'] }],
+    feed: { accept: [MDS] },
+    handle: (deps, ctx) => mdsVehicles(deps, ctx, true),
+  },
+  {
+    operationId: 'mdsEventsRecent',
+    method: 'get',
+    path: `${BASE}/events/recent`,
+    summary: 'Recent events (at most two weeks back)',
+    description: `${PAGING}The next page is \`links.next\`.`,
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    query: { start_time: ms('start of the window (inclusive)'), end_time: ms('end of the window (exclusive)'), ...PAGE_PARAMS },
+    responses: mdsOk('one page of the events of the window', 'MdsEventsRecent'),
+    errors: [
+      {
+        400: [
+          'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back, limit out of range, a cursor that was changed or belongs to another zone, window or limit',
+        ],
+        404: ['unknown zone'],
+      },
+    ],
+    feed: { accept: [MDS] },
+    handle: mdsEventsRecent,
+  },
+  {
+    operationId: 'mdsEventsHistorical',
+    method: 'get',
+    path: `${BASE}/events/historical`,
+    summary: 'Events of one UTC hour',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    query: { event_time: timeHour('the hour of the events') },
+    responses: mdsOk('the events of the hour', 'MdsEvents'),
+    errors: [{ 400: ['missing or malformed event_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
+    ...mdsHourFile({ feed: 'mds_events', param: 'event_time', endpoint: 'events' }),
+  },
+  {
+    operationId: 'mdsPublications',
+    method: 'get',
+    path: `${BASE}/publications`,
+    summary: 'Publication index of a range of hours (city role)',
+    description:
+      'For every hour of [from, to] (at most 31 days, hours after the current one left out) and every hourly file the caller may read: `state` ' +
+      '(published; republishing: a version is served while late data is being added; pending: nothing served yet), `record_count`, the `sha256` ' +
+      'of the file’s content, its first and last write (`first_publication_time`, `last_publication_time`, ms) and `republish_count` (writes after ' +
+      'the first). Fetch an hour again only when its sha256 changed. The same figures as `make publish-status`.',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    query: { from: timeHour('first hour of the range'), to: timeHour('last hour of the range') },
+    responses: mdsOk('the files of the range', 'MdsPublications'),
+    errors: [{ 400: ['missing or malformed from/to, to before from, more than 31 days, malformed zone id'], 404: ['unknown zone'] }],
+    feed: { accept: [MDS] },
+    handle: publicationsIndex,
+  },
+  {
+    operationId: 'mdsReport',
+    method: 'get',
+    path: `${BASE}/reports/{file}`,
+    summary: 'Monthly report of a UTC month, CSV (city role)',
+    description:
+      'MDS 2.0 reports: written by the publisher after the month closes (and again when late trips change it). Header ' +
+      '`provider_id,start_date,duration,special_group_type,geography_id,vehicle_type,trip_count,rider_count`; one row per geography (the zone, ' +
+      'with a stable UUID derived from its id, and each of its areas, by the area id) and vehicle type; `all_riders` counts of the rider and ' +
+      'MaaS trips that started in the month (in the area: started inside it); riders are distinct users. Privacy: a count from 1 to 10 is `-1`.',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM, file: { description: 'the month: YYYY-MM.csv', schema: { type: 'string', pattern: '^[0-9]{4}-(0[1-9]|1[0-2])\\.csv$' }, example: '2026-10.csv' } },
+    responses: { 200: { description: 'the report', content: { 'text/csv': { type: 'string' } } } },
+    errors: [{ 400: ['a file name other than YYYY-MM.csv, malformed zone id'], 404: ['unknown zone, or a month not reported (yet)'] }],
+    feed: { file: true },
+    handle: monthlyReport,
+  },
+  {
+    operationId: 'mdsTelemetry',
+    method: 'get',
+    path: `${BASE}/telemetry`,
+    summary: 'Telemetry of one UTC hour (city role)',
+    description:
+      'Every telemetry point of the zone’s vehicles whose timestamp falls in the hour, precomputed like trips. Privacy: the points of a trip are ' +
+      'published only after the trip ended (plus MDS_TELEMETRY_TRIP_DELAY_MINUTES, default 0); the hour file is republished when they become ' +
+      'publishable. `trip_ids` links in-trip points to their trip; `journey_id` is null (no journeys in micromobility).',
+    tag: 'MDS 2.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    query: { telemetry_time: timeHour('the hour of the telemetry') },
+    responses: mdsOk('the telemetry of the hour', 'MdsTelemetryFile'),
+    errors: [{ 400: ['missing or malformed telemetry_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
+    ...mdsHourFile({ feed: 'mds_telemetry', param: 'telemetry_time', endpoint: 'telemetry' }),
+  },
+  {
+    operationId: 'gbfsV3Manifest',
+    method: 'get',
+    path: '/v1/partner-apis/gbfs/manifest.json',
+    summary: 'GBFS 3.0 manifest.json',
+    description: 'The datasets the caller may read: one per zone of its client (3.0 discovery URL) and its 2.2 system; `system_information.manifest_url` of every zone points here.',
+    tag: 'GBFS 3.0',
+    auth: 'feedToken',
+    responses: { 200: { description: 'the manifest (version 3.0)', content: { 'application/json': schemaRef('GbfsV3Manifest') } } },
+    errors: [{ 400: ['none expected'], 404: ['none expected'] }],
+    feed: { file: true },
+    handle: gbfsManifest,
+  },
+  {
+    operationId: 'gbfsV3File',
+    method: 'get',
+    path: '/v1/partner-apis/gbfs/{zoneID}/{file}.json',
+    summary: 'GBFS 3.0',
+    description: 'gbfs.json lists only the feeds the caller’s role may read.',
+    tag: 'GBFS 3.0',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM, file: gbfsFiles('3.0') },
+    responses: gbfsOk('the file (version 3.0)', '3.0'),
+    errors: [{ 400: ['malformed zone id'], 404: ['unknown zone or file'] }],
+    feed: { file: true, perFile: GBFS_FILES['3.0'] },
+    handle: gbfsV3File,
+  },
+  {
+    operationId: 'gbfsV2FileInLanguage',
+    method: 'get',
+    path: '/gbfs/v2/{language}/{file}.json',
+    summary: 'GBFS 2.2 file in one language of the system',
+    description:
+      'A system whose zones speak several languages (Berlin de, Copenhagen da) is published once per language: its gbfs.json is keyed by language and lists these URLs, whose texts (price descriptions, alerts) are in that language. `/gbfs/v2/{file}.json` is the first zone’s language.',
+    tag: 'GBFS 2.2',
+    auth: 'eitherToken',
+    params: { language: { description: 'a language of the system, as its gbfs.json keys it', schema: { type: 'string', pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } }, file: gbfsFiles('2.2') },
+    responses: gbfsOk('the file (version 2.2) in that language', '2.2'),
+    errors: [{ 400: ['none expected'], 404: ['unknown file, or a language the caller’s system does not have'] }],
+    feed: { file: true },
+    handle: gbfsV2FileInLanguage,
+  },
+  {
+    operationId: 'gbfsV2File',
+    method: 'get',
+    path: '/gbfs/v2/{file}.json',
+    summary: 'GBFS 2.2',
+    description: 'Scoped to the regions of the caller’s role. Tokens come from the legacy host’s /token (tokens of the main host work too).',
+    tag: 'GBFS 2.2',
+    auth: 'eitherToken',
+    params: { file: gbfsFiles('2.2') },
+    responses: gbfsOk('the file (version 2.2)', '2.2'),
+    errors: [{ 400: ['none expected'], 404: ['unknown file'] }],
+    feed: { file: true, perFile: GBFS_FILES['2.2'] },
+    handle: gbfsV2File,
+  },
+  {
+    operationId: 'insuranceTrips',
+    method: 'get',
+    path: '/v1/partner-apis/insurance/{zoneID}/trips',
+    summary: 'Insurance trips of one UTC hour',
+    description: 'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current) or a Bearer token of an insurer feed client (deprecated).',
+    tag: 'Insurance',
+    auth: 'insurer',
+    params: { zoneID: ZONE_PARAM },
+    query: { end_time: timeHour('the hour the trips ended in') },
+    responses: { 200: { description: 'the insurance trips of the hour', content: { [INSURANCE_2_0.contentType]: schemaRef('InsuranceTrips') } } },
+    errors: [{ 400: ['missing or malformed end_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
+    feed: { file: true, notPublished202: true, accept: [INSURANCE_2_0.contentType] },
+    hourFile: {
+      feed: 'insurance_trips',
+      param: 'end_time',
+      offers: [INSURANCE_2_0],
+      fallback: INSURANCE_2_0,
+      access: () => INSURANCE_ACCESS,
+    },
+    handle: insuranceTrips,
+  },
+];
