@@ -6,7 +6,7 @@ import { backfill } from '../publisher/ops.js';
 import { seedDemo } from '../lib/seed/index.js';
 import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
 import { authenticateFeedClient } from '../lib/auth/feed-clients.js';
-import { vehicleCode } from '../lib/seed/fleet.js';
+import { vehicleCode } from '../lib/sim/fleet.js';
 import { useTestContext } from './support/context.js';
 
 describe('demo seed', () => {

@@ -8,7 +8,7 @@ import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
 import { activeRental, getRental, userRentals, withFigures } from '../../lib/rentals/queries.js';
 import { submitParkingPhoto } from '../../lib/rentals/photo.js';
 import { toRentalRecord } from '../../lib/rentals/types.js';
-import { storeReceipt, receiptKey } from '../../lib/receipts.js';
+import { storeReceipt, receiptKey } from '../../lib/rentals/receipts.js';
 import { verifySignedPath } from '../../lib/signing.js';
 import { StartRentalBody, EndRentalBody } from '../../schemas/partner/requests.js';
 import { dataOf, PhotoDecisionRecord, RentalRecordSchema } from '../../schemas/partner/responses.js';

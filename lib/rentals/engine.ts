@@ -15,7 +15,7 @@ import { GatewayError } from '../gateway.js';
 import { recordEvent, InvalidTransitionError } from '../fleet/events.js';
 import { computeCost } from '../pricing.js';
 import { isSleeping, parkingAt } from '../zones.js';
-import { receiptKey } from '../receipts.js';
+import { receiptKey } from './receipts.js';
 import { RentalError, ZONE_NOT_PERMITTING } from './errors.js';
 import { toRentalRecord, type Location, type RentalRecord } from './types.js';
 import { metrics } from '../metrics.js';
@@ -176,7 +176,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
 
 /**
  * Ends a running rental; throws RentalError with the requirement's code. The receipt's object key is
- * recorded; the PDF itself is rendered and stored on its first download (lib/receipts.ts), which
+ * recorded; the PDF itself is rendered and stored on its first download (lib/rentals/receipts.ts), which
  * keeps ~8 ms of PDF CPU per rental off the end path.
  */
 export async function endRental(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord> {

@@ -12,7 +12,7 @@ import { Prng } from '../sim/prng.js';
 import { toWkt } from '../sim/geo.js';
 import { loadZoneModels } from '../sim/model.js';
 import { DEMO_FEED_CLIENTS, DEMO_PARTNERS, DEMO_ZONES, VEHICLE_TYPES } from './data.js';
-import { insertUsers, insertVehicles } from './fleet.js';
+import { insertUsers, insertVehicles } from '../sim/fleet.js';
 
 export { DEMO_ZONES, DEMO_PARTNERS, DEMO_FEED_CLIENTS, VEHICLE_TYPES } from './data.js';
 

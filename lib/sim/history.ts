@@ -13,7 +13,7 @@
  */
 import type { AppContext } from '../context.js';
 import { classify, DbError, q, type Tx } from '../db.js';
-import { insertUsers, insertVehicles } from '../seed/fleet.js';
+import { insertUsers, insertVehicles } from './fleet.js';
 import { loadZoneModels, SleepCalendar, sleepIntervals } from './model.js';
 import { Prng } from './prng.js';
 import { FLUSH_CHARS, HOUR, STATUS, Simulation, TRIP_TYPE_WEIGHT, poolFor, type Partner, type Vehicle } from './simulation.js';

@@ -99,7 +99,7 @@ export class Snapshot {
     this.closed = true;
     if (!this.isBroken) {
       try {
-        await this.client.query('COMMIT');
+        await this.runner.query('COMMIT');
       } catch {
         this.isBroken = true;
       }

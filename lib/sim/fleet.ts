@@ -4,8 +4,8 @@
  * simulator when it needs more vehicles than exist.
  */
 import { q, type Queryable } from '../db.js';
-import { Prng } from '../sim/prng.js';
-import { parkingPlace, type ZoneModel } from '../sim/model.js';
+import { Prng } from './prng.js';
+import { parkingPlace, type ZoneModel } from './model.js';
 
 const CODE_SPACE = 36 ** 4;
 

@@ -6,15 +6,18 @@
  * rendered later is the same document.
  */
 import PDFDocument from 'pdfkit';
-import type { AppContext } from './context.js';
-import type { RentalRecord } from './rentals/types.js';
+import type { AppContext } from '../context.js';
+import { currencyDigits } from '../money.js';
+import type { RentalRecord } from './types.js';
 
 export function receiptKey(rentalId: string): string {
   return `receipts/${rentalId}.pdf`;
 }
 
+/** The amount in the currency's major unit with its own decimals (lib/money.ts): `9.95 EUR`, `995 JPY`. */
 function money(minor: number | null, currency: string): string {
-  return `${((minor ?? 0) / 100).toFixed(2)} ${currency}`;
+  const digits = currencyDigits(currency);
+  return `${((minor ?? 0) / 10 ** digits).toFixed(digits)} ${currency}`;
 }
 
 /** Renders the receipt PDF of an ended rental. */
