@@ -1,8 +1,10 @@
 /**
  * The zone list the feed routes check ids against (404 for an unknown zone, and the zone's creation
  * time for "an hour before the zone existed"). Zones change rarely: one query for all of them,
- * refreshed every 30 s, and on a miss at most once a second, so unknown ids cannot make a query each.
+ * refreshed every 30 s, and on a miss at most once a second, so unknown ids cannot make a query each
+ * (one lru-cache entry: its TTL is the refresh, its fetch de-duplicates concurrent loads).
  */
+import { LRUCache } from 'lru-cache';
 import type { Db } from '../../lib/db.js';
 import { q } from '../../lib/db.js';
 
@@ -11,23 +13,34 @@ export interface ZoneInfo {
   createdAt: Date;
 }
 
-export class ZoneDirectory {
-  private zones = new Map<string, ZoneInfo>();
-  private loadedAt = -Infinity;
-  private inflight: Promise<void> | undefined;
+interface Listing {
+  zones: Map<string, ZoneInfo>;
+  loadedAt: number;
+}
 
-  constructor(
-    private readonly db: Db,
-    private readonly opts: { refreshMs?: number; missRefreshMs?: number } = {},
-  ) {}
+/** The whole zone table as one lru-cache entry: TTL `refreshMs`, one query for concurrent loads. */
+export class ZoneDirectory {
+  private readonly listing: LRUCache<'zones', Listing>;
+  private readonly missRefreshMs: number;
+
+  constructor(db: Db, opts: { refreshMs?: number; missRefreshMs?: number } = {}) {
+    this.missRefreshMs = opts.missRefreshMs ?? 1000;
+    this.listing = new LRUCache<'zones', Listing>({
+      max: 1,
+      ttl: opts.refreshMs ?? 30_000,
+      ttlResolution: 0,
+      fetchMethod: async () => {
+        const rows = await db.many(q('FeedZones'));
+        return { zones: new Map(rows.map((r) => [r.id as string, { id: r.id as string, createdAt: r.created_at as Date }])), loadedAt: performance.now() };
+      },
+    });
+  }
 
   async get(id: string): Promise<ZoneInfo | undefined> {
-    const age = performance.now() - this.loadedAt;
-    if (age >= (this.opts.refreshMs ?? 30_000)) await this.refresh();
-    const z = this.zones.get(id);
-    if (z || performance.now() - this.loadedAt < (this.opts.missRefreshMs ?? 1000)) return z;
-    await this.refresh();
-    return this.zones.get(id);
+    const current = (await this.listing.fetch('zones'))!;
+    const z = current.zones.get(id);
+    if (z || performance.now() - current.loadedAt < this.missRefreshMs) return z;
+    return (await this.listing.fetch('zones', { forceRefresh: true }))!.zones.get(id);
   }
 
   /**
@@ -35,20 +48,10 @@ export class ZoneDirectory {
    * or an unknown id). Synchronous, for the hot path.
    */
   peek(id: string): ZoneInfo | undefined {
-    if (performance.now() - this.loadedAt >= (this.opts.refreshMs ?? 30_000)) return undefined;
-    return this.zones.get(id);
+    return this.listing.get('zones')?.zones.get(id);
   }
 
-  refresh(): Promise<void> {
-    this.inflight ??= (async () => {
-      try {
-        const rows = await this.db.many(q('FeedZones'));
-        this.zones = new Map(rows.map((r) => [r.id as string, { id: r.id as string, createdAt: r.created_at as Date }]));
-        this.loadedAt = performance.now();
-      } finally {
-        this.inflight = undefined;
-      }
-    })();
-    return this.inflight;
+  async refresh(): Promise<void> {
+    await this.listing.fetch('zones', { forceRefresh: true });
   }
 }

@@ -4,6 +4,7 @@
  * minute without a database round trip per request), an unknown key for a few seconds in a bounded
  * cache so that a flood of random keys costs neither memory nor a query each.
  */
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import { q, type Db, type Queryable } from '../db.js';
 import { generateApiKey, hashApiKey } from './secrets.js';
@@ -34,32 +35,58 @@ export interface VerifierOptions {
   maxEntries?: number;
 }
 
-interface Entry {
-  principal: Principal | undefined;
-  until: number;
-}
-
 /** Keys longer than this are rejected without hashing: no real key is that long. */
 const MAX_KEY_LENGTH = 256;
 
-export class ApiKeyVerifier {
-  private readonly ttl: number;
-  private readonly negativeTtl: number;
-  private readonly max: number;
-  // Map keeps insertion order: the first entry is the oldest, evicted when full.
-  private readonly positive = new Map<string, Entry>();
-  private readonly negative = new Map<string, Entry>();
-  // concurrent requests with one uncached key share one query
-  private readonly inflight = new Map<string, Promise<Principal | undefined>>();
+interface Lookup {
+  hash: Buffer;
+  scope: KeyScope;
+}
 
-  constructor(
-    private readonly db: Db,
-    private readonly clock: Clock,
-    opts: VerifierOptions = {},
-  ) {
-    this.ttl = opts.cacheTtlMs ?? 30_000;
-    this.negativeTtl = opts.negativeTtlMs ?? 5_000;
-    this.max = opts.maxEntries ?? 10_000;
+/**
+ * Two lru-caches on the app's clock: verified keys (TTL `cacheTtlMs`, never past the key's own
+ * expiry) and unknown keys (TTL `negativeTtlMs`), each bounded separately so that a flood of random
+ * keys cannot evict the real ones. Concurrent requests with one uncached key share one query (the
+ * verified cache's fetch).
+ */
+export class ApiKeyVerifier {
+  private readonly known: LRUCache<string, Principal, Lookup>;
+  private readonly unknown: LRUCache<string, true>;
+
+  constructor(db: Db, clock: Clock, opts: VerifierOptions = {}) {
+    const ttl = opts.cacheTtlMs ?? 30_000;
+    // lru-cache counts an entry stale once older than its ttl; an answer is not trusted *at* its bound
+    const bound = (ms: number) => Math.max(1, ms - 1);
+    const perf = { now: () => clock.now().getTime() };
+    const max = opts.maxEntries ?? 10_000;
+    this.unknown = new LRUCache<string, true>({ max, ttl: bound(opts.negativeTtlMs ?? 5_000), ttlResolution: 0, perf });
+    this.known = new LRUCache<string, Principal, Lookup>({
+      max,
+      ttl: bound(ttl),
+      ttlResolution: 0,
+      perf,
+      fetchMethod: async (id, _stale, { options, context }) => {
+        const now = clock.now();
+        // the same statement records the use (at most once a minute per key: see AuthFindApiKey)
+        const row = await db.maybeOne(q('AuthFindApiKey'), [context.hash, context.scope, now]);
+        if (!row) {
+          this.unknown.set(id, true);
+          return undefined;
+        }
+        // never trust a cached key past its own expiry
+        if (row.expires_at) options.ttl = bound(Math.min(ttl, (row.expires_at as Date).getTime() - now.getTime()));
+        return {
+          keyId: row.key_id,
+          partnerId: row.partner_id,
+          partnerName: row.partner_name,
+          scope: context.scope,
+          rateLimitPerMinute: row.rate_limit_per_minute,
+          tripType: row.trip_type,
+          tompPostponedCommit: row.tomp_postponed_commit,
+          zones: row.zones ?? null,
+        };
+      },
+    });
   }
 
   /** The principal of a usable key of `scope`; undefined for unknown, revoked, expired or other-scope keys. */
@@ -67,61 +94,15 @@ export class ApiKeyVerifier {
     if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) return undefined;
     const hash = hashApiKey(key);
     const id = `${scope}:${hash.toString('base64')}`;
-    const now = this.clock.now().getTime();
-    const hit = this.positive.get(id) ?? this.negative.get(id);
-    if (hit) {
-      if (hit.until > now) return hit.principal;
-      this.positive.delete(id);
-      this.negative.delete(id);
-    }
-    let pending = this.inflight.get(id);
-    if (!pending) {
-      pending = this.lookup(hash, scope, id).finally(() => this.inflight.delete(id));
-      this.inflight.set(id, pending);
-    }
-    return pending;
+    if (this.unknown.get(id)) return undefined;
+    return this.known.fetch(id, { context: { hash, scope } });
   }
 
   /** Forgets every cached answer (tests, or after an administrative revocation in this process). */
   clear(): void {
-    this.positive.clear();
-    this.negative.clear();
+    this.known.clear();
+    this.unknown.clear();
   }
-
-  private async lookup(hash: Buffer, scope: KeyScope, id: string): Promise<Principal | undefined> {
-    const now = this.clock.now();
-    // the same statement records the use (at most once a minute per key: see AuthFindApiKey)
-    const row = await this.db.maybeOne(q('AuthFindApiKey'), [hash, scope, now]);
-    if (!row) {
-      put(this.negative, id, { principal: undefined, until: now.getTime() + this.negativeTtl }, this.max);
-      return undefined;
-    }
-    const principal: Principal = {
-      keyId: row.key_id,
-      partnerId: row.partner_id,
-      partnerName: row.partner_name,
-      scope,
-      rateLimitPerMinute: row.rate_limit_per_minute,
-      tripType: row.trip_type,
-      tompPostponedCommit: row.tomp_postponed_commit,
-      zones: row.zones ?? null,
-    };
-    // never trust a cached key past its own expiry
-    let until = now.getTime() + this.ttl;
-    if (row.expires_at) until = Math.min(until, (row.expires_at as Date).getTime());
-    put(this.positive, id, { principal, until }, this.max);
-    return principal;
-  }
-}
-
-function put(map: Map<string, Entry>, id: string, entry: Entry, max: number): void {
-  map.delete(id);
-  while (map.size >= max) {
-    const oldest = map.keys().next();
-    if (oldest.done) break;
-    map.delete(oldest.value);
-  }
-  map.set(id, entry);
 }
 
 /**

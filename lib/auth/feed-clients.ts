@@ -3,6 +3,7 @@
  * creation for the CLI and the seed, and the in-process revocation set the feed routes consult
  * after verifying a token's signature.
  */
+import { LRUCache } from 'lru-cache';
 import type { Db, Queryable } from '../db.js';
 import { q } from '../db.js';
 import type { Clock } from '../clock.js';
@@ -80,27 +81,36 @@ export type ClientStanding = 'active' | 'revoked' | 'unknown';
  * costs nothing in normal traffic. Concurrent callers share one refresh.
  */
 export class RevokedClients {
-  /** client id → revoked; `undefined` values: looked up and absent */
-  private standings = new Map<string, boolean | undefined>();
-  private loadedAt = -Infinity;
-  private inflight: Promise<void> | undefined;
-  private readonly refreshMs: number;
+  /**
+   * The standings as one lru-cache entry (client id → revoked; `undefined`: looked up and absent),
+   * with the app's clock as its time: TTL `refreshMs`, one query for concurrent loads.
+   */
+  private readonly listing: LRUCache<'standings', Map<string, boolean | undefined>>;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     opts: { refreshMs?: number } = {},
   ) {
-    this.refreshMs = opts.refreshMs ?? 30_000;
+    this.listing = new LRUCache<'standings', Map<string, boolean | undefined>>({
+      max: 1,
+      ttl: opts.refreshMs ?? 30_000,
+      ttlResolution: 0,
+      perf: { now: () => clock.now().getTime() },
+      fetchMethod: async () => {
+        const rows = await db.many(q('FeedClientStandings'), [clock.now()]);
+        return new Map<string, boolean | undefined>(rows.map((r) => [r.client_id as string, r.revoked as boolean]));
+      },
+    });
   }
 
   async standing(clientId: string): Promise<ClientStanding> {
-    if (this.clock.now().getTime() - this.loadedAt >= this.refreshMs) await this.refresh();
-    if (!this.standings.has(clientId)) {
+    const standings = (await this.listing.fetch('standings'))!;
+    if (!standings.has(clientId)) {
       const row = await this.db.maybeOne(q('FeedClientStanding'), [clientId, this.clock.now()]);
-      this.standings.set(clientId, row ? (row.revoked as boolean) : undefined);
+      standings.set(clientId, row ? (row.revoked as boolean) : undefined);
     }
-    const revoked = this.standings.get(clientId);
+    const revoked = standings.get(clientId);
     return revoked === undefined ? 'unknown' : revoked ? 'revoked' : 'active';
   }
 
@@ -109,17 +119,7 @@ export class RevokedClients {
     return (await this.standing(clientId)) !== 'active';
   }
 
-  refresh(): Promise<void> {
-    this.inflight ??= (async () => {
-      try {
-        const now = this.clock.now();
-        const rows = await this.db.many(q('FeedClientStandings'), [now]);
-        this.standings = new Map(rows.map((r) => [r.client_id as string, r.revoked as boolean]));
-        this.loadedAt = now.getTime();
-      } finally {
-        this.inflight = undefined;
-      }
-    })();
-    return this.inflight;
+  async refresh(): Promise<void> {
+    await this.listing.fetch('standings', { forceRefresh: true });
   }
 }

@@ -1,5 +1,5 @@
 /**
- * A byte-bounded in-memory LRU of stored objects (the gzip bytes as stored, with their metadata), for
+ * A byte-bounded in-memory LRU (lru-cache, sized in body bytes) of stored objects (the gzip bytes as stored, with their metadata), for
  * the feed files many clients fetch in the same hours. A hit answers with one `res.end(buffer)`
  * instead of open + trailer read + a stream of 64 KB chunks, which is what made the authenticating
  * file route several times slower than a static file server.
@@ -12,6 +12,7 @@
  * cached; the caller streams them.
  */
 import type { Readable } from 'node:stream';
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
 import type { ObjectMeta, ObjectStore } from '../store/types.js';
 
@@ -40,10 +41,9 @@ export interface ObjectCacheOptions {
 }
 
 export class ObjectCache {
-  /** Map order is recency order: a hit moves the entry to the end, eviction takes the first. */
-  private readonly entries = new Map<string, Entry>();
+  /** Byte-bounded by lru-cache (sizes are body bytes); the least recently used entry goes first. */
+  private readonly entries: LRUCache<string, Entry>;
   private readonly inflight = new Map<string, Promise<Loaded>>();
-  private used = 0;
   readonly maxBytes: number;
   readonly maxEntryBytes: number;
   private readonly revalidateMs: number;
@@ -54,11 +54,12 @@ export class ObjectCache {
     this.maxEntryBytes = Math.min(opts.maxEntryBytes ?? Math.floor(opts.maxBytes / 4), opts.maxBytes);
     this.revalidateMs = opts.revalidateMs ?? 2000;
     this.clock = opts.clock;
+    this.entries = new LRUCache<string, Entry>({ maxSize: Math.max(1, this.maxBytes), sizeCalculation: (e) => Math.max(1, e.body.length) });
   }
 
   /** Bytes held (bodies only). */
   get bytes(): number {
-    return this.used;
+    return this.entries.calculatedSize;
   }
 
   get size(): number {
@@ -74,7 +75,7 @@ export class ObjectCache {
     const now = this.clock.now().getTime();
     const hit = this.peek(key, version, now, true);
     if (hit) return { cached: hit };
-    const e = this.entries.get(key);
+    const e = this.entries.peek(key);
     const id = `${key}\n${version}`;
     let p = this.inflight.get(id);
     if (!p) {
@@ -93,19 +94,16 @@ export class ObjectCache {
    * it recently used (a GET; a HEAD does not). Synchronous, for the hot path.
    */
   peek(key: string, version: string, now: number, touch: boolean): CachedObject | undefined {
-    const e = this.entries.get(key);
+    const e = this.entries.peek(key);
     if (e === undefined || e.version !== version || now < e.checkedAt || now - e.checkedAt >= this.revalidateMs) return undefined;
-    if (touch) {
-      this.entries.delete(key);
-      this.entries.set(key, e);
-    }
+    if (touch) this.entries.get(key);
     return e;
   }
 
   /** The metadata only (HEAD): from a current entry, else from the store without filling. */
   async head(store: ObjectStore, key: string, version: string): Promise<{ meta: ObjectMeta; lastModifiedHttp?: string } | undefined> {
     const now = this.clock.now().getTime();
-    const e = this.entries.get(key);
+    const e = this.entries.peek(key);
     if (e && e.version === version && now >= e.checkedAt && now - e.checkedAt < this.revalidateMs) return e;
     const meta = await store.head(key);
     return meta && { meta };
@@ -121,8 +119,7 @@ export class ObjectCache {
       }
       if (meta.etag === old.meta.etag && meta.size === old.meta.size && meta.lastModified.getTime() === old.meta.lastModified.getTime()) {
         old.checkedAt = now;
-        this.entries.delete(key);
-        this.entries.set(key, old);
+        this.entries.get(key);
         return { cached: old };
       }
     }
@@ -145,21 +142,11 @@ export class ObjectCache {
     const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, n);
     if (bytes.length !== meta.size) throw new Error(`object ${key}: read ${bytes.length} bytes, expected ${meta.size}`);
     const entry: Entry = { key, version, meta, body: bytes, lastModifiedHttp: meta.lastModified.toUTCString(), checkedAt: now };
-    this.drop(key);
     this.entries.set(key, entry);
-    this.used += bytes.length;
-    for (const [k, v] of this.entries) {
-      if (this.used <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.used -= v.body.length;
-    }
     return { cached: entry };
   }
 
   private drop(key: string): void {
-    const e = this.entries.get(key);
-    if (!e) return;
     this.entries.delete(key);
-    this.used -= e.body.length;
   }
 }
