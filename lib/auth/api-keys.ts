@@ -52,14 +52,18 @@ interface Lookup {
 export class ApiKeyVerifier {
   private readonly known: LRUCache<string, Principal, Lookup>;
   private readonly unknown: LRUCache<string, true>;
+  /** a TTL of 0 means no caching (lru-cache's 0 would mean for ever) */
+  private readonly keepKnown: boolean;
 
   constructor(db: Db, clock: Clock, opts: VerifierOptions = {}) {
     const ttl = opts.cacheTtlMs ?? 30_000;
+    const negativeTtl = opts.negativeTtlMs ?? 5_000;
+    this.keepKnown = ttl > 0;
     // lru-cache counts an entry stale once older than its ttl; an answer is not trusted *at* its bound
     const bound = (ms: number) => Math.max(1, ms - 1);
     const perf = { now: () => clock.now().getTime() };
     const max = opts.maxEntries ?? 10_000;
-    this.unknown = new LRUCache<string, true>({ max, ttl: bound(opts.negativeTtlMs ?? 5_000), ttlResolution: 0, perf });
+    this.unknown = new LRUCache<string, true>({ max, ttl: bound(negativeTtl), ttlResolution: 0, perf });
     this.known = new LRUCache<string, Principal, Lookup>({
       max,
       ttl: bound(ttl),
@@ -70,7 +74,7 @@ export class ApiKeyVerifier {
         // the same statement records the use (at most once a minute per key: see AuthFindApiKey)
         const row = await db.maybeOne(q('AuthFindApiKey'), [context.hash, context.scope, now]);
         if (!row) {
-          this.unknown.set(id, true);
+          if (negativeTtl > 0) this.unknown.set(id, true);
           return undefined;
         }
         // never trust a cached key past its own expiry
@@ -95,7 +99,9 @@ export class ApiKeyVerifier {
     const hash = hashApiKey(key);
     const id = `${scope}:${hash.toString('base64')}`;
     if (this.unknown.get(id)) return undefined;
-    return this.known.fetch(id, { context: { hash, scope } });
+    const principal = await this.known.fetch(id, { context: { hash, scope } });
+    if (!this.keepKnown) this.known.delete(id);
+    return principal;
   }
 
   /** Forgets every cached answer (tests, or after an administrative revocation in this process). */
