@@ -58,6 +58,8 @@ export interface Config {
   readonly liveSimulator: boolean;
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
   readonly feedCacheBytes: number;
+  /** How long a zone's rendered vehicle list is answered from memory (ms); 0 computes every request. */
+  readonly vehicleListCacheMs: number;
   readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
   /**
    * Statement timeout of long ops work (`make simulate`): its bulk COPY batches run far longer than
@@ -234,6 +236,9 @@ export function loadConfig(env: Env = process.env): Config {
     http: httpTimeouts(env),
     liveSimulator: oneOf(env, 'LIVE_SIMULATOR', ['true', 'false'] as const, 'true') === 'true',
     feedCacheBytes: int(env, 'FEED_CACHE_BYTES', 64 * 1024 * 1024, 0),
+    // the partner API's most frequent read, polled by every partner app of a zone (api/partner/vehicle-list.ts);
+    // off under NODE_ENV=test, whose suites change vehicles behind the API and read them back at once
+    vehicleListCacheMs: int(env, 'VEHICLE_LIST_CACHE_MS', envName === 'test' ? 0 : 1000, 0, 10_000),
     gateway: Object.freeze({
       failRate: num(env, 'GATEWAY_FAIL_RATE', 0, 0, 1),
       delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),

@@ -9,6 +9,7 @@ import { AreaOccupancyRecord, dataOf, OperationalZonesRecord, PricingRecord, Veh
 import { principalOf } from './auth.js';
 import { endpoint, idParam, zoneParam, type PartnerEndpoint } from './endpoint.js';
 import { presentPricing, presentVehicle } from './responses.js';
+import { vehicleListsOf } from './vehicle-list.js';
 
 function presentZoneInfo(z: Row, now: Date) {
   return {
@@ -110,21 +111,16 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     method: 'get',
     path: '/v1/vehicles',
     summary: 'Vehicles available for rental in a zone',
-    description: 'With their price. Refresh about every 7 seconds. `/v1/vehicles/?zoneID=` (trailing slash) is the same endpoint. A sleeping zone has no available vehicles.',
+    description:
+      'With their price. Refresh about every 7 seconds. `/v1/vehicles/?zoneID=` (trailing slash) is the same endpoint. A sleeping zone has no available vehicles. The list of a zone is computed at most once a second (VEHICLE_LIST_CACHE_MS) and shared by every partner polling it: it may be up to that much behind; ask `/v1/pricing/vehicle/{id}` for the current price before a rental.',
     tag: 'Vehicles and pricing',
     auth: 'apiKey',
     query: { zoneID: zoneParam('zone id') },
     responses: vehicles('the available vehicles'),
     errors: [],
     handle: async (app, ctx, { query }: Input<undefined>) => {
-      const now = app.clock.now();
-      // zone and vehicles in one round trip (see the query)
-      const rows = await app.db.many(q('PartnerAvailableVehicles'), [query.zoneID, now, principalOf(ctx).zones]);
-      const zone = rows[0];
-      if (!zone) throw new RentalError('ZoneNotFound');
-      // a sleeping zone has no available vehicles
-      const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
-      ctx.body = { data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) };
+      ctx.type = 'application/json';
+      ctx.body = await vehicleListsOf(app).json(query.zoneID as string, principalOf(ctx).zones);
     },
   }),
   endpoint({
