@@ -32,3 +32,10 @@ export const UUID_V4_SCHEMA = {
   format: 'uuid',
   pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$',
 } as const;
+
+const UUID_V4 = new RegExp(UUID_V4_SCHEMA.pattern);
+
+/** A UUID version 4 in either case: the ids we generate (rentals, users, vehicles, areas). */
+export function isUuidV4(s: unknown): s is string {
+  return typeof s === 'string' && UUID_V4.test(s);
+}

@@ -6,12 +6,12 @@
  * one transaction, so a bad file changes nothing. An area keeps its id when the feature has a UUID
  * `id`, which keeps GBFS station ids stable across re-imports.
  */
+import { isUuidV4 } from '../uuid.js';
 import { q, type Db } from '../db.js';
 import type { Clock } from '../clock.js';
 import { compile } from '../validate.js';
 
 const AREA_TYPES = ['operations', 'no-parking', 'parking-spot', 'slow-zone', 'no-riding', 'incentive', 'free-floating'] as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 const polygonal = { type: 'object', required: ['type', 'coordinates'], properties: { type: { enum: ['Polygon', 'MultiPolygon'] } } } as const;
 
@@ -102,7 +102,7 @@ export async function importZone(db: Db, clock: Clock, geojson: unknown): Promis
     if (isZone ? !validZone(f.properties) : !validArea(f.properties)) {
       problems.push(`${label(i, f)}: ${ajvText(isZone ? validZone.errors : validArea.errors)}`);
     }
-    if (!isZone && f.id !== undefined && !(typeof f.id === 'string' && UUID.test(f.id))) problems.push(`${label(i, f)}: id must be a UUID v4 when given`);
+    if (!isZone && f.id !== undefined && !isUuidV4(f.id)) problems.push(`${label(i, f)}: id must be a UUID v4 when given`);
     if (!isZone && f.properties?.area_type === 'parking-spot' && f.properties.capacity === undefined) problems.push(`${label(i, f)}: a parking-spot needs a capacity`);
     if (!isZone && f.properties?.area_type !== 'parking-spot' && f.properties?.capacity !== undefined) problems.push(`${label(i, f)}: only parking-spot areas have a capacity`);
   }

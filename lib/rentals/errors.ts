@@ -6,6 +6,8 @@
  * codes to its own format.
  */
 
+import { isUuidV4 } from '../uuid.js';
+
 export const ERRORS = {
   // register / update user
   InvalidRequestBody: { status: 400, detail: 'invalid body' },
@@ -96,12 +98,8 @@ export class RentalError extends Error {
 
 export const isRentalError = (e: unknown): e is RentalError => e instanceof RentalError;
 
-/** UUID v4 as the requirement specifies for every id path parameter (case-insensitive). */
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-
-export function isUuidV4(s: unknown): s is string {
-  return typeof s === 'string' && UUID_V4.test(s);
-}
+/** UUID v4 as the requirement specifies for every id path parameter (case-insensitive): lib/uuid.ts. */
+export { isUuidV4 };
 
 /** The id lower-cased when it is a UUID v4; otherwise throws the given code. */
 export function requireUuid(s: unknown, code: RentalErrorCode): string {
