@@ -175,4 +175,36 @@ describe('feeds: GBFS and insurance', () => {
       expect((await app.get('/v1/partner-apis/insurance/munich/trips?end_time=2026-13-01T00').set('X-Access-Token', insurerKey)).status).to.equal(400);
     });
   });
+  describe('served through the publication index cache', () => {
+    it('a GBFS file is read from the index once per 2 s, and a rewritten file goes out with its new ETag within that bound', async () => {
+      const path = '/v1/partner-apis/gbfs/munich/system_information.json';
+      let queries = 0;
+      const maybeOne = t.ctx.db.maybeOne.bind(t.ctx.db);
+      t.ctx.db.maybeOne = ((query: unknown, ...rest: unknown[]) => {
+        if ((query as { name?: string }).name === 'FeedGbfsSnapshot') queries++;
+        return (maybeOne as (...a: unknown[]) => Promise<unknown>)(query, ...rest);
+      }) as typeof t.ctx.db.maybeOne;
+      try {
+        const local = request(buildApp(t.ctx).callback());
+        const first = await local.get(path).set('Authorization', gbfs);
+        expect(first.status).to.equal(200);
+        for (let i = 0; i < 5; i++) expect((await local.get(path).set('Authorization', gbfs)).headers.etag).to.equal(first.headers.etag);
+        expect(queries).to.equal(1);
+        expect((await local.get(path).set('Authorization', gbfs).set('If-None-Match', first.headers.etag)).status).to.equal(304);
+
+        // the zone renamed: the publisher rewrites the file; its row is re-read once 2 s old
+        await t.ctx.db.query(`UPDATE zones SET name = 'München' WHERE id = 'munich'`);
+        t.ctx.clock.advance(1_000);
+        expect((await publishGbfsSnapshots(t.ctx, { only: 'static' })).written).to.be.greaterThan(0);
+        expect((await local.get(path).set('Authorization', gbfs)).headers.etag, 'within the bound').to.equal(first.headers.etag);
+        t.ctx.clock.advance(1_000);
+        const renewed = await local.get(path).set('Authorization', gbfs);
+        expect(renewed.headers.etag).to.not.equal(first.headers.etag);
+        expect(JSON.stringify(renewed.body.data.name)).to.contain('München');
+        expect(queries).to.equal(2);
+      } finally {
+        t.ctx.db.maybeOne = maybeOne;
+      }
+    });
+  });
 });

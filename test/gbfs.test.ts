@@ -247,6 +247,15 @@ describe('GBFS snapshots', () => {
     expect(await rows()).to.deep.equal(before);
   });
 
+  it('writes a file again when its object is gone from the store, though its row says unchanged (one rule with the hourly files)', async () => {
+    const [victim] = await t.ctx.db.many(`SELECT object_key FROM gbfs_snapshots WHERE version = '3.0' AND file = 'system_information' LIMIT 1`);
+    await t.ctx.store.delete(victim.object_key);
+    t.ctx.clock.advance(1_000);
+    const res = await publishGbfsSnapshots(t.ctx, { only: 'static' });
+    expect(res.written, JSON.stringify(res)).to.equal(1);
+    expect(await t.ctx.store.head(victim.object_key)).to.not.equal(undefined);
+  });
+
   it('rewrites a status file whose data did not change once STATUS_REFRESH_SECONDS old: last_updated is never older than its ttl', async () => {
     // a quiet quarter of an hour: nothing changes, the publisher runs every GBFS_RUN_SECONDS
     for (let i = 0; i < (15 * 60) / GBFS_RUN_SECONDS; i++) {
