@@ -1,10 +1,10 @@
 /**
  * The hot path of the authenticating hourly-file routes: a request that the in-process caches can
  * answer completely (token verified before, zone list current, publication row and file body fresh,
- * gzip accepted) is answered on the raw node:http request, before Koa (api/app.ts `withHotPath`),
- * with no database or store access and no promise hop except the revocation check. Anything else —
- * every error, a cache miss, identity decoding, percent-encoded query strings — goes to Koa untouched
- * and takes the ordinary route, which answers exactly as before. This path only ever gives the answer
+ * gzip accepted, the client's standing loaded and current) is answered on the raw node:http
+ * request, before Koa (api/app.ts `withHotPath`), synchronously: no database or store access, no
+ * promise hop. Anything else — every error, a cache miss, identity decoding, percent-encoded query
+ * strings — goes to Koa untouched and takes the ordinary route, which answers exactly as before. This path only ever gives the answer
  * the ordinary route would give (200 or 304, same headers in the same order, same bytes); it uses the
  * same checks (roles, scope, negotiation, hour rules, conditional requests) on the same cached state,
  * so the freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
@@ -108,9 +108,9 @@ interface FastAnswer {
 
 /**
  * The answer the ordinary route would give, when the caches can give all of it; undefined otherwise
- * (then nothing may be written). Never throws.
+ * (then nothing may be written). Synchronous: everything it reads is in memory.
  */
-async function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: FastHourRoute, zoneId: string, qs: string): Promise<FastAnswer | undefined> {
+function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: FastHourRoute, zoneId: string, qs: string): FastAnswer | undefined {
   const files = deps.files;
   if (!files) return undefined;
   const head = req.method === 'HEAD';
@@ -151,11 +151,8 @@ async function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: Fas
   const ae = h['accept-encoding'];
   if (!ae || !gzipOk.get(ae, (v) => acceptsEncoding(v, 'gzip'))) return undefined;
 
-  try {
-    if (await deps.revoked.isRevoked(claims.clientId)) return undefined;
-  } catch {
-    return undefined;
-  }
+  // a client the loaded standings do not know as active (or a refresh due) is the ordinary path's to decide
+  if (deps.revoked.peek(claims.clientId) !== 'active') return undefined;
   const inm = h['if-none-match'];
   const ims = h['if-modified-since'];
   const notModified = Boolean((inm || ims) && isNotModified({ ifNoneMatch: inm || undefined, ifModifiedSince: ims || undefined }, obj.meta.etag, obj.meta.lastModified));
@@ -203,15 +200,16 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
       const m = re.exec(url);
       if (!m) continue;
       const started = performance.now();
-      void answerFromCaches(deps, req, route, m[1]!, m[2] ?? '').then(
-        (a) => {
-          if (!a) return fallback(req, res);
-          const requestId = requestIdOf(req.headers['x-request-id']);
-          writeAnswer(req, res, a, requestId);
-          telemetry.finish(started, method, route.pattern, a.status, url, requestId);
-        },
-        () => fallback(req, res),
-      );
+      let a: FastAnswer | undefined;
+      try {
+        a = answerFromCaches(deps, req, route, m[1]!, m[2] ?? '');
+      } catch {
+        a = undefined;
+      }
+      if (!a) return fallback(req, res);
+      const requestId = requestIdOf(req.headers['x-request-id']);
+      writeAnswer(req, res, a, requestId);
+      telemetry.finish(started, method, route.pattern, a.status, url, requestId);
       return;
     }
     fallback(req, res);

@@ -114,6 +114,17 @@ export class RevokedClients {
     return revoked === undefined ? 'unknown' : revoked ? 'revoked' : 'active';
   }
 
+  /**
+   * The standing when the loaded set is current and knows the client; undefined when `standing`
+   * has to decide (a refresh is due, or the client is not in the set). Synchronous, for the hot path.
+   */
+  peek(clientId: string): ClientStanding | undefined {
+    const standings = this.listing.get('standings');
+    if (!standings?.has(clientId)) return undefined;
+    const revoked = standings.get(clientId);
+    return revoked === undefined ? 'unknown' : revoked ? 'revoked' : 'active';
+  }
+
   /** True unless the client exists and is not revoked. */
   async isRevoked(clientId: string): Promise<boolean> {
     return (await this.standing(clientId)) !== 'active';
