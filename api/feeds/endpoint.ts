@@ -14,6 +14,7 @@ import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import type { MediaOffer } from './accept.js';
 import type { FeedDeps } from './auth.js';
+import { badParam } from './errors.js';
 import type { FastHourFile } from './hot-path.js';
 
 /**
@@ -56,7 +57,9 @@ export type FeedEndpoint = Endpoint<FeedDeps, string, FeedAuth> & { feed?: FeedD
 export const feedKit: FamilyKit<FeedDeps, string, FeedAuth> = {
   // authentication is the first step of every handler's gate (see above)
   auth: () => undefined,
-  invalidParam: (_code, name) => new Error(`feed parameter ${name} is checked by its handler`),
+  // only reached by a row that gives a parameter an `invalid` description (none does today)
+  invalidParam: (detail, name) => badParam(`invalid ${name}`, detail ?? `${name} is malformed`),
+  // no feed row has a JSON body (the token endpoint reads its form, the legacy events POST refuses one)
   readBody: () => Promise.reject(new Error('feed endpoints read their own bodies')),
 };
 
