@@ -8,7 +8,6 @@ import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-lim
 import { V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
 import type { ParamSpec, ResponseSpec } from '../../lib/http/endpoints.js';
 import { schemaRef } from '../../lib/openapi/common.js';
-import { TOKEN_DESCRIPTION } from '../../lib/openapi/feeds-ops.js';
 import { GBFS_FILES } from '../../lib/openapi/records-feeds.js';
 import { INSURANCE_2_0, MDS_2_0 } from './accept.js';
 import { timeHour, ZONE_PARAM, type FeedEndpoint, type HourFileSpec } from './endpoint.js';
@@ -20,7 +19,7 @@ import { single, timeHourParam } from './params.js';
 import { publicationsIndex } from './publications-index.js';
 import { mdsEventsRecent, mdsVehicles, mdsVehicleStatus } from './realtime.js';
 import { monthlyReport } from './reports.js';
-import { issueToken } from './token.js';
+import { tokenEndpoint } from './token.js';
 
 const MDS = MDS_2_0.contentType;
 const BASE = '/v1/partner-apis/mds/{zoneID}';
@@ -69,19 +68,7 @@ const gbfsOk = (description: string, version: '2.2' | '3.0'): Record<number, Res
 const INSURANCE_ACCESS = { family: 'insurance', endpoint: 'trips' } as const;
 
 export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
-  {
-    operationId: 'feedToken',
-    method: 'post',
-    path: '/v1/partner-apis/token',
-    summary: 'Access token (main host)',
-    description: TOKEN_DESCRIPTION,
-    tag: 'Authentication',
-    auth: 'clientCredentials',
-    responses: {},
-    errors: [],
-    feed: { oauth: true },
-    handle: (deps, ctx) => issueToken(deps, ctx),
-  },
+  tokenEndpoint('feedToken', '/v1/partner-apis/token', 'main host'),
   {
     operationId: 'mdsTrips',
     method: 'get',

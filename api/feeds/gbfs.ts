@@ -9,6 +9,7 @@ import type Koa from 'koa';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
 import { servePublished } from './files.js';
+import type { GbfsSnapshotRow } from './publications.js';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { FeedError, forbidden, notFound } from './errors.js';
 
@@ -16,7 +17,10 @@ const notSnapshotted = () =>
   new FeedError(503, 'service_unavailable', 'this feed has not been published yet; retry shortly', undefined, { 'Retry-After': '30' });
 
 async function serveSnapshot(deps: FeedDeps, ctx: Koa.Context, version: '2.2' | '3.0', scope: string, file: string): Promise<void> {
-  const row = await deps.gbfs.get([version, scope, file]);
+  await serveRow(deps, ctx, await deps.gbfs.get([version, scope, file]));
+}
+
+async function serveRow(deps: FeedDeps, ctx: Koa.Context, row: GbfsSnapshotRow | undefined): Promise<void> {
   if (!row) throw notSnapshotted();
   const cacheControl = `private, max-age=${Math.max(0, Number(row.ttl))}`;
   if (!(await servePublished(deps, ctx, { key: row.object_key, sha256: row.sha256 }, cacheControl, 'application/json; charset=utf-8'))) throw notSnapshotted();
@@ -55,10 +59,9 @@ export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Pr
   const scope = gbfsV2Scope(claims.role, claims.zones);
   const stored = gbfsSnapshotFile('2.2', file, claims.role);
   // a language the system does not have is unknown; a system not published yet is retried
-  if (!(await deps.gbfs.get(['2.2', v2LanguageScope(scope, language), stored])) && (await deps.gbfs.get(['2.2', scope, stored]))) {
-    throw notFound(`this GBFS system has no files in language ${language}`);
-  }
-  await serveSnapshot(deps, ctx, '2.2', v2LanguageScope(scope, language), stored);
+  const row = await deps.gbfs.get(['2.2', v2LanguageScope(scope, language), stored]);
+  if (!row && (await deps.gbfs.get(['2.2', scope, stored]))) throw notFound(`this GBFS system has no files in language ${language}`);
+  await serveRow(deps, ctx, row);
 }
 
 /** GBFS 2.2 of the caller's region scope: /gbfs/v2/{file}.json */

@@ -17,6 +17,8 @@ import { HashGateFull } from '../../lib/auth/token-guard.js';
 import { issueFeedToken } from '../../lib/auth/tokens.js';
 import type { FeedDeps } from './auth.js';
 import { metrics } from '../../lib/metrics.js';
+import { TOKEN_DESCRIPTION } from '../../lib/openapi/feeds-ops.js';
+import type { FeedEndpoint } from './endpoint.js';
 import { BodyRefused, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
 
 const MAX_BODY = 4096;
@@ -137,4 +139,21 @@ export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void
     if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
     ctx.body = { error: err.error, error_description: err.description };
   }
+}
+
+/** The token endpoint's row of a host's table (the main host and the legacy host serve the same one). */
+export function tokenEndpoint(operationId: string, path: string, host: string): FeedEndpoint {
+  return {
+    operationId,
+    method: 'post',
+    path,
+    summary: `Access token (${host})`,
+    description: TOKEN_DESCRIPTION,
+    tag: 'Authentication',
+    auth: 'clientCredentials',
+    responses: {},
+    errors: [],
+    feed: { oauth: true },
+    handle: issueToken,
+  };
 }

@@ -7,14 +7,13 @@
  */
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import { schemaRef } from '../../lib/openapi/common.js';
-import { TOKEN_DESCRIPTION } from '../../lib/openapi/feeds-ops.js';
 import { MDS_0_4, MDS_1_2 } from '../feeds/accept.js';
 import { timeHour, ZONE_PARAM, type FeedEndpoint } from '../feeds/endpoint.js';
 import { PAGE_PARAMS, PAGING } from '../feeds/endpoints.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { legacyGate } from '../feeds/gates.js';
 import { single, timeHourParam } from '../feeds/params.js';
-import { issueToken } from '../feeds/token.js';
+import { tokenEndpoint } from '../feeds/token.js';
 import { legacyEvents, legacyVehicles } from './realtime.js';
 
 const TYPES = [MDS_1_2.contentType, MDS_0_4.contentType];
@@ -43,19 +42,7 @@ function legacyHourFile(feed: 'mds_trips' | 'mds_status_changes', param: string,
 const notFoundHour = 'unknown zone, future hour, hour before the zone existed, or hour not published yet (`not_published`, with Retry-After)';
 
 export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
-  {
-    operationId: 'legacyToken',
-    method: 'post',
-    path: '/token',
-    summary: 'Access token (legacy host)',
-    description: TOKEN_DESCRIPTION,
-    tag: 'Authentication',
-    auth: 'clientCredentials',
-    responses: {},
-    errors: [],
-    feed: { oauth: true },
-    handle: (deps, ctx) => issueToken(deps, ctx),
-  },
+  tokenEndpoint('legacyToken', '/token', 'legacy host'),
   {
     operationId: 'legacyTrips',
     method: 'get',

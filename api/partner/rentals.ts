@@ -10,6 +10,7 @@ import { submitParkingPhoto } from '../../lib/rentals/photo.js';
 import { toRentalRecord } from '../../lib/rentals/types.js';
 import { storeReceipt, receiptKey } from '../../lib/rentals/receipts.js';
 import { verifySignedPath } from '../../lib/signing.js';
+import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
 import { StartRentalBody, EndRentalBody } from '../../schemas/partner/requests.js';
 import { dataOf, PhotoDecisionRecord, RentalRecordSchema } from '../../schemas/partner/responses.js';
 import { principalOf } from './auth.js';
@@ -24,7 +25,7 @@ const rentals = (description: string) => ({ 200: { description, schema: dataOf(R
  * been signed), kept as sent because the signature covers the path as sent.
  */
 const signed = {
-  params: { id: { description: 'rental id (UUID v4)', schema: idParam('', 'ErrInvalidURLSignature').schema, invalid: 'ErrInvalidURLSignature' as const } },
+  params: { id: { description: 'rental id (UUID v4)', schema: UUID_V4_SCHEMA, invalid: 'ErrInvalidURLSignature' as const } },
   query: {
     expires: { description: 'expiry of the link, Unix seconds (part of the signed URL)', schema: { type: 'string', pattern: '^[0-9]{1,12}$' }, required: true, invalid: 'ErrInvalidURLSignature' as const },
     sig: { description: 'HMAC signature of the link (part of the signed URL)', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' }, required: true, invalid: 'ErrInvalidURLSignature' as const },

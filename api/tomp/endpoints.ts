@@ -8,7 +8,7 @@ import { BOOKING_OPERATIONS, BookingOperation, LEG_EVENTS, LegEvent, OneStopBook
 import { BookingRecord, LegRecord, PricingPlanRecord, RegionRecord, SupportStatusRecord, SystemInformationRecord } from '../../schemas/tomp/responses.js';
 import { bookingEvents, bookingRead, legEvents, legRead, oneStop, support } from './bookings.js';
 import { endpoint, type TompEndpoint } from './endpoint.js';
-import { listedEndpoints, MAX_PAGE, meta, pricingPlans, regions } from './operator.js';
+import { listedEndpoints, MAX_PAGE, meta, pricingPlans, regions, type ListedEndpoint } from './operator.js';
 
 const CONTENT_LANGUAGE: HeaderSpec = {
   description: 'the language of the answer: the caller’s preferred tag from Accept-Language, else the booking’s, else `en`',
@@ -23,6 +23,9 @@ const ok = (description: string, schema: object, headers: Record<string, HeaderS
 });
 const id = (what: string) => ({ id: { description: `${what} id`, schema: { type: 'string' } } });
 
+/** /operator/meta's list, derived from the table on its first request (the table is complete by then). */
+let listed: ListedEndpoint[] | undefined;
+
 export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
   endpoint({
     operationId: 'getMeta',
@@ -34,7 +37,7 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
     auth: 'accessToken',
     responses: { 200: ok('the metadata', { type: 'array', minItems: 1, maxItems: 1, items: SystemInformationRecord }) },
     errors: [],
-    handle: (app, ctx) => meta(app, ctx, listedEndpoints(TOMP_ENDPOINTS)),
+    handle: (app, ctx) => meta(app, ctx, (listed ??= listedEndpoints(TOMP_ENDPOINTS))),
   }),
   endpoint({
     operationId: 'getRegions',

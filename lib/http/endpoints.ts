@@ -123,12 +123,16 @@ export function paramCodes<Code extends string>(e: Pick<Endpoint<unknown, Code, 
 type Check = (raw: Record<string, unknown>) => Record<string, string | number | undefined>;
 
 function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> | undefined, where: 'path' | 'query', fail: FamilyKit<unknown, Code, string>['invalidParam']): Check {
-  const entries = Object.entries(specs ?? {}).map(([name, spec]) => ({ name, spec, validate: compile(spec.schema) }));
+  const entries = Object.entries(specs ?? {}).map(([name, spec]) => ({
+    name,
+    spec,
+    validate: compile(spec.schema),
+    code: (s: string) => (typeof spec.invalid === 'object' ? (isEmpty(s) ? spec.invalid.empty : spec.invalid.malformed) : spec.invalid),
+  }));
   return (raw) => {
     const out: Record<string, string | number | undefined> = {};
-    for (const { name, spec, validate } of entries) {
+    for (const { name, spec, validate, code } of entries) {
       const value = raw[name];
-      const code = (s: string) => (typeof spec.invalid === 'object' ? (isEmpty(s) ? spec.invalid.empty : spec.invalid.malformed) : spec.invalid);
       if (spec.invalid === undefined) {
         if (typeof value === 'string') out[name] = value;
         continue;
