@@ -9,6 +9,12 @@ import { Prng } from '../lib/sim/prng.js';
 import type { AppContext } from '../lib/context.js';
 import { useTestContext } from './support/context.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
+import request from 'supertest';
+import { buildApp } from '../api/app.js';
+import { q } from '../lib/db.js';
+import { startLiveSimulator } from '../lib/sim/live.js';
+import { SIM_PARTNER_NAMES } from '../lib/sim/tenant.js';
+import { PEAK_RIDING_SHARE } from '../lib/sim/simulation.js';
 
 const NOW = '2026-03-10T12:00:00Z';
 const END = new Date(NOW);
@@ -276,5 +282,152 @@ describe('live simulator', function () {
     const live = startLiveSimulator(t.ctx, { rate: 50, seed: 4 });
     await new Promise((r) => setTimeout(r, 300));
     await live.stop();
+  });
+});
+
+describe('live simulator: its own tenant', function () {
+  this.timeout(180000);
+  // 17:00 in Berlin and Copenhagen: the evening peak, the most rides
+  const t = useTestContext({ now: '2026-03-10T16:00:00Z' });
+
+  it('rents only with its own partners and the users it registered, never a partner’s user', async () => {
+    await seedDemo(t.ctx, { vehiclesPerZone: 20 });
+    const server = buildApp(t.ctx).callback();
+    const api = () => ({ post: (path: string, body: object) => request(server).post(path).set('X-Auth-Token', 'demo-partner-key').send(body) });
+    // a newcomer registers a user through the partner API (the demo partner also has its seeded users)
+    const reg = await api().post('/v1/user/register', { email: 'newcomer@example.com', externalId: 'newcomer-1' });
+    expect(reg.status, JSON.stringify(reg.body)).to.equal(200);
+    const newcomer: string = reg.body.data.id;
+    expect(newcomer).to.be.a('string');
+    const partnerUsers = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM users u JOIN partners p ON p.id = u.partner_id WHERE p.name = 'Demo Partner App'`)).n;
+    expect(partnerUsers).to.be.greaterThan(1);
+
+    const live = startLiveSimulator(t.ctx, { rate: 10, seed: 11, manual: true });
+    let newcomerStarted = false;
+    for (let i = 0; i < 150; i++) {
+      await live.tick();
+      t.ctx.clock.advance(3000);
+      if (i === 75) {
+        // halfway, with the simulated fleet riding: the newcomer's own start succeeds
+        const v = await t.ctx.db.one(`SELECT v.id, ST_X(v.location) AS lng, ST_Y(v.location) AS lat FROM vehicles v
+                                        WHERE v.zone_id = 'berlin' AND v.status = 'ready' AND v.mds_state = 'available' AND v.battery_percent >= 40
+                                          AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING')
+                                        ORDER BY v.code LIMIT 1`);
+        const s = await api().post('/v1/rental/start', { userId: newcomer, vehicleId: v.id, userStartLocation: { latitude: v.lat, longitude: v.lng }, userLicenseValidated: true });
+        expect(s.status, JSON.stringify(s.body)).to.equal(200);
+        expect(s.body.data[0].attributes.state).to.equal('RUNNING');
+        newcomerStarted = true;
+      }
+    }
+    await live.stop();
+    expect(newcomerStarted).to.equal(true);
+
+    const sim = await t.ctx.db.many(`SELECT r.id, r.user_id, r.partner_id, p.name AS partner, u.partner_id AS user_partner
+                                       FROM rentals r JOIN partners p ON p.id = r.partner_id JOIN users u ON u.id = r.user_id
+                                      WHERE r.source = 'simulator'`);
+    expect(sim.length).to.be.greaterThan(20);
+    // every simulated rental: a simulator partner, a user of that partner
+    for (const r of sim) {
+      expect(SIM_PARTNER_NAMES, r.id).to.include(r.partner);
+      expect(r.user_partner, r.id).to.equal(r.partner_id);
+    }
+    // with every one of its partners (one per trip type)
+    expect(new Set(sim.map((r) => r.partner))).to.deep.equal(new Set(SIM_PARTNER_NAMES));
+    // no user of another partner ever rode with the simulator; the newcomer has exactly their own rental
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals r JOIN users u ON u.id = r.user_id JOIN partners p ON p.id = u.partner_id
+                                  WHERE p.name <> ALL($1::text[]) AND r.source <> 'partner'`, [SIM_PARTNER_NAMES])).n).to.equal(0);
+    expect((await t.ctx.db.many(`SELECT source FROM rentals WHERE user_id = $1`, [newcomer])).map((r) => r.source)).to.deep.equal(['partner']);
+    // the simulator's partners are its own: no key opens them, so nobody else registers users there
+    const tenant = await t.ctx.db.many(`SELECT p.name, (SELECT count(*)::int FROM api_keys k WHERE k.partner_id = p.id) AS keys,
+                                               (SELECT count(*)::int FROM users u WHERE u.partner_id = p.id) AS users
+                                          FROM partners p WHERE p.name = ANY($1::text[])`, [SIM_PARTNER_NAMES]);
+    expect(tenant).to.have.length(SIM_PARTNER_NAMES.length);
+    for (const p of tenant) {
+      expect(p.keys, p.name).to.equal(0);
+      expect(p.users, p.name).to.be.greaterThan(0);
+    }
+    // the history simulation (bulk, past days) leaves the simulator's partners alone
+    const history = await t.ctx.db.many(q('SimPartners'), [SIM_PARTNER_NAMES]);
+    expect(history.map((p) => p.name)).to.include('Demo Partner App');
+    expect(history.map((p) => p.name)).to.not.include.members(SIM_PARTNER_NAMES);
+  });
+
+  it('does not ride with a partner that took a simulator partner’s name and holds a key', async () => {
+    // someone else's partner of that name (with a key): the simulator leaves it and its users alone
+    await t.ctx.db.query(`UPDATE partners SET name = 'Fleet Simulator (old)' WHERE name = 'Fleet Simulator'`);
+    const { id } = await t.ctx.db.one(`INSERT INTO partners (name, kind, trip_type) VALUES ('Fleet Simulator', 'rental', 'rider') RETURNING id`);
+    const { createApiKey } = await import('../lib/auth/api-keys.js');
+    await createApiKey(t.ctx.db, id, 'partner', { key: 'pk-test-squatter', label: 'test' });
+    await t.ctx.db.query(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, 'a@example.com', 'a')`, [id]);
+    const before = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE source = 'simulator'`)).n;
+    const live = startLiveSimulator(t.ctx, { rate: 10, seed: 12, manual: true });
+    for (let i = 0; i < 60; i++) {
+      await live.tick();
+      t.ctx.clock.advance(3000);
+    }
+    await live.stop();
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE source = 'simulator'`)).n).to.be.greaterThan(before);
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE partner_id = $1`, [id])).n).to.equal(0);
+  });
+});
+
+describe('live simulator: riding share', function () {
+  this.timeout(300000);
+  // 03:00 in Berlin; Copenhagen sleeps 01:00–05:00
+  const NIGHT = '2026-03-10T02:00:00Z';
+  // 17:00 in both zones: the evening peak
+  const PEAK = '2026-03-10T16:00:00Z';
+  const t = useTestContext({ now: NIGHT });
+
+  /** Per zone: fleet, vehicles on a ride, vehicles a partner could rent. */
+  const sample = async () => {
+    const rows = await t.ctx.db.many(`SELECT zone_id, count(*)::int AS fleet, count(*) FILTER (WHERE mds_state = 'on_trip')::int AS riding,
+                                             count(*) FILTER (WHERE status = 'ready' AND mds_state = 'available')::int AS ready
+                                        FROM vehicles GROUP BY zone_id ORDER BY zone_id`);
+    return Object.fromEntries(rows.map((r) => [r.zone_id as string, r as { fleet: number; riding: number; ready: number }]));
+  };
+
+  async function drive(ticks: number): Promise<Array<Record<string, { fleet: number; riding: number; ready: number }>>> {
+    const live = startLiveSimulator(t.ctx, { rate: 10, seed: 21, manual: true });
+    const out = [];
+    for (let i = 0; i < ticks; i++) {
+      await live.tick();
+      out.push(await sample());
+      t.ctx.clock.advance(3000);
+    }
+    await live.stop();
+    return out;
+  }
+
+  before(async () => {
+    await seedDemo(t.ctx, { vehiclesPerZone: 120 });
+  });
+
+  it('keeps a few percent of the fleet riding at night', async () => {
+    const samples = await drive(80);
+    const share = (z: string) => samples.map((s) => s[z]!.riding / s[z]!.fleet);
+    expect(samples[0]!.berlin!.fleet).to.equal(120);
+    // Berlin rides at night, but only a few vehicles at once; sleeping Copenhagen does not ride
+    expect(Math.max(...share('berlin'))).to.be.at.most(0.05);
+    expect(Math.max(...share('berlin'))).to.be.greaterThan(0);
+    expect(Math.max(...share('copenhagen'))).to.equal(0);
+    const started = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE source = 'simulator' AND zone_id = 'berlin'`)).n;
+    expect(started).to.be.greaterThan(0);
+  });
+
+  it('rides more at the evening peak, at most 20 % of the fleet, and leaves vehicles to rent', async () => {
+    t.ctx.clock.set(PEAK);
+    const samples = await drive(150);
+    for (const z of ['berlin', 'copenhagen']) {
+      const shares = samples.map((s) => s[z]!.riding / s[z]!.fleet);
+      expect(Math.max(...shares), z).to.be.at.most(0.2);
+      expect(Math.max(...shares), z).to.be.at.most(PEAK_RIDING_SHARE + 0.01);
+      // past the ramp-up the zone rides near its peak share, far above the night's
+      const settled = shares.slice(50);
+      const mean = settled.reduce((a, b) => a + b, 0) / settled.length;
+      expect(mean, z).to.be.greaterThan(0.08);
+      // a newcomer always finds vehicles: most of the fleet stays ready to rent
+      expect(Math.min(...samples.map((s) => s[z]!.ready / s[z]!.fleet)), z).to.be.greaterThan(0.6);
+    }
   });
 });

@@ -17,6 +17,7 @@ import { insertUsers, insertVehicles } from './fleet.js';
 import { loadZoneModels, SleepCalendar, sleepIntervals } from './model.js';
 import { Prng } from './prng.js';
 import { FLUSH_CHARS, HOUR, STATUS, Simulation, TRIP_TYPE_WEIGHT, poolFor, type Partner, type Vehicle } from './simulation.js';
+import { SIM_PARTNER_NAMES } from './tenant.js';
 
 export interface SimOptions {
   days: number;
@@ -113,7 +114,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   if (simulated) throw new SimulationRepeatedError(opts, new Date(startMs));
 
   // partners and their user pools (topped up to the size this fleet needs)
-  const partners: Partner[] = (await tx.many(q('SimPartners'))).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }));
+  const partners: Partner[] = (await tx.many(q('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }));
   for (const tt of ['rider', 'operator', 'maas'] as const) {
     const same = partners.filter((p) => p.tripType === tt);
     for (const p of same) p.weight = TRIP_TYPE_WEIGHT[tt] / same.length;

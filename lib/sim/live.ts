@@ -4,6 +4,11 @@
  * rides on to another place when parking is refused), and plays the operator: charging, bringing
  * vehicles back from maintenance or rebalancing, and taking some vehicles away for rebalancing.
  *
+ * It behaves like a real fleet and keeps to its own tenant: rides start only with its own partners
+ * and the users it registered for them (tenant.ts), never with a partner's user, and only while the
+ * zone has fewer rides running than its daily curve asks for (ridingShare: a few percent of the
+ * fleet at night, PEAK_RIDING_SHARE at the evening peak), so partners always find vehicles.
+ *
  * `rate` speeds up time: ticks, ride durations and telemetry intervals are divided by it (timestamps
  * still come from ctx.clock). The loop never throws: errors are logged, the next tick runs.
  */
@@ -19,6 +24,8 @@ import { geodesicMeters, type Position } from './geo.js';
 import { loadZoneModels, parkingPlace, type ZoneModel } from './model.js';
 import { Prng } from './prng.js';
 import { along, planRide, type RidePlan } from './rides.js';
+import { localHour, ridingShare } from './simulation.js';
+import { simTenant, simUser, type SimTenantPartner } from './tenant.js';
 
 export interface LiveOptions {
   /** speed-up factor (default 1) */
@@ -48,7 +55,16 @@ interface Ride {
   parkingAttempts: number;
 }
 
-const WEIGHTS = { rider: 0.6, operator: 0.25, maas: 0.15 } as const;
+/** Riders arriving in one tick per zone, at most (a zone under its target fills up over a few ticks). */
+const MAX_STARTS_PER_TICK = 8;
+
+/**
+ * Rides a zone should have running at `now`: its fleet times the riding share of the zone's local
+ * hour, and at least one while there is a fleet, so that the demo never stands still.
+ */
+export function ridingTarget(fleet: number, timezone: string, now: Date): number {
+  return fleet === 0 ? 0 : Math.max(1, Math.round(fleet * ridingShare(localHour(timezone, now.getTime()))));
+}
 
 export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): LiveSimulator {
   const rate = opts.rate && opts.rate > 0 ? opts.rate : 1;
@@ -57,7 +73,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
   const log = ctx.log.child({ component: 'live-sim' });
   const rides = new Map<string, Ride>();
   let zones: ZoneModel[] | undefined;
-  let partners: Array<{ id: string; weight: number }> = [];
+  let partners: SimTenantPartner[] = [];
   let types = new Map<string, number>();
   let stopped = false;
   let current: Promise<void> = Promise.resolve();
@@ -69,14 +85,15 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
   const lowBattery = new Map<string, ZoneModel>();
 
   async function init(): Promise<void> {
-    zones = await loadZoneModels(ctx.db, null);
+    const models = await loadZoneModels(ctx.db, null);
     types = new Map((await ctx.db.many(q('SimVehicleTypes'))).map((t) => [t.id, t.max_range_meters]));
-    const ps = await ctx.db.many(q('SimPartners'));
-    partners = ps.map((p) => ({ id: p.id, weight: WEIGHTS[p.trip_type as keyof typeof WEIGHTS] / ps.filter((x) => x.trip_type === p.trip_type).length }));
+    partners = await simTenant(ctx.db, rng, ctx.clock.now(), log);
     // rides of a previous process are not driven any more: the operator ends them
     for (const r of await ctx.db.many(q('SimLiveOrphanRentals'))) {
       await endRental(ctx, { rentalId: r.id, endState: 'ENDED_INTERNALLY' }).catch((err) => log.debug({ err, rentalId: r.id }, 'orphan end failed'));
     }
+    // last: a failed init is tried again on the next tick
+    zones = models;
   }
 
   async function tick(): Promise<void> {
@@ -95,7 +112,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
       }
     } catch (err) {
       log.error({ err }, 'live simulator tick failed');
-      if (!zones || zones.length === 0) zones = undefined; // retry init next tick (e.g. not seeded yet)
+      if (zones?.length === 0) zones = undefined; // retry init next tick (e.g. not seeded yet)
     }
   }
 
@@ -154,20 +171,23 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
     const now = ctx.clock.now();
     const z = await ctx.db.one(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
     if (isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now) || partners.length === 0) return;
-    // about four starts a minute per zone at rate 1 (a tick every 5 s)
-    const wanted = rng.chance(0.35) ? rng.int(1, 2) : 0;
+    const { fleet, riding } = await ctx.db.one(q('SimLiveZoneLoad'), [zone.id]);
+    const missing = Math.min(MAX_STARTS_PER_TICK, ridingTarget(fleet, z.timezone, now) - riding);
+    // riders arrive spread out: each missing ride starts in this tick with even odds
+    let wanted = 0;
+    for (let i = 0; i < missing; i++) if (rng.chance(0.5)) wanted++;
     if (wanted === 0) return;
     const candidates = await ctx.db.many(q('SimLiveCandidates'), [zone.id, String(rng.nextU32()), wanted]);
     for (const v of candidates) {
       if (touched.has(v.id) || lowBattery.has(v.id)) continue;
       const partner = pickPartner();
-      const [user] = await ctx.db.many(q('SimLiveUsers'), [partner.id, String(rng.nextU32()), 1]);
-      if (!user) continue;
       const plan = planRide(rng, zone, [v.lng, v.lat], v.battery_percent, types.get(v.vehicle_type_id) ?? 40000);
       if (!plan) continue;
       try {
+        const userId = await simUser(ctx.db, rng, partner, now);
+        if (!userId) continue;
         const rental = await startRental(ctx, {
-          partnerId: partner.id, userId: user.id, vehicleId: v.id, source: 'simulator', userLicenseValidated: true,
+          partnerId: partner.id, userId, vehicleId: v.id, source: 'simulator', userLicenseValidated: true,
           userStartLocation: { latitude: v.lat, longitude: v.lng },
         });
         const ride: Ride = {

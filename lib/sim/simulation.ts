@@ -58,6 +58,27 @@ export const DEMAND = [0.05, 0.03, 0.02, 0.02, 0.02, 0.04, 0.1, 0.24, 0.38, 0.27
 export const MIN = 60000;
 export const HOUR = 3600000;
 
+/**
+ * Share of a zone's fleet on a ride at once at the evening peak of DEMAND. Real shared fleets have
+ * a few percent riding at night and 10–20 % at their peak; the live simulator keeps to this curve.
+ */
+export const PEAK_RIDING_SHARE = 0.15;
+const DEMAND_PEAK = Math.max(...DEMAND);
+
+/** Share of the fleet riding at once at a local hour: DEMAND's daily curve, PEAK_RIDING_SHARE at its top. */
+export function ridingShare(localHour: number): number {
+  return (PEAK_RIDING_SHARE * DEMAND[localHour]!) / DEMAND_PEAK;
+}
+
+const hourFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Hour of day (0–23) at t in the time zone tz. */
+export function localHour(tz: string, t: number): number {
+  let f = hourFormats.get(tz);
+  if (!f) hourFormats.set(tz, (f = new Intl.DateTimeFormat('en-GB', { timeZone: tz, hour: '2-digit', hourCycle: 'h23' })));
+  return Number(f.format(new Date(t)));
+}
+
 export const STATUS: Record<MdsState, string> = {
   available: 'ready', on_trip: 'riding', reserved: 'booked', non_operational: 'unavailable', removed: 'unavailable',
   non_contactable: 'unavailable', missing: 'unavailable', elsewhere: 'riding',
@@ -255,7 +276,7 @@ export class Simulation {
     const key = `${tz}|${Math.floor(t / HOUR)}`;
     let h = this.hourCache.get(key);
     if (h === undefined) {
-      h = Number(new Intl.DateTimeFormat('en-GB', { timeZone: tz, hour: '2-digit', hourCycle: 'h23' }).format(new Date(t)));
+      h = localHour(tz, t);
       this.hourCache.set(key, h);
     }
     return h;

@@ -54,7 +54,9 @@ SELECT id, $2, email, ext, $5, $5 FROM unnest($1::uuid[], $3::text[], $4::text[]
 ON CONFLICT (id) DO NOTHING;
 
 -- name: SimPartners
-SELECT id, name, kind, trip_type FROM partners WHERE kind IN ('rental', 'maas') ORDER BY name;
+-- The partners whose users ride in the simulated history: rental and MaaS partners, but not the live
+-- simulator's own ($1, lib/sim/tenant.ts), which rides only live.
+SELECT id, name, kind, trip_type FROM partners WHERE kind IN ('rental', 'maas') AND name <> ALL($1::text[]) ORDER BY name;
 
 -- name: SimUsers
 -- Users that can ride: not erased, not blocked; with when they are free again and how many rides they had.
@@ -145,8 +147,20 @@ SELECT v.id, v.vehicle_type_id, v.battery_percent, ST_X(v.location) AS lng, ST_Y
  ORDER BY md5(v.id::text || $2)
  LIMIT $3;
 
+-- name: SimLiveTenant
+-- The live simulator's partners by name, and whether someone holds a key of theirs (then they are not its own).
+SELECT p.id, p.name, p.kind, p.trip_type, EXISTS (SELECT 1 FROM api_keys k WHERE k.partner_id = p.id) AS has_keys
+  FROM partners p
+ WHERE p.name = ANY($1::text[])
+ ORDER BY p.name;
+
+-- name: SimLiveZoneLoad
+-- A zone's fleet and how many of its vehicles are on a ride now (any partner's).
+SELECT (SELECT count(*)::int FROM vehicles WHERE zone_id = $1) AS fleet,
+       (SELECT count(*)::int FROM rentals WHERE zone_id = $1 AND state = 'RUNNING') AS riding;
+
 -- name: SimLiveUsers
--- Users of a partner without a running rental.
+-- Users of a partner (the live simulator's own) without a running rental.
 SELECT u.id FROM users u
  WHERE u.partner_id = $1 AND u.deleted_at IS NULL AND NOT u.blocked
    AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = u.id AND r.state = 'RUNNING')
