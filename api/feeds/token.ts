@@ -7,13 +7,15 @@
  * header — the RFC allows them but discourages them; a request using both methods is rejected (§2.3).
  *
  * Guessing is throttled and secret checks are bounded (lib/auth/token-guard.ts): 429 `slow_down`
- * with Retry-After after a few failures per client id or address per minute, 503
- * `temporarily_unavailable` when too many secret checks are already waiting.
+ * with Retry-After after a few failures per (client id, address) or per address per minute, so the
+ * right secret from an address that did not guess is never refused; 503 `temporarily_unavailable`
+ * when too many secret checks are already waiting. The address is the socket's peer unless
+ * TOKEN_AUTH_TRUSTED_PROXY_HOPS says how many reverse proxies' X-Forwarded-For entries to believe.
  */
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
 import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
-import { HashGateFull } from '../../lib/auth/token-guard.js';
+import { HashGateFull, type Reached } from '../../lib/auth/token-guard.js';
 import { issueFeedToken } from '../../lib/auth/tokens.js';
 import type { FeedDeps } from './auth.js';
 import { metrics } from '../../lib/metrics.js';
@@ -79,6 +81,16 @@ function basicCredentials(header: string): { id: string; secret: string } | unde
   return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
 }
 
+/**
+ * One warning when a (client id, address) pair or an address reaches its limit, at most one per key
+ * and window: a client id under attack from many addresses shows as many lines for that id. That is
+ * the only per-id signal; the id itself is never refused (ids are not secret).
+ */
+function logThrottle(ctx: Koa.Context, reached: Reached, clientId: string | undefined, address: string): void {
+  if (!reached.pair && !reached.address) return;
+  ctx.state.log?.warn({ clientId: clientId?.slice(0, 129), address, limit: reached.address ? 'address' : 'client-address' }, 'failed client authentications throttled');
+}
+
 export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   ctx.set('Cache-Control', 'no-store');
   ctx.set('Pragma', 'no-cache');
@@ -101,12 +113,12 @@ export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void
       creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
     }
     const guard = deps.tokenGuard;
-    const address = ctx.request.ip || 'unknown';
+    const address = guard.addressOf(ctx.req);
     // before any lookup or hashing: a throttled guesser costs nothing
     const wait = guard.retryAfter(creds?.id, address);
     if (wait > 0) throw new OAuthError(429, 'slow_down', 'too many failed client authentications; retry later', wait);
     if (!creds) {
-      guard.failed(undefined, address);
+      logThrottle(ctx, guard.failed(undefined, address), undefined, address);
       throw new OAuthError(401, 'invalid_client', 'client authentication failed');
     }
     const now = deps.app.clock.now();
@@ -114,14 +126,14 @@ export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void
     try {
       client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
     } catch (err) {
-      if (err instanceof HashGateFull) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', 1);
+      if (err instanceof HashGateFull) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
       throw err;
     }
     if (!client) {
-      guard.failed(creds.id, address);
+      logThrottle(ctx, guard.failed(creds.id, address), creds.id, address);
       throw new OAuthError(401, 'invalid_client', 'client authentication failed');
     }
-    guard.succeeded(client.clientId);
+    guard.succeeded(creds.id, address);
     if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
 
     const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
