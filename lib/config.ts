@@ -8,6 +8,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { isUuid } from './uuid.js';
+import type { AdmissionLimits } from './http/admission.js';
 
 export interface Config {
   readonly env: 'development' | 'test' | 'production';
@@ -16,10 +17,8 @@ export interface Config {
   readonly databaseUrl: string;
   readonly databasePoolSize: number;
   readonly telemetryTripDelayMinutes: number;
-  readonly apiMaxInFlight: number;
-  readonly apiMaxQueueMs: number;
-  readonly apiMaxQueue: number;
-  readonly apiMaxEventLoopDelayMs: number;
+  /** admission control of the partner API and TOMP (lib/http/admission.ts) */
+  readonly admission: AdmissionLimits;
   readonly storeUrl: string;
   readonly s3Endpoint: string | undefined;
   readonly s3Region: string;
@@ -47,8 +46,11 @@ export interface Config {
    */
   readonly publishCatchupHoursPerTick: number;
   readonly tokenTtlSeconds: number;
-  /** Token endpoints (lib/auth/token-guard.ts): failed authentications per minute before 429, and the bound of concurrent secret checks. */
-  readonly tokenAuth: { readonly failuresPerClient: number; readonly failuresPerAddress: number; readonly hashConcurrency: number; readonly hashQueue: number };
+  /**
+   * Token endpoints (lib/auth/token-guard.ts): failed authentications per minute before 429, per (client id, address) and per
+   * address; the reverse proxies whose X-Forwarded-For entries are believed (0: the socket's peer); the bound of concurrent secret checks.
+   */
+  readonly tokenAuth: { readonly failuresPerClientAddress: number; readonly failuresPerAddress: number; readonly trustedProxyHops: number; readonly hashConcurrency: number; readonly hashQueue: number };
   readonly rateLimitPerMinute: number;
   readonly maxBodyBytes: number;
   readonly maxPhotoBytes: number;
@@ -192,18 +194,19 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
     // MDS /telemetry privacy: a trip's own points are published this many minutes after it ended
     telemetryTripDelayMinutes: int(env, 'MDS_TELEMETRY_TRIP_DELAY_MINUTES', 0, 0, 7 * 24 * 60),
-    // admission control of the partner API and TOMP (lib/http/admission.ts): in-flight requests per
-    // process (default: the pool size), how long / how many may wait before a 503, and the event
-    // loop delay past which new requests are refused. Off by default under NODE_ENV=test, where
-    // races and hostile-input suites fire hundreds of requests at once on purpose.
-    // Default: 5 per core of this machine, at most the pool. The requests' work is Postgres's, which
-    // in the default deployment shares these cores: past a few statements per core they only queue
-    // inside it. On the 2-core bench, 10 in flight answered p99 60-72 ms at 1,333 req/s offered and
-    // more requests per second than 20 (p99 117 ms); 8 gave 43 ms but shed far more (docs/benchmarks.md).
-    apiMaxInFlight: int(env, 'API_MAX_IN_FLIGHT', envName === 'test' ? 10000 : Math.min(int(env, 'DATABASE_POOL_SIZE', 20, 1, 500), 5 * availableParallelism()), 1, 10000),
-    apiMaxQueueMs: int(env, 'API_MAX_QUEUE_MS', 10, 0, 60000),
-    apiMaxQueue: int(env, 'API_MAX_QUEUE', 200, 0, 100000),
-    apiMaxEventLoopDelayMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', envName === 'test' ? 0 : 20, 0, 60000),
+    // admission control of the partner API and TOMP (lib/http/admission.ts), the same in every
+    // environment: bursts wait in a queue for up to the deadline; only a queue that stands longer
+    // than the burst allowance (overload) shortens the wait admitted. In flight by default: 5 per
+    // core, at most the pool: the requests' work is Postgres's, which in the default deployment
+    // shares these cores, so past a few statements per core they would only queue inside it.
+    admission: Object.freeze({
+      maxInFlight: int(env, 'API_MAX_IN_FLIGHT', Math.min(int(env, 'DATABASE_POOL_SIZE', 20, 1, 500), 5 * availableParallelism()), 1, 10000),
+      deadlineMs: int(env, 'API_QUEUE_DEADLINE_MS', 2000, 1, 60000),
+      overloadWaitMs: int(env, 'API_QUEUE_OVERLOAD_WAIT_MS', 250, 0, 60000),
+      burstMs: int(env, 'API_QUEUE_BURST_MS', 1000, 0, 60000),
+      maxLagMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', 50, 0, 60000),
+      maxQueue: int(env, 'API_MAX_QUEUE', 20000, 0, 1000000),
+    }),
     storeUrl,
     s3Endpoint: env.S3_ENDPOINT || undefined,
     s3Region: str(env, 'S3_REGION', 'us-east-1'),
@@ -229,10 +232,14 @@ export function loadConfig(env: Env = process.env): Config {
     // the failure throttle is effectively off under NODE_ENV=test, where suites send thousands of bad
     // credentials from one address on purpose; the throttle's own test sets low limits
     tokenAuth: Object.freeze({
-      failuresPerClient: int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT', envName === 'test' ? 1_000_000 : 5, 1),
+      // per (client id, address), never per client id alone: ids are not secret, and a count per id let
+      // anyone lock a client out. The old name, TOKEN_AUTH_FAILURES_PER_CLIENT, is still read.
+      failuresPerClientAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT_ADDRESS', int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT', envName === 'test' ? 1_000_000 : 5, 1), 1),
       failuresPerAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_ADDRESS', envName === 'test' ? 1_000_000 : 30, 1),
+      // reverse proxies in front of the API whose X-Forwarded-For entries are believed; 0: none
+      trustedProxyHops: int(env, 'TOKEN_AUTH_TRUSTED_PROXY_HOPS', 0, 0, 10),
       hashConcurrency: int(env, 'TOKEN_HASH_CONCURRENCY', 1, 1, 64),
-      hashQueue: int(env, 'TOKEN_HASH_QUEUE', envName === 'test' ? 10_000 : 8, 0, 100_000),
+      hashQueue: int(env, 'TOKEN_HASH_QUEUE', 1000, 0, 100_000),
     }),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 4000, 1),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 64 * 1024, 1024),
@@ -243,7 +250,8 @@ export function loadConfig(env: Env = process.env): Config {
     feedCacheBytes: int(env, 'FEED_CACHE_BYTES', 64 * 1024 * 1024, 0),
     // the partner API's most frequent read, polled by every partner app of a zone (api/partner/vehicle-list.ts);
     // off under NODE_ENV=test, whose suites change vehicles behind the API and read them back at once
-    vehicleListCacheMs: int(env, 'VEHICLE_LIST_CACHE_MS', envName === 'test' ? 0 : 1000, 0, 10_000),
+    // the vehicle list's bound for what changes with time alone; writes invalidate it at once (api/partner/vehicle-list.ts)
+    vehicleListCacheMs: int(env, 'VEHICLE_LIST_CACHE_MS', 1000, 0, 10_000),
     gateway: Object.freeze({
       failRate: num(env, 'GATEWAY_FAIL_RATE', 0, 0, 1),
       delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),

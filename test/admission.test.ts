@@ -1,52 +1,110 @@
 /**
- * Admission control (lib/http/admission.ts): past the in-flight limit the partner API and TOMP
- * refuse at once with 503 + Retry-After in their own error format, instead of queueing without
- * bound; a blocked event loop refuses new requests until it recovers.
+ * Admission control (lib/http/admission.ts): bursts wait in a bounded queue and are served; only a
+ * request that would wait past its budget is refused, at once, with 503 + Retry-After in its
+ * family's format; a queue that stands longer than the burst allowance (overload) shortens the
+ * budget, and a late event loop under overload refuses new requests until it recovers.
  */
 import { expect } from 'chai';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { Admission } from '../lib/http/admission.js';
+import { Admission, AdmissionRefused, type AdmissionLimits } from '../lib/http/admission.js';
 import { registry } from '../lib/metrics.js';
 import { useTestContext } from './support/context.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const limits = (l: Partial<AdmissionLimits>): AdmissionLimits => ({ maxInFlight: 1, deadlineMs: 2000, overloadWaitMs: 250, burstMs: 1000, maxLagMs: 0, maxQueue: 10_000, ...l });
+/** Resolves to the outcome of one run of `work` under `a`, and how long until it was known. */
+async function outcome(a: Admission, work: () => Promise<unknown>): Promise<{ ok: boolean; ms: number; retryAfter?: number }> {
+  const t0 = performance.now();
+  try {
+    await a.run(async () => {
+      await work();
+    });
+    return { ok: true, ms: performance.now() - t0 };
+  } catch (err) {
+    if (!(err instanceof AdmissionRefused)) throw err;
+    return { ok: false, ms: performance.now() - t0, retryAfter: err.retryAfterSeconds };
+  }
+}
+
 describe('admission control', function () {
   describe('the Admission queue', () => {
-    it('admits up to the limit, queues briefly in order, refuses beyond the queue or its wait', async () => {
-      const a = new Admission(1, 30, 1);
-      expect(a.enter()).to.equal(true);
-      const queued = a.enter();
-      expect(queued).to.be.instanceOf(Promise);
-      expect(a.enter(), 'the queue holds one').to.equal(false);
-      a.leave(); // the slot passes to the waiter
-      expect(await queued).to.equal(true);
-      expect(a.running).to.equal(1);
-      const timedOut = a.enter();
-      expect(await timedOut, 'refused once its wait ran out').to.equal(false);
-      expect(a.waiting).to.equal(0);
-      a.leave();
-      expect(a.running).to.equal(0);
-      expect(a.refused).to.equal(2);
+    it('queues a burst far beyond the slots and serves all of it in arrival order', async () => {
+      const a = new Admission(limits({ maxInFlight: 2 }));
+      const order: number[] = [];
+      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => outcome(a, async () => {
+        order.push(i);
+        await sleep(2);
+      })));
+      expect(results.every((r) => r.ok), 'every request of the burst is served').to.equal(true);
+      expect(order).to.deep.equal([...order].sort((x, y) => x - y));
+      expect(a.refused).to.equal(0);
+      expect(a.running + a.waiting).to.equal(0);
     });
 
-    it('refuses while the event loop is late, and admits again once it catches up', async () => {
-      const a = new Admission(100, 0, 0, 20);
-      expect(a.enter()).to.equal(true); // starts the sampler
-      a.leave();
-      const until = performance.now() + 120;
+    it('refuses at once, with a Retry-After, what would wait past the deadline; serves the rest within it', async () => {
+      const a = new Admission(limits({ maxInFlight: 1, deadlineMs: 200 }));
+      // teach it how long a slot is held: ~20 ms
+      for (let i = 0; i < 60; i++) await outcome(a, () => sleep(20));
+      const results = await Promise.all(Array.from({ length: 40 }, () => outcome(a, () => sleep(20))));
+      const served = results.filter((r) => r.ok);
+      const refused = results.filter((r) => !r.ok);
+      expect(served.length, 'about deadline / slot time are queued').to.be.within(5, 15);
+      expect(refused.length).to.equal(40 - served.length);
+      for (const r of refused) {
+        expect(r.ms, 'a refusal is decided on arrival').to.be.below(20);
+        expect(r.retryAfter).to.equal(1);
+      }
+      for (const r of served) expect(r.ms, 'served within the deadline (+ the slot itself)').to.be.below(200 + 60);
+    });
+
+    it('a queue that stands is overload: the budget falls to the short one as it lasts, and is whole again once it drains', async () => {
+      const a = new Admission(limits({ maxInFlight: 1, deadlineMs: 5000, overloadWaitMs: 30, burstMs: 60 }));
+      for (let i = 0; i < 20; i++) await outcome(a, () => sleep(10));
+      // a standing queue: 20 waiters of ~10 ms each keep it busy for ~200 ms
+      const burst = Array.from({ length: 20 }, () => outcome(a, () => sleep(10)));
+      expect(a.overloaded, 'a fresh queue is a burst').to.equal(false);
+      expect(a.budgetMs()).to.be.above(4000);
+      await sleep(100);
+      expect(a.budgetMs(), 'the queue has stood for longer than burstMs').to.equal(30);
+      expect(a.overloaded, 'the queue has stood for longer than burstMs').to.equal(true);
+      const late = await outcome(a, () => sleep(10));
+      expect(late.ok, 'its predicted wait is past the overload budget').to.equal(false);
+      expect(late.ms).to.be.below(10);
+      expect((await Promise.all(burst)).every((r) => r.ok), 'what the burst queued is still served').to.equal(true);
+      expect(a.overloaded, 'drained').to.equal(false);
+      const again = await Promise.all(Array.from({ length: 10 }, () => outcome(a, () => sleep(10))));
+      expect(again.every((r) => r.ok), 'the next burst gets the whole deadline again').to.equal(true);
+    });
+
+    it('a waiter still waiting at its deadline is refused then (a slot held far longer than predicted)', async () => {
+      const a = new Admission(limits({ maxInFlight: 1, deadlineMs: 80 }));
+      const holder = outcome(a, () => sleep(300));
+      const waiter = await outcome(a, async () => undefined);
+      expect(waiter.ok).to.equal(false);
+      expect(waiter.ms).to.be.within(70, 200);
+      expect((await holder).ok).to.equal(true);
+      expect(a.running + a.waiting).to.equal(0);
+    });
+
+    it('under overload, a late event loop refuses new requests until it catches up', async () => {
+      const a = new Admission(limits({ maxInFlight: 100, burstMs: 0, overloadWaitMs: 50, maxLagMs: 20 }));
+      expect((await outcome(a, async () => undefined)).ok).to.equal(true); // starts the sampler
+      const until = performance.now() + 150;
       while (performance.now() < until); // a blocked loop, as a CPU-bound process has
       await new Promise((r) => setImmediate(r));
-      await new Promise((r) => setTimeout(r, 0));
-      expect(a.enter(), 'late loop').to.equal(false);
-      await new Promise((r) => setTimeout(r, 80));
-      expect(a.enter(), 'recovered').to.equal(true);
+      await sleep(0);
+      expect((await outcome(a, async () => undefined)).ok, 'late loop, standing pressure').to.equal(false);
+      await sleep(100);
+      expect((await outcome(a, async () => undefined)).ok, 'recovered').to.equal(true);
     });
   });
 
   describe('over HTTP', () => {
-    const t = useTestContext({ config: { API_MAX_IN_FLIGHT: '1', API_MAX_QUEUE_MS: '0', API_MAX_EVENT_LOOP_DELAY_MS: '0' } });
+    // one slot and no wait at all: any request while the slot is held would wait, so it is refused
+    const t = useTestContext({ config: { API_MAX_IN_FLIGHT: '1', API_QUEUE_DEADLINE_MS: '1' } });
     let server: ReturnType<ReturnType<typeof buildApp>['callback']>;
     let p: PartnerFixture;
     let zone: ZoneFixture;
@@ -58,22 +116,28 @@ describe('admission control', function () {
     });
     afterEach(() => t.ctx.gateway.reset());
 
-    it('a request beyond the limit gets 503 + Retry-After in each family’s format; the next one is served', async () => {
+    it('a request that would wait past its budget gets a fast 503 + Retry-After in each family’s format; the next one is served', async () => {
       const user = await insertUser(t.ctx.db, p.id);
       const v = await insertVehicle(t.ctx.db, zone);
       const maas = await insertMaasPartner(t.ctx.db);
       // the start holds the only slot while the gateway times out (200 ms in the test context)
       t.ctx.gateway.failNext('unlock', 'timeout');
       const holding = request(server).post('/v1/rental/start').set('X-Auth-Token', p.key).send({ userId: user, vehicleId: v.id }).then((r) => r);
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
+      let t0 = performance.now();
       const partner = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);
+      expect(performance.now() - t0, 'refused without waiting').to.be.below(100);
       expect(partner.status).to.equal(503);
-      expect(partner.headers['retry-after']).to.equal('1');
+      expect(Number(partner.headers['retry-after'])).to.be.at.least(1);
       expect(partner.body.errors[0]).to.include({ code: 'ServiceUnavailable', status: '503' });
+      t0 = performance.now();
       const tomp = await request(server).get('/edge/tomp/operator/regions').set('X-Access-Token', maas.key);
+      expect(performance.now() - t0, 'refused without waiting').to.be.below(100);
       expect(tomp.status).to.equal(503);
-      expect(tomp.headers['retry-after']).to.equal('1');
+      expect(Number(tomp.headers['retry-after'])).to.be.at.least(1);
       expect(tomp.body).to.include({ status: 503, type: 'ServiceUnavailable' });
+      // an unknown key is refused by authentication, never by admission: it takes no slot
+      expect((await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', 'nope')).status).to.equal(401);
       expect((await holding).status).to.be.within(500, 599);
       const after = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);
       expect(after.status).to.equal(200);

@@ -54,7 +54,7 @@ const tokenGuards = new WeakMap<object, TokenGuard>();
 function tokenGuardOf(app: AppContext): TokenGuard {
   let g = tokenGuards.get(app.config);
   if (!g) {
-    g = new TokenGuard(app.clock, app.config.tokenAuth);
+    g = new TokenGuard(app.clock, { ...app.config.tokenAuth, queue: app.config.admission });
     tokenGuards.set(app.config, g);
   }
   return g;

@@ -10,6 +10,8 @@ import { RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
 import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
 import { authenticate } from './auth.js';
 import { readJson } from './body.js';
+import { overloaded } from './errors.js';
+import { admitter, type Admission } from '../../lib/http/admission.js';
 
 export type PartnerAuth = 'apiKey' | 'signedUrl';
 export type PartnerEndpoint<Body = unknown> = Endpoint<AppContext, RentalErrorCode, PartnerAuth, Body>;
@@ -17,9 +19,10 @@ export type PartnerEndpoint<Body = unknown> = Endpoint<AppContext, RentalErrorCo
 /** A row, typed by its body; the table holds rows of any body. */
 export const endpoint = <Body = undefined>(e: PartnerEndpoint<Body>): PartnerEndpoint<any> => e;
 
-export function partnerKit(app: AppContext): FamilyKit<AppContext, RentalErrorCode, PartnerAuth> {
+export function partnerKit(app: AppContext, admission: Admission): FamilyKit<AppContext, RentalErrorCode, PartnerAuth> {
   const apiKey: Koa.Middleware = authenticate(app);
   return {
+    admit: admitter(admission, 'partner', overloaded),
     auth: (kind) => (kind === 'apiKey' ? apiKey : undefined),
     invalidParam: (code) => new RentalError(code ?? 'InvalidInput'),
     // a body whose every field is optional (end rental) may be empty
@@ -36,7 +39,7 @@ export const idParam = (description: string, invalid: RentalErrorCode, example?:
   ...(example ? { example } : {}),
 });
 
-const ZONE_ID = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' } as const;
+const ZONE_ID = { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' } as const;
 
 /**
  * A zone id in the path or the query: empty (or the router's placeholder of an empty segment, see

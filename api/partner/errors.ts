@@ -10,6 +10,7 @@ import { RentalError } from '../../lib/rentals/errors.js';
 import { isClientAborted } from '../../lib/http/body.js';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import { allowOf } from '../../lib/http/route-miss.js';
+import { AdmissionRefused } from '../../lib/http/admission.js';
 
 export function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
@@ -18,18 +19,19 @@ export function toRentalError(err: unknown): RentalError {
 }
 
 /**
- * The refusal of admission control (lib/http/admission.ts): made once, since under overload it is
- * the most frequent answer and must stay cheap; not logged as an error (the access line and
- * http_requests_shed_total record it).
+ * The refusal of admission control (lib/http/admission.ts): the request would have waited past its
+ * budget; Retry-After is when the work ahead of it should be done. Not logged as an error (the
+ * access line and http_requests_shed_total record it).
  */
-export const OVERLOADED = new RentalError('ServiceUnavailable', { detail: 'too many requests in progress; retry later', headers: { 'Retry-After': '1' } });
+export const overloaded = (refusal: AdmissionRefused): RentalError =>
+  new RentalError('ServiceUnavailable', { detail: 'too many requests in progress; retry later', headers: { 'Retry-After': String(refusal.retryAfterSeconds) }, cause: refusal });
 
 
 export function renderError(ctx: Koa.Context, err: unknown): void {
   // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
   if (isClientAborted(err)) throw err;
   const e = toRentalError(err);
-  if (e.status >= 500 && e !== OVERLOADED) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');
+  if (e.status >= 500 && !(e.cause instanceof AdmissionRefused)) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');
   ctx.status = e.status;
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   // RFC 9110 §15.5.6: every 405 names the allowed methods, the business 405s of the rental rules

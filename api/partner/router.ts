@@ -9,11 +9,10 @@ import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { mountEndpoints } from '../../lib/http/endpoints.js';
-import { OVERLOADED, renderError } from './errors.js';
+import { renderError } from './errors.js';
 import { partnerKit } from './endpoint.js';
 import { PARTNER_ENDPOINTS } from './endpoints.js';
 import { admissionFor, type Admission } from '../../lib/http/admission.js';
-import { metrics } from '../../lib/metrics.js';
 
 /**
  * An id path parameter left empty (`/v1/vehicles/code/`, `/v1/rental//end`) matches no route, since a
@@ -45,18 +44,12 @@ function inScope(path: string): boolean {
 
 export function partnerRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   const router = new Router();
-  mountEndpoints(router, PARTNER_ENDPOINTS, ctx, partnerKit(ctx));
+  mountEndpoints(router, PARTNER_ENDPOINTS, ctx, partnerKit(ctx, admission));
   const routes = router.routes() as unknown as Koa.Middleware;
 
   return async (koa, next) => {
     if (!inScope(koa.path)) return next();
-    let admitted = false;
     try {
-      admitted = await admission.enter();
-      if (!admitted) {
-        metrics.shed.inc({ family: 'partner' });
-        throw OVERLOADED;
-      }
       const unmatched = async () =>
         routeMiss((koa as { matched?: Array<{ methods: string[] }> }).matched, {
           notFound: () => new RentalError('NotFound'),
@@ -75,8 +68,6 @@ export function partnerRoutes(ctx: AppContext, admission: Admission = admissionF
       });
     } catch (err) {
       renderError(koa, err);
-    } finally {
-      if (admitted) admission.leave();
     }
   };
 }

@@ -9,6 +9,7 @@ import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { tompAuth } from './auth.js';
 import { readJson, validated } from './http.js';
+import { admitter, type Admission, type AdmissionRefused } from '../../lib/http/admission.js';
 
 export type TompAuth = 'accessToken';
 
@@ -26,9 +27,14 @@ export type TompEndpoint<Body = unknown> = Endpoint<AppContext, string, TompAuth
 /** A row, typed by its body; the table holds rows of any body. */
 export const endpoint = <Body = undefined>(e: TompEndpoint<Body>): TompEndpoint<any> => e;
 
-export function tompKit(app: AppContext): FamilyKit<AppContext, string, TompAuth> {
+/** The refusal of admission control: the request would have waited past its budget (lib/http/admission.ts). */
+const overloaded = (refusal: AdmissionRefused) =>
+  new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: refusal.retryAfterSeconds });
+
+export function tompKit(app: AppContext, admission: Admission): FamilyKit<AppContext, string, TompAuth> {
   const auth = tompAuth(app);
   return {
+    admit: admitter(admission, 'tomp', overloaded),
     auth: () => auth,
     invalidParam: (detail, name) => new TompError(400, detail ?? `${name} is invalid`),
     readBody: async (a, ctx, spec) => validated(spec.schema, await readJson(ctx, a.config.maxBodyBytes)),

@@ -10,7 +10,6 @@ import { Router } from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { admissionFor, type Admission } from '../../lib/http/admission.js';
-import { metrics } from '../../lib/metrics.js';
 import { mountEndpoints } from '../../lib/http/endpoints.js';
 import { preferredLanguage, renderErrors } from './http.js';
 import { tompKit } from './endpoint.js';
@@ -18,13 +17,10 @@ import { TOMP_ENDPOINTS } from './endpoints.js';
 
 export const TOMP_PREFIX = '/edge/tomp';
 
-/** The refusal of admission control, made once: under overload it is the most frequent answer. */
-const OVERLOADED = new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: 1 });
-
 export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
   // trailing slashes are not significant: /support and /support/ (the spec's path) are one route
   const router = new Router({ prefix: TOMP_PREFIX, strict: false });
-  mountEndpoints(router, TOMP_ENDPOINTS, ctx, tompKit(ctx));
+  mountEndpoints(router, TOMP_ENDPOINTS, ctx, tompKit(ctx, admission));
 
   const errors = renderErrors(ctx.log);
   const routes = router.routes();
@@ -46,15 +42,7 @@ export function tompRoutes(ctx: AppContext, admission: Admission = admissionFor(
           notAllowed: (allowed) => new TompError(405, `method ${koa.method} not allowed here`, { allow: allowed }),
         });
       }
-      if (!(await admission.enter())) {
-        metrics.shed.inc({ family: 'tomp' });
-        throw OVERLOADED;
-      }
-      try {
-        await routes(koa as any, async () => undefined);
-      } finally {
-        admission.leave();
-      }
+      await routes(koa as any, async () => undefined);
       // TOMP marks Content-Language as a required header of its responses
       if (koa.status < 300 && !koa.response.get('Content-Language')) koa.set('Content-Language', preferredLanguage(koa.get('accept-language')));
     });

@@ -94,6 +94,13 @@ export interface FamilyKit<App, Code extends string, Auth extends string> {
   invalidParam(code: Code | undefined, name: string, where: 'path' | 'query'): Error;
   /** reads the JSON body of `spec` and validates it against `spec.schema` */
   readBody(app: App, ctx: Koa.Context, spec: BodySpec & { schema: object }): Promise<unknown>;
+  /**
+   * runs a handler under the family's admission control (lib/http/admission.ts), or throws the
+   * family's overload error; undefined: handlers run at once. It wraps only the handler: the caller
+   * is authenticated and counted against its rate limit first (a request over the limit is a 429,
+   * whatever the load), and its parameters and body are checked and read before it takes a slot.
+   */
+  admit?(work: () => Promise<void>): Promise<void>;
 }
 
 /** A JSON body the kit reads and validates (any other, a form or a photo, is its handler's). */
@@ -148,7 +155,7 @@ function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> 
   };
 }
 
-/** Registers every row on `router`: its auth middleware, then the checks, then the handler. */
+/** Registers every row on `router`: its auth middleware, then the checks, then the handler (under the family's admission). */
 export function mountEndpoints<App, Code extends string, Auth extends string>(
   router: Router,
   endpoints: ReadonlyArray<Endpoint<App, Code, Auth, any>>,
@@ -165,7 +172,8 @@ export function mountEndpoints<App, Code extends string, Auth extends string>(
         query: query(ctx.query),
         body: body ? await kit.readBody(app, ctx, body) : undefined,
       };
-      await e.handle(app, ctx, input);
+      if (kit.admit) await kit.admit(async () => e.handle(app, ctx, input));
+      else await e.handle(app, ctx, input);
     };
     const auth = kit.auth(e.auth);
     // through the method helper, so the router's own options (prefix, strict) apply as to any route
