@@ -1,17 +1,21 @@
 /**
- * The available vehicles of a zone (GET /v1/vehicles?zoneID=), rendered once per zone and
- * VEHICLE_LIST_CACHE_MS (default 1 s) for every partner polling it in that time.
+ * The available vehicles of a zone (GET /v1/vehicles?zoneID=), rendered once per zone and change
+ * and shared by every partner polling it.
  *
  * Why: it is the partner API's most frequent request (every partner app polls each zone it shows,
  * about every 7 s per user), and one answer is the same for every partner that may see the zone:
  * the query, the 60-odd presented vehicles and their JSON cost far more than the rest of the
- * request. Concurrent misses on a zone share one query (lru-cache's fetch).
+ * request.
  *
- * The price: the list may be up to that long behind the database, in every process alike. A
- * vehicle rented meanwhile still shows (its start answers VehicleNotAvailable, as it would after any
- * race between two partners); a price changed meanwhile shows the old price (the pricing endpoint,
- * which the requirement says to ask before a rental, is never cached). The partner's access to the
- * zone is checked on every request, before the cache.
+ * A cached list never contradicts a write its caller could have seen, in any API process: every
+ * write that can change a zone's list bumps the zone's version at commit (migration 000140:
+ * vehicles, rentals, TOMP bookings, prices, the zone), the list is rendered with the version of its
+ * own snapshot, and each request reads the current version (one primary-key lookup) before it
+ * serves a cached list. So a rental started or ended, a booking made or finished, a vehicle taken
+ * out of service shows in the very next list, from this process or another. What changes with time
+ * alone (a booking's hold expiring, a sleep window opening) is bounded by VEHICLE_LIST_CACHE_MS
+ * (default 1 s). Concurrent misses of a zone share one render (lru-cache's fetch). The partner's
+ * access to the zone is checked on every request, before the cache.
  */
 import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../lib/context.js';
@@ -20,22 +24,27 @@ import { RentalError } from '../../lib/rentals/errors.js';
 import { isSleeping } from '../../lib/zones.js';
 import { presentVehicle } from './responses.js';
 
-/** The answer's JSON, or undefined for a zone that does not exist. */
-type Rendered = { json: string } | { json: undefined };
+/** The answer's JSON and the zone version it shows; json undefined for a zone that does not exist. */
+interface Rendered {
+  json: string | undefined;
+  version: number;
+}
 
 async function render(app: AppContext, zoneId: string): Promise<Rendered> {
   const now = app.clock.now();
-  // zone and vehicles in one round trip (see the query); every zone: access is checked by the caller
+  // zone, version and vehicles in one round trip (see the query); every zone: access is checked by the caller
   const rows = await app.db.many(q('PartnerAvailableVehicles'), [zoneId, now, null]);
   const zone = rows[0];
-  if (!zone) return { json: undefined };
+  if (!zone) return { json: undefined, version: 0 };
   // a sleeping zone has no available vehicles
   const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
-  return { json: JSON.stringify({ data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) }) };
+  return { json: JSON.stringify({ data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) }), version: zone.list_version as number };
 }
 
 export class VehicleLists {
   private readonly cache: LRUCache<string, Rendered> | undefined;
+  /** lists rendered (tests and the bench: how much the cache saves) */
+  renders = 0;
 
   constructor(private readonly app: AppContext) {
     const ttl = app.config.vehicleListCacheMs;
@@ -47,7 +56,7 @@ export class VehicleLists {
             ttl: Math.max(1, ttl - 1),
             ttlResolution: 0,
             perf: { now: () => app.clock.now().getTime() },
-            fetchMethod: (zoneId) => render(app, zoneId),
+            fetchMethod: (zoneId) => this.render(zoneId),
           })
         : undefined;
   }
@@ -55,9 +64,28 @@ export class VehicleLists {
   /** The list's JSON for a partner that may see `zones` (null: every zone); ZoneNotFound otherwise. */
   async json(zoneId: string, zones: readonly string[] | null): Promise<string> {
     if (zones !== null && !zones.includes(zoneId)) throw new RentalError('ZoneNotFound');
-    const rendered = this.cache ? (await this.cache.fetch(zoneId))! : await render(this.app, zoneId);
-    if (rendered.json === undefined) throw new RentalError('ZoneNotFound');
+    const rendered = this.cache ? await this.current(this.cache, zoneId) : await this.render(zoneId);
+    if (rendered?.json === undefined) throw new RentalError('ZoneNotFound');
     return rendered.json;
+  }
+
+  /** The cached list when it shows the zone's current version; a fresh render otherwise. */
+  private async current(cache: LRUCache<string, Rendered>, zoneId: string): Promise<Rendered | undefined> {
+    const row = await this.app.db.maybeOne<{ version: number }>(q('PartnerZoneVersion'), [zoneId]);
+    if (!row) return undefined;
+    const cached = cache.get(zoneId);
+    if (cached && cached.version >= row.version) return cached;
+    // a render already in flight may have started before the write: then one more of our own
+    const shared = await cache.fetch(zoneId, { forceRefresh: true });
+    if (shared && shared.version >= row.version) return shared;
+    const own = await this.render(zoneId);
+    cache.set(zoneId, own);
+    return own;
+  }
+
+  private render(zoneId: string): Promise<Rendered> {
+    this.renders++;
+    return render(this.app, zoneId);
   }
 }
 

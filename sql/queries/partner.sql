@@ -97,7 +97,9 @@ SELECT v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, ST_X(v.lo
 -- zone has none; no row when the zone does not exist or is outside the partner's zones ($3).
 -- Available: ready, charged enough for the zone, no running rental, not held by a pending TOMP
 -- booking ($2 = now), priced. The caller drops the vehicles when the zone is sleeping.
-SELECT z.timezone, z.sleep_windows, z.status AS zone_status,
+-- list_version: the zone's version (migration 000140) in the same snapshot as the vehicles, so a
+-- cached list is never labelled newer than what it shows.
+SELECT z.timezone, z.sleep_windows, z.status AS zone_status, COALESCE(zv.version, 0) AS list_version,
        v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, v.lng, v.lat,
        v.form_factor, v.max_range_meters, v.start_price, v.price_per_minute, z.currency, z.vat_rate
   FROM zones z
@@ -111,5 +113,11 @@ SELECT z.timezone, z.sleep_windows, z.status AS zone_status,
        AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING')
        AND NOT EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2)
   ) v ON true
+  LEFT JOIN zone_versions zv ON zv.zone_id = z.id
  WHERE z.id = $1 AND ($3::text[] IS NULL OR z.id = ANY ($3))
  ORDER BY v.code;
+
+-- name: PartnerZoneVersion
+-- The zone's current version (migration 000140): a cached vehicle list rendered at an older one is
+-- out of date. No row: no such zone.
+SELECT version FROM zone_versions WHERE zone_id = $1;
