@@ -202,7 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     admission: Object.freeze({
       maxInFlight: int(env, 'API_MAX_IN_FLIGHT', Math.min(int(env, 'DATABASE_POOL_SIZE', 20, 1, 500), 5 * availableParallelism()), 1, 10000),
       deadlineMs: int(env, 'API_QUEUE_DEADLINE_MS', 2000, 1, 60000),
-      overloadWaitMs: int(env, 'API_QUEUE_OVERLOAD_WAIT_MS', 250, 0, 60000),
+      overloadWaitMs: int(env, 'API_QUEUE_OVERLOAD_WAIT_MS', 500, 0, 60000),
       burstMs: int(env, 'API_QUEUE_BURST_MS', 1000, 0, 60000),
       maxLagMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', 50, 0, 60000),
       maxQueue: int(env, 'API_MAX_QUEUE', 20000, 0, 1000000),
@@ -238,7 +238,9 @@ export function loadConfig(env: Env = process.env): Config {
       failuresPerAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_ADDRESS', envName === 'test' ? 1_000_000 : 30, 1),
       // reverse proxies in front of the API whose X-Forwarded-For entries are believed; 0: none
       trustedProxyHops: int(env, 'TOKEN_AUTH_TRUSTED_PROXY_HOPS', 0, 0, 10),
-      hashConcurrency: int(env, 'TOKEN_HASH_CONCURRENCY', 1, 1, 64),
+      // one secret check per core at most: a burst of first authentications is served in about
+      // (clients × 50 ms) / cores, and a flood of bad secrets cannot take the libuv pool from the API
+      hashConcurrency: int(env, 'TOKEN_HASH_CONCURRENCY', availableParallelism(), 1, 64),
       hashQueue: int(env, 'TOKEN_HASH_QUEUE', 1000, 0, 100_000),
     }),
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 4000, 1),

@@ -8,6 +8,7 @@ import type { Db, Queryable } from '../db.js';
 import { q } from '../db.js';
 import type { Clock } from '../clock.js';
 import { ROLES, type Role } from '../feeds/roles.js';
+import { createHmac, randomBytes } from 'node:crypto';
 import { hashSecret, verifySecret, generateSecret } from './secrets.js';
 
 export interface FeedClient {
@@ -23,6 +24,17 @@ const CLIENT_ID = /^[A-Za-z0-9._-]{1,128}$/;
 // Checked against when the client id is unknown, so that an unknown id and a wrong secret take the
 // same time (no client-id enumeration by timing). Built lazily: scrypt costs a few milliseconds.
 let dummyHash: Promise<string> | undefined;
+
+/**
+ * Right secrets already checked by this process, so that a client renewing its token every 15
+ * minutes costs one scrypt per process and secret rather than one per token (a burst of clients
+ * renewing at once is then answered at once). The key is an HMAC, under a random key of this process,
+ * of the stored hash and the presented secret: no secret is held, a rotated secret (a new stored
+ * hash) is checked again, and only a right secret can ever find an entry, so a guesser gains nothing.
+ */
+const verified = new LRUCache<string, true>({ max: 10_000, ttl: 3_600_000 });
+const verifiedKey = randomBytes(32);
+const verifiedId = (stored: string, secret: string) => createHmac('sha256', verifiedKey).update(stored).update('\0').update(secret).digest('base64');
 
 /**
  * The client when `clientId` exists, is not revoked (as of `now`) and `secret` matches; otherwise
@@ -43,8 +55,10 @@ export async function authenticateFeedClient(
     await gate(() => verifySecret(secret, dummy));
     return undefined;
   }
-  const ok = await gate(() => verifySecret(secret, row.secret_hash));
+  const id = verifiedId(row.secret_hash, secret);
+  const ok = verified.has(id) || (await gate(() => verifySecret(secret, row.secret_hash)));
   if (!ok) return undefined;
+  verified.set(id, true);
   if (row.revoked_at && row.revoked_at <= now) return undefined;
   // the console's Credentials view shows when a client last authenticated (once per token issued)
   await db.query(q('FeedClientTouch'), [row.client_id, now]);

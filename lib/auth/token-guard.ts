@@ -81,7 +81,7 @@ export class TokenGuard {
   ) {
     this.windowMs = opts.windowMs ?? 60_000;
     this.maxEntries = opts.maxEntries ?? 10_000;
-    const queue = opts.queue ?? { deadlineMs: 2000, overloadWaitMs: 250, burstMs: 1000 };
+    const queue = opts.queue ?? { deadlineMs: 2000, overloadWaitMs: 500, burstMs: 1000 };
     this.hashGate = new Admission({ maxInFlight: opts.hashConcurrency, maxQueue: opts.hashQueue, maxLagMs: 0, ...queue });
   }
 
