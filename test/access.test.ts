@@ -113,7 +113,7 @@ describe('access rules', function () {
       const m = await insertMaasPartner(t.ctx.db);
       count(ROW, 'inputs', 2);
       expect((await api.get('/edge/tomp/operator/meta').set('X-Access-Token', p.key)).status).to.equal(403);
-      expectError(await api.get('/v1/zone/info').set('X-Auth-Token', m.key), 401, 'Unauthorized');
+      expectError(await api.get('/v1/zone/info').set('X-Auth-Token', m.key), 403, 'Forbidden');
     });
   });
 

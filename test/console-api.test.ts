@@ -24,9 +24,14 @@ describe('console API: ops key and figures', () => {
     await createFeedClient(t.ctx.db, 'city-console', 'city', null);
   });
 
-  it('refuses without an ops key: 401 in the feeds error format', async () => {
+  it('refuses without an ops key: 401 in the feeds error format; a key of another API is a 403 that names it', async () => {
     const app = request(buildApp(t.ctx).callback());
-    for (const headers of [{}, { 'X-Access-Token': partner }, { Authorization: `Bearer ${partner}` }, { Authorization: 'Bearer nope-nope-nope' }] as Record<string, string>[]) {
+    for (const headers of [{ 'X-Access-Token': partner }, { Authorization: `Bearer ${partner}` }] as Record<string, string>[]) {
+      const res = await app.get('/console/api/credentials').set(headers);
+      expect(res.status, JSON.stringify(headers)).to.equal(403);
+      expect(res.body.error_description).to.contain('the partner rental API');
+    }
+    for (const headers of [{}, { Authorization: 'Bearer nope-nope-nope' }] as Record<string, string>[]) {
       const res = await app.get('/console/api/credentials').set(headers);
       expect(res.status, JSON.stringify(headers)).to.equal(401);
       expect(res.headers['www-authenticate']).to.equal('Bearer realm="console"');

@@ -117,13 +117,26 @@ describe('partner API: users, auth and transport', function () {
   });
 
   describe('auth, limits, routing', () => {
-    it('401 Unauthorized without or with an unknown key, or a key of another scope', async () => {
+    it('401 Unauthorized without or with an unknown key; 403 Forbidden naming the right API for a key of another API', async () => {
       expectError(await request(server).get('/v1/zone/info'), 401, 'Unauthorized');
       expectError(await request(server).get('/v1/zone/info').set('X-Auth-Token', 'nope-nope-nope'), 401, 'Unauthorized');
       expectError(await request(server).get('/v1/zone/info').set('Authorization', 'Basic abc'), 401, 'Unauthorized');
       const { createApiKey } = await import('../lib/auth/api-keys.js');
       const tomp = await createApiKey(t.ctx.db, p.id, 'tomp');
-      expectError(await request(server).get('/v1/zone/info').set('X-Auth-Token', tomp.key), 401, 'Unauthorized');
+      const wrong = await request(server).get('/v1/zone/info').set('X-Auth-Token', tomp.key);
+      expectError(wrong, 403, 'Forbidden');
+      expect(wrong.body.errors[0].detail).to.contain('the TOMP API (/edge/tomp, header X-Access-Token)');
+      const ops = await createApiKey(t.ctx.db, p.id, 'ops');
+      expect((await request(server).get('/v1/zone/info').set('X-Auth-Token', ops.key)).body.errors[0].detail).to.contain('the operator console');
+    });
+
+    it('a missing required parameter is named: zoneId= sent for zoneID=', async () => {
+      const res = await request(server).get('/v1/vehicles?zoneId=berlin').set('X-Auth-Token', p.key);
+      expect(res.status).to.equal(400);
+      expect(res.body.errors[0].code).to.equal('EmptyZoneID');
+      expect(res.body.errors[0].detail).to.contain('query parameter zoneID is missing');
+      // a malformed value keeps the table's own detail
+      expectError(await request(server).get('/v1/user/id/not-a-uuid').set('X-Auth-Token', p.key), 400, 'InvalidUserId');
     });
     it('429 RateLimitExceeded with Retry-After past the per-key budget', async () => {
       const limited = await insertPartner(t.ctx.db, { rateLimitPerMinute: 3 });

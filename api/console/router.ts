@@ -9,7 +9,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { apiKeyGate, bearerKey } from '../../lib/http/api-key-gate.js';
+import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.js';
 import { q } from '../../lib/db.js';
 import { parseHour } from '../../lib/feeds/hours.js';
 import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
@@ -17,8 +17,19 @@ import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/bod
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
 import { healthFigures } from './health.js';
 import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
+import type { Logger } from '../../lib/log.js';
 
 const CHALLENGE = 'Bearer realm="console"';
+
+/**
+ * The audit lines (who republished what) at `info` on a logger of their own, whatever LOG_LEVEL
+ * hides: `make run` logs at warn, and an audit trail that does not show is none. `silent` (the
+ * tests) silences them too. Each line carries `"audit": "console"` to filter on.
+ */
+function audit(log: Logger): Logger {
+  const level = log.level === 'silent' ? 'silent' : log.isLevelEnabled('info') ? log.level : 'info';
+  return log.child({ audit: 'console' }, { level });
+}
 
 function consoleUnauthorized(description: string): FeedError {
   return new FeedError(401, 'invalid_token', description, [description], { 'WWW-Authenticate': CHALLENGE });
@@ -33,6 +44,7 @@ function opsAuth(app: AppContext): Koa.Middleware {
     errors: {
       missing: () => consoleUnauthorized('an ops key is required (X-Access-Token, X-Auth-Token or Authorization: Bearer)'),
       refused: () => consoleUnauthorized('unknown, expired or revoked ops key'),
+      otherApi: (scope) => new FeedError(403, 'insufficient_scope', `this key is not an ops key; it is a key of ${apiOfScope[scope]}`, []),
     },
   });
 }
@@ -80,7 +92,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
       return { feed: c.feed as string, hour };
     });
     const principal = koa.state.principal;
-    koa.state.log?.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length }, 'console republish requested');
+    audit(koa.state.log ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length }, 'console republish requested');
     const total = { total: 0, written: 0, unchanged: 0, skipped: 0, failed: [] as unknown[] };
     try {
       for (const c of parsed) {
@@ -95,7 +107,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
       if (err instanceof OpsError || (err as Error)?.constructor?.name === 'UnknownFeedError') throw badParam((err as Error).message);
       throw err;
     }
-    app.log.info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
+    audit(koa.state.log ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
     koa.set('Cache-Control', 'no-store');
     koa.body = total;
   });

@@ -20,9 +20,10 @@ import type { FastHourFile } from './hot-path.js';
 /**
  * feedToken: a bearer token of the main host; legacyToken: of the legacy host; eitherToken: of
  * either (GBFS 2.2); insurer: an insurer's API key or (deprecated) a main-host token;
- * clientCredentials: the token endpoints (HTTP Basic or form credentials).
+ * clientCredentials: the token endpoints (HTTP Basic or form credentials); none: public (the RFC 8414
+ * metadata, api/feeds/discovery.ts).
  */
-export type FeedAuth = 'feedToken' | 'legacyToken' | 'eitherToken' | 'insurer' | 'clientCredentials';
+export type FeedAuth = 'feedToken' | 'legacyToken' | 'eitherToken' | 'insurer' | 'clientCredentials' | 'none';
 
 /** What the feeds document says of a row beyond the common shape. */
 export interface FeedDoc {
@@ -58,7 +59,7 @@ export const feedKit: FamilyKit<FeedDeps, string, FeedAuth> = {
   // authentication is the first step of every handler's gate (see above)
   auth: () => undefined,
   // only reached by a row that gives a parameter an `invalid` description (none does today)
-  invalidParam: (detail, name) => badParam(`invalid ${name}`, detail ?? `${name} is malformed`),
+  invalidParam: (detail, name, _where, missing) => badParam(missing ? `missing ${name}` : `invalid ${name}`, detail ?? `${name} is ${missing ? 'missing' : 'malformed'}`),
   // no feed row has a JSON body (the token endpoint reads its form, the legacy events POST refuses one)
   readBody: () => Promise.reject(new Error('feed endpoints read their own bodies')),
 };
@@ -66,7 +67,7 @@ export const feedKit: FamilyKit<FeedDeps, string, FeedAuth> = {
 /** The zone id of every zone-scoped feed path. */
 export const ZONE_PARAM: ParamSpec = {
   description: 'the zone id of the requested data',
-  schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' },
+  schema: { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' },
   example: 'madrid',
 };
 const ZONE_SEGMENT = ZONE_PARAM.schema.pattern as string;
@@ -74,7 +75,7 @@ const ZONE_SEGMENT = ZONE_PARAM.schema.pattern as string;
 /** One UTC hour in the query (the hour files). */
 export const timeHour = (description: string): ParamSpec => ({
   description: `${description}: one UTC hour, YYYY-MM-DDTHH`,
-  schema: { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$' },
+  schema: { type: 'string', maxLength: 13, pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$' },
   required: true,
   example: '2026-11-21T09',
 });

@@ -6,7 +6,8 @@
 import type Koa from 'koa';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { INSURANCE_2_0, negotiate } from './accept.js';
-import { unauthorized } from './errors.js';
+import { forbidden, unauthorized } from './errors.js';
+import { apiOfScope, otherScopeOf } from '../../lib/http/api-key-gate.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam } from './params.js';
 
@@ -14,7 +15,10 @@ async function insurerZones(deps: FeedDeps, ctx: Koa.Context): Promise<string[] 
   const key = ctx.get('X-Access-Token');
   if (key) {
     const principal = await deps.insurerKeys.verify(key, 'insurance');
-    if (!principal) throw unauthorized('the access key is invalid', true);
+    if (!principal) {
+      const other = await otherScopeOf(deps.insurerKeys, key, 'insurance');
+      throw other ? forbidden(`this key is not an insurer key; it is a key of ${apiOfScope[other]}`) : unauthorized('the access key is invalid', true);
+    }
     ctx.state.partnerId = principal.partnerId;
     return principal.zones;
   }

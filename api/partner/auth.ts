@@ -6,7 +6,7 @@
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { RentalError } from '../../lib/rentals/errors.js';
-import { apiKeyGate, bearerKey } from '../../lib/http/api-key-gate.js';
+import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.js';
 
 export { principalOf } from '../../lib/http/api-key-gate.js';
 
@@ -25,6 +25,7 @@ export function authenticate(app: AppContext): Koa.Middleware {
     errors: {
       missing: unauthorized,
       refused: unauthorized,
+      otherApi: (scope) => new RentalError('Forbidden', { detail: `this key does not give access to the partner rental API; it is a key of ${apiOfScope[scope]}` }),
       rateLimited: (retryAfterSeconds) => new RentalError('RateLimitExceeded', { headers: { 'Retry-After': String(retryAfterSeconds) } }),
     },
   });

@@ -6,7 +6,7 @@
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
-import { RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
+import { ERRORS, RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
 import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
 import { authenticate } from './auth.js';
 import { readJson } from './body.js';
@@ -24,7 +24,11 @@ export function partnerKit(app: AppContext, admission: Admission): FamilyKit<App
   return {
     admit: admitter(admission, 'partner', overloaded),
     auth: (kind) => (kind === 'apiKey' ? apiKey : undefined),
-    invalidParam: (code) => new RentalError(code ?? 'InvalidInput'),
+    // the table's detail; an absent parameter is named (`zoneId=` sent for `zoneID=`)
+    invalidParam: (code, name, where, missing) => {
+      const c = code ?? 'InvalidInput';
+      return missing ? new RentalError(c, { detail: `${ERRORS[c].detail}: ${where} parameter ${name} is missing` }) : new RentalError(c);
+    },
     // a body whose every field is optional (end rental) may be empty
     readBody: (a, ctx, spec) => readJson(ctx, spec.schema, a.config.maxBodyBytes, !spec.required),
   };

@@ -36,7 +36,7 @@ export function tompKit(app: AppContext, admission: Admission): FamilyKit<AppCon
   return {
     admit: admitter(admission, 'tomp', overloaded),
     auth: () => auth,
-    invalidParam: (detail, name) => new TompError(400, detail ?? `${name} is invalid`),
+    invalidParam: (detail, name, where, missing) => new TompError(400, missing ? `${where} parameter ${name} is missing` : (detail ?? `${name} is invalid`)),
     readBody: async (a, ctx, spec) => validated(spec.schema, await readJson(ctx, a.config.maxBodyBytes)),
   };
 }

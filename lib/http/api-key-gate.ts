@@ -8,7 +8,7 @@
  */
 import type Koa from 'koa';
 import type { AppContext } from '../context.js';
-import { ApiKeyVerifier, type KeyScope, type Principal } from '../auth/api-keys.js';
+import { ApiKeyVerifier, KEY_SCOPES, type KeyScope, type Principal } from '../auth/api-keys.js';
 import { RateLimiter } from '../ratelimit.js';
 import { metrics } from '../metrics.js';
 
@@ -20,14 +20,27 @@ export interface ApiKeyGate {
   keyOf(ctx: Koa.Context): string | undefined;
   errors: {
     missing(): Error;
-    /** unknown, expired or revoked, or of a scope that opens nothing here */
+    /** unknown, expired or revoked */
     refused(): Error;
-    /** a live key of one of `otherScopes`: a key of another API (default: refused) */
-    otherApi?(): Error;
+    /** a live key of another API: a 403 that names the API the key is for (`apiOfScope`) */
+    otherApi(scope: KeyScope): Error;
     /** the key's budget is spent; without it the family's keys are not rate-limited (the console's) */
     rateLimited?(retryAfterSeconds: number): Error;
   };
-  otherScopes?: readonly KeyScope[];
+}
+
+/** Where a key of each scope is used, for the 403 a key of another API gets (one wording in every family). */
+export const apiOfScope: Record<KeyScope, string> = {
+  partner: 'the partner rental API (/v1 and /v2, header X-Auth-Token)',
+  tomp: 'the TOMP API (/edge/tomp, header X-Access-Token)',
+  insurance: 'the insurance trips feed (/v1/partner-apis/insurance, header X-Access-Token)',
+  ops: 'the operator console (/console)',
+};
+
+/** The scope of another API a key opens, when it is a live key of one; undefined for an unknown key. */
+export async function otherScopeOf(verifier: ApiKeyVerifier, key: string, own: KeyScope): Promise<KeyScope | undefined> {
+  for (const scope of KEY_SCOPES) if (scope !== own && (await verifier.verify(key, scope))) return scope;
+  return undefined;
 }
 
 export function apiKeyGate(app: AppContext, gate: ApiKeyGate): Koa.Middleware {
@@ -38,10 +51,9 @@ export function apiKeyGate(app: AppContext, gate: ApiKeyGate): Koa.Middleware {
     if (!key) throw gate.errors.missing();
     const principal = await verifier.verify(key, gate.scope);
     if (!principal) {
-      if (gate.errors.otherApi) {
-        for (const scope of gate.otherScopes ?? []) if (await verifier.verify(key, scope)) throw gate.errors.otherApi();
-      }
-      throw gate.errors.refused();
+      // a live key of another API is not an unknown key: say which API it opens
+      const other = await otherScopeOf(verifier, key, gate.scope);
+      throw other ? gate.errors.otherApi(other) : gate.errors.refused();
     }
     if (gate.errors.rateLimited) {
       const rate = await limiter.hit(principal.keyId, principal.rateLimitPerMinute);

@@ -90,8 +90,8 @@ export interface Endpoint<App, Code extends string, Auth extends string, Body = 
 export interface FamilyKit<App, Code extends string, Auth extends string> {
   /** the middleware in front of an endpoint of this auth kind (undefined: none) */
   auth(kind: Auth): Koa.Middleware | undefined;
-  /** the family's error for a parameter that is absent or does not match its schema */
-  invalidParam(code: Code | undefined, name: string, where: 'path' | 'query'): Error;
+  /** the family's error for a parameter that is absent (`missing`) or does not match its schema; its detail names the parameter */
+  invalidParam(code: Code | undefined, name: string, where: 'path' | 'query', missing: boolean): Error;
   /** reads the JSON body of `spec` and validates it against `spec.schema` */
   readBody(app: App, ctx: Koa.Context, spec: BodySpec & { schema: object }): Promise<unknown>;
   /**
@@ -146,9 +146,9 @@ function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> 
       }
       if (value === undefined && where === 'query' && !spec.required) continue;
       // a repeated query parameter is not one value
-      if (typeof value !== 'string') throw fail(code(''), name, where);
+      if (typeof value !== 'string') throw fail(code(''), name, where, value === undefined);
       const typed = coerce(value, spec.schema);
-      if (!validate(typed)) throw fail(code(value), name, where);
+      if (!validate(typed)) throw fail(code(value), name, where, false);
       out[name] = spec.lowercase && typeof typed === 'string' ? typed.toLowerCase() : typed;
     }
     return out;

@@ -38,6 +38,8 @@ export const ERRORS = {
   FailedToEndRentalNoParking: { status: 405, detail: 'not a parking area, cannot end' },
   FailedToEndRental: { status: 500, detail: 'unable to end rental' },
   InvalidInput: { status: 400, detail: 'invalid input' },
+  // a live key of another API (TOMP, insurer, ops): not an unknown key (docs/partner-api.md)
+  Forbidden: { status: 403, detail: 'this key does not give access to the partner rental API' },
   ActiveRentalNotFound: { status: 404, detail: 'no active rental' },
   // vehicles, pricing, zones
   BadVehicleCode: { status: 400, detail: 'vehicle code incorrect' },
