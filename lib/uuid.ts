@@ -30,6 +30,7 @@ export function uuidV5(name: string, namespace: string): string {
 export const UUID_V4_SCHEMA = {
   type: 'string',
   format: 'uuid',
+  maxLength: 36,
   pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$',
 } as const;
 

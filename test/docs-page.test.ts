@@ -1,7 +1,7 @@
 /**
  * The /docs page in a real browser: Debian's chromium, headless, driven by playwright-core. The
  * app listens on loopback; every request of the page to any other address is aborted and recorded,
- * so the page is proven to work offline. Checks that the operations of each of the three documents
+ * so the page is proven to work offline. Checks that the operations of each of the documents
  * render (through Swagger UI's selector and through our links) and saves test-artifacts/docs.png.
  * Skips with a message when /usr/bin/chromium is missing, fails under CI (test/support/browser.ts).
  */
@@ -47,11 +47,18 @@ describe('the /docs page in a browser', function () {
     await operation('/bookings/one-stop').waitFor({ state: 'visible', timeout: 30000 });
     await page.locator('select#select').selectOption({ label: DOCUMENT_TITLES.feeds });
     await operation('/v1/partner-apis/token').waitFor({ state: 'visible', timeout: 30000 });
+    await page.locator('select#select').selectOption({ label: DOCUMENT_TITLES.legacy });
     await operation('/en/{zoneID}/status_changes').waitFor({ state: 'visible', timeout: 30000 });
   });
 
   it('opens each document from our links', async () => {
-    for (const [key, path] of [['tomp', '/legs/{id}/events'], ['feeds', '/gbfs/v2/free_bike_status.json'], ['partner', '/v1/zone/info']] as const) {
+    const links = [
+      ['tomp', '/legs/{id}/events'],
+      ['feeds', '/gbfs/v2/free_bike_status.json'],
+      ['legacy', '/en/{zoneID}/trips'],
+      ['partner', '/v1/zone/info'],
+    ] as const;
+    for (const [key, path] of links) {
       await page.locator(`#documents a.doc-link[data-doc="${key}"]`).click();
       await page.waitForURL(`**/docs?doc=${key}`);
       await operation(path).waitFor({ state: 'visible', timeout: 30000 });

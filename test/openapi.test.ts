@@ -31,6 +31,8 @@ import { EXPORT_DIR, exportedFiles } from '../api/docs/export.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppContext } from '../lib/context.js';
+import { insertPartner } from './support/partner-fixtures.js';
+import { insertMaasPartner } from './support/tomp-fixtures.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
@@ -109,10 +111,8 @@ function compare(served: Served[], documented: Documented[]): { undocumented: st
   };
 }
 
-function documentedOps(doc: OpenApiDocument, prefix: string, which: 'main' | 'legacy' | 'all'): Documented[] {
-  return operationsOf(doc)
-    .filter(({ item }) => which === 'all' || (which === 'legacy') === Boolean(item.servers?.length))
-    .map(({ method, path }) => ({ method: method.toUpperCase(), path: prefix + path }));
+function documentedOps(doc: OpenApiDocument, prefix: string): Documented[] {
+  return operationsOf(doc).map(({ method, path }) => ({ method: method.toUpperCase(), path: prefix + path }));
 }
 
 // ---------- structure ----------
@@ -168,7 +168,10 @@ function structureProblems(doc: OpenApiDocument): string[] {
   const problems: string[] = [];
   if (doc.openapi !== '3.1.0') problems.push(`openapi is ${doc.openapi}`);
   if (!doc.info?.title || !doc.info?.version) problems.push('info.title and info.version are required');
+  // one server: a client with one base URL reaches every path of the document
+  if (doc.servers.length !== 1) problems.push(`${doc.servers.length} servers, not one`);
   for (const s of doc.servers) if (!/^https?:\/\//.test(s.url)) problems.push(`server url not absolute: ${s.url}`);
+  for (const [path, item] of Object.entries(doc.paths)) if ('servers' in item) problems.push(`${path}: a path with servers of its own`);
 
   const refs: { ref: string; at: string }[] = [];
   collectRefs(doc, '#', refs);
@@ -285,18 +288,18 @@ describe('OpenAPI documents', function () {
   });
 
   describe('served routes and documented operations are the same set', () => {
-    const families: { name: string; build: (c: AppContext) => unknown; doc: DocumentNameKey; prefix: string; which: 'main' | 'legacy' | 'all' }[] = [
-      { name: 'partner (api/partner)', build: partnerRoutes, doc: 'partner', prefix: '', which: 'all' },
-      { name: 'TOMP (api/tomp)', build: tompRoutes, doc: 'tomp', prefix: '/edge/tomp', which: 'all' },
-      { name: 'feeds, main host (api/feeds)', build: feedRoutes, doc: 'feeds', prefix: '', which: 'main' },
-      { name: 'feeds, legacy host (api/legacy)', build: legacyRoutes, doc: 'feeds', prefix: '', which: 'legacy' },
+    const families: { name: string; build: (c: AppContext) => unknown; doc: DocumentNameKey; prefix: string }[] = [
+      { name: 'partner (api/partner)', build: partnerRoutes, doc: 'partner', prefix: '' },
+      { name: 'TOMP (api/tomp)', build: tompRoutes, doc: 'tomp', prefix: '/edge/tomp' },
+      { name: 'feeds, main host (api/feeds)', build: feedRoutes, doc: 'feeds', prefix: '' },
+      { name: 'feeds, legacy host (api/legacy)', build: legacyRoutes, doc: 'legacy', prefix: '' },
     ];
     for (const f of families) {
       it(f.name, () => {
         const routers = routersOf(() => f.build(t.ctx));
         const served = servedRoutes(routers);
         expect(served.length, 'no routes found: did the family stop using @koa/router?').to.be.greaterThan(0);
-        const diff = compare(served, documentedOps(docs[f.doc], f.prefix, f.which));
+        const diff = compare(served, documentedOps(docs[f.doc], f.prefix));
         expect(diff, `served but not documented:\n  ${diff.undocumented.join('\n  ') || '-'}\ndocumented but not served:\n  ${diff.unserved.join('\n  ') || '-'}\n`).to.deep.equal({
           undocumented: [],
           unserved: [],
@@ -362,10 +365,10 @@ describe('OpenAPI documents', function () {
       expect(wrong).to.deep.equal([]);
     });
 
-    it('documents 401, 429 with Retry-After on every API-key endpoint and 413 on every JSON body', () => {
+    it('documents 401, 403, 429 with Retry-After on every API-key endpoint and 413 on every JSON body', () => {
       for (const { op } of operationsOf(docs.partner)) {
         if (op.security?.length) {
-          expect(op.responses, op.operationId).to.include.keys('401', '429');
+          expect(op.responses, op.operationId).to.include.keys('401', '403', '429');
           expect(resolved(docs.partner, op.responses['429'])!.headers, op.operationId).to.have.property('Retry-After');
         }
         if (op.requestBody?.content['application/json']) expect(op.responses, op.operationId).to.include.keys('413');
@@ -383,21 +386,64 @@ describe('OpenAPI documents', function () {
     expect(docs.tomp.components.schemas!.TompError).to.deep.include({ required: ['status', 'detail'] });
   });
 
-  it('feeds: OAuth2 client credentials on both hosts, legacy paths on the legacy server, versioned media types', () => {
+  it('feeds: one document per host, OAuth2 client credentials on both, versioned media types', () => {
     const s = docs.feeds.components.securitySchemes as any;
     expect(s.FeedOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicBaseUrl}/v1/partner-apis/token`);
+    // GBFS 2.2 is on the main host and takes the legacy host's tokens too
     expect(s.LegacyOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicLegacyUrl}/token`);
+    expect(docs.feeds.paths['/gbfs/v2/{language}/{file}.json']!.get!.security).to.deep.equal([{ LegacyOAuth: [] }, { FeedOAuth: [] }]);
+    expect(docs.feeds.servers.map((x) => x.url)).to.deep.equal([t.ctx.config.publicBaseUrl]);
+    expect(docs.legacy.servers.map((x) => x.url)).to.deep.equal([t.ctx.config.publicLegacyUrl]);
+    expect((docs.legacy.components.securitySchemes as any).LegacyOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicLegacyUrl}/token`);
     for (const p of ['/token', '/en/{zoneID}/trips', '/en/{zoneID}/status_changes', '/en/{zoneID}/events', '/en/{zoneID}/vehicles']) {
-      expect(docs.feeds.paths[p]!.servers, p).to.deep.equal([{ url: t.ctx.config.publicLegacyUrl, description: 'legacy MDS host' }]);
+      expect(docs.legacy.paths, p).to.have.property(p);
+      expect(docs.feeds.paths, p).not.to.have.property(p);
     }
     const trips = docs.feeds.paths['/v1/partner-apis/mds/{zoneID}/trips']!.get!.responses;
     expect(trips).to.include.keys('200', '202', '304', '400', '401', '403', '404', '406');
     expect((trips['200'] as Response).content).to.have.key('application/vnd.mds+json;version=2.0');
-    expect((docs.feeds.paths['/en/{zoneID}/trips']!.get!.responses['200'] as Response).content).to.have.keys(
+    expect((docs.legacy.paths['/en/{zoneID}/trips']!.get!.responses['200'] as Response).content).to.have.keys(
       'application/vnd.mds+json;version=1.2',
       'application/vnd.mds.provider+json;version=0.4',
     );
     expect((docs.feeds.paths['/v1/partner-apis/insurance/{zoneID}/trips']!.get!.responses['200'] as Response).content).to.have.key('application/vnd.insurance+json;version=2.0');
+  });
+
+  describe('every API-key operation, called with a valid key (its own API’s, then another’s), answers with the documented headers', () => {
+    // what the gate adds to every answer once it knows the key (lib/openapi/rate-limit.ts), and the
+    // other headers a document declares required; an answer carrying a rate-limit or Retry-After
+    // header the document does not declare for its status fails too. A key of the other API gets
+    // the gate's documented 403, without rate-limit headers.
+    const header = { partner: 'X-Auth-Token', tomp: 'X-Access-Token' } as const;
+    for (const name of ['partner', 'tomp'] as const) {
+      it(name, async () => {
+        const doc = docs[name];
+        const app = buildApp(t.ctx).callback();
+        const own = name === 'partner' ? (await insertPartner(t.ctx.db)).key : (await insertMaasPartner(t.ctx.db)).key;
+        const other = name === 'partner' ? (await insertMaasPartner(t.ctx.db)).key : (await insertPartner(t.ctx.db)).key;
+        const problems: string[] = [];
+        const calls = operationsOf(doc)
+          .filter(({ op }) => op.security?.length)
+          .flatMap((o) => [{ ...o, key: own, status: undefined }, { ...o, key: other, status: 403 }]);
+        for (const { method, path, op, key, status } of calls) {
+          const url = (name === 'tomp' ? '/edge/tomp' : '') + concrete(path).replace(/\{|\}/g, '');
+          const res = await (request(app) as any)[method](url).set(header[name], key).set('Accept', '*/*');
+          const where = `${method.toUpperCase()} ${url} ${res.status}`;
+          if (status && res.status !== status) problems.push(`${where}: a key of another API, not ${status}`);
+          const documented = resolved(doc, op.responses[String(res.status)]);
+          if (!documented) {
+            problems.push(`${where}: status not documented (${JSON.stringify(res.body).slice(0, 120)})`);
+            continue;
+          }
+          const declared = Object.entries(documented.headers ?? {}).map(([h, d]) => ({ h: h.toLowerCase(), required: Boolean((d as { required?: boolean }).required) }));
+          for (const d of declared) if (d.required && res.headers[d.h] === undefined) problems.push(`${where}: documented header ${d.h} missing`);
+          for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'retry-after']) {
+            if (res.headers[h] !== undefined && !declared.some((d) => d.h === h)) problems.push(`${where}: ${h} sent but not documented`);
+          }
+        }
+        expect(problems).to.deep.equal([]);
+      });
+    }
   });
 
   describe('every documented operation, called without credentials, answers as documented', () => {
@@ -409,9 +455,9 @@ describe('OpenAPI documents', function () {
         const ajv = newAjv();
         const problems: string[] = [];
         const prefix = name === 'tomp' ? '/edge/tomp' : '';
-        for (const { method, path, item, op } of operationsOf(doc)) {
+        for (const { method, path, op } of operationsOf(doc)) {
           const url = prefix + concrete(path).replace(/\{|\}/g, '');
-          const server = item.servers?.length ? legacy : main;
+          const server = name === 'legacy' ? legacy : main;
           const res = await (request(server) as any)[method](url).set('Accept', '*/*');
           // without credentials every route answers before looking anything up: a 404/405 means the request never reached it
           if (res.status === 404 || res.status === 405) {
@@ -457,7 +503,7 @@ describe('OpenAPI documents', function () {
       await request(app.callback()).get('/openapi/nope.json').expect(404);
     });
 
-    it('/docs links the bundled Swagger UI and the three documents, no outside address', async () => {
+    it('/docs links the bundled Swagger UI and every document, no outside address', async () => {
       const res = await request(app.callback()).get('/docs').expect(200).expect('Content-Type', /text\/html/);
       expect(res.headers['content-security-policy']).to.match(/script-src 'self'/);
       for (const a of ['/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui-standalone-preset.js', '/docs/init.js']) {

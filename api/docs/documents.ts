@@ -1,13 +1,15 @@
 /**
- * The three OpenAPI 3.1 documents of the platform, built from the families' endpoint tables and the
- * running configuration (their `servers` and OAuth token URLs name this deployment). Served by
- * api/docs (GET /openapi/*.json) and exported to docs/openapi/ by bin/export-openapi.ts.
+ * The four OpenAPI 3.1 documents of the platform, built from the families' endpoint tables and the
+ * running configuration (their `servers` and OAuth token URLs name this deployment). One document
+ * per API and host, each with one server: the partner API, TOMP, the main host's feeds and the
+ * legacy MDS host's. Served by api/docs (GET /openapi/*.json) and exported to docs/openapi/ by
+ * bin/export-openapi.ts.
  */
 import type { Config } from '../../lib/config.js';
 import type { OpenApiDocument } from '../../lib/openapi/common.js';
 import { partnerDocument } from '../../lib/openapi/partner.js';
 import { tompDocument } from '../../lib/openapi/tomp.js';
-import { feedsDocument } from '../../lib/openapi/feeds.js';
+import { feedsDocument, legacyFeedsDocument } from '../../lib/openapi/feeds.js';
 import { PARTNER_ENDPOINTS } from '../partner/endpoints.js';
 import { TOMP_ENDPOINTS } from '../tomp/endpoints.js';
 import { FEED_ENDPOINTS } from '../feeds/endpoints.js';
@@ -16,19 +18,21 @@ import { LEGACY_ENDPOINTS } from '../legacy/endpoints.js';
 export type { OpenApiDocument } from '../../lib/openapi/common.js';
 export { operationsOf, HTTP_METHODS } from '../../lib/openapi/common.js';
 
-export const DOCUMENT_NAMES = ['partner', 'tomp', 'feeds'] as const;
+export const DOCUMENT_NAMES = ['partner', 'tomp', 'feeds', 'legacy'] as const;
 export type DocumentName = (typeof DOCUMENT_NAMES)[number];
 
 export const DOCUMENT_TITLES: Record<DocumentName, string> = {
   partner: 'Partner rental API',
   tomp: 'TOMP booking API',
-  feeds: 'Data feeds (MDS, GBFS, insurance)',
+  feeds: 'Data feeds (MDS 2.0, GBFS, insurance)',
+  legacy: 'Legacy MDS feeds (1.2 / 0.4, legacy host)',
 };
 
 export function openApiDocuments(config: Pick<Config, 'publicBaseUrl' | 'publicLegacyUrl'>): Record<DocumentName, OpenApiDocument> {
   return {
     partner: partnerDocument(PARTNER_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
     tomp: tompDocument(TOMP_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl }),
-    feeds: feedsDocument(FEED_ENDPOINTS, LEGACY_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
+    feeds: feedsDocument(FEED_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
+    legacy: legacyFeedsDocument(LEGACY_ENDPOINTS, { publicBaseUrl: config.publicBaseUrl, publicLegacyUrl: config.publicLegacyUrl }),
   };
 }

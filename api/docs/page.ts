@@ -1,7 +1,7 @@
 /**
  * The /docs page and its start script. The script is a separate file (no inline script, so the
- * page runs under `script-src 'self'`). Three links above Swagger UI's own selector switch between
- * the documents; `?doc=partner|tomp|feeds` chooses the one shown first.
+ * page runs under `script-src 'self'`). One link per document above Swagger UI's own selector switches
+ * between them; `?doc=partner|tomp|feeds|legacy` chooses the one shown first.
  */
 
 export interface DocLink {

@@ -1,7 +1,7 @@
 /**
- * The API documentation of the main host: GET /openapi/{partner,tomp,feeds}.json (the OpenAPI 3.1
- * documents of lib/openapi, built once from the configuration) and GET /docs, a Swagger UI page
- * with a selector for the three documents. Swagger UI comes from the bundled swagger-ui-dist
+ * The API documentation of the main host: GET /openapi/{partner,tomp,feeds,legacy}.json (the OpenAPI
+ * 3.1 documents of lib/openapi, built once from the configuration) and GET /docs, a Swagger UI
+ * page with a selector for the documents. Swagger UI comes from the bundled swagger-ui-dist
  * package and is served from node_modules under /docs/assets/: the page loads nothing from
  * elsewhere, so it works offline and behind a strict Content-Security-Policy (no inline script).
  */

@@ -20,23 +20,28 @@ import { publicationsIndex } from './publications-index.js';
 import { mdsEventsRecent, mdsVehicles, mdsVehicleStatus } from './realtime.js';
 import { monthlyReport } from './reports.js';
 import { tokenEndpoint } from './token.js';
+import { oauthMetadataEndpoint } from './discovery.js';
 
 const MDS = MDS_2_0.contentType;
 const BASE = '/v1/partner-apis/mds/{zoneID}';
 
 const ms = (description: string): ParamSpec => ({
   description: `${description}, integer milliseconds since the Unix epoch`,
-  schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+  schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' },
   required: true,
 });
 export const PAGE_PARAMS: Record<string, ParamSpec> = {
-  limit: { description: `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`, schema: { type: 'integer', minimum: 1, maximum: EVENTS_PAGE_MAX } },
-  cursor: { description: 'from the previous page’s next link, unchanged (signed: it pins the zone, window, limit and the set of events of the first page)', schema: { type: 'string' } },
+  limit: { description: `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`, schema: { type: 'integer', format: 'int32', minimum: 1, maximum: EVENTS_PAGE_MAX } },
+  cursor: {
+    description: 'from the previous page’s next link, unchanged (signed: it pins the zone, window, limit and the set of events of the first page)',
+    // as api/feeds/paging.ts decodes it: base64url payload, a dot, base64url signature, 1024 characters at most
+    schema: { type: 'string', maxLength: 1024, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
+  },
 };
 export const PAGING =
   `Paged: at most \`limit\` events per page in (timestamp, event_id) order. Follow the next link unchanged until it is null: every event of the window ` +
   'that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those). ';
-const DEVICE = { deviceID: { description: 'the MDS device_id (UUID)', schema: { type: 'string', format: 'uuid' } } };
+const DEVICE = { deviceID: { description: 'the MDS device_id (UUID)', schema: { type: 'string', format: 'uuid', maxLength: 36 } } };
 
 const mdsOk = (description: string, record: string): Record<number, ResponseSpec> => ({ 200: { description, content: { [MDS]: schemaRef(record) } } });
 const mdsAccess = (endpoint: 'trips' | 'events' | 'telemetry'): HourFileSpec['access'] => {
@@ -62,13 +67,15 @@ const gbfsFiles = (version: '2.2' | '3.0') => {
   return { description: `a GBFS ${version} file name`, schema: { type: 'string', enum: [...files] } };
 };
 const gbfsOk = (description: string, version: '2.2' | '3.0'): Record<number, ResponseSpec> => ({
-  200: { description, content: { 'application/json': { oneOf: GBFS_FILES[version].map((f) => ({ title: `${f.file}.json`, ...schemaRef(f.schema) })) } } },
+  // anyOf: the files share their head (version, ttl, last_updated), so one body can match several schemas
+  200: { description, content: { 'application/json': { anyOf: GBFS_FILES[version].map((f) => ({ title: `${f.file}.json`, ...schemaRef(f.schema) })) } } },
 });
 
 const INSURANCE_ACCESS = { family: 'insurance', endpoint: 'trips' } as const;
 
 export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
   tokenEndpoint('feedToken', '/v1/partner-apis/token', 'main host'),
+  oauthMetadataEndpoint('feedOAuthMetadata', 'main', '/v1/partner-apis/token'),
   {
     operationId: 'mdsTrips',
     method: 'get',
@@ -102,6 +109,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/vehicles/status/{deviceID}`,
     summary: 'Status of one vehicle',
+    description: 'The most recent event and telemetry of one vehicle of the zone, as an array of one (without `links`).',
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM, ...DEVICE },
@@ -115,6 +123,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/vehicles`,
     summary: 'All vehicles of the zone',
+    description: 'Every vehicle of the zone with its properties: device and provider id, printed code, type, propulsion, maximum speed.',
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
@@ -128,6 +137,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/vehicles/{deviceID}`,
     summary: 'One vehicle',
+    description: 'One vehicle of the zone, as an array of one (without `links`).',
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM, ...DEVICE },
@@ -163,6 +173,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/events/historical`,
     summary: 'Events of one UTC hour',
+    description: 'The vehicle events whose timestamp falls in the hour, precomputed like trips. A future hour, or one before the zone existed, is 404; a published hour without events is 200 with an empty array.',
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
@@ -202,7 +213,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
       'MaaS trips that started in the month (in the area: started inside it); riders are distinct users. Privacy: a count from 1 to 10 is `-1`.',
     tag: 'MDS 2.0',
     auth: 'feedToken',
-    params: { zoneID: ZONE_PARAM, file: { description: 'the month: YYYY-MM.csv', schema: { type: 'string', pattern: '^[0-9]{4}-(0[1-9]|1[0-2])\\.csv$' }, example: '2026-10.csv' } },
+    params: { zoneID: ZONE_PARAM, file: { description: 'the month: YYYY-MM.csv', schema: { type: 'string', maxLength: 11, pattern: '^[0-9]{4}-(0[1-9]|1[0-2])\\.csv$' }, example: '2026-10.csv' } },
     responses: { 200: { description: 'the report', content: { 'text/csv': { type: 'string' } } } },
     errors: [{ 400: ['a file name other than YYYY-MM.csv, malformed zone id'], 404: ['unknown zone, or a month not reported (yet)'] }],
     feed: { file: true },
@@ -261,7 +272,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
       'A system whose zones speak several languages (Berlin de, Copenhagen da) is published once per language: its gbfs.json is keyed by language and lists these URLs, whose texts (price descriptions, alerts) are in that language. `/gbfs/v2/{file}.json` is the first zone’s language.',
     tag: 'GBFS 2.2',
     auth: 'eitherToken',
-    params: { language: { description: 'a language of the system, as its gbfs.json keys it', schema: { type: 'string', pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } }, file: gbfsFiles('2.2') },
+    params: { language: { description: 'a language of the system, as its gbfs.json keys it', schema: { type: 'string', maxLength: 6, pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } }, file: gbfsFiles('2.2') },
     responses: gbfsOk('the file (version 2.2) in that language', '2.2'),
     errors: [{ 400: ['none expected'], 404: ['unknown file, or a language the caller’s system does not have'] }],
     feed: { file: true },

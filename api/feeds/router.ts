@@ -1,6 +1,7 @@
 /**
  * The feed routes of the main host: the token endpoint, MDS 2.0, GBFS 3.0 (/v1/partner-apis/...),
- * GBFS 2.2 (/gbfs/v2/...) and insurance. Requests outside these prefixes pass through untouched;
+ * GBFS 2.2 (/gbfs/v2/...), insurance and the token endpoint's RFC 8414 metadata
+ * (/.well-known/oauth-authorization-server). Requests outside these prefixes pass through untouched;
  * inside them every answer, errors included, is in the feed error format.
  */
 import { routeMiss } from '../../lib/http/route-miss.js';
@@ -12,9 +13,10 @@ import { feedErrors, FeedError, notFound } from './errors.js';
 import { mountEndpoints } from '../../lib/http/endpoints.js';
 import { feedKit, hotFilesOf } from './endpoint.js';
 import { FEED_ENDPOINTS } from './endpoints.js';
+import { OAUTH_METADATA_PATH } from './discovery.js';
 import type { FastHourFile } from './hot-path.js';
 
-const PREFIXES = ['/v1/partner-apis/', '/gbfs/v2/'];
+const PREFIXES = ['/v1/partner-apis/', '/gbfs/v2/', OAUTH_METADATA_PATH];
 
 type Layer = { methods: string[] };
 

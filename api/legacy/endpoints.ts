@@ -2,7 +2,7 @@
  * The legacy MDS host's table (LEGACY_PORT): POST /token and the 1.2 / 0.4 provider feeds under
  * /en/{zoneID}. The version comes from Accept, which must name 1.2 or 0.4 (else 406 listing both);
  * only city clients read these feeds. Hours not published yet answer 404 with a body that says so.
- * Mounted by ./router.ts, described by lib/openapi/feeds.ts (on the legacy server), and its hourly
+ * Mounted by ./router.ts, described by lib/openapi/feeds.ts (the legacy host's document), and its hourly
  * files are the legacy hot path's routes.
  */
 import type { FeedAccess } from '../../lib/feeds/roles.js';
@@ -14,6 +14,7 @@ import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { legacyGate } from '../feeds/gates.js';
 import { single, timeHourParam } from '../feeds/params.js';
 import { tokenEndpoint } from '../feeds/token.js';
+import { oauthMetadataEndpoint } from '../feeds/discovery.js';
 import { legacyEvents, legacyVehicles } from './realtime.js';
 
 const TYPES = [MDS_1_2.contentType, MDS_0_4.contentType];
@@ -43,6 +44,7 @@ const notFoundHour = 'unknown zone, future hour, hour before the zone existed, o
 
 export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
   tokenEndpoint('legacyToken', '/token', 'legacy host'),
+  oauthMetadataEndpoint('legacyOAuthMetadata', 'legacy', '/token'),
   {
     operationId: 'legacyTrips',
     method: 'get',
@@ -81,8 +83,8 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
     query: {
-      start_time: { description: 'start of the window (inclusive), integer milliseconds since the Unix epoch', schema: { type: 'string', pattern: '^[0-9]{1,15}$' }, required: true },
-      end_time: { description: 'end of the window (exclusive), integer milliseconds since the Unix epoch', schema: { type: 'string', pattern: '^[0-9]{1,15}$' }, required: true },
+      start_time: { description: 'start of the window (inclusive), integer milliseconds since the Unix epoch', schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' }, required: true },
+      end_time: { description: 'end of the window (exclusive), integer milliseconds since the Unix epoch', schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' }, required: true },
       ...PAGE_PARAMS,
     },
     responses: ok('one page of the status changes of the window', 'LegacyStatusChanges'),

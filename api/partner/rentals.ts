@@ -27,8 +27,13 @@ const rentals = (description: string) => ({ 200: { description, schema: dataOf(R
 const signed = {
   params: { id: { description: 'rental id (UUID v4)', schema: UUID_V4_SCHEMA, invalid: 'ErrInvalidURLSignature' as const } },
   query: {
-    expires: { description: 'expiry of the link, Unix seconds (part of the signed URL)', schema: { type: 'string', pattern: '^[0-9]{1,12}$' }, required: true, invalid: 'ErrInvalidURLSignature' as const },
-    sig: { description: 'HMAC signature of the link (part of the signed URL)', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,128}$' }, required: true, invalid: 'ErrInvalidURLSignature' as const },
+    expires: {
+      description: 'expiry of the link, Unix seconds (part of the signed URL)',
+      schema: { type: 'string', maxLength: 12, pattern: '^[0-9]{1,12}$' },
+      required: true,
+      invalid: 'ErrInvalidURLSignature' as const,
+    },
+    sig: { description: 'HMAC signature of the link (part of the signed URL)', schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9_-]{1,128}$' }, required: true, invalid: 'ErrInvalidURLSignature' as const },
   },
 };
 
@@ -92,6 +97,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     method: 'get',
     path: '/v1/rental/user/{id}/active',
     summary: "The user's running rental",
+    description: 'The rental of the user in state RUNNING, as an array of one; 404 ActiveRentalNotFound when the user has none.',
     tag: 'Rentals',
     auth: 'apiKey',
     params: { id: idParam('user id (UUID v4)', 'InvalidInput', '3f1c2a4e-8d2b-4c1e-9f7a-1b2c3d4e5f60') },
@@ -113,7 +119,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     tag: 'Rentals',
     auth: 'apiKey',
     params: { id: idParam('user id (UUID v4)', 'InvalidUserId', '3f1c2a4e-8d2b-4c1e-9f7a-1b2c3d4e5f60') },
-    query: { limit: { description: 'at most this many rentals (default and maximum 1000)', schema: { type: 'integer', minimum: 1, maximum: 1000 }, invalid: 'InvalidInput' } },
+    query: { limit: { description: 'at most this many rentals (default and maximum 1000)', schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1000 }, invalid: 'InvalidInput' } },
     responses: rentals('the rentals of the user'),
     errors: [{ 404: ['ErrUserNotFound'] }],
     handle: async (app, ctx, { params, query }) => {
@@ -154,7 +160,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     auth: 'signedUrl',
     ...signed,
     // read by the handler: the signature is checked before a byte of the photo is
-    body: { mediaType: 'image/jpeg', required: true, description: 'the JPEG photo, raw bytes' },
+    body: { mediaType: 'image/jpeg', required: true, description: 'the JPEG photo, raw bytes, at most MAX_PHOTO_BYTES (10 MiB by default; 413 beyond)' },
     responses: { 200: { description: 'the parking decision', schema: PhotoDecisionRecord } },
     errors: [
       {

@@ -59,6 +59,7 @@ function userEndpoints(plural: boolean): PartnerEndpoint[] {
       method: 'get',
       path: path('/v1/user/id/{id}'),
       summary: `Get a user${alias}`,
+      description: 'The user as registered by this partner (the key’s); a user of another partner, or an erased one, is 404 ErrUserNotFound.',
       tag: 'Users',
       auth: 'apiKey',
       params: userId,

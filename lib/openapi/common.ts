@@ -10,7 +10,7 @@ export type Schema = Record<string, unknown>;
 export interface OpenApiDocument {
   openapi: '3.1.0';
   info: { title: string; version: string; description: string; [k: string]: unknown };
-  servers: { url: string; description?: string }[];
+  servers: Server[];
   tags?: { name: string; description?: string }[];
   paths: Record<string, PathItem>;
   components: {
@@ -25,10 +25,21 @@ export interface OpenApiDocument {
 
 export type SecurityRequirement = Record<string, string[]>;
 
+/**
+ * The one server of a document (a document describes one host: a client with one base URL reaches
+ * every path of it). `x-internal: false`: every document here is for outside integrators.
+ */
+export interface Server {
+  url: string;
+  description: string;
+  'x-internal': false;
+}
+
+export const server = (url: string, description: string): Server => ({ url, description, 'x-internal': false });
+
 export interface PathItem {
   summary?: string;
   description?: string;
-  servers?: { url: string; description?: string }[];
   parameters?: (Parameter | Ref)[];
   get?: Operation;
   put?: Operation;
@@ -90,7 +101,9 @@ export const schemaRef = (name: string): Schema => ({ $ref: `#/components/schema
 /**
  * A code schema (ajv's default dialect, draft-07) in the dialect of OpenAPI 3.1 (JSON Schema
  * 2020-12), as a deep copy: tuple `items: [...]` becomes `prefixItems` (with `additionalItems` as
- * `items`), `definitions` becomes `$defs`. The code's schema objects are never modified. With
+ * `items`), `definitions` becomes `$defs`, and `x-required` (members a route checks itself, so that
+ * a missing one answers its own error code rather than the schema's) joins `required`: for clients
+ * they are required all the same. The code's schema objects are never modified. With
  * `refs`, a schema object that is a named component (by identity) becomes its `$ref`, except `root`.
  */
 export function oas(schema: object, refs?: ReadonlyMap<object, string>, root?: object): Schema {
@@ -117,8 +130,11 @@ function convert(node: unknown, refs: ReadonlyMap<object, string> | undefined, r
       out.$defs = convert(v, refs, root);
       continue;
     }
+    if (k === 'x-required' && Array.isArray(v)) continue;
     out[k] = convert(v, refs, root);
   }
+  const checkedByRoute = (node as { 'x-required'?: unknown })['x-required'];
+  if (Array.isArray(checkedByRoute)) out.required = [...new Set([...(Array.isArray(out.required) ? out.required : []), ...checkedByRoute])];
   return out;
 }
 
@@ -151,6 +167,34 @@ export const json = (schema: Schema, example?: unknown, type = 'application/json
 export const header = (description: string, schema: Schema = { type: 'string' }, required = false): Header => ({ description, schema, ...(required ? { required } : {}) });
 
 export { UUID_V4_SCHEMA as UUID_V4 } from '../uuid.js';
+
+/**
+ * Of `components`, the ones `root` reaches through `$ref`s, directly or through other components:
+ * a document built from a shared catalogue (the feed schemas of both hosts) carries only its own.
+ */
+export function reachable<T extends Record<string, Record<string, unknown> | undefined>>(root: unknown, components: T): T {
+  const seen = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) {
+        if (k === '$ref' && typeof v === 'string' && v.startsWith('#/components/') && !seen.has(v)) {
+          seen.add(v);
+          const [, , kind, name] = v.split('/');
+          visit(components[kind!]?.[name!]);
+        } else visit(v);
+      }
+    }
+  };
+  visit(root);
+  const out: Record<string, Record<string, unknown> | undefined> = {};
+  for (const [kind, all] of Object.entries(components)) {
+    if (!all) continue;
+    const kept = Object.entries(all).filter(([name]) => seen.has(`#/components/${kind}/${name}`));
+    if (kept.length) out[kind] = Object.fromEntries(kept);
+  }
+  return out as T;
+}
 
 /** Every (method, path) a document describes, in document order. */
 export function operationsOf(doc: OpenApiDocument): { method: HttpMethod; path: string; item: PathItem; op: Operation }[] {

@@ -5,7 +5,7 @@
  * auth kinds are documented and how its errors are rendered in the document.
  */
 import type { Endpoint, ParamSpec, ResponseSpec } from '../http/endpoints.js';
-import type { HttpMethod, MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
+import type { Header, MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
 
 export interface DocFamily<Code extends string, Auth extends string> {
   security(auth: Auth): SecurityRequirement[];
@@ -15,8 +15,12 @@ export interface DocFamily<Code extends string, Auth extends string> {
   schema(s: object): Schema;
   /** parameters the family adds to a row's (conditional request headers of a file) */
   parameters?(e: Endpoint<unknown, Code, Auth>): Parameter[];
-  /** what the path item of a row carries besides its operations (the servers of another host) */
-  pathItem?(e: Endpoint<unknown, Code, Auth>): Omit<PathItem, HttpMethod>;
+  /**
+   * headers every answer of the row with this status carries besides its own (the rate-limit
+   * headers of an API-key family, ./rate-limit.ts); added to each response the operation holds
+   * inline, so a family's shared components ($ref) must carry them themselves
+   */
+  headers?(e: Endpoint<unknown, Code, Auth>, status: number): Record<string, Header> | undefined;
 }
 
 function parameter(name: string, where: 'path' | 'query' | 'header', p: ParamSpec, schema: (s: object) => Schema): Parameter {
@@ -30,8 +34,9 @@ function parameter(name: string, where: 'path' | 'query' | 'header', p: ParamSpe
   };
 }
 
+/** A body of the row's schema; without one, bytes of the media type (OpenAPI 3.1's binary content: no `type`, its length is no JSON Schema's). */
 function content(mediaType: string, body: object | undefined, schema: (s: object) => Schema, example?: unknown): Record<string, MediaType> {
-  return { [mediaType]: { schema: body ? schema(body) : { type: 'string', contentMediaType: mediaType }, ...(example === undefined ? {} : { example }) } };
+  return { [mediaType]: { schema: body ? schema(body) : { contentMediaType: mediaType }, ...(example === undefined ? {} : { example }) } };
 }
 
 function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
@@ -52,6 +57,11 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
     ...(family.parameters?.(e) ?? []),
   ];
   const success = Object.fromEntries(Object.entries(e.responses).map(([status, r]) => [status, response(r, family.schema)]));
+  const responses: Record<string, Response | Ref> = { ...success, ...family.errors(e) };
+  for (const [status, r] of Object.entries(responses)) {
+    const extra = '$ref' in r ? undefined : family.headers?.(e, Number(status));
+    if (extra) responses[status] = { ...r, headers: { ...(r as Response).headers, ...extra } };
+  }
   return {
     operationId: e.operationId,
     summary: e.summary,
@@ -68,7 +78,7 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
           },
         }
       : {}),
-    responses: { ...success, ...family.errors(e) },
+    responses,
     security: family.security(e.auth),
   };
 }
@@ -77,7 +87,7 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
 export function pathsOf<Code extends string, Auth extends string>(endpoints: ReadonlyArray<Endpoint<any, Code, Auth, any>>, family: DocFamily<Code, Auth>): Record<string, PathItem> {
   const paths: Record<string, PathItem> = {};
   for (const e of endpoints) {
-    const item = (paths[e.path] ??= { ...(family.pathItem?.(e) ?? {}) });
+    const item = (paths[e.path] ??= {});
     if (item[e.method]) throw new Error(`endpoint table: ${e.method.toUpperCase()} ${e.path} declared twice`);
     item[e.method] = operationOf(e, family);
   }

@@ -6,23 +6,19 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { ERRORS, type RentalErrorCode } from '../rentals/errors.js';
-import type { Header, Ref, Response } from './common.js';
-import { header, ref, schemaRef } from './common.js';
+import { JsonApiErrorsRecord } from '../../schemas/partner/responses.js';
+import type { Header, Ref, Response, Schema } from './common.js';
+import { header, oas, ref, schemaRef } from './common.js';
+import { rateLimitHeaders, retryAfter } from './rate-limit.js';
 
 export type ErrorTable = Partial<Record<number, RentalErrorCode[]>>;
 
-const RETRY_AFTER = header('seconds to wait before retrying', { type: 'integer', minimum: 0 }, true);
-
 const HEADERS: Partial<Record<number, Record<string, Header>>> = {
-  401: { 'WWW-Authenticate': header('`Bearer realm="partner-api"`', { type: 'string' }, true) },
-  429: {
-    'Retry-After': RETRY_AFTER,
-    'X-RateLimit-Limit': header('requests per minute allowed for the key', { type: 'integer' }),
-    'X-RateLimit-Remaining': header('requests left in the current minute', { type: 'integer' }),
-  },
+  401: { 'WWW-Authenticate': header('`Bearer realm="partner-api"`', { type: 'string', maxLength: 64 }, true) },
+  429: { 'Retry-After': retryAfter() },
   // RFC 9110 §15.5.6; the business 405s (UserTooFarFromVehicle, ZoneIsSleeping ...) carry it too
-  405: { Allow: header('the methods of this endpoint, e.g. `POST`', { type: 'string' }, true) },
-  503: { 'Retry-After': RETRY_AFTER },
+  405: { Allow: header('the methods of this endpoint, e.g. `POST`', { type: 'string', maxLength: 64 }, true) },
+  503: { 'Retry-After': retryAfter() },
 };
 
 /** The body of one error, exactly as the renderer writes it. */
@@ -35,6 +31,8 @@ const DETAILS: Partial<Record<string, string>> = {
   'InvalidParkingPhoto@415': 'Content-Type must be image/jpeg',
   'InvalidParkingPhoto@413': 'body exceeds 10485760 bytes',
   'RequestTooLarge@413': 'body exceeds 65536 bytes',
+  // the gate names the API the key is for (lib/http/api-key-gate.ts apiOfScope), here a TOMP key
+  'Forbidden@403': 'this key does not give access to the partner rental API; it is a key of the TOMP API (/edge/tomp, header X-Access-Token)',
 };
 
 /** Top-level members and meta an error carries beside `errors` (RentalError.members / meta). */
@@ -42,7 +40,29 @@ const EXTRAS: Partial<Record<string, { members: Record<string, unknown>; meta: R
   'ValidateParkingPhotoFailed@422': { members: { decision: 'bad-photo' }, meta: { decision: 'bad-photo' } },
 };
 
-export function errorResponse(status: number, codes: RentalErrorCode[], description?: string): Response {
+/**
+ * The body schema of one error response: JsonApiErrorsRecord whose error objects are JsonApiError
+ * narrowed to this status and these codes (`allOf` on the item, the one shape Redocly's example
+ * check follows), with `decision` only where one of the codes answers with it. `x-error-codes`
+ * lists the codes for readers and tests.
+ */
+function errorSchema(status: number, codes: RentalErrorCode[]): Schema {
+  const { errors, decision } = JsonApiErrorsRecord.properties;
+  const narrowed = { type: 'object', properties: { status: { const: String(status) }, code: { enum: codes } } };
+  const withDecision = codes.some((c) => EXTRAS[`${c}@${status}`]?.members.decision !== undefined);
+  return {
+    type: 'object',
+    required: [...JsonApiErrorsRecord.required],
+    properties: {
+      errors: { type: 'array', minItems: errors.minItems, items: { allOf: [schemaRef('JsonApiError'), narrowed] } },
+      ...(withDecision ? { decision: oas(decision) } : {}),
+    },
+    'x-error-codes': codes,
+  };
+}
+
+/** One error response, with the headers of its status and `extra` ones. */
+export function errorResponse(status: number, codes: RentalErrorCode[], extra?: Record<string, Header>): Response {
   const examples: Record<string, { summary: string; value: unknown }> = {};
   for (const code of codes) {
     const body = errorBody(code, status, DETAILS[`${code}@${status}`] ?? ERRORS[code].detail);
@@ -50,30 +70,23 @@ export function errorResponse(status: number, codes: RentalErrorCode[], descript
     const value = extra ? { ...extra.members, errors: [{ ...body.errors[0], meta: extra.meta }] } : body;
     examples[code] = { summary: ERRORS[code].detail, value };
   }
+  const headers = { ...HEADERS[status], ...extra };
   return {
-    description: description ?? `${STATUS_CODES[status]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
-    ...(HEADERS[status] ? { headers: HEADERS[status] } : {}),
-    content: {
-      'application/json': {
-        schema: {
-          allOf: [schemaRef('JsonApiErrors')],
-          properties: { errors: { items: { properties: { code: { enum: codes }, status: { const: String(status) } } } } },
-          'x-error-codes': codes,
-        },
-        examples,
-      },
-    },
+    description: `${STATUS_CODES[status]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
+    ...(Object.keys(headers).length ? { headers } : {}),
+    content: { 'application/json': { schema: errorSchema(status, codes), examples } },
   };
 }
 
 /** Errors every API-key endpoint can answer with, besides its own. */
-export const AUTH_ERRORS: ErrorTable = { 401: ['Unauthorized'], 429: ['RateLimitExceeded'], 500: ['InternalServerError'], 503: ['ServiceUnavailable'] };
+export const AUTH_ERRORS: ErrorTable = { 401: ['Unauthorized'], 403: ['Forbidden'], 429: ['RateLimitExceeded'], 500: ['InternalServerError'], 503: ['ServiceUnavailable'] };
 /** Errors of every endpoint that reads a JSON body. */
 export const BODY_ERRORS: ErrorTable = { 400: ['InvalidRequestBody'], 413: ['RequestTooLarge'] };
 
-/** Responses shared by many operations, kept once in components.responses. */
+/** Responses shared by many API-key operations, kept once in components.responses (with the rate-limit headers). */
 const SHARED: { name: string; status: number; codes: RentalErrorCode[] }[] = [
   { name: 'Unauthorized', status: 401, codes: ['Unauthorized'] },
+  { name: 'Forbidden', status: 403, codes: ['Forbidden'] },
   { name: 'RequestTooLarge', status: 413, codes: ['RequestTooLarge'] },
   { name: 'RateLimitExceeded', status: 429, codes: ['RateLimitExceeded'] },
   { name: 'InternalServerError', status: 500, codes: ['InternalServerError'] },
@@ -81,11 +94,15 @@ const SHARED: { name: string; status: number; codes: RentalErrorCode[] }[] = [
 ];
 
 export function sharedErrorResponses(): Record<string, Response> {
-  return Object.fromEntries(SHARED.map((s) => [s.name, errorResponse(s.status, s.codes)]));
+  return Object.fromEntries(SHARED.map((s) => [s.name, errorResponse(s.status, s.codes, rateLimitHeaders(s.status))]));
 }
 
-/** Merges tables (codes in order, each once) and renders one response per status (shared ones by $ref). */
-export function errorResponses(...tables: ErrorTable[]): Record<string, Response | Ref> {
+/**
+ * Merges tables (codes in order, each once) and renders one response per status. Those of an
+ * API-key operation (`apiKey`) that a shared response describes are $refs to it; the others are
+ * inline, and get the rate-limit headers from the document builder (DocFamily.headers).
+ */
+export function errorResponses(tables: ErrorTable[], opts: { apiKey: boolean }): Record<string, Response | Ref> {
   const merged = new Map<number, RentalErrorCode[]>();
   for (const t of tables) {
     for (const [s, codes] of Object.entries(t)) {
@@ -97,7 +114,7 @@ export function errorResponses(...tables: ErrorTable[]): Record<string, Response
   const out: Record<string, Response | Ref> = {};
   for (const s of [...merged.keys()].sort((a, b) => a - b)) {
     const codes = merged.get(s)!;
-    const shared = SHARED.find((x) => x.status === s && x.codes.length === codes.length && x.codes.every((c, i) => c === codes[i]));
+    const shared = opts.apiKey && SHARED.find((x) => x.status === s && x.codes.length === codes.length && x.codes.every((c, i) => c === codes[i]));
     out[String(s)] = shared ? ref('responses', shared.name) : errorResponse(s, codes);
   }
   return out;

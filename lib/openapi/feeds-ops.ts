@@ -5,13 +5,14 @@
  */
 import type { Header, Parameter, Ref, Response, SecurityRequirement } from './common.js';
 import { header, json, ref, schemaRef } from './common.js';
+import { retryAfter } from './rate-limit.js';
 
 export const MDS_20 = 'application/vnd.mds+json;version=2.0';
 export const MDS_12 = 'application/vnd.mds+json;version=1.2';
 export const MDS_04 = 'application/vnd.mds.provider+json;version=0.4';
 export const INSURANCE_20 = 'application/vnd.insurance+json;version=2.0';
 
-export const RETRY_AFTER: Header = header('seconds to wait before retrying', { type: 'integer', minimum: 0 }, true);
+export const RETRY_AFTER: Header = retryAfter();
 export const CACHE_HEADERS: Record<string, Header> = {
   ETag: header('validator of the file; send it back in If-None-Match', { type: 'string' }, true),
   'Last-Modified': header('when the file was (re)published', { type: 'string' }, true),
@@ -35,15 +36,17 @@ export const E = {
   400: (what: string) => error(`bad parameter: ${what}`),
   401: ref('responses', 'Unauthorized'),
   403: ref('responses', 'Forbidden'),
-  404: (what: string) => error(`not found: ${what}`),
+  /** `notPublished`: also an hour not published yet (`not_published`), which carries Retry-After */
+  404: (what: string, notPublished = false) => error(`not found: ${what}`, notPublished ? { 'Retry-After': { ...retryAfter(false), description: 'with `not_published`: seconds to wait before retrying' } } : undefined),
   406: (types: string[]) => error(`unsupported media type or version in Accept; the body lists the supported ones (${types.join(', ')})`),
   500: ref('responses', 'InternalError'),
   503: ref('responses', 'Unavailable'),
 };
 
 export const CONDITIONAL: Parameter[] = [
-  { name: 'If-None-Match', in: 'header', description: 'ETag of a copy you hold: 304 when unchanged', schema: { type: 'string' } },
-  { name: 'If-Modified-Since', in: 'header', description: 'HTTP date: 304 when not modified since', schema: { type: 'string' } },
+  { name: 'If-None-Match', in: 'header', description: 'ETag of a copy you hold (or several, comma-separated): 304 when unchanged', schema: { type: 'string', maxLength: 1024 } },
+  // RFC 9110 §5.6.7 IMF-fixdate, e.g. `Sat, 21 Nov 2026 10:00:00 GMT`; anything else is ignored
+  { name: 'If-Modified-Since', in: 'header', description: 'HTTP date: 304 when not modified since', schema: { type: 'string', maxLength: 64 } },
 ];
 
 export const FEED_TOKEN: SecurityRequirement[] = [{ FeedOAuth: [] }];

@@ -9,8 +9,9 @@ import { isJsonBody, paramCodes } from '../http/endpoints.js';
 import { ERRORS, type RentalErrorCode } from '../rentals/errors.js';
 import { PARTNER_RECORDS } from '../../schemas/partner/responses.js';
 import type { OpenApiDocument, SecurityRequirement } from './common.js';
-import { components } from './common.js';
+import { components, server } from './common.js';
 import { pathsOf } from './endpoints.js';
+import { rateLimitHeaders } from './rate-limit.js';
 import { AUTH_ERRORS, BODY_ERRORS, errorResponses, sharedErrorResponses, type ErrorTable } from './errors-partner.js';
 
 const KEY: SecurityRequirement[] = [{ XAuthToken: [] }, { BearerToken: [] }];
@@ -24,12 +25,18 @@ type PartnerRow = Endpoint<any, RentalErrorCode, 'apiKey' | 'signedUrl', any>;
 function errorsOf(e: PartnerRow) {
   const params: ErrorTable = {};
   for (const code of paramCodes(e)) (params[ERRORS[code].status] ??= []).push(code);
-  return errorResponses(...(isJsonBody(e.body) ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), e.auth === 'apiKey' ? AUTH_ERRORS : SIGNED_URL_ERRORS);
+  const apiKey = e.auth === 'apiKey';
+  return errorResponses([...(isJsonBody(e.body) ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), apiKey ? AUTH_ERRORS : SIGNED_URL_ERRORS], { apiKey });
 }
 
 export function partnerDocument(endpoints: readonly PartnerRow[], opts: { publicBaseUrl: string }): OpenApiDocument {
   const named = components(PARTNER_RECORDS);
-  const paths = pathsOf(endpoints, { security: (auth) => (auth === 'apiKey' ? KEY : []), errors: errorsOf, schema: named.schema });
+  const paths = pathsOf(endpoints, {
+    security: (auth) => (auth === 'apiKey' ? KEY : []),
+    errors: errorsOf,
+    schema: named.schema,
+    headers: (e, status) => (e.auth === 'apiKey' ? rateLimitHeaders(status) : undefined),
+  });
 
   return {
     openapi: '3.1.0',
@@ -39,20 +46,20 @@ export function partnerDocument(endpoints: readonly PartnerRow[], opts: { public
       description: [
         'Register users, rent and end rentals, upload parking photos, read vehicles, prices and zones.',
         '',
-        'Every request carries `X-Auth-Token: <API key>` (`Authorization: Bearer <API key>` is accepted too), except the signed photo upload and receipt addresses. Default rate limit: 4000 requests per minute per key, summed over all requests; 429 with `Retry-After` beyond it.',
+        'Every request carries `X-Auth-Token: <API key>` (`Authorization: Bearer <API key>` is accepted too), except the signed photo upload and receipt addresses. Default rate limit: 4000 requests per minute per key, summed over all requests; 429 with `Retry-After` beyond it. A live key of another API (TOMP, insurer, console) is 403 `Forbidden`, naming the API it is for. Every answer once the key is known (all but 401 and 403) carries `X-RateLimit-Limit` and `X-RateLimit-Remaining`.',
         '',
         'Responses wrap records as `{data: …}`. Errors are JSON:API error objects `{"errors":[{"status","code","title","detail"}]}`; the `code` is the ErrorCode listed per status below. An unknown path under /v1 or /v2 answers 404 `NotFound`, a known path with another method 405 `MethodNotAllowed` (with `Allow`).',
         '',
         'No callbacks or webhooks: poll the rental (every 10 s at most), the vehicle list (about every 7 s) and the zone areas (at most every 6 hours).',
       ].join('\n'),
     },
-    servers: [{ url: opts.publicBaseUrl, description: 'this deployment' }],
+    servers: [server(opts.publicBaseUrl, 'the main host of this deployment (PUBLIC_BASE_URL)')],
     tags: [
-      { name: 'Users' },
-      { name: 'Rentals' },
+      { name: 'Users', description: 'Register the partner’s users (before their first rental), read, update and erase them.' },
+      { name: 'Rentals', description: 'Start and end rentals, read one, the running one or all of a user.' },
       { name: 'Parking photo and receipt', description: 'Signed addresses handed out in rental records; the URL is the credential.' },
-      { name: 'Vehicles and pricing' },
-      { name: 'Zones' },
+      { name: 'Vehicles and pricing', description: 'Vehicles available in a zone with their price, one vehicle by id or printed code, the price of a vehicle.' },
+      { name: 'Zones', description: 'The partner’s zones, their areas (operations, no-parking, parking spots …) and parking-spot occupancy.' },
     ],
     paths,
     components: {

@@ -9,6 +9,7 @@ import { InsuranceHeadSchema, InsuranceTripSchema } from '../../schemas/insuranc
 import { featurePoint, location, timestampMs, uuid } from '../../schemas/mds/common.js';
 import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema } from '../../schemas/mds/legacy.js';
 import { MdsEventSchema, MdsEventsHeadSchema, MdsTripSchema, MdsTripsHeadSchema } from '../../schemas/mds/v2.js';
+import { AuthorizationServerMetadataSchema } from '../../schemas/oauth/metadata.js';
 import type { Schema } from './common.js';
 import { oas, schemaRef } from './common.js';
 
@@ -89,8 +90,9 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
     required: ['grant_type'],
     properties: {
       grant_type: { const: 'client_credentials' },
-      client_id: { type: 'string', description: 'only without an Authorization header (HTTP Basic is preferred)' },
-      client_secret: { type: 'string', description: 'only without an Authorization header' },
+      // as lib/auth/feed-clients.ts accepts ids; secrets are 43 characters (lib/auth/secrets.ts), the form at most 4096 bytes
+      client_id: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._-]{1,128}$', description: 'only without an Authorization header (HTTP Basic is preferred)' },
+      client_secret: { type: 'string', maxLength: 1024, description: 'only without an Authorization header' },
     },
   },
   AccessToken: {
@@ -98,6 +100,7 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
     required: ['access_token', 'expires_in', 'token_type'],
     properties: { access_token: { type: 'string' }, expires_in: { type: 'integer', examples: [900] }, token_type: { const: 'bearer' } },
   },
+  AuthorizationServerMetadata: oas(AuthorizationServerMetadataSchema),
   OAuthError: {
     type: 'object',
     required: ['error', 'error_description'],

@@ -7,10 +7,9 @@ import type { Endpoint } from '../http/endpoints.js';
 import { isJsonBody, paramCodes } from '../http/endpoints.js';
 import { TOMP_RECORDS, TompErrorRecord } from '../../schemas/tomp/responses.js';
 import type { Header, OpenApiDocument, Response, Schema } from './common.js';
-import { components, header, json } from './common.js';
+import { components, json, server } from './common.js';
 import { pathsOf } from './endpoints.js';
-
-const RETRY_AFTER: Header = header('seconds to wait before retrying', { type: 'integer', minimum: 0 }, true);
+import { rateLimitHeaders, retryAfter } from './rate-limit.js';
 
 /** What every operation can answer besides its own cases (the kit's: auth, rate limit, outage). */
 const COMMON: Record<number, string[]> = {
@@ -26,12 +25,8 @@ const BODY: Record<number, string[]> = {
   413: ['body larger than the limit (64 KiB by default)'],
 };
 const HEADERS: Partial<Record<number, Record<string, Header>>> = {
-  429: {
-    'Retry-After': RETRY_AFTER,
-    'X-RateLimit-Limit': header('requests per minute allowed for the key', { type: 'integer' }),
-    'X-RateLimit-Remaining': header('requests left in the current minute', { type: 'integer' }),
-  },
-  503: { 'Retry-After': RETRY_AFTER },
+  429: { 'Retry-After': retryAfter() },
+  503: { 'Retry-After': retryAfter() },
 };
 
 type TompRow = Endpoint<any, string, 'accessToken', any>;
@@ -53,7 +48,13 @@ function errorsOf(e: TompRow, errorSchema: Schema): Record<string, Response> {
 export function tompDocument(endpoints: readonly TompRow[], opts: { publicBaseUrl: string }): OpenApiDocument {
   const named = components(TOMP_RECORDS);
   const errorSchema = named.schema(TompErrorRecord);
-  const paths = pathsOf(endpoints, { security: () => [{ XAccessToken: [] }], errors: (e) => errorsOf(e, errorSchema), schema: named.schema });
+  const paths = pathsOf(endpoints, {
+    security: () => [{ XAccessToken: [] }],
+    errors: (e) => errorsOf(e, errorSchema),
+    schema: named.schema,
+    // every TOMP operation is behind the API-key gate
+    headers: (_e, status) => rateLimitHeaders(status),
+  });
 
   return {
     openapi: '3.1.0',
@@ -63,13 +64,18 @@ export function tompDocument(endpoints: readonly TompRow[], opts: { publicBaseUr
       description: [
         'A MaaS provider discovers regions and pricing plans, books one specific vehicle in a single call, follows the leg, finishes it with a leg event and reads the final price; support tickets can be raised for a booking.',
         '',
-        'Every request carries `X-Access-Token: <API key>`. Errors are `{status, title, detail}` plus `type` (a machine-readable reason) where useful. An unknown path answers 404 and a known path with another method 405 (with `Allow`), both before the key is checked. Every 2xx answer carries `Content-Language`.',
+        'Every request carries `X-Access-Token: <API key>`. Errors are `{status, title, detail}` plus `type` (a machine-readable reason) where useful. An unknown path answers 404 and a known path with another method 405 (with `Allow`), both before the key is checked. Every 2xx answer carries `Content-Language`. Default rate limit: 4000 requests per minute per key (429 with `Retry-After` beyond it); every answer once the key is known (all but 401 and 403) carries `X-RateLimit-Limit` and `X-RateLimit-Remaining`.',
         '',
         'Typical flow: list regions, list pricing plans, book one vehicle (`/bookings/one-stop`), read the leg, post `FINISH` to `/legs/{id}/events`, read the booking for the final pricing.',
       ].join('\n'),
     },
-    servers: [{ url: `${opts.publicBaseUrl}/edge/tomp`, description: 'this deployment' }],
-    tags: [{ name: 'Operator information' }, { name: 'Booking' }, { name: 'Trip execution' }, { name: 'Support' }],
+    servers: [server(`${opts.publicBaseUrl}/edge/tomp`, 'the main host of this deployment (PUBLIC_BASE_URL), under /edge/tomp')],
+    tags: [
+      { name: 'Operator information', description: 'Metadata, operating regions and pricing plans.' },
+      { name: 'Booking', description: 'Book one vehicle in one call; commit or cancel a postponed booking; read a booking.' },
+      { name: 'Trip execution', description: 'Read the leg and finish it with a leg event.' },
+      { name: 'Support', description: 'Raise a support ticket for a booking.' },
+    ],
     paths,
     components: {
       schemas: named.schemas,

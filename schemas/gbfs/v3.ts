@@ -65,7 +65,12 @@ export const vehicleTypesV3Schema = envelope('3.0', container('vehicle_types', {
     model: localized,
     description: localized,
     color: str,
-    eco_labels: { type: 'array', maxItems: 0 },
+    // always empty (no label is published), typed as GBFS 3.0 defines a label
+    eco_labels: {
+      type: 'array',
+      maxItems: 0,
+      items: { type: 'object', required: ['country_code', 'eco_sticker'], properties: { country_code: { type: 'string', pattern: '^[A-Z]{2}$' }, eco_sticker: { type: 'string' } } },
+    },
     max_range_meters: { type: 'number', minimum: 0 },
     max_permitted_speed: nonNegInt,
     rated_power: nonNegInt,

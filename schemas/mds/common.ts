@@ -31,6 +31,8 @@ export const featurePoint = {
           minItems: 2,
           maxItems: 2,
           items: [{ type: 'number', minimum: -180, maximum: 180 }, { type: 'number', minimum: -90, maximum: 90 }],
+          // never applies (maxItems 2), but gives the array a type for readers of the OpenAPI document (`items` there)
+          additionalItems: { type: 'number' },
         },
       },
     },

@@ -1,7 +1,9 @@
 /**
  * Request bodies of the partner rental API (partner-rental-api.md §4). Unknown fields are refused
  * (InvalidRequestBody): a typo in a field name must not silently do nothing. Presence and emptiness
- * of register's fields are checked by the route so that they get their own codes.
+ * of register's fields are checked by the route so that they get their own codes; the schema says
+ * they are required with `x-required`, which the OpenAPI document turns into `required`
+ * (lib/openapi/common.ts `oas`) and validation ignores.
  */
 import type { FromSchema } from 'json-schema-to-ts';
 
@@ -22,6 +24,8 @@ export const RegisterUserBody = {
     externalId: { type: 'string', maxLength: 256 },
   },
   additionalProperties: false,
+  // both required: a missing or empty one is ErrEmptyUserExternalID / EmptyUserEmailID (api/partner/users.ts)
+  'x-required': ['email', 'externalId'],
 } as const;
 export type RegisterUserBody = FromSchema<typeof RegisterUserBody>;
 

@@ -311,6 +311,6 @@ export const PARTNER_RECORDS: Record<string, object> = {
   AreaOccupancy: AreaOccupancyRecord,
   OperationalZones: OperationalZonesRecord,
   PhotoDecision: PhotoDecisionRecord,
+  // JsonApiErrorsRecord is not one of them: each error response narrows it to its status and codes (lib/openapi/errors-partner.ts)
   JsonApiError: JsonApiErrorRecord,
-  JsonApiErrors: JsonApiErrorsRecord,
 };

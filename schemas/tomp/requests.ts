@@ -21,7 +21,7 @@ export const Place = {
   type: 'object',
   required: ['coordinates'],
   properties: {
-    name: { type: 'string' },
+    name: { type: 'string', maxLength: 500 },
     coordinates: Coordinates,
   },
 } as const;
@@ -50,14 +50,15 @@ export const OneStopBookingRequest = {
               issuingCountry: { type: 'string', maxLength: 10 },
               number: { type: 'string', maxLength: 100 },
               licenseCode: { type: 'string', maxLength: 40 },
-              validUntil: { type: 'string', format: 'date' },
+              validUntil: { type: 'string', format: 'date', maxLength: 10 },
             },
           },
         },
       },
     },
-    radius: { type: 'integer', minimum: 0 },
-    departureTime: { type: 'string', format: 'date-time' },
+    // metres; the traveller must be within the zone's unlock distance (50 m) anyway
+    radius: { type: 'integer', format: 'int32', minimum: 0, maximum: 100000 },
+    departureTime: { type: 'string', format: 'date-time', maxLength: 64 },
   },
 } as const;
 export type OneStopBookingRequest = FromSchema<typeof OneStopBookingRequest>;
@@ -71,12 +72,12 @@ export const LegEvent = {
   required: ['event'],
   properties: {
     event: { type: 'string', enum: TOMP_LEG_EVENTS },
-    time: { type: 'string', format: 'date-time' },
+    time: { type: 'string', format: 'date-time', maxLength: 64 },
     comment: { type: 'string', maxLength: 2000 },
     userLocation: Place,
     asset: {
       type: 'object',
-      properties: { id: { type: 'string' }, stateOfCharge: { type: 'integer', minimum: 0, maximum: 100 } },
+      properties: { id: { type: 'string', maxLength: 64 }, stateOfCharge: { type: 'integer', format: 'int32', minimum: 0, maximum: 100 } },
     },
     url: { type: 'array', maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 2048 } },
   },
@@ -103,7 +104,7 @@ export const SupportRequest = {
   properties: {
     id: { type: 'string', minLength: 1, maxLength: 64 },
     supportType: { type: 'string', enum: SUPPORT_TYPES },
-    time: { type: 'string', format: 'date-time' },
+    time: { type: 'string', format: 'date-time', maxLength: 64 },
     contactInformationEndUser: { type: 'string', minLength: 1, maxLength: 500 },
     comment: { type: 'string', minLength: 1, maxLength: 5000 },
   },
