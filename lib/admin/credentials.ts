@@ -5,7 +5,7 @@
  */
 import { q, type Db } from '../db.js';
 import type { Clock } from '../clock.js';
-import { createApiKey, type KeyScope } from '../auth/api-keys.js';
+import { createApiKey, revokeApiKey, type KeyScope } from '../auth/api-keys.js';
 import { generateSecret, hashSecret } from '../auth/secrets.js';
 import { createFeedClient as insertFeedClient, revokeFeedClient as revokeClient } from '../auth/feed-clients.js';
 import { ROLES, type Role } from '../feeds/roles.js';
@@ -36,7 +36,7 @@ export async function listKeys(db: Db, scope?: KeyScope) {
 }
 
 export async function revokeKey(db: Db, clock: Clock, keyId: string) {
-  const row = await db.maybeOne(q('AdminRevokeApiKey'), [keyId, clock.now()]);
+  const row = await revokeApiKey(db, keyId, clock.now());
   if (!row) throw new AdminError(`no active key with id ${keyId}`);
   return row;
 }
@@ -44,7 +44,7 @@ export async function revokeKey(db: Db, clock: Clock, keyId: string) {
 /** A new key for the same partner and scope; the old one is revoked in the same transaction. */
 export async function rotateKey(db: Db, clock: Clock, keyId: string) {
   return db.tx(async (tx) => {
-    const old = await tx.maybeOne(q('AdminRevokeApiKey'), [keyId, clock.now()]);
+    const old = await revokeApiKey(tx, keyId, clock.now());
     if (!old) throw new AdminError(`no active key with id ${keyId}`);
     const { id, key } = await createApiKey(tx, old.partner_id, old.scope, { label: old.label });
     return { id, key, scope: old.scope as KeyScope, revoked: keyId };

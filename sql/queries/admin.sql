@@ -14,10 +14,6 @@ SELECT k.id, k.scope, k.key_prefix, k.label, k.created_at, k.expires_at, k.revok
  WHERE ($1::text IS NULL OR k.scope = $1)
  ORDER BY p.name, k.created_at;
 
--- name: AdminRevokeApiKey
-UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
-RETURNING id, partner_id, scope, label;
-
 -- name: AdminFindApiKey
 SELECT id, partner_id, scope, label, revoked_at FROM api_keys WHERE id = $1;
 

@@ -31,7 +31,8 @@ VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id;
 
 -- name: AuthRevokeApiKey
-UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id;
+UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
+RETURNING id, partner_id, scope, label;
 
 -- name: AuthRateLimitClaim
 -- Claims the next $3 positions of the key's window for one process (lib/ratelimit.ts). The row lock
