@@ -1,11 +1,13 @@
 # The two commands a newcomer needs: `make run` and `make test`. Every target is idempotent.
 # Without DATABASE_URL the project-local Postgres + PostGIS cluster (.data/pg, port 54329) is used,
-# installed from Debian packages and started on demand by scripts/pg.sh.
+# installed from Debian packages and started on demand by scripts/pg.sh; a target that started it
+# stops it again when it ends (Ctrl-C included), unless another session still uses it.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 EMBEDDED := $(if $(DATABASE_URL),,1)
-PG_URL = $(if $(EMBEDDED),$(shell scripts/pg.sh ensure),$(DATABASE_URL))
+# runs the rest of the line with DATABASE_URL: the given one, or the embedded cluster's (scripts/pg.sh with)
+WITH_DB := $(if $(EMBEDDED),scripts/pg.sh with)
 # the embedded setup keeps a random signing secret with its data (lib/config.ts writes it on first
 # start); with an external DATABASE_URL, SIGNING_SECRET must be configured
 export SIGNING_SECRET_FILE := $(if $(EMBEDDED),$(if $(SIGNING_SECRET),,$(CURDIR)/.data/signing-secret))
@@ -21,10 +23,31 @@ SEED ?= 42
 .PHONY: window help setup deps db run test typecheck migrate seed simulate backfill republish publish-status ops bench soak db-stop clean
 
 help:
-	@echo "make run        start everything (API :8080, legacy MDS :8081, publisher, fleet simulator)"
-	@echo "make test       run the whole test suite"
-	@echo "make migrate | seed | simulate DAYS= VEHICLES= SEED= | backfill ZONE= FROM= TO= FEEDS= | republish | publish-status | bench | soak"
-	@echo "make ops ARGS=\"keys list\"   any ops CLI command (same as npm run ops -- keys list)"
+	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
+	@echo "                     fleet simulator; Ctrl-C stops it all, the embedded Postgres included when run started it"
+	@echo "make test            type check, then the whole test suite"
+	@echo "make typecheck       the type check only (tsc --noEmit)"
+	@echo "make migrate         apply the database migrations"
+	@echo "make seed            the demo data on an empty database"
+	@echo "make simulate        deterministic fleet history: DAYS=$(DAYS) VEHICLES=$(VEHICLES) SEED=$(SEED) END=YYYY-MM-DDTHH (default: this hour)"
+	@echo "make backfill        publish missing/dirty/failed hours: FROM=YYYY-MM-DDTHH TO=YYYY-MM-DDTHH ZONE=$(ZONE) FEEDS=$(FEEDS)"
+	@echo "make republish       rewrite every hour of a window: the same variables as backfill"
+	@echo "make publish-status  hours x feeds and the history catch-up: ZONE=$(ZONE) FROM= TO= (default: the last 24 hours)"
+	@echo "make ops ARGS=\"…\"    any ops CLI command, e.g. ARGS=\"keys list\" (the same as npm run ops -- keys list)"
+	@echo "make bench           every benchmark, report in bench/results/report.md (BENCH=feeds runs one)"
+	@echo "make soak            the live simulator at 10x with API traffic for SOAK_SECONDS (default 120), then checks"
+	@echo "make help            this list"
+	@echo "make db              start the embedded Postgres and leave it running (so does make ops)"
+	@echo "make db-stop         stop the embedded Postgres"
+	@echo "make clean           stop the embedded Postgres and delete .data: the database, the feed files, the signing secret"
+	@echo ""
+	@echo "DATABASE_URL         an external Postgres + PostGIS instead of the embedded cluster"
+	@echo "EMBEDDED_PG_PORT     port of a new embedded cluster (default 54329; a cluster keeps its port, .data/pg-port)"
+	@echo "EMBEDDED_PG_DB       the embedded database (default platform); another name is a database of its own,"
+	@echo "                     e.g. EMBEDDED_PG_DB=sim make simulate …"
+	@echo "PORT, LEGACY_PORT    the ports of make run (8080, 8081)"
+	@echo "LOG_LEVEL            make run logs warn and above; info shows every request and published file"
+	@echo "every other setting is an environment variable listed in the README (Configuration)"
 
 deps:
 	@scripts/deps.sh
@@ -35,49 +58,51 @@ db:
 setup: deps db
 
 # LOG_LEVEL=info shows one line per request and per published file
-run: setup
-	@DATABASE_URL="$(PG_URL)" SEED_DEMO=$(if $(EMBEDDED),1,0) LOG_LEVEL=$${LOG_LEVEL:-warn} $(TSX) bin/run.ts
+run: deps
+	@SEED_DEMO=$(if $(EMBEDDED),1,0) LOG_LEVEL=$${LOG_LEVEL:-warn} $(WITH_DB) $(TSX) bin/run.ts
 
 # the type check first (about 10 s): the suite runs through tsx, which strips types without checking them
-test: setup
+test: deps
 	@npx tsc --noEmit
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
-	@DATABASE_URL="$(PG_URL)" NODE_ENV=test npx mocha 'test/**/*.test.ts'
+	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
+	@NODE_ENV=test $(WITH_DB) npx mocha 'test/**/*.test.ts'
 
 typecheck: deps
 	@npx tsc --noEmit
 
-migrate: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts migrate
+migrate: deps
+	@$(WITH_DB) $(TSX) bin/ops.ts migrate
 
-seed: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts seed
+seed: deps
+	@$(WITH_DB) $(TSX) bin/ops.ts seed
 
-simulate: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts simulate --days $(DAYS) --vehicles $(VEHICLES) --seed $(SEED) $(if $(END),--end $(END))
+# OPS_CALLER: the CLI's hints then name make's variables (END=, VEHICLES=) rather than its flags
+simulate: deps
+	@OPS_CALLER=$(if $(EMBEDDED),make-embedded,make) $(WITH_DB) $(TSX) bin/ops.ts simulate --days $(DAYS) --vehicles $(VEHICLES) --seed $(SEED) $(if $(END),--end $(END))
 
 # FROM and TO are UTC hours (YYYY-MM-DDTHH); without them make would pass an empty --from
 window:
 	@$(if $(FROM),,$(error FROM is required, e.g. make $(MAKECMDGOALS) FROM=2026-11-20T00 TO=2026-11-20T23))$(if $(TO),,$(error TO is required, e.g. make $(MAKECMDGOALS) FROM=2026-11-20T00 TO=2026-11-20T23))
 
-backfill: window setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
+backfill: window deps
+	@$(WITH_DB) $(TSX) bin/ops.ts backfill --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
 
-republish: window setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts backfill --force --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
+republish: window deps
+	@$(WITH_DB) $(TSX) bin/ops.ts backfill --force --zone $(ZONE) --from $(FROM) --to $(TO) --feeds $(FEEDS)
 
 ops: deps
 	@scripts/ops.sh $(ARGS)
 
-publish-status: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))
+publish-status: deps
+	@$(WITH_DB) $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))
 
-bench: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bench/run.ts
+bench: deps
+	@$(WITH_DB) $(TSX) bench/run.ts
 
-soak: setup
-	@DATABASE_URL="$(PG_URL)" $(TSX) bench/soak.ts
+soak: deps
+	@$(WITH_DB) $(TSX) bench/soak.ts
 
 db-stop:
 	@scripts/pg.sh stop

@@ -15,6 +15,8 @@ import { importZone, ZoneImportError } from '../lib/admin/zones.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
 import { isUuid } from '../lib/uuid.js';
+import type { SeedSummary } from '../lib/seed/index.js';
+import type { SimSummary } from '../lib/sim/index.js';
 import { KEY_SCOPES } from '../lib/auth/api-keys.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
@@ -35,6 +37,36 @@ function formatStatus(s: PublishStatus): string {
     lines.push(`  ${h.table.padEnd(10)} ${String(h.partitions).padStart(4)} days ${range}, ${(h.bytes / 1048576).toFixed(1)} MiB, retention ${h.retentionDays} days${archived}`);
   }
   return lines.join('\n');
+}
+
+/** What `ops seed` did, and the demo credentials, one per line (not the summary object). */
+function formatSeed(s: SeedSummary): string {
+  const lines = [
+    s.created
+      ? `demo data seeded: zones ${s.zones.join(', ')}; ${s.vehicles} vehicles in service since ${s.deployedAt.toISOString()}; ${s.partners} partners, ${s.users} users`
+      : `demo data already present (zones ${s.zones.join(', ')}): nothing written but demo credentials that were missing`,
+    'demo credentials:',
+    ...s.credentials.apiKeys.map((k) => `  API key ${k.key.padEnd(22)} scope ${k.scope.padEnd(9)} partner ${k.partner}`),
+    ...s.credentials.feedClients.map((c) => `  feed client ${c.clientId} / ${c.secret}  role ${c.role}`),
+  ];
+  return lines.join('\n');
+}
+
+/**
+ * `make simulate` passes OPS_CALLER (make-embedded or make): the hints then name make's variables
+ * (END=, VEHICLES=, EMBEDDED_PG_DB=) instead of the CLI's flags.
+ */
+function simulateHints(): { end: string; vehicles: string; seed: string; freshDb: string } {
+  const caller = process.env.OPS_CALLER ?? '';
+  if (caller.startsWith('make')) {
+    return {
+      end: 'END=YYYY-MM-DDTHH',
+      vehicles: 'VEHICLES=',
+      seed: 'SEED=',
+      freshDb: caller === 'make-embedded' ? 'a database of its own on the embedded cluster (EMBEDDED_PG_DB=sim make simulate …: created, migrated and seeded on first use)' : 'a database of its own (DATABASE_URL=…)',
+    };
+  }
+  return { end: '--end YYYY-MM-DDTHH', vehicles: '--vehicles', seed: '--seed', freshDb: 'a database of its own (DATABASE_URL=…)' };
 }
 
 const program = new Command('ops').description('Operator tooling of the partner platform');
@@ -88,13 +120,13 @@ program
     withContext(async (ctx) => {
       await migrate(ctx.config.databaseUrl);
       const { seedDemo } = await import('../lib/seed/index.js');
-      console.log(await seedDemo(ctx));
+      console.log(formatSeed(await seedDemo(ctx)));
     }),
   );
 
 program
   .command('simulate')
-  .description('simulate fleet history (deterministic for a seed) ending now')
+  .description('simulate fleet history, deterministic for a seed, ending at --end (default: the current hour)')
   .option('--days <n>', 'days of history', int, 1)
   .option('--vehicles <n>', 'vehicles per zone', int, 200)
   .option('--seed <n>', 'random seed', int, 42)
@@ -105,11 +137,38 @@ program
       await migrate(ctx.config.databaseUrl);
       const { seedDemo } = await import('../lib/seed/index.js');
       await seedDemo(ctx);
-      const { simulateHistory } = await import('../lib/sim/index.js');
+      const { simulateHistory, SimulationRepeatedError } = await import('../lib/sim/index.js');
       const started = Date.now();
-      const end = opts.end ?? new Date(Math.floor(ctx.clock.now().getTime() / 3_600_000) * 3_600_000);
-      const summary = await simulateHistory(ctx, { days: opts.days, vehicles: opts.vehicles, seed: opts.seed, end, ...(opts.zones ? { zones: opts.zones.split(',') } : {}) });
-      console.log({ ...summary, seconds: (Date.now() - started) / 1000 });
+      const end: Date = opts.end ?? new Date(Math.floor(ctx.clock.now().getTime() / 3_600_000) * 3_600_000);
+      const from = new Date(end.getTime() - opts.days * 86_400_000);
+      const window = `${from.toISOString().slice(0, 13)} – ${end.toISOString().slice(0, 13)}`;
+      const hint = simulateHints();
+      if (end.getTime() > ctx.clock.now().getTime()) throw new AdminError(`${hint.end.split(' ')[0]} ${end.toISOString().slice(0, 13)} is in the future: history ends at the latest at the current hour`);
+      let summary: SimSummary;
+      try {
+        summary = await simulateHistory(ctx, { days: opts.days, vehicles: opts.vehicles, seed: opts.seed, end, ...(opts.zones ? { zones: opts.zones.split(',') } : {}) });
+      } catch (err) {
+        if (!(err instanceof SimulationRepeatedError)) throw err;
+        // two causes, one error: the window's rides exist, or a run with this seed wrote the same ids
+        throw new AdminError(`nothing written: this database already holds simulated rides in ${window}, or the rows of an earlier run with seed ${opts.seed} (ids follow from the seed). ` +
+          `Simulate into ${hint.freshDb}, or another window (${hint.end}) with another seed (${hint.seed}) and more vehicles (${hint.vehicles}: new vehicles start at the window's start)`);
+      }
+      if (summary.events === 0) {
+        // each vehicle continues from its last event, so a window before the last events of the
+        // vehicles it took (the first --vehicles of each zone by code, SimLockVehicles) is empty
+        const { last, most } = await ctx.db.one<{ last: Date | null; most: number }>(
+          `SELECT min(last) AS last, max(n)::int AS most FROM (
+             SELECT (SELECT max(e.ts) FROM events e WHERE e.device_id = v.id) AS last,
+                    row_number() OVER (PARTITION BY v.zone_id ORDER BY v.code) AS rank, count(*) OVER (PARTITION BY v.zone_id) AS n
+               FROM vehicles v WHERE v.zone_id = ANY ($1::text[])) z
+            WHERE rank <= $2`, [summary.zones, opts.vehicles]);
+        throw new AdminError(`nothing written in ${window}: the simulator continues each vehicle from its last event, and every vehicle of ` +
+          `${summary.zones.join(', ')} has history up to ${last ? `${last.toISOString().slice(0, 16)}Z` : 'after the window'} already (make run's live simulator or an earlier simulate). ` +
+          `Simulate into ${hint.freshDb}, or add vehicles (${hint.vehicles} above the ${most} a zone has: new vehicles start at the window's start)`);
+      }
+      const s = summary;
+      console.log(`simulated ${window} in ${s.zones.join(', ')}: ${s.vehicles} vehicles (${s.vehiclesAdded} added), ${s.rentals} rentals, ${s.trips} trips, ` +
+        `${s.events} events, ${s.telemetry} telemetry points, ${s.tompBookings} TOMP bookings, ${s.usersAdded} users added; ${s.rowsWritten} rows in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     }),
   );
 

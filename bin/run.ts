@@ -1,8 +1,10 @@
 /**
  * `make run`: the whole system in one process on one machine — migrate, seed the demo data on an
  * empty database (with the last 24 hours of simulated operation), then the API (main + legacy host),
- * the publisher and the live fleet simulator. Ctrl-C (SIGINT) or SIGTERM stops everything cleanly:
- * the servers stop accepting and finish in-flight requests, the publisher finishes its running jobs.
+ * the publisher and the live fleet simulator; the demo's older history is published in the
+ * background. Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: the servers stop accepting and
+ * finish in-flight requests, the publisher finishes its running jobs. (`make run` then stops the
+ * embedded Postgres it started: scripts/pg.sh with.)
  */
 import type { Server } from 'node:http';
 import { listenOrExit } from '../lib/http/listen.js';
@@ -10,6 +12,9 @@ import { loadConfigOrExit, type Config } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } from '../api/app.js';
+import type { AppContext } from '../lib/context.js';
+import { q } from '../lib/db.js';
+import { addHours, floorHour, formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 
 async function main(): Promise<void> {
   const { config } = loadConfigOrExit();
@@ -50,6 +55,8 @@ async function main(): Promise<void> {
   const sim = config.liveSimulator ? startLiveSimulator(ctx, {}) : { stop: async () => undefined };
 
   printBanner(config, seeded);
+  // PUBLISH_CATCHUP_HOURS_PER_TICK=0 turns the history catch-up off, this one included
+  const history = process.env.SEED_DEMO === '1' && config.publishCatchupHoursPerTick > 0 ? publishDemoHistory(ctx, publisher.tick) : { stop: async () => undefined };
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -64,6 +71,7 @@ async function main(): Promise<void> {
     // stop accepting at once; requests in flight finish while the simulator and publisher wind down
     const closed = Promise.all(servers.map((s) => new Promise<void>((r) => { s.close(() => r()); s.closeIdleConnections(); })));
     await sim.stop();
+    await history.stop();
     await closed;
     await publisher.stop();
     await closeContext(ctx);
@@ -72,6 +80,50 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/**
+ * The demo's zones began 30 days before the first start (lib/seed), its simulated rides cover the
+ * last day, and the publisher's catch-up publishes history older than its look-back at
+ * PUBLISH_CATCHUP_HOURS_PER_TICK hours a minute, oldest first: half an hour for this month, with
+ * older hours answering 202 meanwhile. Here the demo publishes those hours at once, in the
+ * background, a day at a time from the newest (so the catch-up, coming from the oldest, meets few of
+ * them twice): about half a minute on two cores. Hours already published are skipped, so a later
+ * start only finishes what an interrupted one left.
+ */
+function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { stop(): Promise<void> } {
+  let stopping = false;
+  const run = (async () => {
+    const { backfill } = await import('../publisher/ops.js');
+    const { lookbackStart } = await import('../publisher/schedule.js');
+    const zones = await ctx.db.many<{ id: string; created_at: Date }>(q('PubZones'));
+    if (!zones.length) return;
+    const first = floorHour(new Date(Math.min(...zones.map((z) => z.created_at.getTime()))));
+    // the cron's look-back publishes the newer hours itself
+    const last = addHours(lookbackStart(ctx.clock.now(), ctx.config.publishLatenessSeconds), -1);
+    const started = Date.now();
+    let written = 0;
+    let failed = 0;
+    for (let to = last; to >= first && !stopping; to = addHours(to, -24)) {
+      const from = new Date(Math.max(first.getTime(), to.getTime() - 23 * HOUR_MS));
+      const r = await backfill(ctx, { zones: 'all', from, to, feeds: 'all', force: false });
+      written += r.written;
+      failed += r.failed.length;
+    }
+    // the catch-up's marks cross what is published 4 × PUBLISH_CATCHUP_HOURS_PER_TICK hours a tick
+    // (publisher/schedule.ts): the ticks it needs now, so that `make publish-status` says complete
+    const ticks = Math.ceil((last.getTime() - first.getTime()) / HOUR_MS / (4 * ctx.config.publishCatchupHoursPerTick)) + 1;
+    for (let i = 0; i < ticks && !stopping; i++) await tick();
+    if (stopping) return;
+    if (failed) ctx.log.warn({ failed }, 'demo history: files failed; the publisher retries them');
+    if (written) console.log(`demo history published: every hour since ${formatHour(first)} (${written} files) in ${Math.round((Date.now() - started) / 1000)} s`);
+  })().catch((err) => ctx.log.warn({ err: (err as Error).message }, 'demo history not published; the publisher catches it up'));
+  return {
+    async stop() {
+      stopping = true;
+      await run;
+    },
+  };
 }
 
 function printBanner(config: Config, seeded: boolean): void {

@@ -236,6 +236,11 @@ export class Db extends Runner {
       idleTimeoutMillis: 30000,
       application_name: opts.applicationName ?? 'platform',
       statement_timeout: opts.statementTimeoutMs ?? 30000,
+      // No JIT: our statements are short, and compiling one whose estimated cost passes
+      // jit_above_cost takes far longer than running it (the publisher's catch-up scan: ~900 ms
+      // compiled, ~15 ms not). Per connection, so an external database needs no setting; `options`
+      // in DATABASE_URL replaces this.
+      options: '-c jit=off',
     });
     // An idle client losing its connection (Postgres restart) must not crash the process.
     this.pool.on('error', (err) => log.warn({ err: err.message }, 'idle postgres client error'));

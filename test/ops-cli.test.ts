@@ -1,7 +1,9 @@
 /**
  * The ops CLI as an operator runs it, in a child process: every mistake is one line on stderr and
  * exit 1 (no stack, no SQL), `scripts/ops.sh` finds the embedded database the way `make` does, and
- * `make backfill` without FROM says FROM is required.
+ * `make backfill` without FROM says FROM is required. `seed` prints what it wrote and the demo
+ * credentials (no `[Object]`); `simulate` prints what it wrote or says why it wrote nothing, naming
+ * make's variables when make runs it; the sample zone file imports.
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
@@ -56,6 +58,44 @@ describe('ops CLI: one-line errors and the embedded database', function () {
     const r = spawnSync('make', ['-s', 'backfill', 'TO=2026-11-20T23'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, DATABASE_URL: t.database.url } });
     expect(r.status).not.to.equal(0);
     expect(r.stderr).to.match(/FROM is required, e\.g\. make backfill FROM=2026-11-20T00 TO=2026-11-20T23/);
+  });
+
+  it('zone import of the sample file (docs/examples/zone.json) says what it did', () => {
+    const r = cli(['zone', 'import', 'docs/examples/zone.json']);
+    expect(r.status, r.stderr).to.equal(0);
+    expect(r.stdout.trim()).to.equal('created zone leipzig with 5 areas');
+  });
+
+  it('seed prints what it wrote and every demo credential, readable, then that it was already there', () => {
+    const first = cli(['seed']);
+    expect(first.status, first.stderr).to.equal(0);
+    expect(first.stdout).not.to.contain('[Object]');
+    expect(first.stdout).to.match(/^demo data seeded: zones berlin, copenhagen; \d+ vehicles in service since \d{4}-\d\d-\d\dT/m);
+    for (const credential of ['demo-partner-key', 'demo-mobility-key', 'demo-maas-key', 'demo-insurer-key', 'demo-ops-key', 'demo-city / demo-city-secret', 'demo-gbfs / demo-gbfs-secret']) {
+      expect(first.stdout).to.contain(credential);
+    }
+    const again = cli(['seed']);
+    expect(again.status, again.stderr).to.equal(0);
+    expect(again.stdout).to.match(/^demo data already present \(zones berlin, copenhagen\): nothing written/m);
+  });
+
+  it('simulate prints what it wrote, or says why it wrote nothing; under make the hints name make\'s variables', () => {
+    const hour = (msAgo: number) => new Date(Math.floor((Date.now() - msAgo) / 3_600_000) * 3_600_000).toISOString().slice(0, 13);
+    const end = hour(2 * 86_400_000);
+    const ok = cli(['simulate', '--days', '1', '--vehicles', '5', '--seed', '3', '--end', end]);
+    expect(ok.status, ok.stderr).to.equal(0);
+    expect(ok.stdout, ok.stdout).to.match(new RegExp(`^simulated \\S+ – ${end} in berlin, copenhagen(, leipzig)?: \\d+ vehicles \\(0 added\\), [1-9]\\d* rentals`, 'm'));
+
+    // the same window again: refused, with make's variables in the hint under make
+    const again = cli(['simulate', '--days', '1', '--vehicles', '5', '--seed', '3', '--end', end], { OPS_CALLER: 'make-embedded' });
+    oneLineError(again, /^error: nothing written: this database already holds simulated rides in .*EMBEDDED_PG_DB=sim make simulate.*END=YYYY-MM-DDTHH.*SEED=.*VEHICLES=/);
+    expect(again.stderr).not.to.match(/--end|make clean/);
+
+    // a window before every vehicle's last event holds nothing for them: said, not a silent 0
+    const before = cli(['simulate', '--days', '1', '--vehicles', '5', '--seed', '4', '--end', hour(40 * 86_400_000)]);
+    oneLineError(before, /^error: nothing written in .*: the simulator continues each vehicle from its last event, .* has history up to \d{4}-\d\d-\d\dT\d\d:\d\dZ already .*--vehicles above the \d+ a zone has/);
+
+    oneLineError(cli(['simulate', '--end', hour(-2 * 3_600_000)]), /^error: --end \S+ is in the future/);
   });
 
   it('scripts/ops.sh (npm run ops) without DATABASE_URL uses the embedded cluster like make', function () {

@@ -78,8 +78,18 @@ function label(i: number, f: any): string {
   return `feature #${i}${name ? ` "${name}"` : ''}`;
 }
 
+/** ajv's errors as one line; an enum or const names what it allows, so the fix is in the message. */
 function ajvText(errors: typeof validZone.errors): string {
-  return (errors ?? []).map((e) => `${e.instancePath || 'properties'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${(e.params as any).additionalProperty})` : ''}`).join(', ');
+  return (errors ?? [])
+    .map((e) => {
+      const p = (e.params ?? {}) as { additionalProperty?: string; allowedValues?: unknown[]; allowedValue?: unknown };
+      const detail = p.additionalProperty !== undefined
+        ? ` (${p.additionalProperty})`
+        : p.allowedValues ? `: ${p.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+        : 'allowedValue' in p ? `: ${JSON.stringify(p.allowedValue)}` : '';
+      return `${e.instancePath || 'properties'} ${e.message}${detail}`;
+    })
+    .join(', ');
 }
 
 export async function importZone(db: Db, clock: Clock, geojson: unknown): Promise<{ zoneId: string; created: boolean; areas: number }> {

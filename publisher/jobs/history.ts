@@ -26,10 +26,23 @@ export interface PartitionRun {
   onDemand: number;
 }
 
-/** Ensures the partitions of the UTC days [from, to] (inclusive) of every history table exist. */
+/**
+ * Ensures the partitions of the UTC days [from, to] (inclusive) of every history table exist. One
+ * statement, so one transaction, per table and day: attaching a partition locks the table's DEFAULT
+ * partition until commit, and one transaction over the three tables (HistoryEnsurePartitions) holds
+ * one table's while it waits for the next's, which a publisher's snapshot may hold while it waits
+ * for the first: a deadlock that failed an hour's files at the first start of `make run`.
+ */
 export async function ensurePartitions(ctx: AppContext, from: Date, to: Date): Promise<number> {
-  const row = await ctx.db.one<{ created: number }>(q('HistoryEnsurePartitions'), [utcDay(from), utcDay(to)]);
-  return row.created;
+  let created = 0;
+  const last = Date.parse(`${utcDay(to)}T00:00:00Z`);
+  for (const table of HISTORY_TABLES) {
+    for (let day = Date.parse(`${utcDay(from)}T00:00:00Z`); day <= last; day += DAY_MS) {
+      const row = await ctx.db.one<{ created: boolean }>(q('HistoryEnsurePartition'), [table, utcDay(new Date(day))]);
+      if (row.created) created++;
+    }
+  }
+  return created;
 }
 
 export async function maintainPartitions(ctx: AppContext): Promise<PartitionRun> {
