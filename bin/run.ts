@@ -132,7 +132,7 @@ function printBanner(config: Config, seeded: boolean): void {
   console.log(`
   Partner platform is running${seeded ? ' (demo data seeded, 24 h of history simulated)' : ''}
 
-  Partner rental API   ${b}/v1/...            X-Auth-Token: demo-partner-key
+  Partner rental API   ${b}/v1/...            X-Auth-Token: demo-partner-key (a second partner app: demo-mobility-key)
   TOMP booking API     ${b}/edge/tomp/...     X-Access-Token: demo-maas-key
   Feeds token          ${b}/v1/partner-apis/token   (Basic demo-city:demo-city-secret or demo-gbfs:demo-gbfs-secret)
   MDS 2.0              ${b}/v1/partner-apis/mds/{zone}/...

@@ -38,7 +38,7 @@ describe('outage rule: a statement timeout is a 503 with Retry-After in every fa
     locker.on('error', () => undefined);
     await locker.connect();
     await locker.query('BEGIN');
-    await locker.query('LOCK TABLE vehicles, zones, feed_clients IN ACCESS EXCLUSIVE MODE');
+    await locker.query('LOCK TABLE vehicles, zones, zone_versions, feed_clients IN ACCESS EXCLUSIVE MODE');
   });
 
   after(async () => {

@@ -52,9 +52,13 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
       const s = seriesOf(method, route, status);
       s.count.inc();
       s.duration.observe(ms / 1000);
-      if (logEnabled || status >= 500) {
+      // a 503 is an answer the service chose (overload refused with Retry-After, a database outage
+      // its family logs once, a GBFS file not written yet): counted in the metrics, logged like any
+      // answer; every other 5xx is a fault and always logged at error
+      const fault = status >= 500 && status !== 503;
+      if (logEnabled || fault) {
         const l = lineLog ? lineLog() : log.child({ requestId });
-        l[status >= 500 ? 'error' : 'info']({ method, url: redactUrl(url), status, ms }, status === 499 ? 'request aborted by the client' : 'request');
+        l[fault ? 'error' : 'info']({ method, url: redactUrl(url), status, ms }, status === 499 ? 'request aborted by the client' : 'request');
       }
     },
   };

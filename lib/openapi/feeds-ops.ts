@@ -72,7 +72,7 @@ export const TOKEN_RESPONSES: Record<string, Response | Ref> = {
     content: json(schemaRef('OAuthError'), { error: 'invalid_client', error_description: 'client authentication failed' }),
   },
   '429': {
-    description: '`slow_down`: too many failed client authentications for this client id (default 5) or from this address (default 30) in the current minute; even the right secret is refused until Retry-After has passed',
+    description: '`slow_down`: too many failed client authentications for this client id from this address (default 5), or from this address over any client ids (default 30), in the current minute; that address is refused even the right secret until Retry-After has passed, while the same client id from another address is not',
     headers: { 'Retry-After': RETRY_AFTER, 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
     content: json(schemaRef('OAuthError'), { error: 'slow_down', error_description: 'too many failed client authentications; retry later' }),
   },
