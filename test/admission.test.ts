@@ -104,7 +104,8 @@ describe('admission control', function () {
 
   describe('over HTTP', () => {
     // one slot and no wait at all: any request while the slot is held would wait, so it is refused
-    const t = useTestContext({ config: { API_MAX_IN_FLIGHT: '1', API_QUEUE_DEADLINE_MS: '1' } });
+    // (the event loop is not watched: on a loaded machine its lag alone would exceed a 1 ms budget)
+    const t = useTestContext({ config: { API_MAX_IN_FLIGHT: '1', API_QUEUE_DEADLINE_MS: '1', API_MAX_EVENT_LOOP_DELAY_MS: '0' } });
     let server: ReturnType<ReturnType<typeof buildApp>['callback']>;
     let p: PartnerFixture;
     let zone: ZoneFixture;

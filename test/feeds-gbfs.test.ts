@@ -148,12 +148,14 @@ describe('feeds: GBFS and insurance', () => {
       expect(res.body.last_updated).to.be.a('number');
     });
 
-    it('a zone outside the partner → 403; wrong key → 401; a partner key of another scope → 401', async () => {
+    it('a zone outside the partner → 403; wrong key → 401; a partner key (another API) → 403 naming it', async () => {
       expect((await trips('augsburg').set('X-Access-Token', insurerKey)).status).to.equal(403);
       expect((await trips().set('X-Access-Token', 'nope')).status).to.equal(401);
       const p = await t.ctx.db.one(`INSERT INTO partners (name, kind) VALUES ('Rental', 'rental') RETURNING id`);
       const partnerKey = (await createApiKey(t.ctx.db, p.id, 'partner')).key;
-      expect((await trips().set('X-Access-Token', partnerKey)).status).to.equal(401);
+      const other = await trips().set('X-Access-Token', partnerKey);
+      expect(other.status).to.equal(403);
+      expect(other.body.error_description).to.contain('the partner rental API');
     });
 
     for (const accept of ['application/vnd.insurance+json;version=2.0', '*/*', 'application/vnd.insurance+json']) {

@@ -1,23 +1,16 @@
 /**
- * TOMP bookings in a zone that requires licence verification (customer.licenses), the `radius` of a
- * booking, and the README's TOMP walkthrough run as written (its shell lines, with curl and jq)
- * against the seeded demo world.
+ * TOMP bookings in a zone that requires licence verification (customer.licenses) and the `radius`
+ * of a booking. The README's TOMP walkthrough is run as written by test/readme-walkthrough.test.ts.
  */
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import { promisify } from 'node:util';
 import supertest from 'supertest';
 import { buildApp } from '../api/app.js';
-import { seedDemo } from '../lib/seed/index.js';
 import { useTestContext } from './support/context.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone } from './support/tomp-fixtures.js';
 
 const P = '/edge/tomp';
-const run = promisify(execFile);
 
-describe('TOMP: licences, radius and the README walkthrough', () => {
+describe('TOMP: licences and radius', () => {
   // 10:00 UTC: Copenhagen (sleep window 01:00–05:00 local) is awake
   const t = useTestContext({ now: '2026-11-21T10:00:00Z' });
   let api: supertest.Agent;
@@ -97,45 +90,4 @@ describe('TOMP: licences, radius and the README walkthrough', () => {
     }
   });
 
-  describe('the README walkthrough, literally', function () {
-    let server: Server;
-    let base: string;
-    before(async function () {
-      this.timeout(60000);
-      await seedDemo(t.ctx, { vehiclesPerZone: 20 });
-      server = buildApp(t.ctx).listen(0, '127.0.0.1');
-      await new Promise((r) => server.once('listening', r));
-      base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    });
-    after(() => server?.close());
-
-    it('books a Copenhagen vehicle at its own position with the shell lines of README.md, then FINISH', async function () {
-      this.timeout(30000);
-      try {
-        await run('sh', ['-c', 'command -v curl && command -v jq']);
-      } catch {
-        this.skip();
-      }
-      const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-      const section = readme.slice(readme.indexOf('### TOMP booking API'));
-      const block = section.slice(section.indexOf('```sh') + 5, section.indexOf('```', section.indexOf('```sh') + 5));
-      // the lines up to and including the one-stop booking, as written; the later lines carry <leg id> placeholders
-      const upTo = block.slice(0, block.indexOf('$B/edge/tomp/bookings/one-stop') + '$B/edge/tomp/bookings/one-stop'.length);
-      const script = `set -e\nB=${base}; K='X-Auth-Token: demo-partner-key'\n${upTo}\n`;
-      const { stdout } = await run('bash', ['-c', script]);
-      const response = stdout.slice(stdout.lastIndexOf('HTTP/1.1 '));
-      const [head, body] = response.split(/\r?\n\r?\n/) as [string, string];
-      expect(head, stdout).to.match(/^HTTP\/1\.1 201/);
-      const booking = JSON.parse(body);
-      expect(booking.state).to.equal('CONFIRMED');
-      const legId = booking.legs[0].id;
-      const K = 'demo-maas-key';
-      expect((await api.get(`${P}/legs/${legId}`).set('X-Access-Token', K)).body.state).to.equal('NOT_STARTED');
-      const fin = await api.post(`${P}/legs/${legId}/events`).set('X-Access-Token', K).send({ event: 'FINISH' });
-      expect(fin.status, JSON.stringify(fin.body)).to.equal(200);
-      const after = await api.get(`${P}/bookings/${booking.id}`).set('X-Access-Token', K);
-      expect(after.body.state).to.equal('FINISHED');
-      expect(after.body.legs[0].pricing.estimated).to.equal(false);
-    });
-  });
 });

@@ -10,7 +10,8 @@
   async function api(path, init = {}) {
     const res = await fetch(`/console/api${path}`, { ...init, headers: { 'X-Access-Token': state.key, 'Content-Type': 'application/json', ...(init.headers || {}) } });
     const body = await res.json().catch(() => ({}));
-    if (res.status === 401) {
+    // 401: no such key; 403: a key of another API (the message names which)
+    if (res.status === 401 || res.status === 403) {
       logout('the ops key was refused: ' + (body.error_description || 'unauthorized'));
       throw new Error('unauthorized');
     }
