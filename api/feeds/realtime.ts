@@ -1,7 +1,9 @@
 /**
- * Realtime MDS 2.0 endpoints answered from the database with the publisher's record mappers:
+ * Realtime MDS 2.0 endpoints answered from the database with the publisher's record shapes:
  * /vehicles, /vehicles/{deviceID}, /vehicles/status, /vehicles/status/{deviceID} and
- * /events/recent.
+ * /events/recent. The vehicle lists (a whole zone in one answer, 10,000 vehicles and more) are built
+ * as JSON text in Postgres from the records' declarations (lib/feeds/mds/shape.ts) and streamed as
+ * they come; /events/recent is one bounded page through the JS mapper of the same declarations.
  *
  * Envelopes: the requirement (section 2.1) and the official 2.0 schemas disagree for the vehicle
  * endpoints, and there the official schema wins (every response validates against it): /vehicles and
@@ -13,8 +15,8 @@
  */
 import type Koa from 'koa';
 import { mds20Head } from '../../lib/feeds/mds/envelope.js';
-import { toMdsEvent, toMdsVehicle, toMdsVehicleStatus } from '../../lib/feeds/mds/records.js';
-import { streamVehicles, streamVehicleStatus } from '../../lib/feeds/mds/sources.js';
+import { toMdsEvent } from '../../lib/feeds/mds/records.js';
+import { streamVehicleRecords, streamVehicleStatusRecords } from '../../lib/feeds/mds/sources.js';
 import { eventsPage } from './paging.js';
 import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';
@@ -36,8 +38,8 @@ export async function mdsVehicles(deps: FeedDeps, ctx: Koa.Context, single: bool
     head: vehicleHead(deps),
     arrayKey: 'vehicles',
     ...(single ? {} : { tail: noMorePages }),
-    rows: streamVehicles(db, zone.id, device),
-    map: (r) => toMdsVehicle(r, config),
+    rows: streamVehicleRecords(db, config, zone.id, device),
+    map: (run) => run,
     ...(single ? { emptyError: () => notFound(`unknown device ${device}`) } : {}),
   });
 }
@@ -52,8 +54,8 @@ export async function mdsVehicleStatus(deps: FeedDeps, ctx: Koa.Context, single:
     head: vehicleHead(deps),
     arrayKey: 'vehicles_status',
     ...(single ? {} : { tail: noMorePages }),
-    rows: streamVehicleStatus(db, zone.id, clock.now(), device),
-    map: (r) => toMdsVehicleStatus(r, config),
+    rows: streamVehicleStatusRecords(db, config, zone.id, clock.now(), device),
+    map: (run) => run,
     ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
   });
 }

@@ -25,7 +25,8 @@ export interface StreamSpec<R> {
   arrayKey: string;
   tail?: object;
   rows: AsyncGenerator<R>;
-  map: (row: R) => object | undefined;
+  /** the row's record: an object, or JSON text (one or more records, comma-separated), or undefined for none */
+  map: (row: R) => object | string | undefined;
   /** when set, an empty result is this error instead of an empty array (single-device endpoints) */
   emptyError?: () => Error;
 }
@@ -43,7 +44,7 @@ export async function streamFeed<R>(ctx: Koa.Context, spec: StreamSpec<R>): Prom
   }
   if (first.done && spec.emptyError) throw spec.emptyError();
 
-  async function* records(): AsyncGenerator<object | undefined> {
+  async function* records(): AsyncGenerator<object | string | undefined> {
     if (first.done) return;
     yield spec.map(first.value);
     for (;;) {

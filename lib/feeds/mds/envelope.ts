@@ -33,12 +33,14 @@ export function envelopeParts(head: object, arrayKey: string, tail: object = {})
 
 /**
  * `arrayKey` may be a dotted path (`data.trips`): the array is then nested in objects of those keys.
- * Records that are `undefined` are skipped (mappers return undefined for "no equivalent record").
+ * Records that are `undefined` are skipped (mappers return undefined for "no equivalent record"); a
+ * string is JSON text already (built in Postgres: shape.ts), one record or several separated by
+ * commas, written as is.
  */
 export function jsonEnvelope(
   head: object,
   arrayKey: string,
-  records: AsyncIterable<object | undefined> | Iterable<object | undefined>,
+  records: AsyncIterable<object | string | undefined> | Iterable<object | string | undefined>,
   tail: object = {},
 ): Readable {
   const { open, close } = envelopeParts(head, arrayKey, tail);
@@ -46,9 +48,9 @@ export function jsonEnvelope(
   async function* chunks(): AsyncGenerator<Buffer> {
     let buf = open;
     let first = true;
-    for await (const r of records as AsyncIterable<object | undefined>) {
+    for await (const r of records as AsyncIterable<object | string | undefined>) {
       if (r === undefined) continue;
-      buf += (first ? '' : ',') + JSON.stringify(r);
+      buf += (first ? '' : ',') + (typeof r === 'string' ? r : JSON.stringify(r));
       first = false;
       if (buf.length >= CHUNK) {
         yield Buffer.from(buf);

@@ -1,8 +1,11 @@
 /**
- * MDS 2.0 record mappers (micromobility mode), shared by the hourly files (publisher) and the
- * realtime endpoints (api/feeds). Pure functions from a source row (rows.ts) to the record.
+ * MDS 2.0 records (micromobility mode), shared by the hourly files (publisher) and the realtime
+ * endpoints (api/feeds): each record's shape is declared once (shape.ts) over its source row
+ * (rows.ts); the mappers (pure functions row → record) and the SQL that builds the realtime lists in
+ * Postgres (sources.ts) both come from that declaration.
  */
-import type { EventRow, Provider, TelemetryRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
+import type { EventRow, TelemetryRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
+import { mapperOf, shape, type Shape } from './shape.js';
 
 export interface MdsLocation {
   lat: number;
@@ -66,85 +69,83 @@ export interface MdsVehicleStatus {
   last_telemetry: MdsTelemetry;
 }
 
-/** Our form factors in MDS 2.0's vehicle_type vocabulary (GBFS 3 form_factor). */
+/** Our form factors in MDS 2.0's vehicle_type vocabulary (GBFS 3 form_factor); anything else is `other`. */
+const MDS_VEHICLE_TYPES: Readonly<Record<string, string>> = { scooter: 'scooter_standing', bicycle: 'bicycle' };
+
 export function mdsVehicleType(formFactor: string): string {
-  return formFactor === 'scooter' ? 'scooter_standing' : formFactor === 'bicycle' ? 'bicycle' : 'other';
+  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor]! : 'other';
 }
 
-function loc(lat: number, lng: number): MdsLocation {
-  return { lat: Number(lat), lng: Number(lng) };
-}
+// The record shapes (lib/feeds/mds/shape.ts): one declaration each, from which come both the JS
+// mappers below and the SQL that builds the realtime lists in Postgres (sources.ts).
 
 /**
  * Trip. Every customer ride is an MDS `rider` trip, whichever channel sold it (partner app, MaaS or
  * our own brand): MDS 2.0 micromobility only knows rider / rebalance / maintenance, and the
  * channel is the insurance feed's business (its trip_type keeps rider / maas / operator).
  */
-export function toMdsTrip(row: TripRow, p: Provider): MdsTrip {
-  return {
-    provider_id: p.providerId,
-    device_id: row.device_id,
-    trip_id: row.trip_id,
-    start_time: Number(row.start_ms),
-    end_time: Number(row.end_ms),
-    start_location: loc(row.start_lat, row.start_lng),
-    end_location: loc(row.end_lat, row.end_lng),
-    duration: row.duration_s,
-    distance: row.distance_m,
-    accessibility_attributes: [],
-    trip_type: ['rider'],
-  };
-}
+export const MDS_TRIP: Shape = shape<TripRow>()(({ uuid, provider, int, float, object, constant }) => ({
+  provider_id: provider(),
+  device_id: uuid('device_id'),
+  trip_id: uuid('trip_id'),
+  start_time: int('start_ms'),
+  end_time: int('end_ms'),
+  start_location: object({ lat: float('start_lat'), lng: float('start_lng') }),
+  end_location: object({ lat: float('end_lat'), lng: float('end_lng') }),
+  /** seconds */
+  duration: int('duration_s'),
+  /** meters */
+  distance: int('distance_m'),
+  accessibility_attributes: constant([]),
+  trip_type: constant(['rider']),
+}));
 
-export function toMdsEvent(row: EventRow, p: Provider): MdsEvent {
-  const e: MdsEvent = {
-    event_id: row.event_id,
-    device_id: row.device_id,
-    provider_id: p.providerId,
-    event_types: row.event_types,
-    vehicle_state: row.vehicle_state,
-    timestamp: Number(row.ts_ms),
-    location: loc(row.lat, row.lng),
-    trip_ids: row.trip_ids ?? [],
-  };
+export const MDS_EVENT: Shape = shape<EventRow>()(({ uuid, text, provider, strings, int, float, object, optional }) => ({
+  event_id: uuid('event_id'),
+  device_id: uuid('device_id'),
+  provider_id: provider(),
+  event_types: strings('event_types'),
+  vehicle_state: text('vehicle_state'),
+  timestamp: int('ts_ms'),
+  location: object({ lat: float('lat'), lng: float('lng') }),
+  trip_ids: strings('trip_ids', { orEmpty: true }),
   // battery_percent is an integer 0–100 in MDS; unknown is left out rather than sent as null
-  if (row.battery_percent !== null && row.battery_percent !== undefined) e.battery_percent = row.battery_percent;
-  return e;
-}
+  battery_percent: optional(int('battery_percent')),
+}));
 
-export function toMdsTelemetry(row: TelemetryRow, p: Provider): MdsTelemetry {
-  const t: MdsTelemetry = {
-    telemetry_id: row.telemetry_id,
-    device_id: row.device_id,
-    provider_id: p.providerId,
-    timestamp: Number(row.telemetry_ms),
-    location: loc(row.telemetry_lat, row.telemetry_lng),
-    // we do not use journeys (MDS: null when not applicable)
-    journey_id: null,
-    trip_ids: row.telemetry_trip_id ? [row.telemetry_trip_id] : null,
-  };
-  if (row.telemetry_battery_percent !== null && row.telemetry_battery_percent !== undefined) t.battery_percent = row.telemetry_battery_percent;
-  return t;
-}
+export const MDS_TELEMETRY: Shape = shape<TelemetryRow>()(({ uuid, provider, int, float, object, constant, oneOrNull, optional }) => ({
+  telemetry_id: uuid('telemetry_id'),
+  device_id: uuid('device_id'),
+  provider_id: provider(),
+  timestamp: int('telemetry_ms'),
+  location: object({ lat: float('telemetry_lat'), lng: float('telemetry_lng') }),
+  // we do not use journeys (MDS: null when not applicable)
+  journey_id: constant(null),
+  trip_ids: oneOrNull('telemetry_trip_id'),
+  battery_percent: optional(int('telemetry_battery_percent')),
+}));
 
-export function toMdsVehicle(row: VehicleRow, p: Provider): MdsVehicle {
-  return {
-    device_id: row.device_id,
-    provider_id: p.providerId,
-    vehicle_id: row.vehicle_code,
-    vehicle_type: mdsVehicleType(row.form_factor),
-    propulsion_types: [row.propulsion_type],
-    maximum_speed: row.max_speed_kph,
-    vehicle_attributes: { make: row.make, model: row.model },
-    accessibility_attributes: [],
-  };
-}
+export const MDS_VEHICLE: Shape = shape<VehicleRow>()(({ uuid, text, provider, int, vocab, oneOrNull, object, constant }) => ({
+  device_id: uuid('device_id'),
+  provider_id: provider(),
+  vehicle_id: text('vehicle_code'),
+  vehicle_type: vocab('form_factor', MDS_VEHICLE_TYPES, 'other'),
+  propulsion_types: oneOrNull('propulsion_type'),
+  maximum_speed: int('max_speed_kph'),
+  vehicle_attributes: object({ make: text('make'), model: text('model') }),
+  accessibility_attributes: constant([]),
+}));
 
-export function toMdsVehicleStatus(row: VehicleStatusRow, p: Provider): MdsVehicleStatus {
-  return {
-    device_id: row.device_id,
-    provider_id: p.providerId,
-    last_event: toMdsEvent(row, p),
-    last_telemetry: toMdsTelemetry(row, p),
-  };
-}
+/** A vehicle's last event and last telemetry (VehicleStatusRow holds both, telemetry `telemetry_*`). */
+export const MDS_VEHICLE_STATUS: Shape = shape<VehicleStatusRow>()(({ uuid, provider, object }) => ({
+  device_id: uuid('device_id'),
+  provider_id: provider(),
+  last_event: object(MDS_EVENT),
+  last_telemetry: object(MDS_TELEMETRY),
+}));
+
+export const toMdsTrip = mapperOf<TripRow, MdsTrip>(MDS_TRIP);
+export const toMdsEvent = mapperOf<EventRow, MdsEvent>(MDS_EVENT);
+export const toMdsTelemetry = mapperOf<TelemetryRow, MdsTelemetry>(MDS_TELEMETRY);
+export const toMdsVehicle = mapperOf<VehicleRow, MdsVehicle>(MDS_VEHICLE);
+export const toMdsVehicleStatus = mapperOf<VehicleStatusRow, MdsVehicleStatus>(MDS_VEHICLE_STATUS);

@@ -2,7 +2,9 @@
  * Streaming sources of the feed records: server-side cursors (pg-query-stream) on a dedicated
  * connection inside a read-only REPEATABLE READ transaction, so that a whole hour is read from one
  * snapshot and memory stays bounded by the batch size however large the hour is. Each yields rows
- * shaped for the mappers in records.ts / legacy.ts / insurance.
+ * shaped for the mappers in records.ts / legacy.ts / insurance, except the realtime vehicle lists
+ * (streamVehicleRecords, streamVehicleStatusRecords), which yield the records themselves as JSON
+ * text built in Postgres from the same rows and the same declarations (shape.ts).
  *
  *   for await (const row of streamTrips(ctx.db, zone, hour)) out.push(toMdsTrip(row, ctx.config));
  */
@@ -10,7 +12,9 @@ import type pg from 'pg';
 import { classify, onConnection, q, type Db, type NamedQuery, type Row } from '../../db.js';
 import type { Logger } from '../../log.js';
 import { LEGACY_VEHICLE_STATES } from './legacy.js';
-import type { EventRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
+import { MDS_VEHICLE, MDS_VEHICLE_STATUS } from './records.js';
+import type { EventRow, Provider, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
+import { recordSql, type Shape } from './shape.js';
 
 /** `timestamp` parameter text of a UTC hour; the hour columns are UTC `timestamp`s. */
 export function hourParam(hour: Date): string {
@@ -145,6 +149,71 @@ export function streamVehicles(db: Db, zoneId: string, deviceId?: string, opts?:
  */
 export function streamVehicleStatus(db: Db, zoneId: string, now: Date, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
   return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, deviceId ?? null, null, now], opts);
+}
+
+/** A row of a records query: one record as compact JSON text. */
+interface RecordRow {
+  record: string;
+}
+
+const recordQueries = new Map<string, NamedQuery>();
+
+/**
+ * The rows of `source` as records of `s`, the JSON text built in Postgres from the same columns the
+ * JS mapper reads (shape.ts), in `source`'s order (`orderBy`, a column of its rows). The provider id
+ * is one more parameter after the source's `sourceParams`, as JSON text (recordParams).
+ */
+function recordsQuery(source: NamedQuery, sourceParams: number, s: Shape, orderBy: string): NamedQuery {
+  const name = `${source.name}Records`;
+  let query = recordQueries.get(name);
+  if (!query) {
+    // the source on lines of its own: it may begin or end with a -- comment
+    query = { name, text: `SELECT ${recordSql(s, 'r', `$${sourceParams + 1}::text`)} AS record\n  FROM (\n${source.text}\n) r\n ORDER BY r.${orderBy}` };
+    recordQueries.set(name, query);
+  }
+  return query;
+}
+
+const recordParams = (params: unknown[], p: Provider) => [...params, JSON.stringify(p.providerId)];
+
+/**
+ * Records are handed on in runs of about this many characters (comma-separated JSON texts): each
+ * item of an async stream costs a few promise round trips per layer, which at 10,000 records weighed
+ * more than building them.
+ */
+const RUN_CHARS = 64 * 1024;
+
+/** A records query read in its own snapshot, as runs of records' JSON text separated by commas. */
+async function* recordRuns(db: Db, query: NamedQuery, params: unknown[], opts?: SnapshotOptions): AsyncGenerator<string> {
+  const snap = await Snapshot.open(db, opts);
+  try {
+    let run = '';
+    for await (const row of snap.stream<RecordRow & Row>(query, params)) {
+      run = run === '' ? row.record : `${run},${row.record}`;
+      if (run.length >= RUN_CHARS) {
+        yield run;
+        run = '';
+      }
+    }
+    if (run !== '') yield run;
+  } finally {
+    await snap.close();
+  }
+}
+
+/** The realtime /vehicles: streamVehicles' rows as MDS 2.0 vehicle records, in runs of JSON text. */
+export function streamVehicleRecords(db: Db, p: Provider, zoneId: string, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<string> {
+  return recordRuns(db, recordsQuery(q('MdsVehicles'), 2, MDS_VEHICLE, 'device_id'), recordParams([zoneId, deviceId ?? null], p), opts);
+}
+
+/** The realtime /vehicles/status: streamVehicleStatus' rows as MDS 2.0 vehicle status records, in runs of JSON text. */
+export function streamVehicleStatusRecords(db: Db, p: Provider, zoneId: string, now: Date, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<string> {
+  return recordRuns(db, vehicleStatusRecordsQuery(), recordParams([zoneId, deviceId ?? null, null, now], p), opts);
+}
+
+/** The query behind streamVehicleStatusRecords (parameters: zone, device or null, null, now, provider id as JSON). */
+export function vehicleStatusRecordsQuery(): NamedQuery {
+  return recordsQuery(q('MdsVehicleStatus'), 4, MDS_VEHICLE_STATUS, 'device_id');
 }
 
 /**
