@@ -5,7 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Any UUID in lower case, as we write them (the MDS records' schema). */
+export const UUID_SCHEMA = { type: 'string', format: 'uuid', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' } as const;
+/** A UUID version 4 in lower case, as we write the ids we generate (the partner records' schema). */
+export const UUID_V4_LOWER_SCHEMA = { type: 'string', format: 'uuid', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' } as const;
+const UUID = new RegExp(UUID_SCHEMA.pattern, 'i');
 
 export function isUuid(s: string): boolean {
   return UUID.test(s);

@@ -5,6 +5,17 @@
  */
 import { q, type Queryable } from './db.js';
 
+/**
+ * The zone id rule, the one every API, the console and the zone import check: a letter or digit,
+ * then up to 63 letters, digits, `_` or `-` (it becomes part of URLs and object keys).
+ */
+export const ZONE_ID_SCHEMA = { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' } as const;
+const ZONE_ID = new RegExp(ZONE_ID_SCHEMA.pattern);
+
+export function isZoneId(s: unknown): s is string {
+  return typeof s === 'string' && ZONE_ID.test(s);
+}
+
 export interface SleepWindow {
   start: string;
   end: string;
@@ -28,11 +39,28 @@ export function localMinutes(at: Date, timeZone: string): number {
   return h * 60 + m;
 }
 
-function toMinutes(hhmm: string): number | undefined {
-  const m = /^(\d{1,2}):(\d{2})$/.exec(hhmm);
+/** `HH:MM` (hour 0–24, `24:00` being the midnight that ends a day) as minutes of the local day. */
+function toMinutes(hhmm: unknown): number | undefined {
+  const m = typeof hhmm === 'string' ? /^(\d{1,2}):([0-5]\d)$/.exec(hhmm) : null;
   if (!m) return undefined;
   const v = Number(m[1]) * 60 + Number(m[2]);
   return v <= 24 * 60 ? v : undefined;
+}
+
+/**
+ * The one reading of a zone's sleep windows, for the rental engine and the GBFS files alike:
+ * well-formed, non-empty windows as [start, end) minutes of the local day; an end before its start
+ * runs over midnight; start = end is empty; malformed windows are ignored.
+ */
+export function sleepWindowMinutes(raw: unknown): Array<[number, number]> {
+  if (!Array.isArray(raw)) return [];
+  const out: Array<[number, number]> = [];
+  for (const w of raw as Array<Partial<SleepWindow> | null>) {
+    const s = toMinutes(w?.start);
+    const e = toMinutes(w?.end);
+    if (s !== undefined && e !== undefined && s !== e) out.push([s, e]);
+  }
+  return out;
 }
 
 /**
@@ -42,15 +70,10 @@ function toMinutes(hhmm: string): number | undefined {
  */
 export function isSleeping(zone: { timezone: string; sleepWindows: unknown; status?: string }, now: Date): boolean {
   if (zone.status === 'closed') return true;
-  if (!Array.isArray(zone.sleepWindows) || zone.sleepWindows.length === 0) return false;
+  const windows = sleepWindowMinutes(zone.sleepWindows);
+  if (windows.length === 0) return false;
   const t = localMinutes(now, zone.timezone);
-  for (const w of zone.sleepWindows as SleepWindow[]) {
-    const s = toMinutes(String(w?.start));
-    const e = toMinutes(String(w?.end));
-    if (s === undefined || e === undefined || s === e) continue;
-    if (s < e ? t >= s && t < e : t >= s || t < e) return true;
-  }
-  return false;
+  return windows.some(([s, e]) => (s < e ? t >= s && t < e : t >= s || t < e));
 }
 
 export type ParkingDecision = 'good-parking' | 'bad-parking';

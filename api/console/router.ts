@@ -6,6 +6,7 @@
  * (api/feeds/errors.ts), so one parser reads both. The figures come from the functions the CLI
  * uses (publisher/ops.ts publishStatus), never from a second copy of their SQL.
  */
+import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
@@ -115,7 +116,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   // a zone's map and its vehicles; the page refreshes it every `ttl` seconds, the GBFS status ttl
   router.get('/fleet', async (koa) => {
     const zone = typeof koa.query.zone === 'string' ? koa.query.zone : '';
-    if (!/^[a-z0-9-]{1,64}$/.test(zone)) throw badParam('zone must be a zone id');
+    if (!isZoneId(zone)) throw badParam(`zone must be a zone id (${ZONE_ID_SCHEMA.pattern})`);
     const map = await app.db.maybeOne(q('ConsoleZoneMap'), [zone]);
     if (!map) throw new FeedError(404, 'not_found', `unknown zone ${zone}`);
     const vehicles = await app.db.many(q('ConsoleZoneVehicles'), [zone]);

@@ -4,6 +4,7 @@
  * answers: 401 no/bad/expired token, 403 feed outside the role, 400 malformed zone id, 404 unknown
  * zone, 403 zone outside the client's scope.
  */
+import { bearerOf } from '../../lib/http/api-key-gate.js';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { RevokedClients } from '../../lib/auth/feed-clients.js';
@@ -75,9 +76,7 @@ function fileCache(app: AppContext): ObjectCache | undefined {
 
 /** The bearer token of the request, or undefined when there is no Authorization: Bearer header. */
 export function bearerToken(ctx: Koa.Context): string | undefined {
-  const h = ctx.get('Authorization');
-  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(h);
-  return m?.[1];
+  return bearerOf(ctx.get('Authorization'));
 }
 
 /** Verifies the bearer token; throws 401 with `WWW-Authenticate: Bearer`. */

@@ -8,6 +8,8 @@
  * each with its own feed error. So a row's parameters carry no `invalid` code: the kit passes them
  * on and the handler checks them in that order; the table documents them.
  */
+import { ZONE_ID_SCHEMA } from '../../lib/zones.js';
+import { TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
 import type { Endpoint, FamilyKit, ParamSpec } from '../../lib/http/endpoints.js';
 import { koaPath } from '../../lib/http/endpoints.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
@@ -67,7 +69,7 @@ export const feedKit: FamilyKit<FeedDeps, string, FeedAuth> = {
 /** The zone id of every zone-scoped feed path. */
 export const ZONE_PARAM: ParamSpec = {
   description: 'the zone id of the requested data',
-  schema: { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' },
+  schema: ZONE_ID_SCHEMA,
   example: 'madrid',
 };
 const ZONE_SEGMENT = ZONE_PARAM.schema.pattern as string;
@@ -75,7 +77,7 @@ const ZONE_SEGMENT = ZONE_PARAM.schema.pattern as string;
 /** One UTC hour in the query (the hour files). */
 export const timeHour = (description: string): ParamSpec => ({
   description: `${description}: one UTC hour, YYYY-MM-DDTHH`,
-  schema: { type: 'string', maxLength: 13, pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}$' },
+  schema: TIME_HOUR_SCHEMA,
   required: true,
   example: '2026-11-21T09',
 });

@@ -2,15 +2,15 @@
  * Path and query parameters of the feeds, validated before they reach a query or become part of an
  * object key. Every parser throws a 400 FeedError naming the parameter.
  */
-import { parseHour } from '../../lib/feeds/hours.js';
+import { parseHour, TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
 import { badParam } from './errors.js';
 import { isUuid } from '../../lib/uuid.js';
+import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
 
-const ZONE_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const MS = /^\d{1,15}$/;
 
 export function zoneParam(raw: string | undefined): string {
-  if (!raw || !ZONE_ID.test(raw)) throw badParam('invalid zone id', 'zoneID must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$');
+  if (!isZoneId(raw)) throw badParam('invalid zone id', `zoneID must match ${ZONE_ID_SCHEMA.pattern}`);
   return raw;
 }
 
@@ -34,12 +34,13 @@ export function hourOf(start: Date): Hour {
 /** Parses a time-hour `YYYY-MM-DDTHH` (ISO 8601 extended, UTC, hour 00–23, a real calendar date). */
 export function timeHourParam(name: string, raw: unknown): Hour {
   if (typeof raw !== 'string' || raw === '') throw badParam(`missing ${name}`, `${name} is required (YYYY-MM-DDTHH, UTC)`);
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}$/.test(raw)) {
-    throw badParam(`invalid ${name}`, `${name} must be YYYY-MM-DDTHH (UTC hour), got ${JSON.stringify(raw.slice(0, 40))}`);
-  }
-  // parseHour rejects what Date.UTC would roll over (2026-02-30, hour 24) instead of guessing.
+  // parseHour rejects a malformed value, and what Date.UTC would roll over (2026-02-30, hour 24) instead of guessing
   const start = parseHour(raw);
-  if (!start || start.getUTCFullYear() < 1970) throw badParam(`invalid ${name}`, `${name} is not a valid UTC hour: ${raw}`);
+  if (!start) {
+    const shaped = new RegExp(TIME_HOUR_SCHEMA.pattern).test(raw);
+    throw badParam(`invalid ${name}`, shaped ? `${name} is not a valid UTC hour: ${raw}` : `${name} must be YYYY-MM-DDTHH (UTC hour), got ${JSON.stringify(raw.slice(0, 40))}`);
+  }
+  if (start.getUTCFullYear() < 1970) throw badParam(`invalid ${name}`, `${name} is not a valid UTC hour: ${raw}`);
   return hourOf(start);
 }
 

@@ -8,6 +8,7 @@ import type { AppContext } from '../../lib/context.js';
 import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
 import { ERRORS, RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
 import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
+import { ZONE_ID_SCHEMA } from '../../lib/zones.js';
 import { authenticate } from './auth.js';
 import { readJson } from './body.js';
 import { overloaded } from './errors.js';
@@ -43,7 +44,6 @@ export const idParam = (description: string, invalid: RentalErrorCode, example?:
   ...(example ? { example } : {}),
 });
 
-const ZONE_ID = { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' } as const;
 
 /**
  * A zone id in the path or the query: empty (or the router's placeholder of an empty segment, see
@@ -51,7 +51,7 @@ const ZONE_ID = { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-
  */
 export const zoneParam = (description: string) => ({
   description,
-  schema: ZONE_ID,
+  schema: ZONE_ID_SCHEMA,
   required: true,
   example: 'madrid',
   invalid: { empty: 'EmptyZoneID', malformed: 'ZoneNotFound' } as const,

@@ -10,6 +10,7 @@ import { isUuidV4 } from '../uuid.js';
 import { q, type Db } from '../db.js';
 import type { Clock } from '../clock.js';
 import { compile } from '../validate.js';
+import { ZONE_ID_SCHEMA } from '../zones.js';
 
 const AREA_TYPES = ['operations', 'no-parking', 'parking-spot', 'slow-zone', 'no-riding', 'incentive', 'free-floating'] as const;
 
@@ -21,7 +22,7 @@ const zoneProps = {
   additionalProperties: false,
   properties: {
     kind: { const: 'zone' },
-    id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$' },
+    id: ZONE_ID_SCHEMA,
     name: { type: 'string', minLength: 1 },
     city: { type: 'string', minLength: 1 },
     country: { type: 'string', pattern: '^[A-Z]{2}$' },

@@ -4,7 +4,9 @@
  * not anchored (see specs/mds/README.md).
  */
 
-const HOUR_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2})$/;
+/** The time-hour's shape as a JSON Schema (the documents and the kit); parseHour also checks the date is real. */
+export const TIME_HOUR_SCHEMA = { type: 'string', minLength: 13, maxLength: 13, pattern: '^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})$' } as const;
+const HOUR_RE = new RegExp(TIME_HOUR_SCHEMA.pattern);
 export const HOUR_MS = 3_600_000;
 
 /** The UTC hour named by `s`, or undefined when it is malformed or not a real date (2026-02-30T00). */

@@ -70,9 +70,14 @@ export function apiKeyGate(app: AppContext, gate: ApiKeyGate): Koa.Middleware {
   };
 }
 
+/** The credential of an `Authorization: Bearer <credential>` header (RFC 6750 §2.1); undefined otherwise. */
+export function bearerOf(header: string | undefined): string | undefined {
+  return header ? /^Bearer[ ]+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+}
+
 /** A key sent as `Authorization: Bearer <key>`; undefined otherwise. */
 export function bearerKey(ctx: Koa.Context): string | undefined {
-  return /^Bearer[ ]+(\S+)\s*$/i.exec(ctx.get('authorization'))?.[1];
+  return bearerOf(ctx.get('authorization'));
 }
 
 export const principalOf = (ctx: Koa.Context): Principal => ctx.state.principal as Principal;

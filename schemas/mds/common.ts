@@ -1,6 +1,6 @@
 /** Building blocks of the MDS record schemas (our own; the official ones are checked in tests). */
 
-export const uuid = { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' } as const;
+export { UUID_SCHEMA as uuid } from '../../lib/uuid.js';
 /** integer milliseconds since the Unix epoch, not before 2018 (MDS minimum) */
 export const timestampMs = { type: 'integer', minimum: 1514764800000 } as const;
 export const nonNegativeInt = { type: 'integer', minimum: 0 } as const;

@@ -5,11 +5,8 @@
  * validate every answer they read against them, so a field renamed in a presenter fails a test,
  * not a partner.
  */
-const uuid = {
-  type: 'string',
-  format: 'uuid',
-  pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
-} as const;
+import { UUID_V4_LOWER_SCHEMA } from '../../lib/uuid.js';
+const uuid = UUID_V4_LOWER_SCHEMA;
 const rfc3339Utc = {
   type: 'string',
   format: 'date-time',
