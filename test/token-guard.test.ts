@@ -320,7 +320,8 @@ describe('token endpoints resist guessing', function () {
       console.log(`      flood of ${N} bad secrets: ${by(401)} × 401 (checked), ${by(503)} × 503 (gate full); partner p50 ${baseline.toFixed(1)} ms before, ${during.toFixed(1)} ms during`);
       expect(by(401) + by(503), 'every answer is 401 or 503').to.equal(N);
       expect(by(503), 'the gate refused most of the flood').to.be.greaterThan(N / 2);
-      for (const r of results.filter((x) => x.status === 503)) expect(r.headers['retry-after']).to.equal('1');
+      // Retry-After: when the checks ahead of it should be done (whole seconds, at least 1)
+      for (const r of results.filter((x) => x.status === 503)) expect(Number(r.headers['retry-after'])).to.be.within(1, 10);
       // loose on purpose: without the gate the flood takes the cores for seconds
       expect(during, 'partner p50 during the flood').to.be.below(baseline * 20 + 250);
       // once the flood is over, the right secret works
