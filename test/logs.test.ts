@@ -145,4 +145,22 @@ describe('logs carry no credentials', function () {
     expect(out).to.contain('&b=2');
     expect(out).to.contain('end_time=2026-11-21T08');
   });
+
+  it('a 5xx is one error line: the access line carries its cause, code, request id, method, URL and status', async () => {
+    const main = supertest.agent(buildApp(app).callback());
+    const db = t.ctx.db;
+    const zone = await insertZone(db);
+    const partner = await insertPartner(db);
+    const user = await insertUser(db, partner.id);
+    const v = await insertVehicle(db, zone);
+    t.ctx.gateway.failNext('unlock', 'refused');
+    const at = captured.length;
+    const failed = await main.post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user, vehicleId: v.id });
+    expect(failed.status).to.be.at.least(500);
+    const lines = captured.slice(at).join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
+    const errors = lines.filter((l) => l.level >= 50);
+    expect(errors, JSON.stringify(errors)).to.have.length(1);
+    expect(errors[0]).to.include({ msg: 'request failed', method: 'POST', url: '/v1/rental/start', status: failed.status, code: failed.body.errors[0].code, requestId: failed.headers['x-request-id'] });
+    expect(errors[0].err).to.be.an('object');
+  });
 });

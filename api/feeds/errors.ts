@@ -3,6 +3,7 @@
  * body `{error, error_description, error_details}` (MDS 2.0 models/response/error.yaml), also on
  * GBFS, insurance and the legacy host, so a consumer needs one parser.
  */
+import { recordFault } from '../../lib/http/fault.js';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
 import { isClientAborted } from '../../lib/http/body.js';
@@ -61,7 +62,7 @@ export function feedErrors(): Koa.Middleware {
         ctx.state.log?.warn({ err: err.message }, 'database unavailable');
         e = new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', undefined, { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) });
       } else {
-        ctx.state.log?.error({ err }, 'feed request failed');
+        recordFault(ctx, err);
         e = new FeedError(500, 'internal_error', 'internal server error');
       }
       ctx.status = e.status;

@@ -3,6 +3,7 @@
  * redacted), and the last line of defence for errors. Each API family renders its own documented
  * error format further in; anything that still escapes becomes a bare 500 that leaks nothing.
  */
+import { faultOf, recordFault, type Fault } from '../../lib/http/fault.js';
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
@@ -26,9 +27,10 @@ export interface RequestTelemetry {
   /**
    * Counts the request (`http_requests_total`, `http_request_duration_seconds`; labels host, method,
    * route pattern, status) and writes the access line when info is enabled (always for a 5xx).
-   * `lineLog` is the logger of the line (default: a child with the request id).
+   * `lineLog` is the logger of the line (default: a child with the request id); `fault`, what a
+   * family recorded as the cause of a 5xx (lib/http/fault.ts): the line then carries it, at error.
    */
-  finish(started: number, method: string, route: string, status: number, url: string, requestId: string, lineLog?: () => Logger): void;
+  finish(started: number, method: string, route: string, status: number, url: string, requestId: string, lineLog?: () => Logger, fault?: Fault): void;
 }
 
 export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
@@ -47,7 +49,7 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
   };
   const logEnabled = log.isLevelEnabled('info');
   return {
-    finish(started, method, route, status, url, requestId, lineLog) {
+    finish(started, method, route, status, url, requestId, lineLog, fault) {
       const ms = Math.round((performance.now() - started) * 10) / 10;
       const s = seriesOf(method, route, status);
       s.count.inc();
@@ -55,10 +57,11 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
       // a 503 is an answer the service chose (overload refused with Retry-After, a database outage
       // its family logs once, a GBFS file not written yet): counted in the metrics, logged like any
       // answer; every other 5xx is a fault and always logged at error
-      const fault = status >= 500 && status !== 503;
-      if (logEnabled || fault) {
+      const failed = fault !== undefined || (status >= 500 && status !== 503);
+      if (logEnabled || failed) {
         const l = lineLog ? lineLog() : log.child({ requestId });
-        l[fault ? 'error' : 'info']({ method, url: redactUrl(url), status, ms }, status === 499 ? 'request aborted by the client' : 'request');
+        if (failed) l.error({ ...fault, method, url: redactUrl(url), status, ms }, 'request failed');
+        else l.info({ method, url: redactUrl(url), status, ms }, status === 499 ? 'request aborted by the client' : 'request');
       }
     },
   };
@@ -93,7 +96,7 @@ export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
       }
       const e = err as { status?: number; expose?: boolean; message?: string };
       const status = typeof e.status === 'number' && e.status >= 400 && e.status < 600 ? e.status : 500;
-      if (status >= 500) ctx.state.log.error({ err }, 'unhandled error');
+      if (status >= 500) recordFault(ctx, err, { unhandled: true });
       ctx.status = status;
       ctx.type = 'application/json';
       ctx.body = { status, error: status >= 500 ? 'internal server error' : e.expose && e.message ? e.message : 'request failed' };
@@ -101,7 +104,7 @@ export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
       // label by the matched route pattern, never the raw path (ids would explode cardinality)
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 && !aborted ? 'unmatched' : 'other');
       if (!aborted) closeIfBodyUnread(ctx);
-      telemetry.finish(started, ctx.method, String(route), aborted ? 499 : ctx.status, ctx.originalUrl, requestId, () => ctx.state.log);
+      telemetry.finish(started, ctx.method, String(route), aborted ? 499 : ctx.status, ctx.originalUrl, requestId, () => ctx.state.log, aborted ? undefined : faultOf(ctx));
     }
   };
 }

@@ -11,6 +11,7 @@ import { isClientAborted } from '../../lib/http/body.js';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import { allowOf } from '../../lib/http/route-miss.js';
 import { AdmissionRefused } from '../../lib/http/admission.js';
+import { recordFault } from '../../lib/http/fault.js';
 
 export function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
@@ -31,7 +32,7 @@ export function renderError(ctx: Koa.Context, err: unknown): void {
   // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
   if (isClientAborted(err)) throw err;
   const e = toRentalError(err);
-  if (e.status >= 500 && !(e.cause instanceof AdmissionRefused)) ctx.state.log?.error({ err: e.code === 'InternalServerError' ? err : (e.cause ?? err), code: e.code }, 'partner api error');
+  if (e.status >= 500 && !(e.cause instanceof AdmissionRefused)) recordFault(ctx, e.code === 'InternalServerError' ? err : (e.cause ?? err), { code: e.code });
   ctx.status = e.status;
   for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
   // RFC 9110 §15.5.6: every 405 names the allowed methods, the business 405s of the rental rules

@@ -6,6 +6,7 @@
 import type Koa from 'koa';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type { Logger } from '../../lib/log.js';
+import { recordFault } from '../../lib/http/fault.js';
 import { compile, describeErrors, containsNul } from '../../lib/validate.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { BodyRefused, MAX_JSON_DEPTH, isClientAborted, readJsonBody } from '../../lib/http/body.js';
@@ -16,7 +17,7 @@ export function renderErrors(log: Logger): Koa.Middleware {
     try {
       await next();
     } catch (err) {
-      const e = toTompError(err, (ctx.state.log as Logger | undefined) ?? log);
+      const e = toTompError(ctx, err, (ctx.state.log as Logger | undefined) ?? log);
       ctx.status = e.status;
       ctx.type = 'application/json';
       ctx.body = e.toBody();
@@ -26,18 +27,18 @@ export function renderErrors(log: Logger): Koa.Middleware {
   };
 }
 
-function toTompError(err: unknown, log: Logger): TompError {
+function toTompError(ctx: Koa.Context, err: unknown, log: Logger): TompError {
   // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)
   if (isClientAborted(err)) throw err;
   if (err instanceof TompError) {
-    if (err.status >= 500 && err.status !== 503) log.error({ err }, 'tomp request failed');
+    if (err.status >= 500 && err.status !== 503) recordFault(ctx, err);
     return err;
   }
   if (isOutage(err)) {
     log.warn({ err: err.message }, 'database unavailable');
     return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS });
   }
-  log.error({ err }, 'tomp request failed');
+  recordFault(ctx, err);
   return new TompError(500, 'internal error');
 }
 
