@@ -90,7 +90,7 @@ describe('admission control', function () {
     });
 
     it('under overload, a late event loop refuses new requests until it catches up', async () => {
-      const a = new Admission(limits({ maxInFlight: 100, burstMs: 0, overloadWaitMs: 50, maxLagMs: 20 }));
+      const a = new Admission(limits({ maxInFlight: 100, burstMs: 0, overloadWaitMs: 1000, maxLagMs: 20 }));
       expect((await outcome(a, async () => undefined)).ok).to.equal(true); // starts the sampler
       const until = performance.now() + 150;
       while (performance.now() < until); // a blocked loop, as a CPU-bound process has

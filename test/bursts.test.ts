@@ -1,7 +1,7 @@
 /**
  * Bursts within the contract are queued, never refused (lib/http/admission.ts), with the production
- * admission settings: the server listens on loopback as bin/api.ts does and the requests come over
- * real sockets.
+ * admission settings: the API is a real bin/api.ts process (so that the load generator does not
+ * share its event loop) and the requests come over real sockets.
  *
  * - 50 concurrent rental starts for 50 users and vehicles: 50 answers from the rental table.
  * - One partner sending its whole minute's budget (4,000) as fast as 64 connections allow: 4,000
@@ -10,13 +10,20 @@
  *   and 50 clients renewing their tokens at once all get one (the secret checks queue).
  */
 import { expect } from 'chai';
-import { createServer, request as httpRequest, Agent, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { buildApp, withHotPath } from '../api/app.js';
-import { useTestContext } from './support/context.js';
+import { request as httpRequest, Agent } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Db } from '../lib/db.js';
+import { createLogger } from '../lib/log.js';
+import { testConfig } from '../lib/config.js';
+import { systemClock } from '../lib/clock.js';
+import { issueFeedToken } from '../lib/auth/tokens.js';
+import { cloneDatabase, type TestDatabase } from './support/db.js';
+import { startApiProcess, type ApiProcess } from './support/api-process.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type ZoneFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
-import { basic, insertClient, tokenFor } from './support/feed-auth.js';
+import { basic, insertClient } from './support/feed-auth.js';
 
 interface Answer {
   status: number;
@@ -26,22 +33,34 @@ interface Answer {
 
 describe('bursts within the contract are queued, never refused', function () {
   this.timeout(180_000);
-  // a fixed instant in the middle of a minute: the rate limit's window does not roll over mid-test
-  const t = useTestContext({ now: '2026-11-21T10:00:05Z' });
-  let server: Server;
+  let database: TestDatabase;
+  let store: string;
+  let db: Db;
+  let api: ApiProcess;
   let port: number;
   let zone: ZoneFixture;
 
-  before(async () => {
-    zone = await insertZone(t.ctx.db);
-    server = createServer(withHotPath(buildApp(t.ctx)));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    port = (server.address() as AddressInfo).port;
+  before(async function () {
+    this.timeout(60_000);
+    database = await cloneDatabase();
+    store = mkdtempSync(join(tmpdir(), 'bursts-store-'));
+    db = new Db(database.url, createLogger('silent'));
+    zone = await insertZone(db);
+    api = await startApiProcess(database, store);
+    port = api.port;
   });
   after(async () => {
-    server.closeAllConnections();
-    await new Promise((r) => server.close(r));
+    api?.stop();
+    await db?.close();
+    await database?.drop();
+    rmSync(store, { recursive: true, force: true });
   });
+
+  /** The rate limit counts in one-minute windows of the real clock: a flood starts with most of one ahead. */
+  async function freshWindow(): Promise<void> {
+    const left = 60_000 - (Date.now() % 60_000);
+    if (left < 20_000) await new Promise((r) => setTimeout(r, left + 50));
+  }
 
   function send(agent: Agent, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
     return new Promise((resolve, reject) => {
@@ -77,22 +96,23 @@ describe('bursts within the contract are queued, never refused', function () {
   const statuses = (answers: Answer[]) => answers.reduce<Record<number, number>>((m, a) => ({ ...m, [a.status]: (m[a.status] ?? 0) + 1 }), {});
 
   it('50 concurrent rental starts for 50 users and vehicles: 50 answers from the rental table', async () => {
-    const partner = await insertPartner(t.ctx.db, { rateLimitPerMinute: 4000 });
+    const partner = await insertPartner(db, { rateLimitPerMinute: 4000 });
     const slots = [];
-    for (let i = 0; i < 50; i++) slots.push({ user: await insertUser(t.ctx.db, partner.id), vehicle: (await insertVehicle(t.ctx.db, zone, { eastM: i * 3 })).id });
+    for (let i = 0; i < 50; i++) slots.push({ user: await insertUser(db, partner.id), vehicle: (await insertVehicle(db, zone, { eastM: i * 3 })).id });
     const agent = new Agent({ keepAlive: true, maxSockets: 50 });
     const answers = await Promise.all(
       slots.map((s) => send(agent, 'POST', '/v1/rental/start', { 'X-Auth-Token': partner.key, 'Content-Type': 'application/json' }, JSON.stringify({ userId: s.user, vehicleId: s.vehicle }))),
     );
     agent.destroy();
     expect(statuses(answers), answers.find((a) => a.status !== 200)?.body).to.deep.equal({ 200: 50 });
-    const running = await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING' AND user_id = ANY ($1)`, [slots.map((s) => s.user)]);
+    const running = await db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING' AND user_id = ANY ($1)`, [slots.map((s) => s.user)]);
     expect(running.n).to.equal(50);
   });
 
   it('a partner’s 4,000 requests of a minute, as fast as 64 connections allow: 4,000 answers, the 4,001st is a 429 with Retry-After', async () => {
-    const partner = await insertPartner(t.ctx.db, { rateLimitPerMinute: 4000 });
+    const partner = await insertPartner(db, { rateLimitPerMinute: 4000 });
     const headers = { 'X-Auth-Token': partner.key };
+    await freshWindow();
     const answers = await flood(4000, 64, () => ['GET', `/v1/vehicles?zoneID=${zone.id}`, headers]);
     expect(statuses(answers)).to.deep.equal({ 200: 4000 });
     const over = await send(new Agent(), 'GET', `/v1/vehicles?zoneID=${zone.id}`, headers);
@@ -103,8 +123,9 @@ describe('bursts within the contract are queued, never refused', function () {
   });
 
   it('the same on TOMP: 4,000 answers, then 429 with Retry-After in TOMP’s error format', async () => {
-    const maas = await insertMaasPartner(t.ctx.db, { rateLimit: 4000 });
+    const maas = await insertMaasPartner(db, { rateLimit: 4000 });
     const headers = { 'X-Access-Token': maas.key };
+    await freshWindow();
     const answers = await flood(4000, 64, () => ['GET', '/edge/tomp/operator/regions', headers]);
     expect(statuses(answers), answers.find((a) => a.status !== 200)?.body).to.deep.equal({ 200: 4000 });
     const over = await send(new Agent(), 'GET', '/edge/tomp/operator/regions', headers);
@@ -114,11 +135,13 @@ describe('bursts within the contract are queued, never refused', function () {
   });
 
   it('the feeds: a burst of realtime MDS reads is answered in full, and 50 clients renewing tokens at once all get one', async () => {
-    const token = await tokenFor(t.ctx, 'burst-city', 'city');
+    await insertClient(db, 'burst-city', 'city');
+    // the child's signing secret is this process's (test/support/global.ts sets it for both)
+    const token = (await issueFeedToken(testConfig({ DATABASE_URL: database.url }), systemClock, { clientId: 'burst-city', role: 'city', zones: null })).accessToken;
     const reads = await flood(2000, 64, () => ['GET', `/v1/partner-apis/mds/${zone.id}/vehicles/status`, { Authorization: `Bearer ${token}`, Accept: 'application/vnd.mds+json;version=2.0' }]);
     expect(statuses(reads), reads.find((a) => a.status !== 200)?.body).to.deep.equal({ 200: 2000 });
 
-    for (let i = 0; i < 50; i++) await insertClient(t.ctx.db, `renewing-${i}`, 'gbfs');
+    for (let i = 0; i < 50; i++) await insertClient(db, `renewing-${i}`, 'gbfs');
     const agent = new Agent({ keepAlive: true, maxSockets: 50 });
     const askAll = (n: number) =>
       Promise.all(

@@ -8,50 +8,18 @@
  * process reflect it; and lists between writes are served from the cache.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
-import { freePort, waitFor } from './support/faults.js';
+import { startApiProcess, type ApiProcess } from './support/api-process.js';
 import { Db, q } from '../lib/db.js';
 import { createLogger } from '../lib/log.js';
-import { ROOT } from '../lib/paths.js';
 import { insertPartner, insertUser, type PartnerFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 
-interface Api {
-  base: string;
-  proc: ChildProcess;
-  out: string;
-}
-
-async function startApi(database: TestDatabase, store: string): Promise<Api> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'api.ts')], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      DATABASE_URL: database.url,
-      STORE_URL: `file://${store}`,
-      PORT: String(port),
-      LEGACY_PORT: String(await freePort()),
-      METRICS_PORT: '0',
-      VEHICLE_LIST_CACHE_MS: '10000',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const api: Api = { base: `http://127.0.0.1:${port}`, proc, out: '' };
-  proc.stdout!.on('data', (c) => (api.out += c));
-  proc.stderr!.on('data', (c) => (api.out += c));
-  await waitFor(`api on ${port}`, async () => (await fetch(`${api.base}/healthz`).catch(() => undefined))?.ok, 30_000).catch((err) => {
-    proc.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}: ${api.out}`);
-  });
-  return api;
-}
+type Api = ApiProcess;
+const startApi = (database: TestDatabase, store: string) => startApiProcess(database, store, { VEHICLE_LIST_CACHE_MS: '10000' });
 
 describe('cache coherence across two API processes', function () {
   this.timeout(120_000);
@@ -76,7 +44,7 @@ describe('cache coherence across two API processes', function () {
     [one, two] = await Promise.all([startApi(database, store), startApi(database, store)]);
   });
   after(async () => {
-    for (const api of [one, two]) api?.proc.kill('SIGKILL');
+    for (const api of [one, two]) api?.stop();
     await db?.close();
     await database?.drop();
     rmSync(store, { recursive: true, force: true });

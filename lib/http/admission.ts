@@ -22,9 +22,9 @@
  * The prediction is (position in the queue) × (the mean time a request holds its slot, an EWMA of
  * the measured durations) ÷ (slots), plus how late the event loop runs: a process whose own CPU is
  * the bottleneck makes requests wait before Node even reads them, which the queue cannot see. A loop
- * later than `maxLagMs` counts as pressure, and under overload a loop later than the short budget
- * refuses new requests even with slots free (as fastify's under-pressure does): each admitted one
- * would only make the loop later, while a refusal costs next to nothing.
+ * later than `maxLagMs` counts as pressure, and under overload such a loop refuses new requests even
+ * with slots free (as fastify's under-pressure does): each admitted one would only make the loop
+ * later, while a refusal costs next to nothing, so the loop stays punctual and refusals stay fast.
  *
  * A waiter still waiting at its deadline (the prediction was wrong: a request held its slot far
  * longer than the mean) is refused then; `maxQueue` bounds the memory a flood can take.
@@ -129,6 +129,9 @@ export class Admission {
 
   private enter(): true | Promise<void> {
     if (this.limits.maxLagMs > 0) this.startSampler();
+    // overloaded and the loop late: the process's own CPU is the bottleneck, and each request it
+    // admits makes every other one (refusals included) wait longer before it is even read
+    if (this.overloaded && this.limits.maxLagMs > 0 && this.lagMs > this.limits.maxLagMs) throw this.refuse();
     const budget = this.budgetMs();
     const predicted = this.predictedWaitMs();
     if (predicted * HEADROOM > budget || this.queue.length >= this.limits.maxQueue) throw this.refuse(predicted);
