@@ -4,7 +4,8 @@
  * retries and backoff. Schedules:
  *   every minute   due and dirty/failed hourly files → `feeds-publish-hour` (one job per file)
  *   every 30 s     rental housekeeping (auto-end idle rentals, photo windows), TOMP hold expiry
- *   every 15 s     GBFS snapshots (the GBFS module decides which files actually change)
+ *   every 15 s     the GBFS tick: one job per zone with work and per 2.2 scope due, shared by every
+ *                  publisher (publisher/feeds/gbfs/queue.ts)
  *   every 10 min   history maintenance: partitions ahead, DEFAULT-partition rows, retention
  *                  (`history-maintenance`, publisher/jobs/history.ts), and once at start
  */
@@ -18,13 +19,15 @@ import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './sched
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
 import { expirePendingBookings } from '../lib/tomp/holds.js';
-import { publishGbfsSnapshots } from './feeds/gbfs/index.js';
+import { GBFS_QUEUES, startGbfsWorkers } from './feeds/gbfs/queue.js';
 import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
 
 export const QUEUES = {
   hour: 'feeds-publish-hour',
-  gbfs: 'feeds-gbfs',
+  gbfs: GBFS_QUEUES.tick,
+  gbfsZone: GBFS_QUEUES.zone,
+  gbfsScope: GBFS_QUEUES.scope,
   rentals: 'housekeeping-rentals',
   tomp: 'housekeeping-tomp',
   history: 'history-maintenance',
@@ -78,7 +81,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await boss.updateQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires
-  for (const name of [QUEUES.gbfs, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports]) {
+  for (const name of [QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports]) {
     const sweepQueue = { name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 } as const;
     await boss.createQueue(name, sweepQueue);
     await boss.updateQueue(name, sweepQueue);
@@ -110,7 +113,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     });
   await sweep(QUEUES.rentals, [autoEndIdleRentals, expirePhotoWindows]);
   await sweep(QUEUES.tomp, [expirePendingBookings]);
-  await sweep(QUEUES.gbfs, [publishGbfsSnapshots]);
+  await startGbfsWorkers(ctx, boss, polling);
   await sweep(QUEUES.history, [maintainHistory]);
   await sweep(QUEUES.reports, [publishDueReports]);
 

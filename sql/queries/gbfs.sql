@@ -1,5 +1,5 @@
--- GBFS 2.2 / 3.0 snapshots (publisher/feeds/gbfs). Every query takes the zone ids as a text[] so
--- that one publish run reads each table once for every zone, whatever the number of zones.
+-- GBFS 2.2 / 3.0 snapshots (publisher/feeds/gbfs). The builders' reads take the zone ids as a text[]
+-- (a per-zone job passes one); the per-zone and per-scope build state is migration 000150's.
 
 -- name: GbfsZones
 -- $1 text[]: zone ids, or NULL for every zone
@@ -54,15 +54,21 @@ SELECT id, zone_id, created_at
 
 -- name: GbfsVehicles
 -- Vehicles a rider could see on a map: ready, or booked (reserved). Riding and unavailable vehicles
--- are never listed. station_id: the parking spot the vehicle stands in, if any (PostGIS containment).
-SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent, v.last_seen_at,
-       ST_Y(v.location) AS lat, ST_X(v.location) AS lon, t.max_range_meters, s.id AS station_id
+-- are never listed. station_id: the parking spot the vehicle stands in, if any (PostGIS containment),
+-- found by one spatial join of the zones' parking spots with their listed vehicles (the GiST index of
+-- vehicles.location per spot), not by a lookup per vehicle; the first spot by id when spots overlap.
+-- last_seen_ms: epoch milliseconds (a number is what the builders need; no date parsing per row).
+SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
+       (extract(epoch FROM v.last_seen_at) * 1000)::float8 AS last_seen_ms,
+       ST_Y(v.location) AS lat, ST_X(v.location) AS lon, t.max_range_meters, s.station_id
   FROM vehicles v
   JOIN vehicle_types t ON t.id = v.vehicle_type_id
-  LEFT JOIN LATERAL (
-        SELECT a.id FROM areas a
-         WHERE a.zone_id = v.zone_id AND a.area_type = 'parking-spot' AND ST_Covers(a.geom, v.location)
-         ORDER BY a.id LIMIT 1) s ON true
+  LEFT JOIN (
+        SELECT DISTINCT ON (sv.id) sv.id, a.id AS station_id
+          FROM areas a
+          JOIN vehicles sv ON sv.zone_id = a.zone_id AND ST_Covers(a.geom, sv.location)
+         WHERE a.zone_id = ANY ($1::text[]) AND a.area_type = 'parking-spot' AND sv.status IN ('ready', 'booked')
+         ORDER BY sv.id, a.id) s ON s.id = v.id
  WHERE v.zone_id = ANY ($1::text[]) AND v.status IN ('ready', 'booked')
  ORDER BY v.zone_id, v.gbfs_id;
 
@@ -70,20 +76,92 @@ SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent, v.l
 -- The distinct region scopes of GBFS 2.2: one per (role, zones) among clients that are not revoked.
 SELECT DISTINCT role, zones FROM feed_clients WHERE revoked_at IS NULL;
 
--- name: GbfsSnapshotList
-SELECT version, scope, file, sha256, last_updated, object_key FROM gbfs_snapshots;
+-- name: GbfsDueZones
+-- The publisher's tick ($1 now, $2 STATUS_REFRESH_SECONDS): the zones to hand a per-zone job, i.e.
+-- never built, their GBFS input moved since their build (migration 000150's counters), their status
+-- files due for the ttl refresh, or their hourly rebuild due. One scan of three small tables.
+SELECT z.id
+  FROM zones z
+  LEFT JOIN zone_versions zv ON zv.zone_id = z.id
+  LEFT JOIN gbfs_zone_builds b ON b.zone_id = z.id
+ WHERE b.zone_id IS NULL
+    OR b.status_token <> COALESCE(zv.version + zv.gbfs_static + zv.gbfs_status, 0)
+    OR b.static_token <> COALESCE(zv.gbfs_static, 0)
+    OR b.status_written_at <= $1::timestamptz - $2::float8 * interval '1 second'
+    OR b.rebuild_due_at <= $1::timestamptz
+ ORDER BY z.id;
+
+-- name: GbfsZoneState
+-- A per-zone job's first read, under its lock: the counters now (read before the data, so that a
+-- build is never labelled newer than what it shows), the zone's sleep windows, and its last build.
+SELECT z.timezone, z.sleep_windows,
+       COALESCE(zv.version + zv.gbfs_static + zv.gbfs_status, 0) AS status_token,
+       COALESCE(zv.gbfs_static, 0) AS static_token,
+       b.status_token AS built_status_token, b.static_token AS built_static_token, b.sleep_key,
+       b.status_written_at, b.rebuild_due_at
+  FROM zones z
+  LEFT JOIN zone_versions zv ON zv.zone_id = z.id
+  LEFT JOIN gbfs_zone_builds b ON b.zone_id = z.id
+ WHERE z.id = $1;
+
+-- name: GbfsZoneBuildUpsert
+-- $2..$6 NULL: keep what the row has (a refresh records only when the status files were written).
+INSERT INTO gbfs_zone_builds AS b (zone_id, status_token, static_token, sleep_key, status_written_at, rebuild_due_at, built_at)
+VALUES ($1, COALESCE($2::bigint, -1), COALESCE($3::bigint, -1), COALESCE($4::text, ''), COALESCE($5::timestamptz, 'epoch'),
+        COALESCE($6::timestamptz, 'epoch'), $7)
+ON CONFLICT (zone_id) DO UPDATE
+   SET status_token = COALESCE($2::bigint, b.status_token), static_token = COALESCE($3::bigint, b.static_token),
+       sleep_key = COALESCE($4::text, b.sleep_key), status_written_at = COALESCE($5::timestamptz, b.status_written_at),
+       rebuild_due_at = COALESCE($6::timestamptz, b.rebuild_due_at), built_at = $7;
+
+-- name: GbfsZoneIds
+-- The zones of a 2.2 scope that exist ($1 NULL: every zone), by id.
+SELECT id FROM zones WHERE $1::text[] IS NULL OR id = ANY ($1::text[]) ORDER BY id;
+
+-- name: GbfsZonePartsGet
+-- Parts $2 of zones $1 in one snapshot. The body only where the caller does not hold the same
+-- version already ($3, $4, $5: zone, part, sha256 of what it holds) and wants bodies ($6).
+SELECT p.zone_id, p.part, p.sha256, p.crc32, p.length,
+       CASE WHEN $6::boolean AND c.sha256 IS DISTINCT FROM p.sha256 THEN p.body END AS body
+  FROM gbfs_zone_parts p
+  LEFT JOIN unnest($3::text[], $4::text[], $5::text[]) AS c (zone_id, part, sha256) ON c.zone_id = p.zone_id AND c.part = p.part
+ WHERE p.zone_id = ANY ($1::text[]) AND p.part = ANY ($2::text[]);
+
+-- name: GbfsZonePartUpsert
+-- One part of zone $1 (the body a binary parameter); a row only when its content changed.
+INSERT INTO gbfs_zone_parts AS p (zone_id, part, sha256, crc32, length, body)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (zone_id, part) DO UPDATE
+   SET sha256 = EXCLUDED.sha256, crc32 = EXCLUDED.crc32, length = EXCLUDED.length, body = EXCLUDED.body
+ WHERE p.sha256 <> EXCLUDED.sha256
+RETURNING p.part;
+
+-- name: GbfsScopeBuilds
+SELECT scope, inputs, status_written_at, rebuild_due_at FROM gbfs_scope_builds;
+
+-- name: GbfsScopeBuildGet
+SELECT inputs, status_written_at, rebuild_due_at FROM gbfs_scope_builds WHERE scope = $1;
+
+-- name: GbfsScopeBuildUpsert
+-- $3, $4 NULL: keep what the row has.
+INSERT INTO gbfs_scope_builds AS b (scope, inputs, status_written_at, rebuild_due_at)
+VALUES ($1, $2, COALESCE($3::timestamptz, 'epoch'), COALESCE($4::timestamptz, 'epoch'))
+ON CONFLICT (scope) DO UPDATE
+   SET inputs = $2, status_written_at = COALESCE($3::timestamptz, b.status_written_at),
+       rebuild_due_at = COALESCE($4::timestamptz, b.rebuild_due_at);
 
 -- name: GbfsSnapshotTryLock
--- One writer per snapshot file across every publisher process; the other skips (it would write the
--- same data).
+-- One writer per zone (`zone:{id}`) and per 2.2 client scope (`scope:{id}`), and so per snapshot
+-- file, across every publisher process; a busy key is being built by another process right now.
 SELECT pg_try_advisory_xact_lock(hashtext('gbfs:' || $1::text)) AS locked;
 
--- name: GbfsSnapshotGet
-SELECT sha256, last_updated, object_key FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;
+-- name: GbfsSnapshotsOf
+-- The stored snapshots of the scopes $1 (zone ids, 2.2 scope ids and their language scopes).
+SELECT version, scope, file, sha256, bytes, last_updated, object_key FROM gbfs_snapshots WHERE scope = ANY ($1::text[]);
 
--- name: GbfsSnapshotUpsert
+-- name: GbfsSnapshotUpsertMany
 INSERT INTO gbfs_snapshots (version, scope, file, object_key, sha256, bytes, ttl, last_updated, published_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::timestamptz[], $9::timestamptz[])
 ON CONFLICT (version, scope, file) DO UPDATE
    SET object_key = EXCLUDED.object_key, sha256 = EXCLUDED.sha256, bytes = EXCLUDED.bytes, ttl = EXCLUDED.ttl,
        last_updated = EXCLUDED.last_updated, published_at = EXCLUDED.published_at;

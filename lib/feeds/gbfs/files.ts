@@ -36,20 +36,29 @@ export type V2File = (typeof V2_FILES)[number];
 export type GbfsVersion = '2.2' | '3.0';
 
 /**
- * Files whose data changes with the fleet or the clock: rebuilt on every status run (~15 s) and
- * published with ttl 30. system_alerts is one of them because a zone falls asleep on the clock.
+ * Files whose data changes with the fleet or the clock: rebuilt when their zone changes, refreshed
+ * on every tick, published with ttl 30. system_alerts is one of them because a zone falls asleep on
+ * the clock.
  */
 const STATUS_FILES: ReadonlySet<string> = new Set(['station_status', 'vehicle_status', 'free_bike_status', 'system_alerts']);
 export const STATUS_TTL = 30;
 export const STATIC_TTL = 3600;
-/** The publisher's GBFS run: every this many seconds (publisher/index.ts). */
+/** The publisher's GBFS tick: every this many seconds (publisher/index.ts). */
 export const GBFS_RUN_SECONDS = 15;
 /**
  * A status file is written again, changed or not, once its last_updated is this old: GBFS 3.0 reads
  * last_updated of real-time data as "the publisher's knowledge of the current state at this point
- * in time", and a file refreshed one run before it is older than STATUS_TTL stays within it.
+ * in time". Half a tick, so that every tick refreshes what the previous tick wrote however late its
+ * jobs ran: a reader never sees a status file older than a tick plus its jobs' latency, well within
+ * STATUS_TTL.
  */
-export const STATUS_REFRESH_SECONDS = STATUS_TTL - GBFS_RUN_SECONDS;
+export const STATUS_REFRESH_SECONDS = GBFS_RUN_SECONDS / 2;
+/**
+ * Every zone's and scope's files are rebuilt from scratch this often whatever the change counters
+ * say (a safety net for what no counter sees, e.g. a configuration change), each at its own offset
+ * within the first quarter of the interval so that the rebuilds spread over the hour.
+ */
+export const GBFS_REBUILD_SECONDS = 3600;
 
 export function isStatusFile(file: string): boolean {
   return STATUS_FILES.has(file);

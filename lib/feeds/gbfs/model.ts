@@ -1,6 +1,8 @@
 /**
- * What the GBFS builders read from the database: one snapshot of every zone a publish run covers,
- * loaded with a handful of batched queries (zone ids as an array), never one query per zone.
+ * What the GBFS builders read from the database: the zones a build covers (a per-zone job: one),
+ * loaded with a handful of batched queries (zone ids as an array), never one query per zone; and a
+ * zone's summary, what a GBFS 2.2 system of many zones needs of each zone besides its vehicles and
+ * areas (stored with the zone's parts, docs/gbfs.md "GBFS 2.2 at breadth").
  */
 import { q, type Queryable, type Row } from '../../db.js';
 import { currentSleepWindow } from './time.js';
@@ -161,12 +163,11 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
   const ids = [...out.keys()];
   if (ids.length === 0) return out;
 
-  const [types, prices, areas, vehicles] = await Promise.all([
-    db.many(q('GbfsVehicleTypes'), [ids]),
-    db.many(q('GbfsPricing'), [ids]),
-    db.many(q(opts.areas ? 'GbfsAreas' : 'GbfsStations'), [ids]),
-    opts.vehicles ? db.many(q('GbfsVehicles'), [ids]) : Promise.resolve([]),
-  ]);
+  // one after the other: `db` is a job's transaction (one connection) as often as the pool
+  const types = await db.many(q('GbfsVehicleTypes'), [ids]);
+  const prices = await db.many(q('GbfsPricing'), [ids]);
+  const areas = await db.many(q(opts.areas ? 'GbfsAreas' : 'GbfsStations'), [ids]);
+  const vehicles = opts.vehicles ? await db.many(q('GbfsVehicles'), [ids]) : [];
   const byZone = (r: Row): string => r.zone_id;
   group(types, byZone, (r): GbfsVehicleType => ({
     id: r.id,
@@ -206,11 +207,40 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
     vehicleTypeId: r.vehicle_type_id,
     status: r.status,
     batteryPercent: r.battery_percent,
-    lastSeenAt: r.last_seen_at,
+    lastSeenAt: new Date(r.last_seen_ms),
     lat: r.lat,
     lon: r.lon,
     maxRangeMeters: r.max_range_meters,
     stationId: r.station_id,
   }), out, (z) => z.vehicles);
   return out;
+}
+
+/**
+ * The zone without its vehicles and areas, as JSON: what the 2.2 system files of a scope are built
+ * from (information, regions, vehicle types, pricing plans, alerts, the manifest). Stable: the same
+ * data gives the same text, so its sha256 says whether a scope must be assembled again.
+ */
+export function zoneSummaryJson(z: ZoneData): string {
+  return JSON.stringify({ zone: z.zone, types: z.types, prices: z.prices, stations: z.stations, sleeping: z.sleeping ?? null });
+}
+
+/** A zone from its summary: vehicles and areas empty (the 2.2 files of those are the zones' fragments). */
+export function zoneFromSummary(json: string): ZoneData {
+  const s = JSON.parse(json) as {
+    zone: GbfsZone & { createdAt: string; updatedAt: string };
+    types: GbfsVehicleType[];
+    prices: GbfsPrice[];
+    stations: Array<{ id: string; createdAt: string }>;
+    sleeping: { start: string; end: string } | null;
+  };
+  return {
+    zone: { ...s.zone, createdAt: new Date(s.zone.createdAt), updatedAt: new Date(s.zone.updatedAt) },
+    types: s.types,
+    prices: s.prices,
+    areas: [],
+    stations: s.stations.map((st) => ({ id: st.id, createdAt: new Date(st.createdAt) })),
+    vehicles: [],
+    sleeping: s.sleeping ? { start: new Date(s.sleeping.start), end: new Date(s.sleeping.end) } : undefined,
+  };
 }

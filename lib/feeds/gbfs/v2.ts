@@ -101,7 +101,7 @@ export function vehicleTypesV2(s: V2Scope) {
   };
 }
 
-export function freeBikeStatusV2(s: V2Scope, env: BuildEnv) {
+export function freeBikeStatusV2(s: Pick<V2Scope, 'zones'>, env: BuildEnv) {
   const bikes = [];
   for (const z of s.zones) {
     const priced = new Set(z.prices.map((p) => p.vehicleTypeId));
@@ -194,6 +194,37 @@ export function geofencingZonesV2(s: Pick<V2Scope, 'zones'>) {
     }
   }
   return { geofencing_zones: { type: 'FeatureCollection', features } };
+}
+
+/**
+ * The 2.2 files that are their zones' items end to end, whatever else the system holds: a zone's
+ * part is its items' JSON, comma-separated, built and validated once by the zone's job and shared by
+ * every scope and language that includes the zone; a scope's file is the skeleton's `open`, its
+ * zones' parts joined by commas, and `close` (byte for byte what `buildV2` gives for the scope).
+ */
+export const V2_PART_FILES = ['free_bike_status', 'geofencing_zones'] as const;
+export type V2PartFile = (typeof V2_PART_FILES)[number];
+
+export function isV2PartFile(file: string): file is V2PartFile {
+  return (V2_PART_FILES as readonly string[]).includes(file);
+}
+
+/** The `data` of a part file around its items (as freeBikeStatusV2 and geofencingZonesV2 shape it). */
+export function v2PartData(file: V2PartFile, items: unknown[]): unknown {
+  return file === 'free_bike_status' ? { bikes: items } : { geofencing_zones: { type: 'FeatureCollection', features: items } };
+}
+
+/** The `data` of a part file with no items, and its JSON around where the items go. */
+export function v2PartSkeleton(file: V2PartFile): { empty: unknown; open: string; close: string } {
+  const empty = v2PartData(file, []);
+  const json = JSON.stringify(empty);
+  const at = json.indexOf('[]');
+  return { empty, open: json.slice(0, at + 1), close: json.slice(at + 1) };
+}
+
+/** One zone's items of a part file (the scope's items are its zones' in zone order). */
+export function v2PartItems(file: V2PartFile, z: ZoneData, env: BuildEnv): unknown[] {
+  return file === 'free_bike_status' ? freeBikeStatusV2({ zones: [z] }, env).bikes : geofencingZonesV2({ zones: [z] }).geofencing_zones.features;
 }
 
 /** The `data` of a 2.2 file. */

@@ -1,0 +1,107 @@
+/**
+ * A zone's parts (gbfs_zone_parts, migration 000150): the pieces of the files built from the zone
+ * that other work reuses without rebuilding the zone. Per zone:
+ *   v3/vehicle_status, v3/station_status, v3/system_alerts  the data of its 3.0 status files (their
+ *                                                            ttl refresh re-envelopes these)
+ *   v2/free_bike_status, v2/geofencing_zones               its items of those 2.2 files
+ *   v2/summary                                              the zone without vehicles and areas (JSON),
+ *                                                            what the other 2.2 files and the manifest need
+ * Each is a compressed fragment (lib/feeds/gbfs/fragments.ts) with its sha256. This process keeps
+ * the parts it built or read in memory, by content: a read sends what it holds and gets back only
+ * the bodies that differ (one statement, one snapshot), so a 2.2 system of many zones is assembled
+ * from memory while its zones do not change.
+ */
+import { LRUCache } from 'lru-cache';
+import { q, type Queryable } from '../../../lib/db.js';
+import { inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+
+export const V3_STATUS_PARTS = ['v3/vehicle_status', 'v3/station_status', 'v3/system_alerts'] as const;
+export const SUMMARY_PART = 'v2/summary';
+export const v2Part = (file: string) => `v2/${file}`;
+export const v3Part = (file: string) => `v3/${file}`;
+
+/** Memory for parts: 300 zones × 800 vehicles are ~30 MB of fragments (every part of every zone). */
+const CACHE_BYTES = 128 * 1024 * 1024;
+
+interface Cached {
+  fragment: Fragment;
+  /** the parsed JSON of a summary, once read */
+  parsed?: unknown;
+}
+
+const cache = new LRUCache<string, Cached>({ maxSize: CACHE_BYTES, sizeCalculation: (c) => c.fragment.deflate.length + 256 });
+const cacheKey = (zoneId: string, part: string) => `${zoneId}\u0000${part}`;
+
+/** Remembers a part this process just built (its job stores it in gbfs_zone_parts). */
+export function rememberPart(zoneId: string, part: string, fragment: Fragment): void {
+  cache.set(cacheKey(zoneId, part), { fragment });
+}
+
+export interface PartRef {
+  sha256: string;
+  /** the part's content (undefined when only the digest was asked for) */
+  fragment?: Fragment;
+}
+
+/** zone → part → what is stored; a part the zone does not have is absent. */
+export type Parts = Map<string, Map<string, PartRef>>;
+
+/**
+ * The parts `parts` of the zones `zoneIds` as stored, with their content when `bodies` (from memory
+ * where it holds the same version).
+ */
+export async function readParts(db: Queryable, zoneIds: readonly string[], parts: readonly string[], bodies: boolean): Promise<Parts> {
+  const held: Array<[string, string, string]> = [];
+  if (bodies) {
+    for (const z of zoneIds) {
+      for (const p of parts) {
+        const c = cache.get(cacheKey(z, p));
+        if (c) held.push([z, p, c.fragment.sha256]);
+      }
+    }
+  }
+  const rows = await db.many(q('GbfsZonePartsGet'), [zoneIds, parts, held.map((h) => h[0]), held.map((h) => h[1]), held.map((h) => h[2]), bodies]);
+  const out: Parts = new Map();
+  for (const r of rows) {
+    let ref: PartRef = { sha256: r.sha256 };
+    if (bodies) {
+      const key = cacheKey(r.zone_id, r.part);
+      if (r.body) {
+        const fragment: Fragment = { sha256: r.sha256, crc: Number(r.crc32), length: Number(r.length), deflate: r.body };
+        cache.set(key, { fragment });
+        ref = { sha256: r.sha256, fragment };
+      } else {
+        // the body is omitted only when the memory holds this very version
+        const c = cache.get(key);
+        if (c && c.fragment.sha256 === r.sha256) ref = { sha256: r.sha256, fragment: c.fragment };
+      }
+    }
+    let zone = out.get(r.zone_id);
+    if (!zone) out.set(r.zone_id, (zone = new Map()));
+    zone.set(r.part, ref);
+  }
+  return out;
+}
+
+/** The parsed JSON of a part (a summary), parsed once per version in this process. */
+export function parsedPart<T>(zoneId: string, part: string, ref: PartRef, parse: (text: string) => T): T {
+  const key = cacheKey(zoneId, part);
+  const c = cache.get(key);
+  if (c && c.fragment.sha256 === ref.sha256 && c.parsed !== undefined) return c.parsed as T;
+  if (!ref.fragment) throw new Error(`part ${part} of zone ${zoneId} read without its content`);
+  const parsed = parse(inflateFragment(ref.fragment).toString('utf8'));
+  cache.set(key, { fragment: ref.fragment, parsed });
+  return parsed;
+}
+
+/** Stores the parts of a zone that changed; returns the names of those whose content changed. */
+export async function storeParts(tx: Queryable, zoneId: string, changed: ReadonlyArray<{ part: string; fragment: Fragment }>): Promise<string[]> {
+  const out: string[] = [];
+  // one statement per part: a Buffer parameter goes to Postgres binary (an array of bytea would be hex text)
+  for (const c of changed) {
+    const row = await tx.maybeOne<{ part: string }>(q('GbfsZonePartUpsert'), [zoneId, c.part, c.fragment.sha256, c.fragment.crc, c.fragment.length, c.fragment.deflate]);
+    if (row) out.push(row.part);
+    rememberPart(zoneId, c.part, c.fragment);
+  }
+  return out;
+}

@@ -1,0 +1,99 @@
+/**
+ * GBFS through pg-boss: the tick (once per cluster every GBFS_RUN_SECONDS, singleton key `gbfs`)
+ * sends one job per zone with work and per 2.2 scope due, and the workers of every publisher
+ * process share them. A zone's job has the singleton key `gbfs-zone:{zone}` (never two queued) and
+ * the zone's advisory lock (never two running: a second one finds the zone busy and leaves it); a
+ * zone job whose 2.2 parts changed sends the jobs of the scopes that include the zone. A scope job
+ * starts SCOPE_DELAY after it is sent, so that the zone jobs of one tick land first and the scope is
+ * assembled once for all of them (a send while one is queued is dropped: `short` policy).
+ */
+import type PgBoss from 'pg-boss';
+import type { AppContext } from '../../../lib/context.js';
+import { q } from '../../../lib/db.js';
+import type { Role } from '../../../lib/feeds/roles.js';
+import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
+import { planGbfsTick } from './tick.js';
+import { buildGbfsZone } from './zone.js';
+
+export const GBFS_QUEUES = { tick: 'feeds-gbfs', zone: 'feeds-gbfs-zone', scope: 'feeds-gbfs-scope' } as const;
+
+const SCOPE_DELAY = '3 seconds';
+/**
+ * Jobs a worker fetches at once. pg-boss waits its polling interval after every fetch that took less
+ * (0.5 s), so a worker drains at most one batch per interval: 300 idle zones are 10 batches of two
+ * workers, a few seconds, within the tick; each process takes what it fetched, the others the rest.
+ */
+const ZONE_BATCH = 16;
+/** workers per queue and process (each builds its batch one zone or scope at a time) */
+const WORKERS = 2;
+const SCOPE_BATCH = 16;
+/** how long the list of client scopes is reused by the zone workers of this process */
+const SCOPES_TTL_MS = 5_000;
+
+interface ZoneJob {
+  zone: string;
+}
+type ScopeJob = GbfsScope;
+
+const scopeJob = (s: GbfsScope): PgBoss.JobInsert<ScopeJob> => ({
+  name: GBFS_QUEUES.scope,
+  data: { id: s.id, role: s.role, zoneIds: s.zoneIds },
+  singletonKey: `gbfs-scope:${s.id}`,
+  startAfter: SCOPE_DELAY,
+});
+
+/** One tick: the due zones' and scopes' jobs, in two inserts. Returns the jobs sent (some may be dropped as already queued). */
+export async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
+  const plan = await planGbfsTick(ctx);
+  const zones = plan.zones.map((zone): PgBoss.JobInsert<ZoneJob> => ({ name: GBFS_QUEUES.zone, data: { zone }, singletonKey: `gbfs-zone:${zone}` }));
+  const scopes = plan.scopes.filter((s) => s.due).map(scopeJob);
+  if (zones.length) await boss.insert(zones);
+  if (scopes.length) await boss.insert(scopes);
+  return zones.length + scopes.length;
+}
+
+export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: { pollingIntervalSeconds: number }): Promise<void> {
+  const log = ctx.log.child({ job: 'gbfs' });
+  let scopes: { at: number; list: GbfsScope[] } | undefined;
+  const clientScopes = async () => {
+    const now = Date.now();
+    if (!scopes || now - scopes.at > SCOPES_TTL_MS) scopes = { at: now, list: scopesOf(await ctx.db.many<{ role: Role; zones: string[] | null }>(q('GbfsFeedClientScopes'))) };
+    return scopes.list;
+  };
+
+  await boss.work(GBFS_QUEUES.tick, polling, async () => {
+    await enqueueGbfsTick(ctx, boss);
+  });
+
+  const zoneWorker = async (jobs: Array<PgBoss.Job<ZoneJob>>) => {
+    const changed: string[] = [];
+    for (const job of jobs) {
+      const zone = job.data.zone;
+      try {
+        const r = await buildGbfsZone(ctx, zone);
+        if (r.partsChanged) changed.push(zone);
+        if (r.failed) log.warn({ zone, ...r }, 'gbfs zone built with failures');
+      } catch (err) {
+        // the next tick builds the zone again
+        log.error({ err, zone }, 'gbfs zone job failed');
+      }
+    }
+    if (changed.length) {
+      const affected = (await clientScopes()).filter((s) => changed.some((z) => scopeIncludes(s, z)));
+      if (affected.length) await boss.insert(affected.map(scopeJob));
+    }
+  };
+  for (let i = 0; i < WORKERS; i++) await boss.work<ZoneJob>(GBFS_QUEUES.zone, { ...polling, batchSize: ZONE_BATCH }, zoneWorker);
+
+  const scopeWorker = async (jobs: Array<PgBoss.Job<ScopeJob>>) => {
+    for (const job of jobs) {
+      try {
+        const r = await buildGbfsScope(ctx, job.data);
+        if (r.failed) log.warn({ scope: job.data.id, ...r }, 'gbfs scope built with failures');
+      } catch (err) {
+        log.error({ err, scope: job.data.id }, 'gbfs scope job failed');
+      }
+    }
+  };
+  for (let i = 0; i < WORKERS; i++) await boss.work<ScopeJob>(GBFS_QUEUES.scope, { ...polling, batchSize: SCOPE_BATCH }, scopeWorker);
+}

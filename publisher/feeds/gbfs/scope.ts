@@ -1,0 +1,162 @@
+/**
+ * The per-scope GBFS 2.2 job (queue `feeds-gbfs-scope`, singleton key per scope): the 2.2 system of
+ * one client scope (gbfsV2Scope(role, zones): every zone the caller may read, docs/gbfs.md "GBFS 2.2
+ * at breadth") and its 3.0 manifest, assembled from the parts its zones' jobs stored (parts.ts),
+ * never by loading the zones:
+ *   - free_bike_status and geofencing_zones: the zones' compressed fragments end to end, each
+ *     validated by its zone's job; the file is never parsed, serialized or compressed whole;
+ *   - the other files (small): built from the zones' summaries and validated whole.
+ * A system whose zones speak several languages is published once per language (GBFS 2.2's
+ * language-keyed discovery); a file whose text does not depend on the language is one object that
+ * every language scope's row names. The job runs when a zone of the scope changed (its zone job
+ * sends it), when its status files are due for their ttl refresh (the tick sends it), and for its
+ * hourly rebuild; unchanged inputs and fresh files write nothing.
+ */
+import type { AppContext } from '../../../lib/context.js';
+import { q } from '../../../lib/db.js';
+import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
+import { GBFS_REBUILD_SECONDS, MANIFEST_FILE, STATIC_TTL, STATUS_REFRESH_SECONDS, V2_FILES, gbfsTtl, isStatusFile, v2LanguageScope, type V2File } from '../../../lib/feeds/gbfs/files.js';
+import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
+import { contentDigest } from '../../../lib/feeds/gbfs/fragments.js';
+import { zoneFromSummary } from '../../../lib/feeds/gbfs/model.js';
+import { V2_PART_FILES, buildV2, envelopeV2, isV2PartFile, systemLanguages, v2PartSkeleton, type V2PartFile, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
+import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
+import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
+import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
+import { SUMMARY_PART, parsedPart, readParts, v2Part, type Parts } from './parts.js';
+import { SnapshotWriter, constantSegment, fragmentSegment, staggerSeconds, storedRows, textSegment, tryLock, type GbfsDoc, type Segment } from './snapshots.js';
+import { buildEnv, buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
+
+/** A 2.2 client scope: a role and the zones its clients may read (null: every zone). */
+export interface GbfsScope {
+  id: string;
+  role: Role;
+  /** sorted, distinct; null: every zone */
+  zoneIds: string[] | null;
+}
+
+/** The distinct scopes of the feed clients (rows of GbfsFeedClientScopes) whose role reads GBFS. */
+export function scopesOf(rows: ReadonlyArray<{ role: Role; zones: string[] | null }>): GbfsScope[] {
+  const out = new Map<string, GbfsScope>();
+  for (const r of rows) {
+    if (!hasGbfs(r.role)) continue;
+    const id = gbfsV2Scope(r.role, r.zones);
+    if (!out.has(id)) out.set(id, { id, role: r.role, zoneIds: r.zones === null ? null : [...new Set(r.zones)].sort() });
+  }
+  return [...out.values()];
+}
+
+export function scopeIncludes(scope: GbfsScope, zoneId: string): boolean {
+  return scope.zoneIds === null || scope.zoneIds.includes(zoneId);
+}
+
+const PART_NAMES = [SUMMARY_PART, ...V2_PART_FILES.map(v2Part)];
+/** the 2.2 files whose text depends on the language (the others are one object for every language) */
+const LANGUAGE_FILES: ReadonlySet<V2File> = new Set(['system_information', 'system_pricing_plans', 'system_alerts']);
+const COMMA = ',';
+
+export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
+  const result: GbfsBuildResult = { written: 0, unchanged: 0, failed: 0 };
+  const zoneIds = (await ctx.db.many<{ id: string }>(q('GbfsZoneIds'), [scope.zoneIds])).map((r) => r.id);
+  if (!zoneIds.length) return result;
+  // a zone never built has no parts yet (a new zone in a new scope): build it first
+  const summaries = await readParts(ctx.db, zoneIds, [SUMMARY_PART], false);
+  for (const z of zoneIds.filter((id) => !summaries.get(id)?.has(SUMMARY_PART))) {
+    const r = await buildGbfsZone(ctx, z);
+    result.written += r.written;
+    result.unchanged += r.unchanged;
+    result.failed += r.failed;
+  }
+
+  const now = ctx.clock.now();
+  return ctx.db.tx(async (tx) => {
+    if (!(await tryLock(tx, `scope:${scope.id}`))) return result;
+    // read under the lock: a scope job never assembles older parts than the one before it
+    const parts = await readParts(tx, zoneIds, PART_NAMES, true);
+    // a zone whose parts could not be built is left out until they can (its job logs why)
+    const built = zoneIds.filter((z) => parts.get(z)?.has(SUMMARY_PART));
+    if (!built.length) return result;
+    const inputs = contentDigest([{ sha256: scope.id }, ...built.flatMap((z) => PART_NAMES.map((p) => ({ sha256: `${z}:${parts.get(z)?.get(p)?.sha256 ?? '-'}` })))]);
+    const b = await tx.maybeOne(q('GbfsScopeBuildGet'), [scope.id]);
+    const rebuild = opts.force === 'all' || opts.force === 'static' || !b || b.rebuild_due_at <= now;
+    const changed = opts.force !== undefined || !b || b.inputs !== inputs;
+    const refreshDue = !b || now.getTime() - b.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
+    if (!rebuild && !changed && !refreshDue) return result;
+
+    const zones = built.map((z) => parsedPart(z, SUMMARY_PART, parts.get(z)!.get(SUMMARY_PART)!, zoneFromSummary));
+    const languages = systemLanguages(zones);
+    const base: V2Scope = { id: scope.id, clientScope: scope.id, role: scope.role, zoneIds: scope.zoneIds, zones, language: languages[0]!, languages };
+    // one language: the plain scope; several: the plain scope in the first, and one scope per language
+    const variants: V2Scope[] = [base, ...(languages.length > 1 ? languages.map((l) => ({ ...base, id: v2LanguageScope(scope.id, l), language: l })) : [])];
+    const env = buildEnv(ctx, now);
+    const writer = new SnapshotWriter(ctx, now, await storedRows(tx, variants.map((v) => v.id)), rebuild);
+
+    for (const file of V2_FILES) {
+      // static files only when their inputs changed (or rebuilt); status files every run (the refresh)
+      if (!isStatusFile(file) && !rebuild && !changed) continue;
+      const targets = LANGUAGE_FILES.has(file) ? variants.map((v) => [v]) : [variants];
+      for (const group of targets) {
+        const s = group[0]!;
+        const scopes = group.map((v) => v.id);
+        await writer.publish(isV2PartFile(file) ? partDoc(file, scopes, built, parts) : wholeDoc(file, scopes, s, env));
+      }
+    }
+    // the caller's manifest.json (GBFS 3.0): per client scope, like the 2.2 files
+    if (rebuild || changed) {
+      const data = manifestV3(base, env);
+      await writer.publish({
+        version: '3.0',
+        scopes: [scope.id],
+        file: MANIFEST_FILE,
+        ttl: STATIC_TTL,
+        status: false,
+        data: [textSegment(JSON.stringify(data))],
+        document: (lu) => envelopeV3(lu, STATIC_TTL, data),
+        schema: manifestV3Schema,
+      });
+    }
+    await writer.flush(tx);
+    const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(scope.id)) * 1000) : null;
+    // a failed file: the inputs are not recorded, so the next run tries again
+    await tx.query(q('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
+    return { written: result.written + writer.result.written, unchanged: result.unchanged + writer.result.unchanged, failed: result.failed + writer.result.failed };
+  });
+}
+
+/** A small file of the system, built from the zones' summaries and validated whole. */
+function wholeDoc(file: V2File, scopes: string[], s: V2Scope, env: BuildEnv): GbfsDoc {
+  const data = buildV2(file, s, env);
+  const ttl = gbfsTtl(file);
+  return {
+    version: '2.2',
+    scopes,
+    file,
+    ttl,
+    status: isStatusFile(file),
+    data: [textSegment(JSON.stringify(data))],
+    document: (lu) => envelopeV2(lu, ttl, data),
+    schema: GBFS_V2_SCHEMAS[file],
+  };
+}
+
+/**
+ * A file that is its zones' items end to end: the skeleton's opening, the zones' fragments with a
+ * comma between non-empty ones, the closing. The zones' items were validated by their jobs; the
+ * skeleton (the envelope with no items) is validated here: a valid envelope of valid items is a valid
+ * file (the schemas constrain each item, never the array as a whole).
+ */
+function partDoc(file: V2PartFile, scopes: string[], zoneIds: string[], parts: Parts): GbfsDoc {
+  const sk = v2PartSkeleton(file);
+  const data: Segment[] = [constantSegment(sk.open)];
+  let first = true;
+  for (const z of zoneIds) {
+    const f = parts.get(z)?.get(v2Part(file))?.fragment;
+    if (!f || !f.length) continue;
+    if (!first) data.push(constantSegment(COMMA));
+    data.push(fragmentSegment(f));
+    first = false;
+  }
+  data.push(constantSegment(sk.close));
+  const ttl = gbfsTtl(file);
+  return { version: '2.2', scopes, file, ttl, status: isStatusFile(file), data, document: (lu) => envelopeV2(lu, ttl, sk.empty), schema: GBFS_V2_SCHEMAS[file] };
+}

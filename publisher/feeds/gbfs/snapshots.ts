@@ -1,0 +1,231 @@
+/**
+ * Writing GBFS snapshots: a document is its envelope's head (last_updated, ttl, version), its data
+ * as segments (compressed fragments, lib/feeds/gbfs/fragments.ts) and the envelope's closing brace.
+ * The stored object is those fragments stitched into one gzip member, its identity the digest of the
+ * segments' sha256s, so that deciding whether a file changed, refreshing a status file and
+ * assembling a 2.2 system never serialize, hash or compress its data again.
+ *
+ * The rule of every published object (lib/publication/unchanged.ts): the same data at the same key
+ * writes nothing, unless the store lost the object (checked when a build says so: static files are
+ * checked at each of their builds). A status file whose data did not change is written again once
+ * STATUS_REFRESH_SECONDS old with the new last_updated, without validating again what was validated
+ * when the data was built. last_updated is `now` in whole seconds, always after the previous value.
+ * The caller holds the lock of the zone or scope (one writer per file in the cluster) and upserts
+ * the rows it collected in its transaction (`flush`).
+ */
+import type { AppContext } from '../../../lib/context.js';
+import { q, type Queryable } from '../../../lib/db.js';
+import { STATUS_REFRESH_SECONDS, gbfsObjectKey, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
+import { contentDigest, fragment, gzipOf, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
+import { envelopeV2 } from '../../../lib/feeds/gbfs/v2.js';
+import { envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
+import { unchangedObject } from '../../../lib/publication/unchanged.js';
+import { compile, describeErrors } from '../../../lib/validate.js';
+
+/** A piece of a document's text: its sha256 now, its compressed fragment when it is written. */
+export interface Segment {
+  readonly sha256: string;
+  fragment(): Fragment;
+}
+
+/** A segment of text, compressed on first use (never, when the file turns out unchanged). */
+export function textSegment(text: string): Segment {
+  const raw = Buffer.from(text);
+  const sha256 = sha256Hex(raw);
+  let f: Fragment | undefined;
+  return { sha256, fragment: () => (f ??= fragment(raw, sha256)) };
+}
+
+export function fragmentSegment(f: Fragment): Segment {
+  return { sha256: f.sha256, fragment: () => f };
+}
+
+/** Constant segments (separators, skeletons), compressed once per process. */
+const constants = new Map<string, Segment>();
+export function constantSegment(text: string): Segment {
+  let s = constants.get(text);
+  if (!s) {
+    const f = fragment(text);
+    s = fragmentSegment(f);
+    constants.set(text, s);
+  }
+  return s;
+}
+
+export interface GbfsDoc {
+  version: GbfsVersion;
+  /**
+   * The gbfs_snapshots scopes this document answers, the first naming the object: the language
+   * scopes of a 2.2 system share the object of every file whose text does not depend on the language.
+   */
+  scopes: string[];
+  /** gbfs_snapshots.file (`gbfs.{role}` for the 3.0 discovery variants) */
+  file: string;
+  ttl: number;
+  /** a status file: written again once STATUS_REFRESH_SECONDS old */
+  status: boolean;
+  /** the `data` member's JSON, in pieces */
+  data: Segment[];
+  /** the whole document at a last_updated (what a schema sees); undefined: the data was validated where it was built */
+  document?: (lastUpdated: Date) => unknown;
+  /** the schema of `document` */
+  schema?: object;
+}
+
+export interface StoredRow {
+  sha256: string;
+  lastUpdated: Date;
+  objectKey: string;
+  bytes: number;
+}
+
+export type Outcome = 'written' | 'unchanged' | 'failed';
+
+export class GbfsValidationError extends Error {}
+
+const rowKey = (version: string, scope: string, file: string) => `${version}/${scope}/${file}`;
+
+/** The stored snapshots of `scopes` (zone ids, 2.2 scopes and their language scopes), by version/scope/file. */
+export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<string, StoredRow>> {
+  const rows = await db.many(q('GbfsSnapshotsOf'), [scopes]);
+  return new Map(rows.map((r) => [rowKey(r.version, r.scope, r.file), { sha256: r.sha256, lastUpdated: r.last_updated, objectKey: r.object_key, bytes: Number(r.bytes) }]));
+}
+
+/** The envelope before `data`: `{"last_updated":…,"ttl":…,"version":"…","data":` (the JSON of envelopeV2/V3). */
+function headSegment(version: GbfsVersion, lastUpdated: Date, ttl: number): Segment {
+  const json = JSON.stringify(version === '2.2' ? envelopeV2(lastUpdated, ttl, null) : envelopeV3(lastUpdated, ttl, null));
+  return textSegment(json.slice(0, -'null}'.length));
+}
+const TAIL = '}';
+
+interface RowWrite {
+  version: string;
+  scope: string;
+  file: string;
+  objectKey: string;
+  sha256: string;
+  bytes: number;
+  ttl: number;
+  lastUpdated: Date;
+}
+
+export class SnapshotWriter {
+  readonly result = { written: 0, unchanged: 0, failed: 0 };
+  private readonly writes: RowWrite[] = [];
+  /** the oldest last_updated now stored among the status files published here (a build's status_written_at) */
+  private statusOldest: Date | undefined;
+  private statusMissing = false;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly now: Date,
+    private readonly rows: Map<string, StoredRow>,
+    /** check that the store still holds an unchanged file's object */
+    private readonly checkStore: boolean,
+  ) {}
+
+  private digestAt(doc: GbfsDoc, lastUpdated: Date): string {
+    return contentDigest([headSegment(doc.version, lastUpdated, doc.ttl), ...doc.data, constantSegment(TAIL)]);
+  }
+
+  /** Whether the stored file is this document's data (a refresh may reuse it). */
+  holds(doc: GbfsDoc): boolean {
+    const prev = this.rows.get(rowKey(doc.version, doc.scopes[0]!, doc.file));
+    return prev !== undefined && prev.objectKey === gbfsObjectKey(doc.version, doc.scopes[0]!, doc.file) && this.digestAt(doc, prev.lastUpdated) === prev.sha256;
+  }
+
+  /** Publishes one document; a failure is logged and counted, never thrown. */
+  async publish(doc: GbfsDoc): Promise<Outcome> {
+    let outcome: Outcome;
+    try {
+      outcome = await this.publishOne(doc);
+    } catch (err) {
+      outcome = 'failed';
+      this.ctx.log.error({ err, version: doc.version, scope: doc.scopes[0], file: doc.file }, 'gbfs file not published');
+      if (doc.status) this.stored(this.rows.get(rowKey(doc.version, doc.scopes[0]!, doc.file))?.lastUpdated);
+    }
+    this.result[outcome]++;
+    return outcome;
+  }
+
+  private stored(lastUpdated: Date | undefined): void {
+    if (!lastUpdated) this.statusMissing = true;
+    else if (!this.statusOldest || lastUpdated < this.statusOldest) this.statusOldest = lastUpdated;
+  }
+
+  /** The oldest last_updated of the status files published here, as now stored; undefined when one is not stored at all. */
+  statusWrittenAt(): Date | undefined {
+    return this.statusMissing ? undefined : this.statusOldest;
+  }
+
+  private async publishOne(doc: GbfsDoc): Promise<Exclude<Outcome, 'failed'>> {
+    const scope = doc.scopes[0]!;
+    const objectKey = gbfsObjectKey(doc.version, scope, doc.file);
+    const prev = this.rows.get(rowKey(doc.version, scope, doc.file));
+    const same = prev !== undefined && this.holds(doc);
+    if (same) {
+      const fresh = !doc.status || this.now.getTime() - prev.lastUpdated.getTime() < STATUS_REFRESH_SECONDS * 1000;
+      const present = !this.checkStore || (await unchangedObject(this.ctx.store, { sha256: prev.sha256, object_key: prev.objectKey }, { sha256: prev.sha256, key: objectKey }));
+      if (fresh && present) {
+        if (doc.status) this.stored(prev.lastUpdated);
+        // the language scopes name the same object: repair one that does not
+        for (const other of doc.scopes.slice(1)) {
+          const r = this.rows.get(rowKey(doc.version, other, doc.file));
+          if (!r || r.sha256 !== prev.sha256 || r.objectKey !== objectKey) this.writes.push({ version: doc.version, scope: other, file: doc.file, objectKey, sha256: prev.sha256, bytes: prev.bytes, ttl: doc.ttl, lastUpdated: prev.lastUpdated });
+        }
+        return 'unchanged';
+      }
+    }
+
+    // last_updated moves forward even if the clock does not (two writes in one second)
+    let lastUpdated = wholeSeconds(this.now);
+    if (prev && lastUpdated <= prev.lastUpdated) lastUpdated = new Date(prev.lastUpdated.getTime() + 1000);
+    // new data is validated whole; the same data with a new last_updated was validated when built
+    if (!same && doc.document && doc.schema) {
+      const validate = compile(doc.schema);
+      if (!validate(doc.document(lastUpdated))) throw new GbfsValidationError(`${doc.version} ${doc.file}: ${describeErrors(validate.errors, 5)}`);
+    }
+    const head = headSegment(doc.version, lastUpdated, doc.ttl);
+    const tail = constantSegment(TAIL);
+    const gz = gzipOf([head.fragment(), ...doc.data.map((s) => s.fragment()), tail.fragment()]);
+    const sha256 = contentDigest([head, ...doc.data, tail]);
+    await this.ctx.store.put(objectKey, gz, {
+      contentType: 'application/json',
+      contentEncoding: 'gzip',
+      metadata: { sha256, 'last-updated': lastUpdated.toISOString(), ttl: String(doc.ttl) },
+    });
+    for (const s of doc.scopes) this.writes.push({ version: doc.version, scope: s, file: doc.file, objectKey, sha256, bytes: gz.length, ttl: doc.ttl, lastUpdated });
+    if (doc.status) this.stored(lastUpdated);
+    return 'written';
+  }
+
+  /** Upserts the rows of what was written, in the caller's transaction. */
+  async flush(tx: Queryable): Promise<void> {
+    if (!this.writes.length) return;
+    const w = this.writes;
+    await tx.query(q('GbfsSnapshotUpsertMany'), [
+      w.map((r) => r.version),
+      w.map((r) => r.scope),
+      w.map((r) => r.file),
+      w.map((r) => r.objectKey),
+      w.map((r) => r.sha256),
+      w.map((r) => r.bytes),
+      w.map((r) => r.ttl),
+      w.map((r) => r.lastUpdated),
+      w.map(() => this.now),
+    ]);
+    this.writes.length = 0;
+  }
+}
+
+/** Seconds 0 … 899 from a key: the offset of its hourly rebuild within the first quarter hour. */
+export function staggerSeconds(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) >>> 0;
+  return h % 900;
+}
+
+export async function tryLock(tx: Queryable, key: string): Promise<boolean> {
+  return (await tx.one<{ locked: boolean }>(q('GbfsSnapshotTryLock'), [key])).locked;
+}

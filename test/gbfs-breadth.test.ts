@@ -1,0 +1,243 @@
+/**
+ * GBFS work follows change (issue 26; docs/gbfs.md "Cadence and change detection"): the tick picks
+ * the zones whose input moved (migration 000150's counters) or whose status files are due, a zone's
+ * job loads the zone only when something changed, an idle zone only re-envelopes its stored status
+ * data, every kind of write that changes a zone's files reaches them at the next tick, and the GBFS
+ * 2.2 systems are assembled from their zones' parts byte for byte as the whole-system builder would
+ * write them. Then the same through pg-boss with two publisher processes' workers.
+ */
+import { expect } from 'chai';
+import { useTestContext } from './support/context.js';
+import { gbfsArea, gbfsFeedClient, gbfsVehicle, gbfsZone, readSnapshot, square, type VehicleFixture, type ZoneFixture } from './support/gbfs-fixtures.js';
+import { buildGbfsZone, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
+import { startPublisher, type Publisher } from '../publisher/index.js';
+import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
+import { loadZoneData } from '../lib/feeds/gbfs/model.js';
+import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
+import { gbfsV2Scope } from '../lib/feeds/roles.js';
+import { contentDigest, fragment, gzipOf, inflateFragment, crc32Combine } from '../lib/feeds/gbfs/fragments.js';
+import { crc32, gunzipSync } from 'node:zlib';
+import { randomBytes } from 'node:crypto';
+
+const DAY = '2026-11-21T10:00:00Z';
+// 22:30 UTC = 23:30 in Berlin: inside zone B's 22:00–06:00 sleep window
+const NIGHT = '2026-11-21T22:30:00Z';
+
+describe('GBFS fragments: one gzip member from pieces compressed apart', () => {
+  it('stitches fragments into a file any gzip reader decodes, with the CRC combined from the pieces', () => {
+    for (let i = 0; i < 50; i++) {
+      const a = randomBytes(Math.floor(Math.random() * 5000));
+      const b = randomBytes(Math.floor(Math.random() * 70000));
+      expect(crc32Combine(crc32(a), crc32(b), b.length)).to.equal(crc32(Buffer.concat([a, b])) >>> 0);
+    }
+    const texts = ['{"last_updated":1,"data":{"bikes":[', '', JSON.stringify({ a: 'x'.repeat(100_000) }), ',', 'abc'.repeat(30_000), ']}}'];
+    const frags = texts.map((x) => fragment(x));
+    expect(gunzipSync(gzipOf(frags)).toString()).to.equal(texts.join(''));
+    expect(inflateFragment(frags[2]!).toString()).to.equal(texts[2]);
+    // the identity follows the text's pieces: another piece, another digest
+    expect(contentDigest(frags)).to.not.equal(contentDigest([...frags.slice(0, 5), fragment(']} }')]));
+  });
+});
+
+describe('GBFS follows change', function () {
+  this.timeout(60_000);
+  const t = useTestContext({ now: DAY });
+  let A: ZoneFixture;
+  let B: ZoneFixture;
+  let va: VehicleFixture;
+  let scopeA: string;
+
+  const rows = async () =>
+    new Map(
+      (await t.ctx.db.many(`SELECT version, scope, file, sha256, last_updated, object_key FROM gbfs_snapshots`)).map((r) => [
+        `${r.version}/${r.scope}/${r.file}`,
+        r as { sha256: string; last_updated: Date; object_key: string },
+      ]),
+    );
+  const tick = async () => {
+    t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
+    return runGbfsTick(t.ctx);
+  };
+  const v3 = (zone: string, file: string) => readSnapshot(t.ctx, gbfsSnapshotRef('3.0', zone, file, 'city').objectKey);
+
+  before(async () => {
+    const db = t.ctx.db;
+    A = await gbfsZone(db, { id: 'brd-a', lat: 48.137, lng: 11.575 });
+    await gbfsArea(db, A.id, 'slow-zone', square(48.13, 11.57, 0.003), { name: 'Old town', maxSpeedKph: 12 });
+    va = await gbfsVehicle(db, A.id, 48.137, 11.575);
+    await gbfsVehicle(db, A.id, 48.138, 11.576, { type: 'gbfs-bike' });
+    B = await gbfsZone(db, { id: 'brd-b', parkingMode: 'parking-spot', lat: 52.52, lng: 13.405, sleepWindows: [{ start: '22:00', end: '06:00' }] });
+    await gbfsArea(db, B.id, 'parking-spot', square(52.52, 13.405, 0.0005), { name: 'Spot 1', capacity: 5 });
+    await gbfsVehicle(db, B.id, 52.52, 13.405);
+    await gbfsFeedClient(db, 'city', null);
+    await gbfsFeedClient(db, 'gbfs', [A.id]);
+    scopeA = gbfsV2Scope('gbfs', [A.id]);
+  });
+
+  it('the first tick builds every zone and scope', async () => {
+    const r = await tick();
+    expect(r).to.include({ zones: 2, built: 2, scopes: 2, failed: 0 });
+    expect(r.written).to.be.greaterThan(30);
+  });
+
+  it('within the refresh interval nothing is due: no job, nothing written', async () => {
+    t.ctx.clock.advance(5_000);
+    expect(await planGbfsTick(t.ctx)).to.deep.include({ zones: [] });
+    expect(await runGbfsTick(t.ctx)).to.include({ zones: 0, built: 0, written: 0 });
+  });
+
+  it('idle zones cost the refresh of their status files only: stored data in a new envelope, no load', async () => {
+    const before = await rows();
+    const r = await tick();
+    // 3 status files per zone, free_bike_status and system_alerts per scope
+    expect(r).to.include({ zones: 2, built: 0, scopes: 2, written: 3 * 2 + 2 * 2, failed: 0 });
+    const after = await rows();
+    for (const [k, row] of after) {
+      const file = k.split('/').pop()!;
+      if (isStatusFile(file)) expect(row.last_updated.getTime(), k).to.equal(t.ctx.clock.now().getTime());
+      else expect(row, k).to.deep.equal(before.get(k));
+    }
+    // and the refreshed file is the same data under the new last_updated
+    const doc = await v3(A.id, 'vehicle_status');
+    expect(Date.parse(doc.last_updated)).to.equal(t.ctx.clock.now().getTime());
+    expect(doc.data.vehicles.map((v: any) => v.vehicle_id)).to.include(va.gbfsId);
+  });
+
+  it('a quiet hour: every status file stays within its ttl, static files keep the time their data changed', async () => {
+    const info = (await rows()).get(`3.0/${A.id}/system_information`)!;
+    for (let i = 0; i < 3600 / GBFS_RUN_SECONDS; i++) {
+      const r = await tick();
+      expect(r.failed).to.equal(0);
+      for (const [k, row] of await rows()) if (isStatusFile(k.split('/').pop()!)) expect(t.ctx.clock.now().getTime() - row.last_updated.getTime(), k).to.be.at.most(STATUS_TTL * 1000);
+    }
+    // the hourly rebuild from scratch happened (staggered) and found the same data
+    expect((await rows()).get(`3.0/${A.id}/system_information`)).to.deep.equal(info);
+    const builds = await t.ctx.db.many(`SELECT zone_id, rebuild_due_at FROM gbfs_zone_builds`);
+    for (const b of builds) expect(b.rebuild_due_at.getTime()).to.be.greaterThan(t.ctx.clock.now().getTime());
+  });
+
+  it('a vehicle moved: its zone is built (and only it), its 3.0 and 2.2 vehicle files change', async () => {
+    await t.ctx.db.query(`UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint(11.58, 48.139), 4326) WHERE id = $1`, [va.id]);
+    const before = await rows();
+    const r = await tick();
+    expect(r).to.include({ zones: 2, built: 1, failed: 0 });
+    const after = await rows();
+    const changed = [...after].filter(([k, row]) => before.get(k)?.sha256 !== row.sha256 && !isStatusFile(k.split('/').pop()!)).map(([k]) => k);
+    expect(changed, 'no static file').to.deep.equal([]);
+    const moved = (await v3(A.id, 'vehicle_status')).data.vehicles.find((v: any) => v.vehicle_id === va.gbfsId);
+    expect(moved.lon).to.equal(11.58);
+    const bikes = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', 'city', 'free_bike_status', 'city').objectKey)).data.bikes;
+    expect(bikes.find((b: any) => b.bike_id === va.gbfsId).lon).to.equal(11.58);
+  });
+
+  it('a listed vehicle reporting again, or its GBFS id rotated, reaches the status files', async () => {
+    await t.ctx.db.query(`UPDATE vehicles SET last_seen_at = $2 WHERE id = $1`, [va.id, new Date(t.ctx.clock.now().getTime() + 1000)]);
+    expect(await tick()).to.include({ built: 1 });
+    const v = (await v3(A.id, 'vehicle_status')).data.vehicles.find((x: any) => x.vehicle_id === va.gbfsId);
+    expect(Date.parse(v.last_reported)).to.equal(t.ctx.clock.now().getTime() - GBFS_RUN_SECONDS * 1000 + 1000);
+    const { gbfs_id } = await t.ctx.db.one(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [va.id]);
+    expect(await tick()).to.include({ built: 1 });
+    const ids = (await v3(A.id, 'vehicle_status')).data.vehicles.map((x: any) => x.vehicle_id);
+    expect(ids).to.include(gbfs_id).and.not.include(va.gbfsId);
+    va.gbfsId = gbfs_id;
+  });
+
+  it('an area edited: its zone static files at the next tick (areas bump the zone)', async () => {
+    await gbfsArea(t.ctx.db, B.id, 'parking-spot', square(52.53, 13.41, 0.0005), { name: 'Spot 2', capacity: 3 });
+    const r = await tick();
+    expect(r).to.include({ built: 1, failed: 0 });
+    expect((await v3(B.id, 'station_information')).data.stations).to.have.length(2);
+    expect((await v3(B.id, 'station_status')).data.stations).to.have.length(2);
+  });
+
+  it('a vehicle type edited: every zone that uses it', async () => {
+    await t.ctx.db.query(`UPDATE vehicle_types SET name = 'Scooter Pro' WHERE id = 'gbfs-scooter'`);
+    expect(await tick()).to.include({ built: 2, failed: 0 });
+    for (const z of [A.id, B.id]) {
+      const names = (await v3(z, 'vehicle_types')).data.vehicle_types.map((x: any) => x.name[0].text);
+      expect(names).to.include('Scooter Pro');
+    }
+    const v2types = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', 'city', 'vehicle_types', 'city').objectKey)).data.vehicle_types;
+    expect(v2types.map((x: any) => x.name)).to.include('Scooter Pro');
+  });
+
+  it('a sleep window turning by the clock alone: the zone is built though no write moved it', async () => {
+    // not the hourly rebuild: the jump to the night would make it due
+    await t.ctx.db.query(`UPDATE gbfs_zone_builds SET rebuild_due_at = '2027-01-01'`);
+    await t.ctx.db.query(`UPDATE gbfs_scope_builds SET rebuild_due_at = '2027-01-01'`);
+    t.ctx.clock.set(NIGHT);
+    expect(await runGbfsTick(t.ctx)).to.include({ built: 1, failed: 0 });
+    expect((await v3(B.id, 'system_alerts')).data.alerts).to.have.length(1);
+    expect((await v3(A.id, 'system_alerts')).data.alerts).to.have.length(0);
+    t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
+    expect(await runGbfsTick(t.ctx)).to.include({ built: 0 });
+  });
+
+  it('a 2.2 system assembled from its zones parts is byte for byte the whole-system build', async () => {
+    for (const scope of ['city', scopeA]) {
+      const row = await t.ctx.db.one(`SELECT object_key, last_updated FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [scope]);
+      const obj = await t.ctx.store.get(row.object_key);
+      const chunks: Buffer[] = [];
+      for await (const c of obj!.body) chunks.push(c as Buffer);
+      const served = gunzipSync(Buffer.concat(chunks)).toString('utf8');
+      const zones = [...(await loadZoneData(t.ctx.db, { zoneIds: scope === 'city' ? null : [A.id], now: t.ctx.clock.now(), areas: true, vehicles: true })).values()];
+      const langs = systemLanguages(zones);
+      const s: V2Scope = { id: scope, clientScope: scope, role: scope === 'city' ? 'city' : 'gbfs', zoneIds: scope === 'city' ? null : [A.id], zones, language: langs[0]!, languages: langs };
+      const env = { now: t.ctx.clock.now(), publicBaseUrl: t.ctx.config.publicBaseUrl, providerId: t.ctx.config.providerId, providerName: t.ctx.config.providerName };
+      for (const file of ['free_bike_status', 'geofencing_zones'] as const) {
+        const r = await t.ctx.db.one(`SELECT object_key, last_updated, ttl FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = $2`, [scope, file]);
+        const o = await t.ctx.store.get(r.object_key);
+        const cs: Buffer[] = [];
+        for await (const c of o!.body) cs.push(c as Buffer);
+        expect(gunzipSync(Buffer.concat(cs)).toString('utf8'), `${scope} ${file}`).to.equal(JSON.stringify(envelopeV2(r.last_updated, r.ttl, buildV2(file, s, env))));
+      }
+      expect(served.length).to.be.greaterThan(0);
+    }
+  });
+
+  it('publishGbfsSnapshots (ops: build everything now) goes through the same per-zone builder', async () => {
+    t.ctx.clock.advance(1000);
+    const r = await publishGbfsSnapshots(t.ctx, { only: 'all' });
+    expect(r).to.include({ written: 0, failed: 0 });
+    // the per-zone builder itself: a zone held by another process is left to it
+    const held = await t.ctx.db.pool.connect();
+    try {
+      await held.query('BEGIN');
+      await held.query(`SELECT pg_advisory_xact_lock(hashtext('gbfs:zone:' || $1))`, [A.id]);
+      expect(await buildGbfsZone(t.ctx, A.id, { force: 'all' })).to.include({ busy: true, written: 0 });
+    } finally {
+      await held.query('ROLLBACK');
+      held.release();
+    }
+  });
+
+  it('through pg-boss: the tick sends one job per zone with work, two publishers share them, a new zone and scope are published', async function () {
+    this.timeout(90_000);
+    const C = await gbfsZone(t.ctx.db, { id: 'brd-c', lat: 50.11, lng: 8.68 });
+    await gbfsVehicle(t.ctx.db, C.id, 50.11, 8.68);
+    await gbfsFeedClient(t.ctx.db, 'gbfs', [C.id]);
+    t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
+    const pubs: Publisher[] = [];
+    try {
+      for (let i = 0; i < 2; i++) pubs.push(await startPublisher(t.ctx, { cron: false, concurrency: 1, pollingIntervalSeconds: 0.5 }));
+      await pubs[0]!.boss.send('feeds-gbfs', {}, { singletonKey: 'gbfs' });
+      const deadline = Date.now() + 60_000;
+      const done = async () => {
+        const c = await t.ctx.db.maybeOne(`SELECT 1 FROM gbfs_snapshots WHERE version = '3.0' AND scope = $1 AND file = 'vehicle_status'`, [C.id]);
+        const city = await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', 'city', 'system_regions', 'city').objectKey);
+        const own = await t.ctx.db.maybeOne(`SELECT 1 FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [gbfsV2Scope('gbfs', [C.id])]);
+        return c && own && city.data.regions.some((r: any) => r.region_id === C.id);
+      };
+      while (Date.now() < deadline && !(await done())) await new Promise((r) => setTimeout(r, 200));
+      expect(await done()).to.be.ok;
+      const jobs = await t.ctx.db.many(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE name LIKE 'feeds-gbfs%' GROUP BY name ORDER BY name`);
+      const byName = Object.fromEntries(jobs.map((j) => [j.name, j.n]));
+      expect(byName['feeds-gbfs-zone']).to.equal(3);
+      expect(byName['feeds-gbfs-scope']).to.be.at.least(3);
+    } finally {
+      for (const p of pubs) await p.stop();
+    }
+    // every row names its object as written
+    for (const [k, r] of await rows()) expect((await t.ctx.store.head(r.object_key))?.metadata.sha256, k).to.equal(r.sha256);
+  });
+});
