@@ -4,6 +4,7 @@
  * are local wall-clock windows of the zone (`zones.sleep_windows`, e.g.
  * `[{"start":"01:00","end":"05:00"}]`, a window whose end is before its start runs over midnight).
  */
+import { sleepWindowMinutes } from '../../zones.js';
 import { TZDate } from '@date-fns/tz';
 
 /** Integer POSIX seconds (GBFS 2.2). */
@@ -17,33 +18,9 @@ export function wholeSeconds(d: Date): Date {
   return new Date(Math.floor(d.getTime() / 1000) * 1000);
 }
 
-export interface SleepWindow {
-  start: string;
-  end: string;
-}
 
-// Parsed as lib/zones.ts `isSleeping` does (the rental engine's rule), `24:00` being midnight.
-const HHMM = /^(\d{1,2}):([0-5]\d)$/;
-
-function minutes(hhmm: unknown): number | undefined {
-  const m = typeof hhmm === 'string' ? HHMM.exec(hhmm) : null;
-  if (!m) return undefined;
-  const v = Number(m[1]) * 60 + Number(m[2]);
-  return v <= 1440 ? v : undefined;
-}
-
-/** Well-formed, non-empty windows as [startMinute, endMinute) of the local day (end may be < start). */
-function windows(raw: unknown): Array<[number, number]> {
-  if (!Array.isArray(raw)) return [];
-  const out: Array<[number, number]> = [];
-  for (const w of raw) {
-    const s = minutes((w as SleepWindow)?.start);
-    const e = minutes((w as SleepWindow)?.end);
-    if (s !== undefined && e !== undefined && s !== e) out.push([s, e]);
-  }
-  return out;
-}
-
+/** The zone's sleep windows as the rental engine reads them (lib/zones.ts): one reading for both. */
+const windows = sleepWindowMinutes;
 function localAt(base: TZDate, dayOffset: number, minute: number, timeZone: string): Date {
   const t = new TZDate(base.getFullYear(), base.getMonth(), base.getDate() + dayOffset, Math.floor(minute / 60), minute % 60, timeZone);
   return new Date(t.getTime());
