@@ -6,7 +6,7 @@
  * metrics and access line must be those of the outermost middleware.
  */
 import { expect } from 'chai';
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
+import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -14,9 +14,12 @@ import type Koa from 'koa';
 import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
 import { createLogger } from '../lib/log.js';
 import { metrics } from '../lib/metrics.js';
+import { revokeFeedClient } from '../lib/auth/feed-clients.js';
+import { PUBLICATION_TTL_MS } from '../api/feeds/publications.js';
 import { useTestContext } from './support/context.js';
 import { insertClient, insertFeedZone, publishHour, tokenFor } from './support/feed-auth.js';
 
+const NOW = '2026-11-21T10:30:00Z';
 const HOUR = '2026-11-21T08';
 
 interface Raw {
@@ -26,10 +29,10 @@ interface Raw {
   body: Buffer;
 }
 
-function get(server: Server, path: string, headers: Record<string, string>, method = 'GET'): Promise<Raw> {
+function get(server: Server, path: string, headers: Record<string, string>, method = 'GET', agent?: Agent): Promise<Raw> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers, ...(agent ? { agent } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, rawHeaders: res.rawHeaders, body: Buffer.concat(chunks) }));
@@ -74,7 +77,7 @@ const requestCount = async (host: string, route: string, status: number) =>
   (await metrics.httpRequests.get()).values.find((v) => v.labels.host === host && v.labels.method === 'GET' && v.labels.route === route && v.labels.status === String(status))?.value ?? 0;
 
 describe('feeds: the hot path answers exactly as the ordinary route', () => {
-  const t = useTestContext({ now: '2026-11-21T10:30:00Z' });
+  const t = useTestContext({ now: NOW });
   let main: Server;
   let legacy: Server;
   let hotMain: Server;
@@ -185,4 +188,78 @@ describe('feeds: the hot path answers exactly as the ordinary route', () => {
       expect(miss.status).to.equal((await get(koaServer, c.path.replace('T08', 'T07'), h)).status);
     });
   }
+  it('one keep-alive connection repeating its request: answered from the connection\'s memo, and every freshness check still applies', async () => {
+    // every request on one socket: the hot path's per-connection memo of the request's strings
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<unknown>();
+    const onSocket = (s: unknown) => sockets.add(s);
+    hotMain.on('connection', onSocket);
+    try {
+      await insertClient(t.ctx.db, 'memo-city', 'city');
+      const own = `Bearer ${await tokenFor(t.ctx, 'memo-city', 'city')}`;
+      const path = `/v1/partner-apis/mds/fastzone/trips?end_time=${HOUR}`;
+      const h = { Authorization: own, 'Accept-Encoding': 'gzip' };
+      const send = (extra: Record<string, string> = {}, method = 'GET', p = path) => get(hotMain, p, { ...h, ...extra }, method, agent);
+      const first = await send(); // fills the caches (the client's standing, maybe the rows)
+      expect(first.status).to.equal(200);
+      const before = calls.main.koa;
+      for (let i = 0; i < 3; i++) {
+        const r = await send();
+        expect(r.status).to.equal(200);
+        expect(r.headers.etag).to.equal(first.headers.etag);
+        expect(r.body.equals(first.body)).to.equal(true);
+      }
+      expect((await send({ 'If-None-Match': String(first.headers.etag) })).status).to.equal(304);
+      expect((await send({}, 'HEAD')).body.length).to.equal(0);
+      expect(calls.main.koa, 'answered before Koa').to.equal(before);
+
+      // other strings on the same connection are decided afresh: another token, another Accept, another hour
+      expect((await send({ Authorization: 'Bearer nope' })).status).to.equal(401);
+      expect((await send({ Accept: 'application/vnd.mds+json;version=9.9' })).status).to.equal(406);
+      expect((await send({}, 'GET', path.replace('T08', 'T09'))).status).to.equal(202);
+      expect((await send()).status).to.equal(200);
+
+      // a republished hour: the new ETag and bytes within the row's bound, on the same connection
+      await publishHour(t.ctx, { feed: 'mds_trips', version: '2.0', zone: 'fastzone', hour: HOUR, body: { version: '2.0.0', trips: [{ trip_id: 'b' }] } });
+      t.ctx.clock.advance(PUBLICATION_TTL_MS);
+      const fresh = await send();
+      expect(fresh.status).to.equal(200);
+      expect(fresh.headers.etag).to.not.equal(first.headers.etag);
+      const again = await send();
+      expect(again.headers.etag).to.equal(fresh.headers.etag);
+      expect(again.body.equals(fresh.body)).to.equal(true);
+      expect((await send({ 'If-None-Match': String(first.headers.etag) })).status).to.equal(200);
+
+      // revocation within 60 s, although the connection's memo holds the token's claims: another
+      // client, on another connection, refreshes the rows, the body and the standings first, so that
+      // the memo connection's request finds every other cache fresh
+      const other = `Bearer ${await tokenFor(t.ctx, 'fast-city', 'city')}`;
+      const elsewhere = (authorization: string) => get(hotMain, path, { ...h, Authorization: authorization });
+      await revokeFeedClient(t.ctx.db, 'memo-city', t.ctx.clock.now());
+      t.ctx.clock.advance(60_000);
+      expect((await elsewhere(other)).status).to.equal(200);
+      const revoked = await send();
+      expect(revoked.status).to.equal(401);
+      expect(JSON.parse(revoked.body.toString()).error_description).to.match(/revoked/);
+      expect((await send()).status).to.equal(401);
+
+      // a token past its exp is refused as expired on its connection too (the caches kept fresh by a
+      // token issued later, on another connection)
+      expect((await send({ Authorization: other })).status).to.equal(200);
+      expect((await send({ Authorization: other })).status).to.equal(200);
+      t.ctx.clock.advance(t.ctx.config.tokenTtlSeconds * 1000 - 10_000);
+      const later = `Bearer ${await tokenFor(t.ctx, 'fast-city', 'city')}`;
+      expect((await elsewhere(later)).status).to.equal(200);
+      t.ctx.clock.advance(10_000);
+      expect((await elsewhere(later)).status).to.equal(200);
+      const expired = await send({ Authorization: other });
+      expect(expired.status).to.equal(401);
+      expect(JSON.parse(expired.body.toString()).error_description).to.match(/expired/);
+      expect(sockets.size, 'one connection').to.equal(1);
+    } finally {
+      hotMain.off('connection', onSocket);
+      agent.destroy();
+      t.ctx.clock.set(NOW);
+    }
+  });
 });

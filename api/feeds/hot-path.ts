@@ -9,10 +9,16 @@
  * same checks (roles, scope, negotiation, hour rules, conditional requests) on the same cached state,
  * so the freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
  * middleware guarantees (request id, metrics, access line) comes from the same helper (request-envelope.ts).
+ *
+ * Per-request cost is what limits a file route answered from memory (docs/benchmarks.md, feeds):
+ * what depends only on the request's strings is decided once per keep-alive connection (`Shape`),
+ * and the answer's headers are prepared once per cached object (`answerHeaders`, one `writeHead`).
  */
+import { bearerOf } from '../../lib/http/api-key-gate.js';
 import { LRUCache } from 'lru-cache';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { CachedObject } from '../../lib/http/object-cache.js';
+import type { CachedObject, ObjectCache } from '../../lib/http/object-cache.js';
+import type { FeedTokenClaims } from '../../lib/auth/tokens.js';
 import { requestIdOf, type RequestTelemetry } from '../middleware/request-envelope.js';
 import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
@@ -21,6 +27,8 @@ import { acceptsEncoding, isNotModified } from '../../lib/http/conditional.js';
 import type { FeedDeps } from './auth.js';
 import { negotiate, type MediaOffer } from './accept.js';
 import { HOUR_FILE_CACHE_CONTROL } from './files.js';
+import type { PublicationRow } from './publications.js';
+import type { ZoneInfo } from './zones.js';
 import { timeHourParam, type Hour } from './params.js';
 
 export interface FastHourRoute {
@@ -41,7 +49,6 @@ export interface FastHourFile {
   route: FastHourRoute;
 }
 
-const BEARER = /^Bearer[ ]+(\S+)\s*$/i;
 
 /**
  * Small memo tables for the header and parameter values clients repeat on every request; bounded
@@ -99,28 +106,48 @@ export function queryValue(qs: string, name: string): string | undefined {
   return found;
 }
 
-/** What the caches say the ordinary route would answer. */
-interface FastAnswer {
-  status: 200 | 304;
-  obj: CachedObject;
+/**
+ * What one connection's last hot answer was decided from, and what those strings decide: keep-alive
+ * clients repeat the same request (same URL, token, Accept and Accept-Encoding), and for them the
+ * matching, parsing and memo lookups that depend on nothing but those strings are done once per
+ * connection. Everything that depends on the time or on a cache's freshness — the token's expiry,
+ * the zone list, the revocation set, the publication row, the cached body, the conditional headers —
+ * is still read on every request, from the same caches and under the same rules as the first time.
+ * Held per socket and hot path (a WeakMap in `hourFileHotPath`): one entry per open connection,
+ * gone with it; it holds strings and small records, never a body (the body cache's bound holds).
+ */
+interface Shape {
+  url: string;
+  auth: string;
+  accept: string | undefined;
+  acceptEncoding: string;
+  route: FastHourRoute;
+  zoneId: string;
+  /** the verifier's claims of the token (a valid token's claims never change; its expiry is checked per request) */
+  claims: FeedTokenClaims;
   contentType: string;
+  hourStart: number;
+  /** the publication index's key of (feed, version, zone, hour) */
+  rowKey: string;
+  /** derived from the last zone / row / object seen, recomputed when the cache hands out another one */
+  zone: ZoneInfo | undefined;
+  zoneFirstHour: number;
+  row: PublicationRow | undefined;
+  objectVersion: string;
 }
 
 /**
- * The answer the ordinary route would give, when the caches can give all of it; undefined otherwise
- * (then nothing may be written). Synchronous: everything it reads is in memory.
+ * The shape of a request whose strings the hot path can answer from (route, token verified before
+ * and not expired, an offer the role may read, a zone in scope, a plain hour, gzip accepted);
+ * undefined otherwise (then nothing may be written).
  */
-function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: FastHourRoute, zoneId: string, qs: string): FastAnswer | undefined {
-  const files = deps.files;
-  if (!files) return undefined;
-  const head = req.method === 'HEAD';
-  if (!head && req.method !== 'GET') return undefined;
+function shapeOf(deps: FeedDeps, req: IncomingMessage, url: string, route: FastHourRoute, zoneId: string, qs: string): Shape | undefined {
   const h = req.headers;
   const auth = h.authorization;
-  if (auth === undefined || h['x-access-token'] !== undefined) return undefined;
-  const m = BEARER.exec(auth);
-  if (!m) return undefined;
-  const claims = deps.tokens.cached(m[1]!);
+  if (auth === undefined) return undefined;
+  const token = bearerOf(auth);
+  if (!token) return undefined;
+  const claims = deps.tokens.cached(token);
   if (!claims) return undefined;
 
   let memo = offersByAccept.get(route);
@@ -132,54 +159,110 @@ function answerFromCaches(deps: FeedDeps, req: IncomingMessage, route: FastHourR
       return null;
     }
   });
-  if (!offer || !canRead(claims.role, route.access(offer.version))) return undefined;
-  const zone = deps.zones.peek(zoneId);
-  if (!zone || !inScope(claims.zones, zoneId)) return undefined;
+  if (!offer || !canRead(claims.role, route.access(offer.version)) || !inScope(claims.zones, zoneId)) return undefined;
 
   const raw = queryValue(qs, route.param);
   if (!raw) return undefined;
   const hour = hours.get(raw, (r) => hourOrNull(route.param, r));
   if (!hour) return undefined;
-  const now = deps.app.clock.now().getTime();
-  const start = hour.start.getTime();
-  if (start + HOUR_MS > now || start < floorHour(zone.createdAt).getTime()) return undefined;
-  const entry = deps.publications.peekRow(route.feed, offer.version, zoneId, hour.sql);
-  const row = entry?.row;
-  if (!row || row.status !== 'published' || row.dirty || !row.object_key) return undefined;
-  const obj = files.peek(row.object_key, `${row.object_key}|${row.sha256}`, now, !head);
-  if (!obj || obj.meta.contentEncoding !== 'gzip') return undefined;
   const ae = h['accept-encoding'];
   if (!ae || !gzipOk.get(ae, (v) => acceptsEncoding(v, 'gzip'))) return undefined;
+  return {
+    url,
+    auth,
+    accept: h.accept,
+    acceptEncoding: ae,
+    route,
+    zoneId,
+    claims,
+    contentType: offer.contentType,
+    hourStart: hour.start.getTime(),
+    rowKey: deps.publications.keyOf(route.feed, offer.version, zoneId, hour.sql),
+    zone: undefined,
+    zoneFirstHour: 0,
+    row: undefined,
+    objectVersion: '',
+  };
+}
 
-  // a client the loaded standings do not know as active (or a refresh due) is the ordinary path's to decide
-  if (deps.revoked.peek(claims.clientId) !== 'active') return undefined;
-  const inm = h['if-none-match'];
-  const ims = h['if-modified-since'];
-  const notModified = Boolean((inm || ims) && isNotModified({ ifNoneMatch: inm || undefined, ifModifiedSince: ims || undefined }, obj.meta.etag, obj.meta.lastModified));
-  return { status: notModified ? 304 : 200, obj, contentType: offer.contentType };
+/** The connection's shape when this request has the same strings; undefined otherwise. */
+function sameShape(shapes: WeakMap<object, Shape>, req: IncomingMessage, url: string): Shape | undefined {
+  const s = shapes.get(req.socket);
+  if (s === undefined || s.url !== url) return undefined;
+  const h = req.headers;
+  return h.authorization === s.auth && h['accept-encoding'] === s.acceptEncoding && h.accept === s.accept ? s : undefined;
 }
 
 /**
- * Writes `a` as Koa would after the outermost middleware and serveObject: X-Request-Id first, then
- * the headers of serveObject in its order; a 304 and a HEAD end without a body.
+ * The answer headers after X-Request-Id, in serveObject's order, as `writeHead` arrays (slot 1 takes
+ * the request id): what Koa sends for a 304 (validators and caching), and for a 200 those plus the
+ * representation's. Built once per cached object and content type.
  */
-function writeAnswer(req: IncomingMessage, res: ServerResponse, a: FastAnswer, requestId: string): void {
-  const { meta } = a.obj;
-  res.setHeader('X-Request-Id', requestId);
-  res.setHeader('ETag', meta.etag);
-  res.setHeader('Last-Modified', a.obj.lastModifiedHttp);
-  res.setHeader('Cache-Control', HOUR_FILE_CACHE_CONTROL);
-  res.setHeader('Vary', 'Accept-Encoding');
-  res.statusCode = a.status;
-  if (a.status === 304) {
-    res.end();
-    return;
+interface AnswerHeaders {
+  notModified: string[];
+  ok: string[];
+}
+
+const headerSets = new WeakMap<CachedObject, Map<string, AnswerHeaders>>();
+
+function answerHeaders(obj: CachedObject, contentType: string): AnswerHeaders {
+  let byType = headerSets.get(obj);
+  if (!byType) headerSets.set(obj, (byType = new Map()));
+  let set = byType.get(contentType);
+  if (!set) {
+    const validators = ['X-Request-Id', '', 'ETag', obj.meta.etag, 'Last-Modified', obj.lastModifiedHttp, 'Cache-Control', HOUR_FILE_CACHE_CONTROL, 'Vary', 'Accept-Encoding'];
+    set = { notModified: validators, ok: [...validators, 'Content-Type', contentType, 'Content-Encoding', 'gzip', 'Content-Length', String(obj.meta.size)] };
+    byType.set(contentType, set);
   }
-  res.setHeader('Content-Type', a.contentType);
-  res.setHeader('Content-Encoding', 'gzip');
-  res.setHeader('Content-Length', String(meta.size));
-  if (req.method === 'HEAD') res.end();
-  else res.end(a.obj.body);
+  return set;
+}
+
+/**
+ * The cached object the ordinary route would answer a request of shape `s` with (200, or 304 on
+ * the conditional headers), when the caches can give all of it; undefined otherwise (then nothing
+ * may be written). Synchronous: everything it reads is in memory.
+ */
+function objectFromCaches(deps: FeedDeps, files: ObjectCache, req: IncomingMessage, s: Shape, now: number, head: boolean): CachedObject | undefined {
+  if (req.headers['x-access-token'] !== undefined || now >= s.claims.expiresAt * 1000) return undefined;
+  const zone = deps.zones.peek(s.zoneId);
+  if (!zone) return undefined;
+  if (zone !== s.zone) {
+    s.zone = zone;
+    s.zoneFirstHour = floorHour(zone.createdAt).getTime();
+  }
+  if (s.hourStart + HOUR_MS > now || s.hourStart < s.zoneFirstHour) return undefined;
+  const row = deps.publications.peekKey(s.rowKey)?.row;
+  if (!row || row.status !== 'published' || row.dirty || !row.object_key) return undefined;
+  if (row !== s.row) {
+    s.row = row;
+    s.objectVersion = `${row.object_key}|${row.sha256}`;
+  }
+  const obj = files.peek(row.object_key, s.objectVersion, now, !head);
+  if (!obj || obj.meta.contentEncoding !== 'gzip') return undefined;
+  // a client the loaded standings do not know as active (or a refresh due) is the ordinary path's to decide
+  return deps.revoked.peek(s.claims.clientId) === 'active' ? obj : undefined;
+}
+
+function statusOf(req: IncomingMessage, obj: CachedObject): 200 | 304 {
+  const inm = req.headers['if-none-match'];
+  const ims = req.headers['if-modified-since'];
+  if (!inm && !ims) return 200;
+  return isNotModified({ ifNoneMatch: inm || undefined, ifModifiedSince: ims || undefined }, obj.meta.etag, obj.meta.lastModified) ? 304 : 200;
+}
+
+/**
+ * Writes the answer as Koa would after the outermost middleware and serveObject: X-Request-Id
+ * first, then the headers of serveObject in its order (one `writeHead` with the prepared array); a
+ * 304 and a HEAD end without a body.
+ */
+function writeAnswer(res: ServerResponse, status: 200 | 304, obj: CachedObject, contentType: string, requestId: string, head: boolean): void {
+  const set = answerHeaders(obj, contentType);
+  const headers = status === 304 ? set.notModified : set.ok;
+  // writeHead copies the array into the header block before it returns: the shared array is free again
+  headers[1] = requestId;
+  res.writeHead(status, headers);
+  if (status === 304 || head) res.end();
+  else res.end(obj.body);
 }
 
 /** Answers one request before Koa, or hands it to `fallback` (the Koa app) untouched. */
@@ -192,26 +275,46 @@ export type HotPath = (req: IncomingMessage, res: ServerResponse, fallback: Requ
  * through Koa would (same labels, route pattern as the router's).
  */
 export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], telemetry: RequestTelemetry): HotPath {
+  const shapes = new WeakMap<object, Shape>();
   return (req, res, fallback) => {
     const method = req.method;
-    if (!deps.files || (method !== 'GET' && method !== 'HEAD')) return fallback(req, res);
+    const cache = deps.files;
+    if (!cache || (method !== 'GET' && method !== 'HEAD')) return fallback(req, res);
+    const started = performance.now();
     const url = req.url ?? '';
-    for (const { re, route } of files) {
-      const m = re.exec(url);
-      if (!m) continue;
-      const started = performance.now();
-      let a: FastAnswer | undefined;
+    let s = sameShape(shapes, req, url);
+    if (s === undefined) {
+      const match = matchFile(files, url);
+      if (!match) return fallback(req, res);
       try {
-        a = answerFromCaches(deps, req, route, m[1]!, m[2] ?? '');
+        s = shapeOf(deps, req, url, match.route, match.zoneId, match.qs);
       } catch {
-        a = undefined;
+        s = undefined;
       }
-      if (!a) return fallback(req, res);
-      const requestId = requestIdOf(req.headers['x-request-id']);
-      writeAnswer(req, res, a, requestId);
-      telemetry.finish(started, method, route.pattern, a.status, url, requestId);
-      return;
+      if (!s) return fallback(req, res);
+      shapes.set(req.socket, s);
     }
-    fallback(req, res);
+    const head = method === 'HEAD';
+    let obj: CachedObject | undefined;
+    let status: 200 | 304 = 200;
+    try {
+      obj = objectFromCaches(deps, cache, req, s, deps.app.clock.now().getTime(), head);
+      if (obj) status = statusOf(req, obj);
+    } catch {
+      obj = undefined;
+    }
+    if (!obj) return fallback(req, res);
+    const requestId = requestIdOf(req.headers['x-request-id']);
+    writeAnswer(res, status, obj, s.contentType, requestId, head);
+    telemetry.finish(started, method, s.route.pattern, status, url, requestId);
   };
+}
+
+/** The hot route `url` names, with its zone id and query string; undefined for every other URL. */
+function matchFile(files: readonly FastHourFile[], url: string): { route: FastHourRoute; zoneId: string; qs: string } | undefined {
+  for (const { re, route } of files) {
+    const m = re.exec(url);
+    if (m) return { route, zoneId: m[1]!, qs: m[2] ?? '' };
+  }
+  return undefined;
 }

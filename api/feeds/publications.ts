@@ -59,16 +59,21 @@ export class CachedRows<Row> {
   /** The row of these parameters as of at most `ttlMs` ago; undefined when there is none. */
   async get(params: readonly string[]): Promise<Row | undefined> {
     this.forgetIfClockWentBack();
-    return (await this.cache.fetch(params.join('|'), { context: [...params] }))!.row;
+    return (await this.cache.fetch(this.keyOf(...params), { context: [...params] }))!.row;
+  }
+
+  /** The cache key of these parameters, for `peekKey` (the hot path builds it once per connection). */
+  keyOf(...params: readonly string[]): string {
+    return params.join('|');
   }
 
   /**
-   * The cached entry when it is fresh (its `row` may be undefined: a cached absence); undefined when
-   * `get` has to read it. Synchronous, for the hot path.
+   * The cached entry of the parameters `key` stands for (`keyOf`) when it is fresh (its `row` may be
+   * undefined: a cached absence); undefined when `get` has to read it. Synchronous, for the hot path.
    */
-  peek(params: readonly string[]): Entry<Row> | undefined {
+  peekKey(key: string): Entry<Row> | undefined {
     this.forgetIfClockWentBack();
-    return this.cache.get(params.join('|'));
+    return this.cache.get(key);
   }
 
   /** A clock set backwards (tests) would make every entry look younger than it is: start over. */
@@ -87,10 +92,6 @@ export class PublicationIndex extends CachedRows<PublicationRow> {
 
   row(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
     return this.get([feed, version, zone, hourSql]);
-  }
-
-  peekRow(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Entry<PublicationRow> | undefined {
-    return this.peek([feed, version, zone, hourSql]);
   }
 }
 
