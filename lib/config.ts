@@ -204,7 +204,7 @@ export function loadConfig(env: Env = process.env): Config {
       deadlineMs: int(env, 'API_QUEUE_DEADLINE_MS', 2000, 1, 60000),
       overloadWaitMs: int(env, 'API_QUEUE_OVERLOAD_WAIT_MS', 500, 0, 60000),
       burstMs: int(env, 'API_QUEUE_BURST_MS', 1000, 0, 60000),
-      maxLagMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', 50, 0, 60000),
+      maxLagMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', 200, 0, 60000),
       maxQueue: int(env, 'API_MAX_QUEUE', 20000, 0, 1000000),
     }),
     storeUrl,
