@@ -19,7 +19,8 @@
  *   BENCH=gbfs-breadth make bench      or      node --import tsx bench/gbfs-breadth.bench.ts
  *   BENCH_GBFS_CPUPROF=dir             a V8 CPU profile of each measured minute of ticks
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { pgCpuSeconds } from './cpu.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,21 +62,6 @@ async function startProfile(): Promise<(file: string) => Promise<void>> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
-/** CPU seconds (user + system) of the Postgres backends serving `datname` (Linux /proc, clock ticks). */
-async function pgCpuSeconds(db: Db, datname: string): Promise<number> {
-  const rows = await db.many<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [datname]);
-  let sum = 0;
-  for (const r of rows) {
-    try {
-      const stat = readFileSync(`/proc/${r.pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      sum += (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      // a backend that ended in between
-    }
-  }
-  return sum;
-}
 
 /** `n` vehicles in zone `zoneId`, codes from `first` on (4 base-36 characters, unique across zones). */
 async function vehicles(db: Db, zoneId: string, n: number, first: number): Promise<void> {

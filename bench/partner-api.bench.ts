@@ -31,6 +31,7 @@
  *
  * `npx tsx bench/partner-api.bench.ts` runs it directly; `run()` is for bench/run.ts.
  */
+import { pgCpuSeconds } from './cpu.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import cluster from 'node:cluster';
@@ -204,15 +205,6 @@ function apiCpuSeconds(pid: number): number {
   }
 }
 
-/** CPU seconds of the Postgres backends serving the bench database (its connections stay pooled). */
-async function pgCpuSeconds(db: Db, datname: string): Promise<number> {
-  const rows = await db.many(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [datname]);
-  return rows.reduce((sum, r) => {
-    const stat = readFileSync(`/proc/${r.pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return sum + (Number(f[11]) + Number(f[12])) / 100;
-  }, 0);
-}
 
 function withSocket(url: string, dir: string): string {
   const u = new URL(url);

@@ -17,7 +17,8 @@
  */
 import http from 'node:http';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { pgCpuSeconds } from './cpu.js';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,24 +70,6 @@ function get(port: number, path: string, headers: Record<string, string>, keep =
 }
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-/**
- * CPU seconds (user + system) of the Postgres backends serving `datname` (Linux /proc, clock ticks):
- * with this process's own CPU, a cost per request that other work on the machine does not move.
- */
-async function pgCpuSeconds(db: Db, datname: string): Promise<number> {
-  const rows = await db.many<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1`, [datname]);
-  let sum = 0;
-  for (const r of rows) {
-    try {
-      const stat = readFileSync(`/proc/${r.pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      sum += (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      // a backend that ended in between
-    }
-  }
-  return sum;
-}
 
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];

@@ -14,11 +14,11 @@
  * files are out (the README says within 15 s), and when the run would fall into Copenhagen's sleep
  * window (01:00–05:00 local) the TOMP block books in berlin, as the README tells a reader to.
  */
+import { freePort } from './support/faults.js';
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../lib/config.js';
@@ -37,13 +37,6 @@ let tompZone = 'copenhagen';
 const FLEET = 60;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  return port;
-}
 
 /** `METHOD /path status`, ids as {id}, the month of a report as {month}, without the query. */
 function requestLine(r: { method: string; url: string; status: number }): string {

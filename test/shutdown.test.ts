@@ -2,10 +2,10 @@
  * Graceful shutdown of the real entry point (bin/run.ts as a child process): SIGTERM stops accepting
  * new connections, lets the request in flight finish, stops the publisher and exits 0.
  */
+import { freePort } from './support/faults.js';
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,13 +15,6 @@ import { createLogger } from '../lib/log.js';
 import { insertPartner, insertZone, insertVehicle, insertUser } from './support/partner-fixtures.js';
 import { ROOT } from '../lib/paths.js';
 
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  s.close();
-  return port;
-}
 
 describe('graceful shutdown (bin/run.ts)', function () {
   this.timeout(90000);

@@ -1,0 +1,23 @@
+/**
+ * CPU time of the processes a bench measures (Linux /proc, clock ticks of USER_HZ 100): with it a
+ * cost per request holds across runs better than requests per second on a machine other work shares.
+ */
+import { readFileSync } from 'node:fs';
+import type { Db } from '../lib/db.js';
+
+/** utime + stime of one process, in seconds; NaN when it has gone. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU seconds of the Postgres backends serving `datname` (their connections stay pooled); a backend that ended in between counts 0. */
+export async function pgCpuSeconds(db: Db, datname: string): Promise<number> {
+  const rows = await db.many<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [datname]);
+  return rows.reduce((sum, r) => sum + (processCpuSeconds(r.pid) || 0), 0);
+}
