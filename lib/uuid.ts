@@ -5,8 +5,11 @@
  */
 import { createHash } from 'node:crypto';
 
-/** Any UUID in lower case, as we write them (the MDS records' schema). */
-export const UUID_SCHEMA = { type: 'string', format: 'uuid', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' } as const;
+/**
+ * Any UUID in lower case, as we write them (the MDS records' schema). No `format`: the pattern says
+ * it all, and the publisher validates every record with an ajv instance that loads no formats.
+ */
+export const UUID_SCHEMA = { type: 'string', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' } as const;
 /** A UUID version 4 in lower case, as we write the ids we generate (the partner records' schema). */
 export const UUID_V4_LOWER_SCHEMA = { type: 'string', format: 'uuid', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' } as const;
 const UUID = new RegExp(UUID_SCHEMA.pattern, 'i');
