@@ -59,7 +59,10 @@ export function oauthMetadataEndpoint(operationId: string, host: TokenHost, toke
       200: {
         description: 'the metadata of this host’s token endpoint',
         content: { 'application/json': schemaRef('AuthorizationServerMetadata') },
-        headers: { 'Cache-Control': { description: `\`${CACHE_CONTROL}\``, schema: { type: 'string', maxLength: 64 }, required: true } },
+        headers: {
+          'Cache-Control': { description: `\`${CACHE_CONTROL}\``, schema: { type: 'string', maxLength: 64 }, required: true },
+          'Access-Control-Allow-Origin': { description: '`*`: public metadata, readable by browser-based tools', schema: { type: 'string', maxLength: 1 }, required: true },
+        },
       },
     },
     errors: [],
