@@ -20,11 +20,11 @@
  *   BENCH_GBFS_CPUPROF=dir             a V8 CPU profile of each measured minute of ticks
  */
 import { pgCpuSeconds } from './cpu.js';
+import { runIfMain } from './main.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { ManualClock } from '../lib/clock.js';
 import { testConfig } from '../lib/config.js';
 import type { AppContext } from '../lib/context.js';
@@ -291,17 +291,4 @@ export async function run(): Promise<BenchResult> {
   return { name: 'gbfs-breadth', metrics, goals, notes };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  process.env.SIGNING_SECRET ??= (await import('node:crypto')).randomBytes(32).toString('hex');
-  run()
-    .then((r) => {
-      console.log(JSON.stringify(r.metrics, null, 2));
-      for (const g of r.goals) console.log(`goal ${g.metric} ${g.goal}: ${g.met === null ? 'not measured' : g.met ? 'met' : 'NOT met'} (${r.metrics[g.metric]})`);
-      for (const n of r.notes) console.log(`- ${n}`);
-      process.exit(0);
-    })
-    .catch((err) => {
-      console.error(err);
-      process.exit(1);
-    });
-}
+runIfMain(import.meta.url, run);

@@ -18,11 +18,11 @@
 import http from 'node:http';
 import { once } from 'node:events';
 import { pgCpuSeconds } from './cpu.js';
+import { runIfMain } from './main.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { buildApp, withHotPath } from '../api/app.js';
 import { systemClock } from '../lib/clock.js';
 import { testConfig } from '../lib/config.js';
@@ -172,17 +172,4 @@ export async function run(): Promise<BenchResult> {
   };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  process.env.SIGNING_SECRET ??= (await import('node:crypto')).randomBytes(32).toString('hex');
-  run()
-    .then((r) => {
-      console.log(JSON.stringify(r.metrics, null, 2));
-      for (const g of r.goals) console.log(`goal ${g.metric} ${g.goal}: ${g.met === null ? 'not measured' : g.met ? 'met' : 'NOT met'} (${r.metrics[g.metric]})`);
-      for (const n of r.notes) console.log(`- ${n}`);
-      process.exit(0);
-    })
-    .catch((err) => {
-      console.error(err);
-      process.exit(1);
-    });
-}
+runIfMain(import.meta.url, run);

@@ -15,7 +15,8 @@
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
 import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
-import { HashGateFull, type Reached } from '../../lib/auth/token-guard.js';
+import type { Reached } from '../../lib/auth/token-guard.js';
+import { AdmissionRefused } from '../../lib/http/admission.js';
 import { issueFeedToken } from '../../lib/auth/tokens.js';
 import type { FeedDeps } from './auth.js';
 import { metrics } from '../../lib/metrics.js';
@@ -126,7 +127,7 @@ export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void
     try {
       client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
     } catch (err) {
-      if (err instanceof HashGateFull) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
+      if (err instanceof AdmissionRefused) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
       throw err;
     }
     if (!client) {

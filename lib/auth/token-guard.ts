@@ -34,7 +34,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import type { Clock } from '../clock.js';
-import { Admission, AdmissionRefused, type AdmissionLimits } from '../http/admission.js';
+import { Admission, type AdmissionLimits } from '../http/admission.js';
 
 export interface TokenGuardOptions {
   failuresPerClientAddress: number;
@@ -59,14 +59,6 @@ interface Window {
 export interface Reached {
   pair: boolean;
   address: boolean;
-}
-
-/** Thrown by `withHashSlot` when a secret check would wait past its budget. */
-export class HashGateFull extends Error {
-  constructor(readonly retryAfterSeconds: number) {
-    super('too many client authentications in progress');
-    this.name = 'HashGateFull';
-  }
 }
 
 export class TokenGuard {
@@ -124,14 +116,9 @@ export class TokenGuard {
     this.windows.delete(pairKey(clientId, address));
   }
 
-  /** Runs `work` (a secret check) within the concurrency bound; HashGateFull when it would wait past its budget. */
-  async withHashSlot<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await this.hashGate.run(work);
-    } catch (err) {
-      if (err instanceof AdmissionRefused) throw new HashGateFull(err.retryAfterSeconds);
-      throw err;
-    }
+  /** Runs `work` (a secret check) within the concurrency bound; AdmissionRefused when it would wait past its budget. */
+  withHashSlot<T>(work: () => Promise<T>): Promise<T> {
+    return this.hashGate.run(work);
   }
 
   private dropExpired(now: number): void {
