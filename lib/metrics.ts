@@ -16,7 +16,12 @@ const mk = {
 
 export const metrics = {
   httpRequests: mk.counter('http_requests_total', 'HTTP requests by host, route and status', ['host', 'method', 'route', 'status']),
-  httpDuration: mk.histogram('http_request_duration_seconds', 'HTTP request latency', ['host', 'method', 'route', 'status'], [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
+  httpDuration: mk.histogram(
+    'http_request_duration_seconds',
+    'HTTP request latency',
+    ['host', 'method', 'route', 'status'],
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  ),
   rentalsStarted: mk.counter('rentals_started_total', 'Rentals started', ['source']),
   rentalsRunning: mk.gauge('rentals_running', 'Rentals running now (read from Postgres at scrape time)'),
   rentalsEnded: mk.counter('rentals_ended_total', 'Rentals ended by final state', ['state']),
@@ -26,7 +31,12 @@ export const metrics = {
   tokenFailures: mk.counter('oauth_token_failures_total', 'OAuth token requests refused', ['error']),
   rateLimited: mk.counter('rate_limit_rejections_total', 'Requests refused by the rate limit', ['family']),
   shed: mk.counter('http_requests_shed_total', 'Requests refused with 503 by admission control (lib/http/admission.ts)', ['family']),
-  publishDuration: mk.histogram('feed_publish_duration_seconds', 'Time to publish one feed file', ['feed', 'version'], [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60]),
+  publishDuration: mk.histogram(
+    'feed_publish_duration_seconds',
+    'Time to publish one feed file',
+    ['feed', 'version'],
+    [0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60],
+  ),
   publishLag: mk.gauge('feed_publish_lag_seconds', 'Seconds between an hour closing and its publication (last published)', ['feed', 'version']),
   publishFailures: mk.counter('feed_publish_failures_total', 'Failed publish attempts', ['feed', 'version']),
   dirtyHours: mk.gauge('feed_dirty_hours', 'Published hours waiting for republication'),
@@ -36,7 +46,9 @@ export const metrics = {
   historyPartitions: mk.gauge('history_partitions', 'Daily partitions held per history table (publisher/jobs/history.ts)', ['table']),
   historyBytes: mk.gauge('history_bytes', 'Bytes of each history table, indexes included', ['table']),
   historyOldestDay: mk.gauge('history_oldest_day_seconds', 'Unix time of the oldest UTC day held per history table', ['table']),
-  historyDroppedBefore: mk.gauge('history_dropped_before_seconds', 'Unix time before which a history table was dropped by retention (0 = nothing dropped)', ['table']),
+  historyDroppedBefore: mk.gauge('history_dropped_before_seconds', 'Unix time before which a history table was dropped by retention (0 = nothing dropped)', [
+    'table',
+  ]),
 };
 
 /**
@@ -59,11 +71,11 @@ export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }
     });
   (metrics.publishLag as any).collect = () =>
     safe(async () => {
-      // per (feed, version) of the catalogue, the latest published row: a backward walk of
-      // feed_publications_hour_scope from the newest hour, not a sort of every hour ever published
+      // per file of the catalogue (hourly_feeds, synced from HOURLY_FEEDS), the latest published row:
+      // a backward walk of feed_publications_hour_scope from the newest hour, not a sort of every
+      // hour ever published
       const rows = await db.many(`SELECT f.feed, f.version, l.lag
-                                    FROM (VALUES ('mds_trips', '2.0'), ('mds_trips', '1.2'), ('mds_trips', '0.4'), ('insurance_trips', '2.0'),
-                                                 ('mds_events', '2.0'), ('mds_status_changes', '1.2'), ('mds_status_changes', '0.4')) AS f (feed, version)
+                                    FROM hourly_feeds f
                                     JOIN LATERAL (SELECT extract(epoch FROM p.published_at - (p.hour + interval '1 hour') AT TIME ZONE 'UTC')::float8 AS lag
                                                     FROM feed_publications p
                                                    WHERE p.feed = f.feed AND p.version = f.version AND p.status = 'published' AND p.published_at IS NOT NULL
@@ -92,7 +104,8 @@ export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }
     }).finally(() => {
       historyScrape = undefined;
     }));
-  for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore]) (g as any).collect = collectHistory;
+  for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore])
+    (g as any).collect = collectHistory;
   (metrics.rentalsRunning as any).collect = () =>
     safe(async () => {
       const [r] = await db.many(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`);

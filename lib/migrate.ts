@@ -2,14 +2,23 @@
  * Forward-only migrations from `sql/migrations/NNNNNN_name.sql`. All of them run under one advisory
  * lock (several processes starting at once migrate once), each in its own transaction, and the
  * sha256 of every applied file is recorded: an edited applied migration is refused, not re-run.
+ *
+ * The hourly-feed catalogue is declared once, in HOURLY_FEEDS (lib/feeds/publications.ts). Under the
+ * same lock, after the migrations, the runner makes the table hourly_feeds equal to it (migration
+ * 000160), so the triggers and sweeps that join the table follow the declaration without a migration
+ * per feed. It is a step of the runner rather than of a migration because a migration is applied
+ * once and hash-checked, while the declaration changes with the code.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { SQL_DIR } from './paths.js';
+import { HOURLY_FEEDS, type HourlyFeed } from './feeds/publications.js';
 
 const LOCK_KEY = 7_305_001; // arbitrary, stable: the migration lock of this project
+/** The session setting through which migration 000160 reads the catalogue before its first sync. */
+const CATALOGUE_SETTING = 'platform.hourly_feeds';
 
 export interface Migration {
   id: number;
@@ -35,12 +44,25 @@ export interface MigrateResult {
   current: number;
 }
 
-/** Applies pending migrations; throws MigrationError if an applied one was changed or removed. */
-export async function migrate(connectionString: string, migrations = readMigrations()): Promise<MigrateResult> {
+/** The catalogue's rows as hourly_feeds stores them, by id in code-point order (COLLATE "C" in SQL). */
+function catalogueRows(feeds: readonly HourlyFeed[]): HourlyFeed[] {
+  return feeds
+    .map(({ id, feed, version, source, segment, family }) => ({ id, feed, version, source, segment, family }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * Applies pending migrations, then syncs hourly_feeds with `feeds`; throws MigrationError if an
+ * applied migration was changed or removed, or if the sync fails (a feed removed from the
+ * declaration that still has publications).
+ */
+export async function migrate(connectionString: string, migrations = readMigrations(), feeds: readonly HourlyFeed[] = HOURLY_FEEDS): Promise<MigrateResult> {
   const client = new pg.Client({ connectionString, application_name: 'migrate' });
   await client.connect();
+  const declared = JSON.stringify(catalogueRows(feeds));
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
+    await client.query('SELECT set_config($1, $2, false)', [CATALOGUE_SETTING, declared]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       id integer PRIMARY KEY, name text NOT NULL, sha256 text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await client.query<{ id: number; name: string; sha256: string }>('SELECT id, name, sha256 FROM schema_migrations ORDER BY id');
@@ -65,6 +87,15 @@ export async function migrate(connectionString: string, migrations = readMigrati
       }
       applied.push(`${String(m.id).padStart(6, '0')}_${m.name}`);
     }
+    // a database migrated only up to a set that predates the catalogue has no table to sync
+    const { rows: sync } = await client.query<{ present: boolean }>(`SELECT to_regprocedure('sync_hourly_feeds(jsonb)') IS NOT NULL AS present`);
+    if (sync[0]?.present) {
+      try {
+        await client.query('SELECT sync_hourly_feeds($1::jsonb)', [declared]);
+      } catch (err) {
+        throw new MigrationError(`hourly feed catalogue (HOURLY_FEEDS) could not be synced to hourly_feeds: ${(err as Error).message}`);
+      }
+    }
     return { applied, current: migrations.at(-1)?.id ?? 0 };
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
@@ -72,8 +103,20 @@ export async function migrate(connectionString: string, migrations = readMigrati
   }
 }
 
-/** True when every migration in the folder is applied with the same hash (readiness check). */
-export async function migrationsCurrent(db: { many: (q: string) => Promise<any[]> }, migrations = readMigrations()): Promise<boolean> {
+/**
+ * True when every migration in the folder is applied with the same hash and hourly_feeds holds this
+ * process's HOURLY_FEEDS (readiness check): a process whose catalogue the database lacks would fail
+ * on the foreign key of feed_publications at its first publication of the new feed.
+ */
+export async function migrationsCurrent(
+  db: { many: (q: string) => Promise<Record<string, unknown>[]> },
+  migrations = readMigrations(),
+  feeds: readonly HourlyFeed[] = HOURLY_FEEDS,
+): Promise<boolean> {
   const rows = await db.many('SELECT id, sha256 FROM schema_migrations ORDER BY id');
-  return rows.length === migrations.length && migrations.every((m, i) => rows[i].id === m.id && rows[i].sha256 === m.sha256);
+  if (rows.length !== migrations.length || !migrations.every((m, i) => rows[i].id === m.id && rows[i].sha256 === m.sha256)) return false;
+  const [table] = await db.many(`SELECT to_regclass('hourly_feeds') IS NOT NULL AS present`);
+  if (!table?.present) return true;
+  const held = await db.many('SELECT id, feed, version, source, segment, family FROM hourly_feeds ORDER BY id COLLATE "C"');
+  return JSON.stringify(held) === JSON.stringify(catalogueRows(feeds));
 }

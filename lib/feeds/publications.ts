@@ -16,7 +16,10 @@ export interface HourlyFeed {
   readonly id: string;
   readonly feed: HourlyFeedName;
   readonly version: FeedVersion;
-  /** the table the records come from: trips by end_time hour, events and telemetry by ts hour */
+  /**
+   * the history table the records come from (trips by end_time hour, events and telemetry by ts
+   * hour): a late row of that table dirties the file, and retention of that table archives it
+   */
   readonly source: 'trips' | 'events' | 'telemetry';
   /** the key segment after the zone */
   readonly segment: 'trips' | 'events' | 'status_changes' | 'telemetry';
@@ -25,11 +28,24 @@ export interface HourlyFeed {
 
 function def(family: 'mds' | 'insurance', version: FeedVersion, segment: HourlyFeed['segment']): HourlyFeed {
   const feed: HourlyFeedName =
-    family === 'insurance' ? 'insurance_trips' : segment === 'trips' ? 'mds_trips' : segment === 'events' ? 'mds_events' : segment === 'telemetry' ? 'mds_telemetry' : 'mds_status_changes';
+    family === 'insurance'
+      ? 'insurance_trips'
+      : segment === 'trips'
+        ? 'mds_trips'
+        : segment === 'events'
+          ? 'mds_events'
+          : segment === 'telemetry'
+            ? 'mds_telemetry'
+            : 'mds_status_changes';
   const source = segment === 'trips' || segment === 'telemetry' ? segment : 'events';
   return Object.freeze({ id: `${family}-${version}-${segment}`, feed, version, source, segment, family });
 }
 
+/**
+ * Every hourly file, declared once. lib/migrate.ts copies these rows into the table hourly_feeds
+ * (migration 000160) after every run; feed_publications references that table, and the late-data
+ * triggers, the retention check and the publish-lag metric join it by `source`.
+ */
 export const HOURLY_FEEDS: readonly HourlyFeed[] = Object.freeze([
   def('mds', '2.0', 'trips'),
   def('mds', '2.0', 'events'),

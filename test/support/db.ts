@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { readMigrations, migrate } from '../../lib/migrate.js';
 import { ROOT } from '../../lib/paths.js';
+import { HOURLY_FEEDS } from '../../lib/feeds/publications.js';
 import { join } from 'node:path';
 
 let cachedAdmin: string | undefined;
@@ -29,6 +30,8 @@ export function urlFor(database: string): string {
 export function templateName(): string {
   const h = createHash('sha256');
   for (const m of readMigrations()) h.update(m.sha256);
+  // the runner also syncs hourly_feeds from HOURLY_FEEDS (lib/migrate.ts): a changed catalogue needs its own template
+  h.update(JSON.stringify(HOURLY_FEEDS));
   return `platform_tpl_${h.digest('hex').slice(0, 12)}`;
 }
 
