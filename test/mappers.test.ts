@@ -1,18 +1,19 @@
 /**
  * Record mappers: MDS 2.0, legacy 1.2 / 0.4 (with the vocabulary mapping) and insurance, each checked
- * field by field and against the official schema of its version (skipped when specs are absent).
+ * field by field, against our schema of the record and its component in the feeds' OpenAPI document
+ * (test/feed-record-shapes.test.ts: the two are one), and against the official schema of its version
+ * (skipped when specs are absent).
  */
 import { expect } from 'chai';
 import { Readable } from 'node:stream';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import {
   jsonEnvelope, mds20Head, insuranceHead, toMdsEvent, toMdsTelemetry, toMdsTrip, toMdsVehicle, toMdsVehicleStatus,
   toStatusChange04, toStatusChange12, toTrip04, toTrip12, toVehicle04, toVehicle12, toLegacy04Event, toLegacy12Vocabulary,
   toInsuranceTrip, averageSpeedKmh, type EventRow, type TripRow, type VehicleRow, type VehicleStatusRow,
 } from '../lib/feeds/mds/index.js';
 import { compile } from '../lib/validate.js';
-import { InsuranceTripSchema } from '../schemas/insurance/trips.js';
-import { MdsEventSchema, MdsTripSchema } from '../schemas/mds/v2.js';
-import { StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema } from '../schemas/mds/legacy.js';
+import { FEED_RECORD_SCHEMAS, FEED_SCHEMAS } from '../lib/openapi/records-feeds.js';
 import { describeSpecErrors, specOrSkip } from './support/specs.js';
 
 const P = { providerId: '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10', providerName: 'Demo Mobility' };
@@ -41,6 +42,19 @@ function status(state: string, types: string[], tripIds: string[] | null = null)
   };
 }
 
+/** The feeds' OpenAPI components as one 2020-12 document, for `$ref`s to `#/components/schemas/…`. */
+const DOC_ID = 'https://feeds.test/openapi.json';
+const documented = new Ajv2020({ strict: false, allErrors: true });
+documented.addSchema({ $id: DOC_ID, components: { schemas: FEED_SCHEMAS } });
+
+/** The record validates against our schema of it (what the publisher checks) and its documented component. */
+function expectValid(name: keyof typeof FEED_RECORD_SCHEMAS, record: unknown): void {
+  const ours = compile(FEED_RECORD_SCHEMAS[name]);
+  expect(ours(record), `${name} schema: ${JSON.stringify(ours.errors)} ${JSON.stringify(record)}`).to.equal(true);
+  const doc = documented.getSchema(`${DOC_ID}#/components/schemas/${name}`)!;
+  expect(doc(record), `${name} component: ${JSON.stringify(doc.errors)} ${JSON.stringify(record)}`).to.equal(true);
+}
+
 async function text(r: Readable): Promise<string> {
   let s = '';
   for await (const c of r) s += c.toString();
@@ -55,7 +69,7 @@ describe('MDS 2.0 mappers', () => {
       start_location: { lat: 52.5, lng: 13.4 }, end_location: { lat: 52.51, lng: 13.41 }, duration: 600, distance: 2500,
       accessibility_attributes: [], trip_type: ['rider'],
     });
-    expect(compile(MdsTripSchema)(t)).to.equal(true);
+    expectValid('MdsTrip', t);
     const v = specOrSkip(this, 'mds/2.0/micromobility/trips.json');
     const body = { ...mds20Head(T0), trips: [t] };
     expect(v(body), describeSpecErrors(v)).to.equal(true);
@@ -72,7 +86,7 @@ describe('MDS 2.0 mappers', () => {
     expect(events[0]!.trip_ids).to.deep.equal([TRIP]);
     expect(events[3]!.trip_ids).to.deep.equal([]);
     expect(events[5]).to.not.have.property('battery_percent');
-    for (const e of events) expect(compile(MdsEventSchema)(e)).to.equal(true);
+    for (const e of events) expectValid('MdsEvent', e);
     const v = specOrSkip(this, 'mds/2.0/micromobility/events_historical.json');
     expect(v({ ...mds20Head(T0), events, links: {} }), describeSpecErrors(v)).to.equal(true);
   });
@@ -87,7 +101,12 @@ describe('MDS 2.0 mappers', () => {
     expect(st.last_event.event_types).to.deep.equal(['trip_start']);
     expect(st.last_telemetry).to.include({ timestamp: T0 + 5000, journey_id: null, battery_percent: 54 });
     expect(st.last_telemetry.trip_ids).to.deep.equal([TRIP]);
-    expect(toMdsTelemetry(status('available', ['trip_end'], null), P).trip_ids).to.equal(null);
+    const free = toMdsTelemetry(status('available', ['trip_end'], null), P);
+    expect(free.trip_ids).to.equal(null);
+    expectValid('MdsVehicle', veh);
+    expectValid('MdsVehicleStatus', st);
+    expectValid('MdsTelemetry', st.last_telemetry);
+    expectValid('MdsTelemetry', free);
     const vs = specOrSkip(this, 'mds/2.0/micromobility/vehicles_status.json');
     // records only: the official 2.0 vehicles responses carry last_updated/ttl as plain integers
     expect(vs({ version: '2.0.0', last_updated: T0, ttl: 0, vehicles_status: [st] }), describeSpecErrors(vs)).to.equal(true);
@@ -155,7 +174,7 @@ describe('legacy mappers', () => {
     expect(sc[0]!.event_location).to.deep.equal({ type: 'Feature', properties: { timestamp: T0 }, geometry: { type: 'Point', coordinates: [13.4, 52.5] } });
     expect(sc[5]).to.include({ vehicle_state: 'unknown', battery_pct: null });
     expect(sc[3]).to.not.have.property('trip_id');
-    for (const s of sc) expect(compile(StatusChange12Schema)(s), JSON.stringify(s)).to.equal(true);
+    for (const s of sc) expectValid('StatusChange12', s);
     const v = specOrSkip(this, 'mds/1.2.0/status_changes.json');
     expect(v({ version: '1.2.0', data: { status_changes: sc } }), describeSpecErrors(v)).to.equal(true);
   });
@@ -168,7 +187,7 @@ describe('legacy mappers', () => {
     expect(sc[9]).to.equal(undefined); // position update during a trip
     expect(sc[2]!.propulsion_type).to.deep.equal(['electric']);
     const kept = sc.filter((s) => s !== undefined);
-    for (const s of kept) expect(compile(StatusChange04Schema)(s), JSON.stringify(s)).to.equal(true);
+    for (const s of kept) expectValid('StatusChange04', s);
     const v = specOrSkip(this, 'mds/0.4.1/status_changes.json');
     expect(v({ version: '0.4.1', data: { status_changes: kept } }), describeSpecErrors(v)).to.equal(true);
   });
@@ -181,8 +200,8 @@ describe('legacy mappers', () => {
     const t04 = toTrip04(trip, P);
     expect(t04).to.not.have.property('propulsion_types');
     expect(t04.propulsion_type).to.deep.equal(['electric']);
-    expect(compile(Trip12Schema)(t12)).to.equal(true);
-    expect(compile(Trip04Schema)(t04)).to.equal(true);
+    expectValid('Trip12', t12);
+    expectValid('Trip04', t04);
     const v12 = specOrSkip(this, 'mds/1.2.0/trips.json');
     expect(v12({ version: '1.2.0', data: { trips: [t12] } }), describeSpecErrors(v12)).to.equal(true);
     const v04 = specOrSkip(this, 'mds/0.4.1/trips.json');
@@ -200,6 +219,8 @@ describe('legacy mappers', () => {
     expect(v12[4]!.last_vehicle_state).to.equal('unknown');
     expect(v12[0]!.current_location!.geometry.coordinates).to.deep.equal([13.5, 52.6]);
     expect(v12[1]).to.not.have.property('current_location'); // on a trip
+    for (const v of v12.slice(0, 5)) expectValid('Vehicle12', v);
+    for (const v of v04.slice(0, 5)) expectValid('Vehicle04', v);
     const s12 = specOrSkip(this, 'mds/1.2.0/vehicles.json');
     expect(s12({ version: '1.2.0', last_updated: T0, ttl: 0, data: { vehicles: v12.slice(0, 5) } }), describeSpecErrors(s12)).to.equal(true);
     const s04 = specOrSkip(this, 'mds/0.4.1/vehicles.json');
@@ -216,7 +237,7 @@ describe('insurance mapper', () => {
       start_time: T0, end_time: T0 + 600_000, is_group_ride: true, license_plate: 'B-AB12', license_plate_id: 'PL-7', ride_type: 'group-host',
       trip_type: ['maas'], user_ride_count: 7, vehicle_short_id: 'AB12',
     });
-    expect(compile(InsuranceTripSchema)(t)).to.equal(true);
+    expectValid('InsuranceTrip', t);
   });
 
   it('average speed in km/h with two decimals, 0 for a zero-length ride', () => {

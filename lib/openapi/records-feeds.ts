@@ -1,17 +1,40 @@
 /**
- * Schemas of the feeds document. Records and file heads come from the schemas the publisher
- * validates with (schemas/mds, schemas/insurance, schemas/gbfs); envelopes the code assembles by
- * hand (realtime MDS, legacy vehicles) and the error/token bodies are described here.
+ * Schemas of the feeds document. Every record the feeds emit is a component built from the one
+ * JSON Schema of that record (schemas/mds, schemas/insurance), the object the publisher validates
+ * with and the record's TS type is derived from (`FromSchema`); a record nested in another (a
+ * vehicle status' last event) is a `$ref` to its own component. File heads come from the same
+ * schemas; the envelopes the code assembles by hand (realtime MDS, legacy vehicles) and the
+ * error/token bodies are described here. GBFS files come from schemas/gbfs.
  */
 import { GBFS_V2_SCHEMAS } from '../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS, manifestV3Schema } from '../../schemas/gbfs/v3.js';
 import { InsuranceHeadSchema, InsuranceTripSchema } from '../../schemas/insurance/trips.js';
-import { featurePoint, location, timestampMs, uuid } from '../../schemas/mds/common.js';
-import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema } from '../../schemas/mds/legacy.js';
-import { MdsEventSchema, MdsEventsHeadSchema, MdsTripSchema, MdsTripsHeadSchema } from '../../schemas/mds/v2.js';
+import { timestampMs } from '../../schemas/mds/common.js';
+import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema, Vehicle04Schema, Vehicle12Schema } from '../../schemas/mds/legacy.js';
+import { MdsPublicationSchema } from '../../schemas/mds/publications.js';
+import { MdsEventSchema, MdsEventsHeadSchema, MdsTelemetrySchema, MdsTripSchema, MdsTripsHeadSchema, MdsVehicleSchema, MdsVehicleStatusSchema } from '../../schemas/mds/v2.js';
 import { AuthorizationServerMetadataSchema } from '../../schemas/oauth/metadata.js';
 import type { Schema } from './common.js';
-import { oas, schemaRef } from './common.js';
+import { components, oas, schemaRef } from './common.js';
+
+/** Every record the feeds emit, by component name: its one JSON Schema (test/feed-record-shapes.test.ts). */
+export const FEED_RECORD_SCHEMAS = {
+  MdsTrip: MdsTripSchema,
+  MdsEvent: MdsEventSchema,
+  MdsTelemetry: MdsTelemetrySchema,
+  MdsVehicle: MdsVehicleSchema,
+  MdsVehicleStatus: MdsVehicleStatusSchema,
+  InsuranceTrip: InsuranceTripSchema,
+  Trip12: Trip12Schema,
+  Trip04: Trip04Schema,
+  StatusChange12: StatusChange12Schema,
+  StatusChange04: StatusChange04Schema,
+  Vehicle12: Vehicle12Schema,
+  Vehicle04: Vehicle04Schema,
+  MdsPublication: MdsPublicationSchema,
+} as const;
+
+const records = components(FEED_RECORD_SCHEMAS);
 
 /** `{...head, [key]: [items]}` (or `{...head, data: {[key]: [items]}}` when `nested`) plus `tail`. */
 function envelope(head: { required: readonly string[]; properties: object }, key: string, item: string, opts: { nested?: boolean; tail?: Record<string, Schema> } = {}): Schema {
@@ -38,41 +61,6 @@ const vehicleHead = {
   properties: { version: { const: '2.0.0' }, last_updated: oas(timestampMs), ttl: { type: 'integer', minimum: 0, description: 'milliseconds; 0: always refresh' } },
 };
 const mdsHead = { required: MdsEventsHeadSchema.required, properties: MdsEventsHeadSchema.properties };
-
-const telemetry: Schema = {
-  type: 'object',
-  required: ['telemetry_id', 'device_id', 'provider_id', 'timestamp', 'location', 'journey_id', 'trip_ids'],
-  properties: {
-    telemetry_id: oas(uuid),
-    device_id: oas(uuid),
-    provider_id: oas(uuid),
-    timestamp: oas(timestampMs),
-    location: oas(location),
-    battery_percent: { type: 'integer', minimum: 0, maximum: 100 },
-    journey_id: { type: ['string', 'null'] },
-    trip_ids: { type: ['array', 'null'], items: oas(uuid) },
-  },
-};
-
-const legacyVehicle = (v: '1.2' | '0.4'): Schema => ({
-  type: 'object',
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', v === '1.2' ? 'propulsion_types' : 'propulsion_type', 'last_event_time', 'last_event_location', 'battery_pct'],
-  properties: {
-    provider_name: { type: 'string' },
-    provider_id: oas(uuid),
-    device_id: oas(uuid),
-    vehicle_id: { type: 'string', description: 'the code printed on the vehicle' },
-    vehicle_type: { enum: ['scooter', 'bicycle'] },
-    [v === '1.2' ? 'propulsion_types' : 'propulsion_type']: { type: 'array', items: { enum: ['electric', 'electric_assist', 'human'] } },
-    last_event_time: oas(timestampMs),
-    ...(v === '1.2'
-      ? { last_vehicle_state: { type: 'string' }, last_event_types: { type: 'array', items: { type: 'string' } } }
-      : { last_event_type: { enum: ['available', 'reserved', 'unavailable'] }, last_event_type_reason: { type: 'string' } }),
-    last_event_location: oas(featurePoint),
-    current_location: { ...oas(featurePoint), description: 'when the vehicle is not on a trip and has moved since its last event' },
-    battery_pct: { type: ['number', 'null'], minimum: 0, maximum: 1 },
-  },
-});
 
 export const FEED_SCHEMAS: Record<string, Schema> = {
   FeedError: {
@@ -106,67 +94,19 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
     required: ['error', 'error_description'],
     properties: { error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'slow_down', 'temporarily_unavailable'] }, error_description: { type: 'string' } },
   },
-  MdsTrip: oas(MdsTripSchema),
-  MdsEvent: oas(MdsEventSchema),
-  MdsTelemetry: telemetry,
-  MdsVehicle: {
-    type: 'object',
-    required: ['device_id', 'provider_id', 'vehicle_id', 'vehicle_type', 'propulsion_types', 'maximum_speed'],
-    properties: {
-      device_id: oas(uuid),
-      provider_id: oas(uuid),
-      vehicle_id: { type: 'string', description: 'the short code printed on the vehicle' },
-      vehicle_type: { type: 'string', examples: ['scooter_standing'] },
-      propulsion_types: { type: 'array', items: { type: 'string' }, examples: [['electric']] },
-      maximum_speed: { type: 'integer' },
-      vehicle_attributes: { type: 'object', properties: { make: { type: 'string' }, model: { type: 'string' } } },
-      accessibility_attributes: { type: 'array', items: { type: 'string' } },
-    },
-  },
-  MdsVehicleStatus: {
-    type: 'object',
-    required: ['device_id', 'provider_id', 'last_event', 'last_telemetry'],
-    properties: { device_id: oas(uuid), provider_id: oas(uuid), last_event: schemaRef('MdsEvent'), last_telemetry: schemaRef('MdsTelemetry') },
-  },
+  ...records.schemas,
   MdsTrips: envelope({ required: MdsTripsHeadSchema.required, properties: MdsTripsHeadSchema.properties }, 'trips', 'MdsTrip'),
   MdsEvents: envelope(mdsHead, 'events', 'MdsEvent', { tail: emptyLinks }),
   MdsTelemetryFile: envelope(mdsHead, 'telemetry', 'MdsTelemetry'),
   MdsPublications: {
     type: 'object',
     required: ['version', 'zone_id', 'publications'],
-    properties: {
-      version: { const: '2.0.0' },
-      zone_id: { type: 'string' },
-      publications: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['feed', 'hour', 'state', 'record_count', 'sha256', 'first_publication_time', 'last_publication_time', 'republish_count'],
-          properties: {
-            feed: { type: 'string', examples: ['mds-2.0-trips'] },
-            hour: { type: 'string', examples: ['2026-11-21T09'] },
-            state: { enum: ['published', 'republishing', 'pending'] },
-            record_count: { type: ['integer', 'null'] },
-            sha256: { type: ['string', 'null'], description: 'sha256 (hex) of the gzip file as stored' },
-            first_publication_time: { type: ['integer', 'null'] },
-            last_publication_time: { type: ['integer', 'null'] },
-            republish_count: { type: 'integer', minimum: 0 },
-          },
-        },
-      },
-    },
+    properties: { version: { const: '2.0.0' }, zone_id: { type: 'string' }, publications: { type: 'array', items: schemaRef('MdsPublication') } },
   },
   MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: pageLinks }),
   MdsVehiclesStatus: { ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
   MdsVehicles: { ...envelope(vehicleHead, 'vehicles', 'MdsVehicle'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
-  InsuranceTrip: oas(InsuranceTripSchema),
   InsuranceTrips: envelope(InsuranceHeadSchema, 'trips', 'InsuranceTrip'),
-  Trip12: oas(Trip12Schema),
-  Trip04: oas(Trip04Schema),
-  StatusChange12: oas(StatusChange12Schema),
-  StatusChange04: oas(StatusChange04Schema),
-  Vehicle12: legacyVehicle('1.2'),
-  Vehicle04: legacyVehicle('0.4'),
   LegacyTrips: { anyOf: [envelope(LegacyHeadSchema, 'trips', 'Trip12', { nested: true }), envelope(LegacyHeadSchema, 'trips', 'Trip04', { nested: true })], description: 'version 1.2.0 or 0.4.1, as Accept asked' },
   LegacyStatusChanges: {
     anyOf: [envelope(LegacyHeadSchema, 'status_changes', 'StatusChange12', { nested: true }), envelope(LegacyHeadSchema, 'status_changes', 'StatusChange04', { nested: true })],

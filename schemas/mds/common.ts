@@ -1,4 +1,5 @@
 /** Building blocks of the MDS record schemas (our own; the official ones are checked in tests). */
+import type { FromSchema } from 'json-schema-to-ts';
 
 export { UUID_SCHEMA as uuid } from '../../lib/uuid.js';
 /** integer milliseconds since the Unix epoch, not before 2018 (MDS minimum) */
@@ -38,5 +39,17 @@ export const featurePoint = {
     },
   },
 } as const;
+/** GeoJSON Feature Point with the timestamp property (MDS_Feature_Point of 1.2.0 and 0.4.1). */
+export type FeaturePoint = FromSchema<typeof featurePoint>;
 
 export const VEHICLE_STATES_20 = ['removed', 'available', 'non_operational', 'reserved', 'on_trip', 'non_contactable', 'missing', 'elsewhere'] as const;
+
+/** MDS 2.0 data-types/vehicle-type: what a record may say (ours map into it: lib/feeds/mds/records.ts). */
+export const VEHICLE_TYPES_20 = [
+  'bicycle', 'bus', 'cargo_bicycle', 'car', 'delivery_robot', 'moped', 'motorcycle', 'scooter_standing', 'scooter_seated', 'truck', 'other',
+] as const;
+
+/** MDS 2.0 data-types/propulsion-type. */
+export const PROPULSION_TYPES_20 = [
+  'human', 'electric_assist', 'electric', 'combustion', 'combustion_diesel', 'hybrid', 'hydrogen_fuel_cell', 'plug_in_hybrid',
+] as const;

@@ -1,5 +1,16 @@
-/** MDS 2.0 records and file envelopes as we emit them (validated before a file is stored). */
-import { location, nonNegativeInt, percent, timestampMs, uuid, VEHICLE_STATES_20 } from './common.js';
+/**
+ * MDS 2.0 records and file envelopes as we emit them: the one description of each record. The
+ * publisher validates every record of a file with them before it is stored, the record types are
+ * derived from them (`FromSchema`), and the feeds' OpenAPI document publishes them
+ * (lib/openapi/records-feeds.ts). Tighter than the official models where we always emit a member.
+ */
+import type { FromSchema } from 'json-schema-to-ts';
+import { location, nonNegativeInt, percent, PROPULSION_TYPES_20, timestampMs, uuid, VEHICLE_STATES_20, VEHICLE_TYPES_20 } from './common.js';
+
+/** modes/micromobility/accessibility-attributes */
+const accessibilityAttributes = { type: 'array', uniqueItems: true, items: { enum: ['adaptive'] } } as const;
+/** data-types/string */
+const text255 = { type: 'string', maxLength: 255 } as const;
 
 export const MdsTripSchema = {
   type: 'object',
@@ -13,14 +24,15 @@ export const MdsTripSchema = {
     end_time: timestampMs,
     start_location: location,
     end_location: location,
-    duration: nonNegativeInt,
-    distance: nonNegativeInt,
-    accessibility_attributes: { type: 'array', items: { enum: ['adaptive'] } },
+    duration: { ...nonNegativeInt, description: 'seconds' },
+    distance: { ...nonNegativeInt, description: 'meters' },
+    accessibility_attributes: accessibilityAttributes,
     trip_type: { type: 'array', minItems: 1, maxItems: 1, items: { enum: ['rider', 'rebalance', 'maintenance'] } },
     // when the record first became available through the feed (issue 16; the publication log)
     publication_time: timestampMs,
   },
 } as const;
+export type MdsTrip = FromSchema<typeof MdsTripSchema>;
 
 export const MdsEventSchema = {
   type: 'object',
@@ -39,8 +51,9 @@ export const MdsEventSchema = {
     publication_time: timestampMs,
   },
 } as const;
+export type MdsEvent = FromSchema<typeof MdsEventSchema>;
 
-/** One telemetry point of the hourly /telemetry file. */
+/** One telemetry point: of the hourly /telemetry file, and a vehicle status' last_telemetry. */
 export const MdsTelemetrySchema = {
   type: 'object',
   additionalProperties: false,
@@ -53,9 +66,38 @@ export const MdsTelemetrySchema = {
     location,
     battery_percent: percent,
     trip_ids: { anyOf: [{ type: 'array', minItems: 1, uniqueItems: true, items: uuid }, { type: 'null' }] },
-    journey_id: { type: 'null' },
+    // MDS: the journey's id when the mode uses journeys, else null; micromobility trips have none
+    journey_id: { anyOf: [uuid, { type: 'null' }], description: 'always null: we do not use journeys' },
   },
 } as const;
+export type MdsTelemetry = FromSchema<typeof MdsTelemetrySchema>;
+
+/** A vehicle of /vehicles. */
+export const MdsVehicleSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['device_id', 'provider_id', 'vehicle_id', 'vehicle_type', 'propulsion_types', 'maximum_speed', 'vehicle_attributes', 'accessibility_attributes'],
+  properties: {
+    device_id: uuid,
+    provider_id: uuid,
+    vehicle_id: { ...text255, minLength: 1, description: 'the short code printed on the vehicle' },
+    vehicle_type: { enum: VEHICLE_TYPES_20 },
+    propulsion_types: { type: 'array', minItems: 1, uniqueItems: true, items: { enum: PROPULSION_TYPES_20 } },
+    maximum_speed: { ...nonNegativeInt, description: 'km/h' },
+    vehicle_attributes: { type: 'object', additionalProperties: false, required: ['make', 'model'], properties: { make: text255, model: text255 } },
+    accessibility_attributes: accessibilityAttributes,
+  },
+} as const;
+export type MdsVehicle = FromSchema<typeof MdsVehicleSchema>;
+
+/** A vehicle's last event and last telemetry (/vehicles/status). */
+export const MdsVehicleStatusSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['device_id', 'provider_id', 'last_event', 'last_telemetry'],
+  properties: { device_id: uuid, provider_id: uuid, last_event: MdsEventSchema, last_telemetry: MdsTelemetrySchema },
+} as const;
+export type MdsVehicleStatus = FromSchema<typeof MdsVehicleStatusSchema>;
 
 const head = {
   version: { const: '2.0.0' },

@@ -2,37 +2,13 @@
  * Insurance trip record (data-feeds requirement §2.6): the MDS 2.0 trip plus what an insurer needs to
  * identify the ride, the vehicle and the rider's experience.
  */
+import type { InsuranceTrip } from '../../../schemas/insurance/trips.js';
 import type { Provider, TripRow } from '../mds/rows.js';
-import type { MdsLocation } from '../mds/records.js';
 
-export interface InsuranceTrip {
-  trip_id: string;
-  device_id: string;
-  provider_id: string;
-  accessibility_attributes: string[];
-  city: string;
-  country: string;
-  /** meters */
-  distance: number;
-  /** seconds */
-  duration: number;
-  /** km/h, two decimals; 0 for a zero-length ride */
-  average_ride_speed: number;
-  start_location: MdsLocation;
-  end_location: MdsLocation;
-  start_time: number;
-  end_time: number;
-  is_group_ride: boolean;
-  license_plate: string;
-  license_plate_id: string;
-  ride_type: 'solo' | 'group-host' | 'group-guest';
-  /** the sales channel: rider (partner app), maas, operator (our own brand) */
-  trip_type: string[];
-  user_ride_count: number;
-  /** the 4-character code printed on the vehicle */
-  vehicle_short_id: string;
-}
+// The record type is its schema's (schemas/insurance/trips.ts), the one description of the record.
+export type { InsuranceTrip } from '../../../schemas/insurance/trips.js';
 
+/** km/h, two decimals; 0 for a zero-length ride */
 export function averageSpeedKmh(distanceM: number, durationS: number): number {
   if (durationS <= 0) return 0;
   return Math.round((distanceM / durationS) * 3.6 * 100) / 100;

@@ -4,18 +4,17 @@
  * older enums (specs/mds/1.2.0/status_changes.json, specs/mds/0.4.1/status_changes.json). The
  * reasoning for each row is in docs/feeds.md ("Legacy vocabulary").
  */
+import type { FeaturePoint } from '../../../schemas/mds/common.js';
+import type { StatusChange04, StatusChange12, Trip04, Trip12, Vehicle04, Vehicle12 } from '../../../schemas/mds/legacy.js';
 import type { EventRow, Provider, TripRow, VehicleStatusRow } from './rows.js';
+
+// The record types are their schemas' (schemas/mds/legacy.ts), the one description of each record.
+export type { FeaturePoint } from '../../../schemas/mds/common.js';
+export type { StatusChange04, StatusChange12, Trip04, Trip12, Vehicle04, Vehicle12 } from '../../../schemas/mds/legacy.js';
 
 // ---------------------------------------------------------------------------------------------
 // Shared shapes
 // ---------------------------------------------------------------------------------------------
-
-/** GeoJSON Feature Point with the timestamp property (MDS_Feature_Point in both versions). */
-export interface FeaturePoint {
-  type: 'Feature';
-  properties: { timestamp: number };
-  geometry: { type: 'Point'; coordinates: [number, number] };
-}
 
 export function featurePoint(lat: number, lng: number, timestamp: number): FeaturePoint {
   return { type: 'Feature', properties: { timestamp: Number(timestamp) }, geometry: { type: 'Point', coordinates: [Number(lng), Number(lat)] } };
@@ -28,7 +27,7 @@ export function featurePoint(lat: number, lng: number, timestamp: number): Featu
 export const ROUTE_ACCURACY_M = 10;
 
 /** Our form factors in the legacy vehicle_type vocabulary (both versions know scooter and bicycle). */
-function legacyVehicleType(formFactor: string): 'scooter' | 'bicycle' {
+function legacyVehicleType(formFactor: string): Trip12['vehicle_type'] {
   return formFactor === 'bicycle' ? 'bicycle' : 'scooter';
 }
 
@@ -37,9 +36,9 @@ function batteryPct(percent: number | null | undefined): number | null {
 }
 
 /** The route of a legacy trip: its start and end points (the file carries no telemetry tracks). */
-function route(row: TripRow) {
+function route(row: TripRow): Trip12['route'] {
   return {
-    type: 'FeatureCollection' as const,
+    type: 'FeatureCollection',
     features: [featurePoint(row.start_lat, row.start_lng, row.start_ms), featurePoint(row.end_lat, row.end_lng, row.end_ms)],
   };
 }
@@ -50,7 +49,7 @@ const TRIP_EVENTS = new Set(['trip_start', 'trip_end', 'trip_cancel', 'trip_ente
 // 1.2.0
 // ---------------------------------------------------------------------------------------------
 
-export type State12 = 'available' | 'elsewhere' | 'non_operational' | 'on_trip' | 'removed' | 'reserved' | 'unknown';
+export type State12 = StatusChange12['vehicle_state'];
 
 /** 2.0 vehicle_state → 1.2 vehicle_state. 1.2 has one `unknown` for both "cannot reach" and "cannot find". */
 export const STATE_2_TO_12: Readonly<Record<string, State12>> = {
@@ -101,21 +100,6 @@ export function toLegacy12Vocabulary(state: string, eventTypes: readonly string[
   return { vehicle_state, event_types: mapped };
 }
 
-export interface StatusChange12 {
-  provider_name: string;
-  provider_id: string;
-  device_id: string;
-  vehicle_id: string;
-  vehicle_type: 'scooter' | 'bicycle';
-  propulsion_types: string[];
-  vehicle_state: State12;
-  event_types: string[];
-  event_time: number;
-  event_location: FeaturePoint;
-  battery_pct: number | null;
-  trip_id?: string;
-}
-
 export function toStatusChange12(row: EventRow, p: Provider): StatusChange12 {
   const v = toLegacy12Vocabulary(row.vehicle_state, row.event_types);
   const sc: StatusChange12 = {
@@ -134,22 +118,6 @@ export function toStatusChange12(row: EventRow, p: Provider): StatusChange12 {
   // 1.2 carries one trip per status change; our trip events reference exactly one trip
   if (row.trip_ids?.length) sc.trip_id = row.trip_ids[0]!;
   return sc;
-}
-
-export interface Trip12 {
-  provider_name: string;
-  provider_id: string;
-  device_id: string;
-  vehicle_id: string;
-  vehicle_type: 'scooter' | 'bicycle';
-  propulsion_types: string[];
-  trip_id: string;
-  trip_duration: number;
-  trip_distance: number;
-  route: ReturnType<typeof route>;
-  accuracy: number;
-  start_time: number;
-  end_time: number;
 }
 
 export function toTrip12(row: TripRow, p: Provider): Trip12 {
@@ -174,11 +142,9 @@ export function toTrip12(row: TripRow, p: Provider): Trip12 {
 // 0.4.1
 // ---------------------------------------------------------------------------------------------
 
-export type EventType04 = 'available' | 'reserved' | 'unavailable' | 'removed';
-export interface Event04 {
-  event_type: EventType04;
-  event_type_reason: string;
-}
+export type EventType04 = StatusChange04['event_type'];
+/** A 0.4 status change's event type and reason. */
+export type Event04 = Pick<StatusChange04, 'event_type' | 'event_type_reason'>;
 
 const has = (types: readonly string[], ...wanted: string[]) => types.some((t) => wanted.includes(t));
 
@@ -219,21 +185,6 @@ export function toLegacy04Event(state: string, types: readonly string[], hasTrip
   }
 }
 
-export interface StatusChange04 {
-  provider_name: string;
-  provider_id: string;
-  device_id: string;
-  vehicle_id: string;
-  vehicle_type: 'scooter' | 'bicycle';
-  propulsion_type: string[];
-  event_type: EventType04;
-  event_type_reason: string;
-  event_time: number;
-  event_location: FeaturePoint;
-  battery_pct: number | null;
-  associated_trip?: string;
-}
-
 /** The 0.4 status change of an event, or undefined when 0.4 has no equivalent (leave it out). */
 export function toStatusChange04(row: EventRow, p: Provider): StatusChange04 | undefined {
   const trip = row.trip_ids?.[0];
@@ -258,10 +209,6 @@ export function toStatusChange04(row: EventRow, p: Provider): StatusChange04 | u
   return sc;
 }
 
-export interface Trip04 extends Omit<Trip12, 'propulsion_types'> {
-  propulsion_type: string[];
-}
-
 export function toTrip04(row: TripRow, p: Provider): Trip04 {
   const { propulsion_types, ...rest } = toTrip12(row, p);
   return { ...rest, propulsion_type: propulsion_types };
@@ -273,31 +220,16 @@ export function toTrip04(row: TripRow, p: Provider): Trip04 {
 // ---------------------------------------------------------------------------------------------
 
 /** The 0.4 category of a vehicle's last state, or undefined when the legacy vehicles feed omits it. */
-function vehicleCategory04(row: VehicleStatusRow): Event04 | undefined {
+function vehicleCategory04(row: VehicleStatusRow): { event_type: Vehicle04['last_event_type']; event_type_reason: Vehicle04['last_event_type_reason'] } | undefined {
   if (row.vehicle_state === 'removed' || row.vehicle_state === 'elsewhere') return undefined;
   const e = toLegacy04Event(row.vehicle_state, row.event_types, true);
   // 0.4's vehicles feed allows only available / reserved / unavailable; off-hours vehicles stay on street
   if (!e || e.event_type === 'removed') return { event_type: 'unavailable', event_type_reason: 'maintenance' };
-  return e;
+  return { event_type: e.event_type, event_type_reason: e.event_type_reason };
 }
 
 /** Vehicle 2.0 states that the legacy vehicles feeds return (see vehicleCategory04). */
 export const LEGACY_VEHICLE_STATES: readonly string[] = ['available', 'reserved', 'on_trip', 'non_operational', 'non_contactable', 'missing'];
-
-export interface Vehicle12 {
-  provider_name: string;
-  provider_id: string;
-  device_id: string;
-  vehicle_id: string;
-  vehicle_type: 'scooter' | 'bicycle';
-  propulsion_types: string[];
-  last_event_time: number;
-  last_vehicle_state: State12;
-  last_event_types: string[];
-  last_event_location: FeaturePoint;
-  current_location?: FeaturePoint;
-  battery_pct: number | null;
-}
 
 export function toVehicle12(row: VehicleStatusRow, p: Provider): Vehicle12 | undefined {
   if (!vehicleCategory04(row)) return undefined;
@@ -318,21 +250,6 @@ export function toVehicle12(row: VehicleStatusRow, p: Provider): Vehicle12 | und
   const current = currentLocation(row);
   if (current) out.current_location = current;
   return out;
-}
-
-export interface Vehicle04 {
-  provider_name: string;
-  provider_id: string;
-  device_id: string;
-  vehicle_id: string;
-  vehicle_type: 'scooter' | 'bicycle';
-  propulsion_type: string[];
-  last_event_time: number;
-  last_event_type: EventType04;
-  last_event_type_reason: string;
-  last_event_location: FeaturePoint;
-  current_location?: FeaturePoint;
-  battery_pct: number | null;
 }
 
 export function toVehicle04(row: VehicleStatusRow, p: Provider): Vehicle04 | undefined {

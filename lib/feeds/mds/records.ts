@@ -4,75 +4,17 @@
  * (rows.ts); the mappers (pure functions row → record) and the SQL that builds the realtime lists in
  * Postgres (sources.ts) both come from that declaration.
  */
+import type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 import type { EventRow, TelemetryRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
 import { mapperOf, shape, type Shape } from './shape.js';
 
-export interface MdsLocation {
-  lat: number;
-  lng: number;
-}
-
-export interface MdsTrip {
-  provider_id: string;
-  device_id: string;
-  trip_id: string;
-  start_time: number;
-  end_time: number;
-  start_location: MdsLocation;
-  end_location: MdsLocation;
-  /** seconds */
-  duration: number;
-  /** meters */
-  distance: number;
-  accessibility_attributes: string[];
-  trip_type: string[];
-}
-
-export interface MdsEvent {
-  event_id: string;
-  device_id: string;
-  provider_id: string;
-  event_types: string[];
-  vehicle_state: string;
-  timestamp: number;
-  location: MdsLocation;
-  battery_percent?: number;
-  trip_ids: string[];
-}
-
-export interface MdsTelemetry {
-  telemetry_id: string;
-  device_id: string;
-  provider_id: string;
-  timestamp: number;
-  location: MdsLocation;
-  battery_percent?: number;
-  journey_id: string | null;
-  trip_ids: string[] | null;
-}
-
-export interface MdsVehicle {
-  device_id: string;
-  provider_id: string;
-  vehicle_id: string;
-  vehicle_type: string;
-  propulsion_types: string[];
-  maximum_speed: number;
-  vehicle_attributes: { make: string; model: string };
-  accessibility_attributes: string[];
-}
-
-export interface MdsVehicleStatus {
-  device_id: string;
-  provider_id: string;
-  last_event: MdsEvent;
-  last_telemetry: MdsTelemetry;
-}
+// The record types are their schemas' (schemas/mds/v2.ts), the one description of each record.
+export type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 
 /** Our form factors in MDS 2.0's vehicle_type vocabulary (GBFS 3 form_factor); anything else is `other`. */
-const MDS_VEHICLE_TYPES: Readonly<Record<string, string>> = { scooter: 'scooter_standing', bicycle: 'bicycle' };
+const MDS_VEHICLE_TYPES: Readonly<Record<string, MdsVehicle['vehicle_type']>> = { scooter: 'scooter_standing', bicycle: 'bicycle' };
 
-export function mdsVehicleType(formFactor: string): string {
+export function mdsVehicleType(formFactor: string): MdsVehicle['vehicle_type'] {
   return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor]! : 'other';
 }
 
