@@ -1,0 +1,71 @@
+/**
+ * Types every named query in sql/queries/*.sql from the database itself: its parameters and result
+ * rows, as Postgres describes them on a fresh clone of the migrated template (test/support/db.ts:
+ * keyed by the migrations' hash, on TEST_DATABASE_URL's or DATABASE_URL's server, else the embedded
+ * cluster), written to lib/sql/queries.gen.ts.
+ *
+ *   node --import tsx scripts/sql-types.ts          rewrite lib/sql/queries.gen.ts
+ *   node --import tsx scripts/sql-types.ts --check  exit 1, naming each query whose committed types
+ *                                                   differ from what the database says (make typecheck)
+ *   --file PATH                                     another module to write or check (the tests' copy)
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { ROOT } from '../lib/paths.js';
+import { readQuerySources } from '../lib/sql/catalog.js';
+import { describeQueries, differences, render } from '../lib/sql/generate.js';
+import { cloneDatabase } from '../test/support/db.js';
+
+export const GENERATED = join(ROOT, 'lib', 'sql', 'queries.gen.ts');
+
+/** The generated module for the current migrations and queries. */
+export async function generate(): Promise<string> {
+  const db = await cloneDatabase();
+  try {
+    const client = new pg.Client({ connectionString: db.url, application_name: 'sql-types' });
+    await client.connect();
+    try {
+      return render(await describeQueries(client, readQuerySources()));
+    } finally {
+      await client.end();
+    }
+  } finally {
+    await db.drop();
+  }
+}
+
+async function main(args: string[]): Promise<number> {
+  let check = false;
+  let file = GENERATED;
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--check') check = true;
+    else if (args[i] === '--file' && args[i + 1]) file = args[++i]!;
+    else {
+      console.error(`usage: scripts/sql-types.ts [--check] [--file PATH] (unknown: ${args[i]})`);
+      return 2;
+    }
+  }
+  const shown = relative(ROOT, file);
+  const generated = await generate();
+  const differ = differences(existsSync(file) ? readFileSync(file, 'utf8') : '', generated);
+  if (!check) {
+    if (differ.length) writeFileSync(file, generated);
+    console.log(differ.length ? `${shown}: ${differ.length} entr${differ.length === 1 ? 'y' : 'ies'} updated` : `${shown} is up to date`);
+    return 0;
+  }
+  if (!differ.length) return 0;
+  console.error(`${shown} disagrees with the database for: ${differ.join(', ')}\nrun: node --import tsx scripts/sql-types.ts`);
+  return 1;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: Error) => {
+      console.error(`sql-types: ${err.message}`);
+      process.exit(1);
+    },
+  );
+}
