@@ -1,13 +1,20 @@
 /**
- * The publisher process: pg-boss queues + node-cron. The cron only enqueues (singleton keys, so each
- * file is published once per cluster however many publishers run); queue workers do the work with
- * retries and backoff. Schedules:
- *   every minute   due and dirty/failed hourly files → `feeds-publish-hour` (one job per file)
+ * The publisher process: pg-boss queues, their workers, and the clocks that send them jobs. A clock
+ * only sends (singleton keys: each piece of work is queued once per cluster however many publishers
+ * run); the workers of every publisher share the work, with retries and backoff. Where minute
+ * resolution suffices the clock is pg-boss's own schedule, kept in Postgres and fired once per
+ * cluster (`boss.schedule`); what runs more often than once a minute keeps a timer per process
+ * (node-cron), its sends folded by the singleton key:
+ *   every minute   the hourly-file tick (`feeds-publish-tick`): due and dirty/failed hourly files →
+ *                  `feeds-publish-hour`, one job per (zone, hour)            pg-boss schedule
+ *   every 10 min   history maintenance: partitions ahead, DEFAULT-partition rows, retention
+ *                  (`history-maintenance`, publisher/jobs/history.ts)         pg-boss schedule
+ *   every 10 min   monthly reports (`feeds-monthly-reports`)                  pg-boss schedule
  *   every 30 s     rental housekeeping (auto-end idle rentals, photo windows), TOMP hold expiry
  *   every 15 s     the GBFS tick: one job per zone with work and per 2.2 scope due, shared by every
  *                  publisher (publisher/feeds/gbfs/queue.ts)
- *   every 10 min   history maintenance: partitions ahead, DEFAULT-partition rows, retention
- *                  (`history-maintenance`, publisher/jobs/history.ts), and once at start
+ * The minute tasks also run once when a publisher with clocks starts (no wait for the backlog).
+ * `feeds-publish-hour` also takes the operator console's republishes (lib/publication/queue.ts).
  */
 import PgBoss from 'pg-boss';
 import cron, { type ScheduledTask } from 'node-cron';
@@ -15,7 +22,8 @@ import type { AppContext } from '../lib/context.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
-import { dueHourJobs, groupByHour, singletonKey, type HourSetJob } from './schedule.js';
+import { dueHourJobs } from './schedule.js';
+import { groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
 import { expirePendingBookings } from '../lib/tomp/holds.js';
@@ -24,7 +32,8 @@ import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
 
 export const QUEUES = {
-  hour: 'feeds-publish-hour',
+  hour: HOUR_QUEUE,
+  tick: 'feeds-publish-tick',
   gbfs: GBFS_QUEUES.tick,
   gbfsZone: GBFS_QUEUES.zone,
   gbfsScope: GBFS_QUEUES.scope,
@@ -35,7 +44,7 @@ export const QUEUES = {
 } as const;
 
 export interface PublisherOptions {
-  /** run the cron (enqueue); false = workers only (default true) */
+  /** run the clocks (register the cluster's schedules, fire them, run the sub-minute timers); false = workers only (default true) */
   cron?: boolean;
   /** hourly-file workers in this process (default 2) */
   concurrency?: number;
@@ -45,43 +54,38 @@ export interface PublisherOptions {
 
 export interface Publisher {
   boss: PgBoss;
-  /** one cron tick by hand: enqueue what is due now (tests, ops) */
+  /** one hourly-file tick by hand: enqueue what is due now (tests, ops) */
   tick(): Promise<number>;
   stop(): Promise<void>;
 }
 
-/** Sends one job per due file; pg-boss drops a send whose singleton key is already queued. */
+/** Sends one job per due (zone, hour); pg-boss drops a send whose singleton key is already queued. */
 export async function enqueueDue(ctx: AppContext, boss: PgBoss): Promise<number> {
   const jobs = groupByHour(await dueHourJobs(ctx));
   let sent = 0;
   for (const j of jobs) {
     // a file that becomes due while its hour's job is still queued is picked up by a later tick
-    // current hours first: a zone catching up a year of history must not hold them back
-    const id = await boss.send(QUEUES.hour, j, { singletonKey: singletonKey(j), priority: j.catchup ? 0 : 1 });
-    if (id) sent++;
+    if (await sendHourSet(boss, j)) sent++;
   }
   return sent;
 }
 
 export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {}): Promise<Publisher> {
   const log = ctx.log.child({ component: 'publisher' });
-  const boss = new PgBoss({ connectionString: ctx.config.databaseUrl, schema: 'pgboss', max: 4, application_name: 'publisher' });
+  const clocks = opts.cron ?? true;
+  // schedule: a publisher without clocks neither registers nor fires the cluster's schedules
+  const boss = new PgBoss({ connectionString: ctx.config.databaseUrl, schema: PGBOSS_SCHEMA, max: 4, application_name: 'publisher', schedule: clocks });
   // background loops never throw: they report here
   boss.on('error', (err) => log.error({ err: err.message }, 'pg-boss error'));
   await boss.start();
 
-  // short: at most one queued job per singleton key, any number running. Not 'stately' (one running
-  // per key): a publisher killed mid-job leaves its job 'active' until it expires (30 min), and under
-  // stately the re-enqueued job of that file then fails pg-boss's fetch with a unique violation, which
-  // stalls the whole queue behind it (test/faults-publisher-kill.test.ts). Two running publications
-  // of one file are harmless: publishHour serialises them with its advisory lock, and the second
-  // finds the content unchanged. updateQueue moves databases created with 'stately'.
-  const hourQueue = { policy: 'short', retryLimit: 6, retryDelay: 15, retryBackoff: true, expireInSeconds: 30 * 60 } as const;
-  await boss.createQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
-  await boss.updateQueue(QUEUES.hour, { name: QUEUES.hour, ...hourQueue });
+  // the options are lib/publication/queue.ts's (the API sends to this queue too); updateQueue moves
+  // databases created with older options
+  await boss.createQueue(QUEUES.hour, HOUR_QUEUE_OPTIONS);
+  await boss.updateQueue(QUEUES.hour, HOUR_QUEUE_OPTIONS);
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires
-  for (const name of [QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports]) {
+  for (const name of [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports]) {
     const sweepQueue = { name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 } as const;
     await boss.createQueue(name, sweepQueue);
     await boss.updateQueue(name, sweepQueue);
@@ -98,7 +102,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
         log.error({ job: data }, 'malformed publish job dropped');
         return;
       }
-      const results = await publishSetWithMetrics(ctx, data.zone, hour, feeds as HourlyFeed[]);
+      const results = await publishSetWithMetrics(ctx, data.zone, hour, feeds as HourlyFeed[], { force: data.force === true });
       const failed = results.filter((r) => r.outcome === 'failed');
       // a throw fails the job: pg-boss retries it with backoff (the failed rows already say so);
       // the files of the hour that did publish come out unchanged on the retry
@@ -118,8 +122,12 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await sweep(QUEUES.reports, [publishDueReports]);
 
   const tick = () => enqueueDue(ctx, boss);
+  await boss.work(QUEUES.tick, polling, async () => {
+    await tick();
+  });
+
   const tasks: ScheduledTask[] = [];
-  if (opts.cron ?? true) {
+  if (clocks) {
     const every = (expr: string, name: string, fn: () => Promise<unknown>) => {
       tasks.push(
         cron.schedule(expr, async () => {
@@ -131,22 +139,22 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
         }, { name: `${name}-${Math.random().toString(36).slice(2, 8)}`, noOverlap: true }),
       );
     };
-    every('* * * * *', 'hourly-files', tick);
     every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
     every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
     every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
-    // one run per cluster at a time (singleton key); partitions for today exist before the first write
-    const history = () => boss.send(QUEUES.history, {}, { singletonKey: 'history' });
-    every('*/10 * * * *', 'history', history);
-    // monthly reports: a month closes once a month, late trips dirty it any time; one run per cluster
-    const reports = () => boss.send(QUEUES.reports, {}, { singletonKey: 'reports' });
-    every('*/10 * * * *', 'reports', reports);
-    void reports().catch((err) => log.warn({ err: (err as Error).message }, 'initial reports enqueue failed'));
-    void history().catch((err) => log.warn({ err: (err as Error).message }, 'initial history maintenance enqueue failed'));
-    // do not wait a minute after a start for the backlog
-    void tick().catch((err) => log.warn({ err: (err as Error).message }, 'initial enqueue failed'));
+    // one row per queue in pgboss.schedule (every publisher registering it writes the same row), fired
+    // once per cluster per slot: the timekeepers of the publishers claim each check in Postgres
+    const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *' } as const;
+    for (const [queue, expr] of Object.entries(minutely) as Array<[keyof typeof minutely, string]>) {
+      await boss.schedule(QUEUES[queue], expr, {}, { singletonKey: queue });
+    }
+    // at start, without waiting for the first slot: partitions for today exist before the first
+    // write, and a backlog starts draining at once
+    for (const queue of Object.keys(minutely) as Array<keyof typeof minutely>) {
+      void boss.send(QUEUES[queue], {}, { singletonKey: queue }).catch((err) => log.warn({ err: (err as Error).message, queue }, 'initial enqueue failed'));
+    }
   }
-  log.info({ concurrency: opts.concurrency ?? 2, cron: opts.cron ?? true }, 'publisher started');
+  log.info({ concurrency: opts.concurrency ?? 2, cron: clocks }, 'publisher started');
 
   return {
     boss,

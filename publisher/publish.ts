@@ -3,45 +3,36 @@
  * The files of one (zone, hour) are published together: the 8 files read only 3 sources (trips,
  * events and telemetry of the hour), so each source is read once and every row is fanned out to all its files.
  *
- *   lock all → claim all (clear dirty / create 'pending' rows) → snapshot →
- *     per source: cursor → row → for each file: mapper → validate → JSON → gzip → sha256 + bytes → spool
- *   → per file: (content changed?) store.put → rows 'published' (or 'failed', per file)
+ *   lock all (lib/publication/lock.ts) → claim all (clear dirty / create 'pending' rows) → snapshot →
+ *     per source: cursor → row → for each file: mapper → validate → JSON → gzip spool (sha256 + bytes)
+ *   → per file: the publication sink (lib/publication/sink.ts: unchanged? else store.put)
+ *   → the index rows 'published' (or 'failed', per file)
  *
  * Memory does not depend on the hour's size: every stage is a stream with backpressure (the cursor
  * is read only as fast as the slowest file's gzip takes it). The spool file is what lets "same
- * content again writes nothing" hold: the sha256 is known before the store is touched. The store's
- * put is atomic, so a failure anywhere leaves the previous version (or nothing) under the key; the
- * row then says 'failed' with the error, and a retry publishes. A file that fails (a record our
- * schema rejects, a store error) does not stop the other files of its hour.
+ * content again writes nothing" hold: the sha256 of the stored bytes is known before the store is
+ * touched. The store's put is atomic, so a failure anywhere leaves the previous version (or nothing)
+ * under the key; the row then says 'failed' with the error, and a retry publishes. A file that fails
+ * (a record our schema rejects, a store error) does not stop the other files of its hour.
  */
-import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
-import type pg from 'pg';
 import type { AppContext } from '../lib/context.js';
-import { classify, onConnection, q, type Row } from '../lib/db.js';
-import { unchangedObject } from '../lib/publication/unchanged.js';
+import { q, type Row } from '../lib/db.js';
 import { describeErrors } from '../lib/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
 import { envelopeParts } from '../lib/feeds/mds/envelope.js';
 import type { Provider } from '../lib/feeds/mds/rows.js';
 import { Snapshot, hourParam } from '../lib/feeds/mds/sources.js';
+import { GzipSpool, type StoredBytes } from '../lib/publication/bytes.js';
+import { HOURLY_INDEX, type HourlyIndexRow } from '../lib/publication/indexes.js';
+import { withPublicationLock } from '../lib/publication/lock.js';
+import { PublicationSink } from '../lib/publication/sink.js';
 import { renderingOf, sourceOf, type PublicationTime, type Rendering, type SourceOptions } from './feeds/hourly.js';
 
-/**
- * zlib level of the stored files. 6 (zlib's default) costs ~1.7× the CPU of 3 for ~5 % smaller
- * files on our JSON; see docs/feeds.md "Performance". Changing it changes the bytes (and sha256) of
- * every file, so each hour is rewritten once on its next republish.
- */
-export const GZIP_LEVEL = 3;
-/** text gathered per file before it is handed to gzip */
-const CHUNK = 64 * 1024;
+export { GZIP_LEVEL } from '../lib/publication/bytes.js';
 
 export interface PublishOptions {
   /** write the object even when its content is unchanged (ops "republish") */
@@ -98,59 +89,36 @@ export class ArchivedHourError extends Error {
   }
 }
 
-/** sha256 and byte count of what flows through. */
-class Digest extends Transform {
-  readonly hash = createHash('sha256');
-  bytes = 0;
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.hash.update(chunk);
-    this.bytes += chunk.length;
-    cb(null, chunk);
-  }
-}
-
-const settled = () => undefined;
-
-/** One file being written: envelope + records → gzip → sha256/bytes → spool file. */
+/** One file being written: the envelope's head, records joined by commas, its tail, through a gzip spool. */
 class FileSink {
-  private buf: string;
   private first = true;
-  private readonly gzip = createGzip({ level: GZIP_LEVEL });
-  private readonly digest = new Digest();
-  private readonly done: Promise<void>;
-  error: Error | undefined;
+  private readonly spool: GzipSpool;
 
-  constructor(readonly path: string, open: string, private readonly close: string) {
-    this.buf = open;
-    this.done = pipeline(this.gzip, this.digest, createWriteStream(path));
-    this.done.catch((err: Error) => (this.error ??= err));
+  constructor(path: string, open: string, private readonly close: string) {
+    this.spool = new GzipSpool(path, open);
+  }
+
+  get error(): Error | undefined {
+    return this.spool.error;
   }
 
   /** Appends one record's JSON; false when gzip's buffer is full (await drained() before more). */
   write(json: string): boolean {
-    this.buf += this.first ? json : ',' + json;
+    const ok = this.spool.write(this.first ? json : ',' + json);
     this.first = false;
-    if (this.buf.length < CHUNK) return true;
-    const ok = this.gzip.write(this.buf);
-    this.buf = '';
     return ok;
   }
 
-  /** Resolves when gzip takes more, or when the sink has failed (check `error`). */
   drained(): Promise<void> {
-    return Promise.race([new Promise<void>((resolve) => this.gzip.once('drain', resolve)), this.done.then(settled, settled)]);
+    return this.spool.drained();
   }
 
-  async end(): Promise<{ sha256: string; bytes: number }> {
-    this.gzip.end(this.buf + this.close);
-    this.buf = '';
-    await this.done;
-    return { sha256: this.digest.hash.digest('hex'), bytes: this.digest.bytes };
+  end(): Promise<StoredBytes> {
+    return this.spool.end(this.close);
   }
 
   abort(err: Error): void {
-    this.error ??= err;
-    this.gzip.destroy(err);
+    this.spool.abort(err);
   }
 }
 
@@ -165,9 +133,10 @@ interface FileJob {
   feed: HourlyFeed;
   r: Rendering;
   key: string;
-  lockKey: string;
   prev?: Claimed;
   sink?: FileSink;
+  /** the file's stored bytes once rendered */
+  stored?: StoredBytes;
   records: number;
   /** MDS publication_time of a record of this file (publication log, else this publication) */
   pub: PublicationTime;
@@ -175,15 +144,6 @@ interface FileJob {
   lastUpdatedMs: number;
   error?: Error;
   result?: PublishResult;
-}
-
-
-async function connect(ctx: AppContext): Promise<pg.PoolClient> {
-  try {
-    return await ctx.db.pool.connect();
-  } catch (err) {
-    throw classify(err, 'connect');
-  }
 }
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
@@ -206,7 +166,7 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   // this publication's time: the publication_time of records it is the first to carry
   const now = ctx.clock.now();
   const jobs: FileJob[] = feeds.map((feed) => ({
-    feed, r: renderingOf(feed), key: objectKey(feed, zoneId, hour), lockKey: `${feed.id}/${zoneId}/${hourText}`,
+    feed, r: renderingOf(feed), key: objectKey(feed, zoneId, hour),
     records: 0, pub: () => now.getTime(), watermarkMs: null, lastUpdatedMs: hour.getTime() + HOUR_MS,
   }));
   if (!jobs.length) return [];
@@ -219,85 +179,73 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
     return [...archived, ...results];
   }
 
-  let client: pg.PoolClient | undefined;
-  let discard = false;
-  let locked = false;
+  const sink = new PublicationSink(ctx.store, HOURLY_INDEX);
   let dir: string | undefined;
   try {
-    const c = (client = await connect(ctx));
-    // the lock is the session's: every statement of the set on this connection, named and timed
-    const onC = onConnection(c, ctx.log);
-    // Long hours stream for a while: the snapshot sets its own statement timeout.
-    await onC.query(q('PubLock'), [[...new Set(jobs.map((j) => j.lockKey))].sort()]);
-    locked = true;
-    const claimed = (await onC.query(q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
-    for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
-    const logged = (await onC.query(q('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows;
-    for (const j of jobs) j.pub = publicationTimes(logged.filter((x: Row) => x.feed === j.feed.feed && x.version === j.feed.version).map((x: Row) => Number(x.published_ms)), now.getTime());
-    dir = await mkdtemp(join(tmpdir(), 'feed-'));
+    // one lock per file (its object key), held on this connection for every statement of the set
+    await withPublicationLock(ctx, jobs.map((j) => j.key), async (held) => {
+      const onC = held.conn;
+      try {
+        const claimed = (await onC.query(q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
+        for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
+        const logged = (await onC.query(q('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows;
+        for (const j of jobs) j.pub = publicationTimes(logged.filter((x: Row) => x.feed === j.feed.feed && x.version === j.feed.version).map((x: Row) => Number(x.published_ms)), now.getTime());
+        dir = await mkdtemp(join(tmpdir(), 'feed-'));
 
-    // One snapshot for every source (reading them on several connections at once measured no faster:
-    // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
-    const snap = await Snapshot.begin(c, ctx.log, { statementTimeoutMs: 30 * 60_000 });
-    try {
-      const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
-      for (const source of ['trips', 'events', 'telemetry'] as const) {
-        const group = jobs.filter((j) => j.feed.source === source);
-        if (group.length) await renderSource(snap, source, sourceOpts, group, zoneId, hour, dir, ctx.config);
-      }
-    } finally {
-      await snap.close();
-      if (snap.broken) discard = true;
-    }
-
-    await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(ctx, j, opts.force ?? false)));
-    const done = jobs.filter((j) => j.result);
-    if (done.length) {
-      await onC.query(q('PubPublished'), [
-        done.map((j) => j.feed.feed), done.map((j) => j.feed.version), zoneId, hourText, done.map((j) => j.key), done.map((j) => j.result!.sha256),
-        done.map((j) => j.records), done.map((j) => j.result!.bytes), done.map((j) => new Date(j.lastUpdatedMs)),
-        done.map((j) => (j.watermarkMs === null ? null : new Date(j.watermarkMs))), done.map((j) => j.result!.outcome === 'written'), ctx.clock.now(),
-      ]);
-      const written = done.filter((j) => j.result!.outcome === 'written');
-      if (written.length) {
-        await onC.query(q('PubLogWritten'), [
-          written.map((j) => j.feed.feed), written.map((j) => j.feed.version), zoneId, hourText, written.map((j) => j.result!.sha256), written.map((j) => j.records), now,
-        ]);
-      }
-    }
-  } catch (err) {
-    discard = true;
-    for (const j of jobs) j.error ??= asError(err);
-  } finally {
-    try {
-      // while still holding the locks, so that a failure is never written over a newer publication
-      for (const j of jobs) {
-        if (!j.error) {
-          log.info({ feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, ms: Math.round(performance.now() - started) }, 'feed hour published');
-          continue;
-        }
-        log.warn({ feed: j.feed.id, err: j.error.message }, 'feed hour publication failed');
-        // through the pool: this connection may be the thing that broke
-        await ctx.db.query(q('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
-          .catch((e) => log.error({ feed: j.feed.id, err: String(e) }, 'could not record the failure'));
-      }
-    } finally {
-      if (client) {
-        if (locked && !discard) {
-          try {
-            await onConnection(client, ctx.log).query(q('PubUnlock'), [[...new Set(jobs.map((j) => j.lockKey))]]);
-          } catch {
-            discard = true;
+        // One snapshot for every source (reading them on several connections at once measured no faster:
+        // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
+        // Long hours stream for a while: the snapshot sets its own statement timeout.
+        const snap = await Snapshot.begin(onC.client, ctx.log, { statementTimeoutMs: 30 * 60_000 });
+        try {
+          const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
+          for (const source of ['trips', 'events', 'telemetry'] as const) {
+            const group = jobs.filter((j) => j.feed.source === source);
+            if (group.length) await renderSource(snap, source, sourceOpts, group, zoneId, hour, dir, ctx.config);
           }
+        } finally {
+          await snap.close();
+          if (snap.broken) held.discard();
         }
-        // a discarded connection takes its advisory locks with it
-        client.release(discard ? true : undefined);
+
+        await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(sink, j, zoneId, hourText, opts.force ?? false)));
+        await sink.flush(onC, ctx.clock.now());
+        const written = jobs.filter((j) => j.result?.outcome === 'written');
+        if (written.length) {
+          await onC.query(q('PubLogWritten'), [
+            written.map((j) => j.feed.feed), written.map((j) => j.feed.version), zoneId, hourText, written.map((j) => j.result!.sha256), written.map((j) => j.records), now,
+          ]);
+        }
+      } catch (err) {
+        held.discard();
+        for (const j of jobs) j.error ??= asError(err);
+      } finally {
+        // while still holding the locks, so that a failure is never written over a newer publication
+        await recordOutcomes(ctx, log, jobs, zoneId, hourText, started);
       }
-      if (dir) await rm(dir, { recursive: true, force: true });
-    }
+    });
+  } catch (err) {
+    // no connection or no lock: nothing was claimed or written
+    for (const j of jobs) j.error ??= asError(err);
+    await recordOutcomes(ctx, log, jobs, zoneId, hourText, started);
+  } finally {
+    if (dir) await rm(dir, { recursive: true, force: true });
   }
   return jobs.map((j) =>
     j.error ? { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed' as const, error: j.error } : j.result!);
+}
+
+/** Logs each file's outcome; a failed file's row says 'failed' with its error. */
+async function recordOutcomes(ctx: AppContext, log: AppContext['log'], jobs: readonly FileJob[], zoneId: string, hourText: string, started: number): Promise<void> {
+  for (const j of jobs) {
+    if (!j.error) {
+      log.info({ feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, ms: Math.round(performance.now() - started) }, 'feed hour published');
+      continue;
+    }
+    log.warn({ feed: j.feed.id, err: j.error.message }, 'feed hour publication failed');
+    // through the pool: the locking connection may be the thing that broke
+    await ctx.db.query(q('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
+      .catch((e) => log.error({ feed: j.feed.id, err: String(e) }, 'could not record the failure'));
+  }
 }
 
 /** The files of the set whose source rows of `hour` are gone (history_retention), as failures. */
@@ -376,8 +324,8 @@ async function renderSource(
   await Promise.all(
     live.map(async (j) => {
       try {
-        const { sha256, bytes } = await j.sink!.end();
-        j.result = { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'written', sha256, records: j.records, bytes };
+        j.stored = await j.sink!.end();
+        j.result = { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'written', sha256: j.stored.sha256, records: j.records, bytes: j.stored.bytes };
       } catch (err) {
         j.error ??= asError(err);
       }
@@ -398,20 +346,20 @@ export function publicationTimes(loggedMs: readonly number[], nowMs: number): Pu
   };
 }
 
-/** Puts the spooled file unless the stored object already has its content; sets the outcome. */
-async function storeFile(ctx: AppContext, j: FileJob, force: boolean): Promise<void> {
+/** The spooled file through the sink (written, or unchanged); its index row queued. Sets the outcome. */
+async function storeFile(sink: PublicationSink<HourlyIndexRow>, j: FileJob, zoneId: string, hourText: string, force: boolean): Promise<void> {
   const res = j.result!;
   try {
-    const unchanged = !force && (await unchangedObject(ctx.store, j.prev ?? undefined, { sha256: res.sha256, key: j.key }));
-    if (unchanged) {
-      res.outcome = 'unchanged';
-      return;
-    }
-    await ctx.store.put(j.key, createReadStream(j.sink!.path), {
-      contentType: 'application/json',
-      contentEncoding: 'gzip',
-      metadata: { sha256: res.sha256, records: String(j.records), 'last-updated': String(j.lastUpdatedMs) },
-    });
+    const stored = await sink.put(
+      j.prev,
+      { key: j.key, stored: j.stored!, contentType: 'application/json', metadata: { records: String(j.records), 'last-updated': String(j.lastUpdatedMs) } },
+      (o) => [{
+        feed: j.feed.feed, version: j.feed.version, zone: zoneId, hour: hourText, key: o.key, sha256: o.sha256, bytes: o.bytes, records: j.records,
+        lastUpdated: new Date(j.lastUpdatedMs), watermark: j.watermarkMs === null ? null : new Date(j.watermarkMs), written: o.outcome === 'written',
+      }],
+      { force },
+    );
+    res.outcome = stored.outcome;
   } catch (err) {
     j.error = asError(err);
     j.result = undefined;

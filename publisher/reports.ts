@@ -1,27 +1,27 @@
 /**
- * MDS 2.0 monthly reports: after a UTC month closes, one CSV per zone at
- * `mds/2.0/{zone}/reports/{YYYY-MM}.csv` with the all_riders trip and rider counts per vehicle type,
- * for the zone and each of its areas (geographies), written again when late trips change them.
+ * MDS 2.0 monthly reports: after a UTC month closes, one CSV per zone (lib/publication/keys.ts
+ * reportKey) with the all_riders trip and rider counts per vehicle type, for the zone and each of
+ * its areas (geographies), written again when late trips change them. Published like every object
+ * (lib/publication/sink.ts): stored gzip, indexed in feed_reports, under the report's lock.
  *
  * The MDS privacy rule applies to every count: a value from 1 to 10 is written as -1. A report whose
- * content is unchanged is not written again. A month some of whose trips retention already dropped
- * is never recomputed (ReportsDue leaves it out): its stored report is the archive.
+ * stored bytes are unchanged is not written again. A month some of whose trips retention already
+ * dropped is never recomputed (ReportsDue leaves it out): its stored report is the archive.
  */
-import { createHash } from 'node:crypto';
 import type { AppContext } from '../lib/context.js';
-import { q } from '../lib/db.js';
-import { unchangedObject } from '../lib/publication/unchanged.js';
+import { q, type Queryable } from '../lib/db.js';
 import { mdsVehicleType } from '../lib/feeds/mds/records.js';
+import { gzipBytes } from '../lib/publication/bytes.js';
+import { REPORT_INDEX } from '../lib/publication/indexes.js';
+import { REPORT_CONTENT_TYPE, reportKey } from '../lib/publication/keys.js';
+import { withPublicationLock } from '../lib/publication/lock.js';
+import { PublicationSink, type StoreOutcome } from '../lib/publication/sink.js';
 import { uuidV5 } from '../lib/uuid.js';
 
 export const REPORT_HEADER = 'provider_id,start_date,duration,special_group_type,geography_id,vehicle_type,trip_count,rider_count';
 
 /** Months a run writes at most (oldest first), so that a zone with years of history catches up in steps. */
 const MONTHS_PER_RUN = 12;
-
-export function reportKey(zoneId: string, month: string): string {
-  return `mds/2.0/${zoneId}/reports/${month}.csv`;
-}
 
 /** MDS reports: counts from 1 to 10 are withheld (-1); 0 and more than 10 are written as they are. */
 export function privateCount(n: number): number {
@@ -34,8 +34,8 @@ export function zoneGeographyId(providerId: string, zoneId: string): string {
 }
 
 /** The CSV of one zone and month. */
-export async function reportCsv(ctx: AppContext, zoneId: string, month: string): Promise<{ csv: string; rows: number }> {
-  const counts = await ctx.db.many<{ area_id: string | null; form_factor: string; trip_count: number; rider_count: number }>(q('ReportCounts'), [zoneId, `${month}-01T00:00:00`]);
+export async function reportCsv(ctx: Pick<AppContext, 'config'>, db: Queryable, zoneId: string, month: string): Promise<{ csv: string; rows: number }> {
+  const counts = await db.many<{ area_id: string | null; form_factor: string; trip_count: number; rider_count: number }>(q('ReportCounts'), [zoneId, `${month}-01T00:00:00`]);
   const zoneGeo = zoneGeographyId(ctx.config.providerId, zoneId);
   const lines = [REPORT_HEADER];
   for (const c of counts) {
@@ -47,21 +47,25 @@ export async function reportCsv(ctx: AppContext, zoneId: string, month: string):
   return { csv: lines.join('\n') + '\n', rows: counts.length };
 }
 
-export type ReportOutcome = 'written' | 'unchanged';
+export type ReportOutcome = StoreOutcome;
 
-/** Writes the report of one zone and month (when its content changed); one writer at a time. */
+/**
+ * Writes the report of one zone and month (when its stored bytes changed); one writer at a time.
+ * Claim, counts and index row share one transaction: a failure leaves the report dirty for the
+ * next sweep.
+ */
 export async function publishReport(ctx: AppContext, zoneId: string, month: string): Promise<ReportOutcome> {
-  return ctx.db.tx(async (tx) => {
-    await tx.query(q('ReportLock'), [zoneId, month]);
-    const prev = await tx.maybeOne<{ sha256: string; object_key: string }>(q('ReportClaim'), [zoneId, `${month}-01`]);
-    const { csv, rows } = await reportCsv({ ...ctx, db: tx as unknown as AppContext['db'] }, zoneId, month);
-    const sha256 = createHash('sha256').update(csv).digest('hex');
-    const key = reportKey(zoneId, month);
-    if (await unchangedObject(ctx.store, prev, { sha256, key })) return 'unchanged';
-    await ctx.store.put(key, Buffer.from(csv), { contentType: 'text/csv; charset=utf-8', metadata: { sha256 } });
-    await tx.query(q('ReportStore'), [zoneId, `${month}-01`, key, sha256, rows, ctx.clock.now()]);
-    return 'written';
-  });
+  const key = reportKey(zoneId, month);
+  const sink = new PublicationSink(ctx.store, REPORT_INDEX);
+  return withPublicationLock(ctx, [key], (held) =>
+    held.tx(async (tx) => {
+      const prev = await tx.maybeOne<{ sha256: string; object_key: string }>(q('ReportClaim'), [zoneId, `${month}-01`]);
+      const { csv, rows } = await reportCsv(ctx, tx, zoneId, month);
+      const stored = await sink.put(prev, { key, stored: gzipBytes(csv), contentType: REPORT_CONTENT_TYPE }, (o) =>
+        o.outcome === 'written' ? [{ zone: zoneId, month, key: o.key, sha256: o.sha256, bytes: o.bytes, rows }] : []);
+      await sink.flush(tx, ctx.clock.now());
+      return stored.outcome;
+    }));
 }
 
 /** The publisher's sweep: the reports of closed months that are missing or dirty. */

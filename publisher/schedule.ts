@@ -2,64 +2,27 @@
  * What is due: hours whose files were never published (closed for the configured lateness, within
  * a look-back window), hours to publish again (dirty, failed after a backoff, left pending by a
  * crash), and history older than the look-back that has no file yet (catch-up: a bounded chunk per
- * tick from a mark per zone and feed, sql/migrations/000130_feed_catchup.sql). The cron turns them
- * into pg-boss jobs, with one singleton key per (zone, hour).
+ * tick from a mark per zone and feed, sql/migrations/000130_feed_catchup.sql). The publisher's
+ * tick (once a minute per cluster) turns them into pg-boss jobs, one per (zone, hour)
+ * (lib/publication/queue.ts).
  */
 import type { AppContext } from '../lib/context.js';
 import { q } from '../lib/db.js';
-import { addHours, floorHour, formatHour, HOUR_MS } from '../lib/feeds/hours.js';
+import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { feedOf, HOURLY_FEEDS, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
+import { latestDueHour, lookbackStart } from '../lib/publication/due.js';
+import type { HourJob } from '../lib/publication/queue.js';
 
-export interface HourJob {
-  feedId: string;
-  zone: string;
-  /** `YYYY-MM-DDTHH` */
-  hour: string;
-  /** history older than the look-back: queued behind the current hours */
-  catchup?: boolean;
-}
-
-/**
- * One pg-boss job publishes the due files of one (zone, hour) together (publishHourSet reads each
- * source row once for all of them); the singleton key is the (zone, hour).
- */
-export interface HourSetJob {
-  zone: string;
-  /** `YYYY-MM-DDTHH` */
-  hour: string;
-  feedIds: string[];
-  /** every file of the set is catch-up history */
-  catchup?: boolean;
-}
-
-export function singletonKey(j: { zone: string; hour: string }): string {
-  return `${j.zone}:${j.hour}`;
-}
-
-/** Groups per-file jobs into one job per (zone, hour), in the order first seen. */
-export function groupByHour(jobs: readonly HourJob[]): HourSetJob[] {
-  const sets = new Map<string, HourSetJob>();
-  for (const j of jobs) {
-    const key = singletonKey(j);
-    const set = sets.get(key) ?? { zone: j.zone, hour: j.hour, feedIds: [], catchup: true };
-    if (!set.feedIds.includes(j.feedId)) set.feedIds.push(j.feedId);
-    if (!j.catchup) set.catchup = false;
-    sets.set(key, set);
-  }
-  return [...sets.values()];
-}
-
-/** The latest hour that is due at `now`: closed at least `latenessSeconds` ago. */
-export function latestDueHour(now: Date, latenessSeconds: number): Date {
-  return floorHour(new Date(now.getTime() - latenessSeconds * 1000 - HOUR_MS));
-}
+export { latestDueHour, lookbackStart, LOOKBACK_HOURS } from '../lib/publication/due.js';
+export { groupByHour, singletonKey, type HourJob, type HourSetJob } from '../lib/publication/queue.js';
 
 /**
  * With MDS_TELEMETRY_TRIP_DELAY_MINUTES > 0, a trip's points become publishable when its delay runs
  * out, which no write marks: each tick dirties the telemetry hours of the trips released since the
- * last tick of this process (the first tick looks back an hour, so a restart loses nothing; a
- * release seen twice costs one republish that writes nothing).
+ * last tick this process ran (its first looks back an hour, so a restart loses nothing; the ticks
+ * of the cluster go to whichever publisher takes the job, and a release seen twice costs one
+ * republish that writes nothing).
  */
 let releasedUpTo: Date | undefined;
 async function releaseDelayedTelemetry(ctx: AppContext, now: Date): Promise<void> {
@@ -68,14 +31,6 @@ async function releaseDelayedTelemetry(ctx: AppContext, now: Date): Promise<void
   const from = releasedUpTo && releasedUpTo < now ? releasedUpTo : new Date(now.getTime() - HOUR_MS);
   await ctx.db.query(q('PubTelemetryReleased'), [from, now, delay]);
   releasedUpTo = now;
-}
-
-/** Hours the cron checks every tick for files never published; older ones are the catch-up's. */
-export const LOOKBACK_HOURS = 48;
-
-/** The first hour of the cron's look-back at `now`. */
-export function lookbackStart(now: Date, latenessSeconds: number, lookbackHours = LOOKBACK_HOURS): Date {
-  return addHours(latestDueHour(now, latenessSeconds), -(lookbackHours - 1));
 }
 
 export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: number; limit?: number; feeds?: readonly HourlyFeed[] } = {}): Promise<HourJob[]> {

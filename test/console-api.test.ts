@@ -1,7 +1,8 @@
 /**
  * The console's API (api/console/router.ts): an ops key opens it (X-Access-Token, X-Auth-Token or
  * Bearer), nothing else does (401 in the feeds' error format), the publishing figures are
- * publish-status's own, and the credentials listing never carries a secret.
+ * publish-status's own, a republish is queued for the publishers and answered at once with what was
+ * queued, and the credentials listing never carries a secret.
  */
 import { expect } from 'chai';
 import request from 'supertest';
@@ -9,7 +10,10 @@ import { buildApp } from '../api/app.js';
 import { createFeedClient, createKey } from '../lib/admin/credentials.js';
 import { importZone } from '../lib/admin/zones.js';
 import { formatHour, floorHour } from '../lib/feeds/hours.js';
-import { publishStatus } from '../publisher/ops.js';
+import { publicationStatus } from '../lib/publication/status.js';
+import { HOUR_QUEUE, RepublishQueuedSchema } from '../lib/publication/queue.js';
+import { compile } from '../lib/validate.js';
+import { startPublisher } from '../publisher/index.js';
 import { registerDbCollectors } from '../lib/metrics.js';
 import { useTestContext } from './support/context.js';
 
@@ -66,7 +70,7 @@ describe('console API: ops key and figures', () => {
     const app = request(buildApp(t.ctx).callback());
     const res = await app.get('/console/api/publishing').set('X-Access-Token', ops);
     expect(res.status).to.equal(200);
-    const s = await publishStatus(t.ctx, { zones: 'all' });
+    const s = await publicationStatus(t.ctx, { zones: 'all' });
     expect(res.body.feeds).to.deep.equal(s.feeds);
     expect(res.body.rows).to.deep.equal(s.rows);
     expect(res.body.totals).to.deep.equal(s.totals);
@@ -78,23 +82,70 @@ describe('console API: ops key and figures', () => {
     expect(unknown.body.error_description).to.contain('atlantis');
   });
 
-  it('republishes chosen cells of a zone (POST, ops key), and refuses a malformed body with 400', async () => {
+  it('republish: queues one forced job per hour and answers 202 at once with what it queued; a publisher then rewrites the files', async function () {
+    this.timeout(60000);
     const square = { type: 'Polygon', coordinates: [[[13.3, 52.4], [13.5, 52.4], [13.5, 52.6], [13.3, 52.6], [13.3, 52.4]]] };
     await importZone(t.ctx.db, t.ctx.clock, { type: 'FeatureCollection', features: [{ type: 'Feature', geometry: square, properties: { kind: 'zone', id: 'consoleville', name: 'C', city: 'C', country: 'DE', timezone: 'Europe/Berlin', currency: 'EUR', vat_rate: 0.19, parking_mode: 'free-floating' } }] });
     await t.ctx.db.query(`UPDATE zones SET created_at = $1::timestamptz - interval '1 day' WHERE id = 'consoleville'`, [t.ctx.clock.now()]);
+    const ago = (h: number) => formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - h * 3_600_000)));
+    const [hour, earlier, current] = [ago(3), ago(4), ago(0)];
+    const app = request(buildApp(t.ctx).callback());
+    const post = (body: object) => app.post('/console/api/republish').set('X-Access-Token', ops).send(body);
+    expect((await app.post('/console/api/republish').send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] })).status).to.equal(401);
+
+    // two cells of one hour are one job; a prefix names both files of a version; an open hour is skipped
+    const cells = [{ feed: 'mds-2.0-trips', hour }, { feed: 'mds-1.2', hour }, { feed: 'mds-2.0-trips', hour: earlier }, { feed: 'mds-2.0-events', hour: current }];
+    const res = await post({ zone: 'consoleville', cells });
+    expect(res.status, res.text).to.equal(202);
+    expect(res.headers['cache-control']).to.equal('no-store');
+    const valid = compile(RepublishQueuedSchema);
+    expect(valid(res.body), JSON.stringify(valid.errors)).to.equal(true);
+    expect(res.body.jobs.map((j: any) => [j.hour, j.feeds])).to.deep.equal([
+      [earlier, ['mds-2.0-trips']],
+      [hour, ['mds-2.0-trips', 'mds-1.2-trips', 'mds-1.2-status_changes']],
+    ]);
+    expect(res.body.jobs.every((j: any) => typeof j.id === 'string')).to.equal(true);
+    expect(res.body.skipped).to.deep.equal([{ feed: 'mds-2.0-events', hour: current, reason: 'the hour has not closed yet' }]);
+    const queued = await t.ctx.db.many(`SELECT id::text, data FROM pgboss.job WHERE name = $1 AND state = 'created' ORDER BY data->>'hour'`, [HOUR_QUEUE]);
+    expect(queued.map((j) => j.id)).to.deep.equal(res.body.jobs.map((j: any) => j.id));
+    expect(queued[1]!.data).to.deep.equal({ zone: 'consoleville', hour, feedIds: ['mds-2.0-trips', 'mds-1.2-trips', 'mds-1.2-status_changes'], force: true });
+    // nothing was published inside the request
+    expect((await publicationStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${hour}:00:00Z`), to: new Date(`${hour}:00:00Z`) })).rows[0]!.states['mds-2.0-trips']).to.equal('missing');
+
+    // the same republish again while it waits queues nothing more
+    const again = await post({ zone: 'consoleville', cells: [{ feed: 'mds-1.2', hour }, { feed: 'mds-2.0-trips', hour }] });
+    expect(again.status).to.equal(202);
+    expect(again.body.jobs).to.deep.equal([{ hour, feeds: ['mds-2.0-trips', 'mds-1.2-trips', 'mds-1.2-status_changes'], id: null }]);
+
+    const publisher = await startPublisher(t.ctx, { cron: false, concurrency: 1, pollingIntervalSeconds: 0.5 });
+    try {
+      const deadline = Date.now() + 45000;
+      let left = 1;
+      while (left && Date.now() < deadline) {
+        left = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`, [HOUR_QUEUE])).n;
+        if (left) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(left).to.equal(0);
+    } finally {
+      await publisher.stop();
+    }
+    const status = await publicationStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${earlier}:00:00Z`), to: new Date(`${hour}:00:00Z`) });
+    expect(status.rows.map((r) => r.states['mds-2.0-trips'])).to.deep.equal(['published', 'published']);
+    expect(status.rows[1]!.states['mds-1.2-status_changes']).to.equal('published');
+    expect(status.rows[1]!.states['mds-2.0-events']).to.equal('missing');
+  });
+
+  it('republish refuses a malformed body, an unknown zone or feed with 400, before queueing anything', async () => {
     const hour = formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - 3 * 3_600_000)));
     const app = request(buildApp(t.ctx).callback());
-    expect((await app.post('/console/api/republish').send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] })).status).to.equal(401);
-    const res = await app.post('/console/api/republish').set('X-Access-Token', ops).send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] });
-    expect(res.status, res.text).to.equal(200);
-    expect(res.body).to.include({ total: 1, written: 1 });
-    const status = await publishStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${hour}:00:00Z`), to: new Date(`${hour}:00:00Z`) });
-    expect(status.rows[0]!.states['mds-2.0-trips']).to.equal('published');
-    for (const body of [{}, { zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour: 'soon' }] }, { zone: 'atlantis', cells: [{ feed: 'mds-2.0-trips', hour }] }]) {
+    const before = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1`, [HOUR_QUEUE])).n;
+    for (const body of [{}, { zone: 'consoleville', cells: [] }, { zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour: 'soon' }] },
+      { zone: 'atlantis', cells: [{ feed: 'mds-2.0-trips', hour }] }, { zone: 'consoleville', cells: [{ feed: 'mds-9.9-trips', hour }] }]) {
       const bad = await app.post('/console/api/republish').set('X-Access-Token', ops).send(body);
       expect(bad.status, JSON.stringify(body)).to.equal(400);
       expect(bad.body.error).to.equal('bad_param');
     }
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1`, [HOUR_QUEUE])).n).to.equal(before);
   });
 });
 

@@ -1,9 +1,15 @@
 /**
  * MDS 2.0 monthly reports (issue 16): a CSV per zone and closed month with the MDS header, a row per
  * geography (zone, areas) and vehicle type, the privacy rule at its edges (0, 1, 10, 11), written
- * after the month closes and again when a late trip changes it; city role only.
+ * after the month closes and again when a late trip changes it; city role only. Published like
+ * every object (issue 27): stored gzip, served from its index row, the stored gzip to clients that
+ * accept it and CSV to the others, with validators.
  */
 import { expect } from 'chai';
+import { once } from 'node:events';
+import { get as httpGet, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { publishDueReports, REPORT_HEADER, zoneGeographyId } from '../publisher/reports.js';
@@ -79,6 +85,44 @@ describe('feeds: MDS 2.0 monthly reports', () => {
     const rows = parse((await get('2026-10.csv')).text);
     expect(rows[1]!.slice(5)).to.deep.equal(['bicycle', '11', '0']);
     expect(await publishDueReports(t.ctx)).to.deep.equal({ written: 0, unchanged: 0 });
+  });
+
+  it('stored gzip and served by negotiation: the stored bytes to gzip clients, CSV to the others; ETag and 304', async () => {
+    const row = await t.ctx.db.one(`SELECT object_key, sha256, bytes FROM feed_reports WHERE scope = $1 AND month = '2026-10-01'`, [zone]);
+    const obj = (await t.ctx.store.get(row.object_key))!;
+    const chunks: Buffer[] = [];
+    for await (const c of obj.body) chunks.push(c as Buffer);
+    const storedBytes = Buffer.concat(chunks);
+    expect(obj.meta).to.include({ contentEncoding: 'gzip', contentType: 'text/csv; charset=utf-8', size: Number(row.bytes) });
+
+    // superagent always gunzips: read the wire with node:http
+    const server = buildApp(t.ctx).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    let wire: { headers: IncomingHttpHeaders; body: Buffer };
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await new Promise<IncomingMessage>((resolve, reject) =>
+        httpGet({ port, host: '127.0.0.1', path: `/v1/partner-apis/mds/${zone}/reports/2026-10.csv`, headers: { Authorization: city, 'Accept-Encoding': 'gzip' } }, resolve).on('error', reject),
+      );
+      expect(res.statusCode).to.equal(200);
+      const parts: Buffer[] = [];
+      for await (const c of res) parts.push(c as Buffer);
+      wire = { headers: res.headers, body: Buffer.concat(parts) };
+    } finally {
+      server.close();
+    }
+    expect(wire.headers['content-encoding']).to.equal('gzip');
+    expect(wire.headers['content-type']).to.equal('text/csv; charset=utf-8');
+    expect(wire.headers['cache-control']).to.equal('private, max-age=300');
+    expect(wire.body.equals(storedBytes)).to.equal(true);
+    expect(gunzipSync(wire.body).toString().split('\n')[0]).to.equal(REPORT_HEADER);
+
+    const plain = await get('2026-10.csv').set('Accept-Encoding', 'identity');
+    expect(plain.status).to.equal(200);
+    expect(plain.headers['content-encoding']).to.equal(undefined);
+    expect(plain.text.split('\n')[0]).to.equal(REPORT_HEADER);
+    expect(plain.headers.etag).to.equal(`W/${wire.headers.etag}`);
+    expect((await get('2026-10.csv').set('If-None-Match', wire.headers.etag!)).status).to.equal(304);
   });
 
   it('404 for a month not reported, 400 for another name, city role only', async () => {

@@ -3,8 +3,10 @@
  * usable by any HTTP client of the operator's staff. Every route needs an API key of scope `ops`
  * (`npm run ops -- keys create --scope ops`), sent like the other API keys (X-Access-Token or
  * X-Auth-Token) or as `Authorization: Bearer <key>`; errors are the feeds' error body
- * (api/feeds/errors.ts), so one parser reads both. The figures come from the functions the CLI
- * uses (publisher/ops.ts publishStatus), never from a second copy of their SQL.
+ * (api/feeds/errors.ts), so one parser reads both. The figures come from the function the CLI
+ * uses (lib/publication/status.ts publicationStatus), never from a second copy of their SQL; a
+ * republish is queued for the publishers (lib/publication/queue.ts) and answered at once with what
+ * was queued, never published inside the request.
  */
 import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
 import Router from '@koa/router';
@@ -13,7 +15,9 @@ import type { AppContext } from '../../lib/context.js';
 import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.js';
 import { q } from '../../lib/db.js';
 import { parseHour } from '../../lib/feeds/hours.js';
-import { backfill, publishStatus, OpsError } from '../../publisher/ops.js';
+import { UnknownFeedError } from '../../lib/feeds/publications.js';
+import { publicationQueue, queueRepublish, type RepublishQueued } from '../../lib/publication/queue.js';
+import { OpsError, publicationStatus } from '../../lib/publication/status.js';
 import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
 import { healthFigures } from './health.js';
@@ -65,7 +69,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   router.get('/publishing', async (koa) => {
     const zone = typeof koa.query.zone === 'string' && koa.query.zone ? koa.query.zone : 'all';
     try {
-      const s = await publishStatus(app, { zones: zone === 'all' ? 'all' : [zone], from: hourQuery(koa.query.from, 'from'), to: hourQuery(koa.query.to, 'to') });
+      const s = await publicationStatus(app, { zones: zone === 'all' ? 'all' : [zone], from: hourQuery(koa.query.from, 'from'), to: hourQuery(koa.query.to, 'to') });
       koa.set('Cache-Control', 'no-store');
       koa.body = { feeds: s.feeds, rows: s.rows, totals: s.totals, failures: s.failures };
     } catch (err) {
@@ -74,8 +78,10 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     }
   });
 
-  // republish chosen (feed, hour) cells of one zone, as `make republish` does for a window; the log
-  // line names the key and partner that asked
+  // republish chosen (feed, hour) cells of one zone, as `make republish` does for a window: queued
+  // for the publishers (one forced job per hour) and answered at once, 202 with what was queued
+  // (RepublishQueuedSchema); the publishing table shows the result. The log lines name the key and
+  // partner that asked.
   router.post('/republish', async (koa) => {
     const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
       if (err instanceof BodyRefused) {
@@ -94,23 +100,20 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     });
     const principal = koa.state.principal;
     audit(koa.state.log ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length }, 'console republish requested');
-    const total = { total: 0, written: 0, unchanged: 0, skipped: 0, failed: [] as unknown[] };
+    let queued: RepublishQueued;
     try {
-      for (const c of parsed) {
-        const r = await backfill(app, { zones: [body.zone], from: c.hour, to: c.hour, feeds: [c.feed], force: true });
-        total.total += r.total;
-        total.written += r.written;
-        total.unchanged += r.unchanged;
-        total.skipped += r.skipped;
-        total.failed.push(...r.failed);
-      }
+      queued = await queueRepublish(app, await publicationQueue(app), body.zone, parsed);
     } catch (err) {
-      if (err instanceof OpsError || (err as Error)?.constructor?.name === 'UnknownFeedError') throw badParam((err as Error).message);
+      if (err instanceof OpsError || err instanceof UnknownFeedError) throw badParam(err.message);
       throw err;
     }
-    audit(koa.state.log ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, ...total, failed: total.failed.length }, 'console republish done');
+    audit(koa.state.log ?? app.log).info(
+      { keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, jobs: queued.jobs.length, files: queued.jobs.reduce((n, j) => n + j.feeds.length, 0), skipped: queued.skipped.length },
+      'console republish queued',
+    );
     koa.set('Cache-Control', 'no-store');
-    koa.body = total;
+    koa.status = 202;
+    koa.body = queued;
   });
 
   // a zone's map and its vehicles; the page refreshes it every `ttl` seconds, the GBFS status ttl

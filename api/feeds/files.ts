@@ -1,14 +1,16 @@
 /**
  * The authenticating file route's core: answers an hourly feed request from its publication row and
- * the stored object. Hour states: a hour not yet closed, or before the zone existed → 404; a closed
- * hour without a current file (inside the lateness, dirty and waiting to be republished, failed)
- * → the caller's "not published yet" answer (202 on MDS 2.0, 404 on the legacy host); published →
- * 200 with the file (an empty hour is a file with an empty array).
+ * the stored object, as the serving decision says (lib/publication/serve.ts, which the hot path
+ * before Koa follows too). Hour states: an hour not yet closed, or before the zone existed → 404; a
+ * closed hour without a current file (inside the lateness, dirty and waiting to be republished,
+ * failed) → the caller's "not published yet" answer (202 on MDS 2.0, 404 on the legacy host);
+ * published → 200 with the file (an empty hour is a file with an empty array).
  */
 import type Koa from 'koa';
-import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
+import { floorHour } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { serveObject } from '../../lib/http/serve-object.js';
+import { hourFile, hourlyObject, servedObject } from '../../lib/publication/serve.js';
 import type { FeedDeps } from './auth.js';
 import type { ZoneInfo } from './zones.js';
 import { FeedError, notFound } from './errors.js';
@@ -28,26 +30,28 @@ export interface HourFileRequest {
 }
 
 export async function serveHourFile(deps: FeedDeps, ctx: Koa.Context, r: HourFileRequest): Promise<void> {
-  const now = deps.app.clock.now();
-  if (r.hour.start.getTime() + HOUR_MS > now.getTime()) throw notFound(`hour ${r.hour.key} is not in the past`);
-  if (r.hour.start.getTime() < floorHour(r.zone.createdAt).getTime()) throw notFound(`zone ${r.zone.id} did not operate in hour ${r.hour.key}`);
-  const row = await deps.publications.row(r.feed, r.version, r.zone.id, r.hour.sql);
-  if (!row || row.status !== 'published' || row.dirty || !row.object_key) throw r.notPublished(r.hour);
-  if (!(await servePublished(deps, ctx, { key: row.object_key, sha256: row.sha256 }, HOUR_FILE_CACHE_CONTROL, r.contentType))) throw r.notPublished(r.hour);
+  const state = hourFile(r.hour.start.getTime(), deps.app.clock.now().getTime(), floorHour(r.zone.createdAt).getTime());
+  if (state === 'not_in_past') throw notFound(`hour ${r.hour.key} is not in the past`);
+  if (state === 'before_zone') throw notFound(`zone ${r.zone.id} did not operate in hour ${r.hour.key}`);
+  const obj = hourlyObject(await deps.publications.row(r.feed, r.version, r.zone.id, r.hour.sql));
+  if (!obj || !(await servePublished(deps, ctx, obj, HOUR_FILE_CACHE_CONTROL, r.contentType))) throw r.notPublished(r.hour);
 }
 
 /**
- * The one serving path of every published object (hourly files, GBFS snapshots): the object its
- * index row names, through the process's body cache keyed by the row's key + sha256 (a republished
- * object is never answered from memory), with ETag/304 from serveObject. False when the index names
- * an object the store does not have (deleted by hand, or a store switch): the object needs
- * publishing again, which the caller tells the client.
+ * The one serving path of every published object (hourly files, GBFS snapshots, monthly reports):
+ * the object its index row names, through the process's body cache keyed by the row's key + sha256
+ * (a republished object is never answered from memory), answered as the serving decision says.
+ * False when the index names an object the store does not have (deleted by hand, or a store
+ * switch): the object needs publishing again, which the caller tells the client.
  */
-export async function servePublished(deps: FeedDeps, ctx: Koa.Context, obj: { key: string; sha256: string | null }, cacheControl: string, contentType: string): Promise<boolean> {
+export async function servePublished(
+  deps: FeedDeps, ctx: Koa.Context, row: { key: string; sha256: string | null } | { key: string; version: string }, cacheControl: string, contentType: string,
+): Promise<boolean> {
+  const obj = 'version' in row ? row : servedObject({ object_key: row.key, sha256: row.sha256 })!;
   const served = await serveObject(ctx, deps.app.store, obj.key, {
     cacheControl,
     contentType,
-    ...(deps.files ? { cache: { cache: deps.files, version: `${obj.key}|${obj.sha256}` } } : {}),
+    ...(deps.files ? { cache: { cache: deps.files, version: obj.version } } : {}),
   });
   if (!served) ctx.state.log?.warn({ key: obj.key }, 'published object missing from the store');
   return served;

@@ -4,15 +4,18 @@
  * gzip accepted, the client's standing loaded and current) is answered on the raw node:http
  * request, before Koa (api/app.ts `withHotPath`), synchronously: no database or store access, no
  * promise hop. Anything else — every error, a cache miss, identity decoding, percent-encoded query
- * strings — goes to Koa untouched and takes the ordinary route, which answers exactly as before. This path only ever gives the answer
- * the ordinary route would give (200 or 304, same headers in the same order, same bytes); it uses the
- * same checks (roles, scope, negotiation, hour rules, conditional requests) on the same cached state,
- * so the freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
+ * strings — goes to Koa untouched and takes the ordinary route. This path only ever gives the answer
+ * the ordinary route would give (200 or 304, same headers in the same order, same bytes) by
+ * construction: the hour rule, the row rule and the answer (status, headers, body source) are the
+ * serving decision's (lib/publication/serve.ts) that the route follows too, taken on the same cached
+ * state, and the access checks (roles, scope, negotiation) are the route's own functions; so the
+ * freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
  * middleware guarantees (request id, metrics, access line) comes from the same helper (request-envelope.ts).
  *
  * Per-request cost is what limits a file route answered from memory (docs/benchmarks.md, feeds):
  * what depends only on the request's strings is decided once per keep-alive connection (`Shape`),
- * and the answer's headers are prepared once per cached object (`answerHeaders`, one `writeHead`).
+ * and the answer's headers once per cached object (the decision's answers are built once per
+ * object; `headerBlock` adds the request id's slot, one `writeHead`).
  */
 import { bearerOf } from '../../lib/http/api-key-gate.js';
 import { LRUCache } from 'lru-cache';
@@ -20,14 +23,14 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { CachedObject, ObjectCache } from '../../lib/http/object-cache.js';
 import type { FeedTokenClaims } from '../../lib/auth/tokens.js';
 import { requestIdOf, type RequestTelemetry } from '../middleware/request-envelope.js';
-import { floorHour, HOUR_MS } from '../../lib/feeds/hours.js';
+import { floorHour } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
-import { acceptsEncoding, isNotModified } from '../../lib/http/conditional.js';
+import { acceptsEncoding } from '../../lib/http/conditional.js';
+import { answerOf, hourFile, hourlyObject, type Answer, type ServeRule } from '../../lib/publication/serve.js';
 import type { FeedDeps } from './auth.js';
 import { negotiate, type MediaOffer } from './accept.js';
 import { HOUR_FILE_CACHE_CONTROL } from './files.js';
-import type { PublicationRow } from './publications.js';
 import type { ZoneInfo } from './zones.js';
 import { timeHourParam, type Hour } from './params.js';
 
@@ -125,15 +128,14 @@ interface Shape {
   zoneId: string;
   /** the verifier's claims of the token (a valid token's claims never change; its expiry is checked per request) */
   claims: FeedTokenClaims;
-  contentType: string;
   hourStart: number;
   /** the publication index's key of (feed, version, zone, hour) */
   rowKey: string;
-  /** derived from the last zone / row / object seen, recomputed when the cache hands out another one */
+  /** how the route serves the file (the decision's rule: the negotiated media type) */
+  rule: ServeRule;
+  /** derived from the last zone seen, recomputed when the cache hands out another one */
   zone: ZoneInfo | undefined;
   zoneFirstHour: number;
-  row: PublicationRow | undefined;
-  objectVersion: string;
 }
 
 /**
@@ -175,13 +177,11 @@ function shapeOf(deps: FeedDeps, req: IncomingMessage, url: string, route: FastH
     route,
     zoneId,
     claims,
-    contentType: offer.contentType,
     hourStart: hour.start.getTime(),
     rowKey: deps.publications.keyOf(route.feed, offer.version, zoneId, hour.sql),
+    rule: { cacheControl: HOUR_FILE_CACHE_CONTROL, contentType: offer.contentType },
     zone: undefined,
     zoneFirstHour: 0,
-    row: undefined,
-    objectVersion: '',
   };
 }
 
@@ -194,35 +194,23 @@ function sameShape(shapes: WeakMap<object, Shape>, req: IncomingMessage, url: st
 }
 
 /**
- * The answer headers after X-Request-Id, in serveObject's order, as `writeHead` arrays (slot 1 takes
- * the request id): what Koa sends for a 304 (validators and caching), and for a 200 those plus the
- * representation's. Built once per cached object and content type.
+ * The decided headers behind an X-Request-Id slot (slot 1, filled per request), as one `writeHead`
+ * array: built once per answer, and the decision builds its answers once per cached object.
  */
-interface AnswerHeaders {
-  notModified: string[];
-  ok: string[];
-}
+const headerBlocks = new WeakMap<Answer, string[]>();
 
-const headerSets = new WeakMap<CachedObject, Map<string, AnswerHeaders>>();
-
-function answerHeaders(obj: CachedObject, contentType: string): AnswerHeaders {
-  let byType = headerSets.get(obj);
-  if (!byType) headerSets.set(obj, (byType = new Map()));
-  let set = byType.get(contentType);
-  if (!set) {
-    const validators = ['X-Request-Id', '', 'ETag', obj.meta.etag, 'Last-Modified', obj.lastModifiedHttp, 'Cache-Control', HOUR_FILE_CACHE_CONTROL, 'Vary', 'Accept-Encoding'];
-    set = { notModified: validators, ok: [...validators, 'Content-Type', contentType, 'Content-Encoding', 'gzip', 'Content-Length', String(obj.meta.size)] };
-    byType.set(contentType, set);
-  }
-  return set;
+function headerBlock(answer: Answer): string[] {
+  let block = headerBlocks.get(answer);
+  if (!block) headerBlocks.set(answer, (block = ['X-Request-Id', '', ...answer.headers]));
+  return block;
 }
 
 /**
- * The cached object the ordinary route would answer a request of shape `s` with (200, or 304 on
- * the conditional headers), when the caches can give all of it; undefined otherwise (then nothing
- * may be written). Synchronous: everything it reads is in memory.
+ * The serving decision on the caches, for a request of shape `s`: the answer and the cached object
+ * it is made of, when the caches hold all it needs and its body is the stored bytes; undefined
+ * otherwise (then nothing may be written). Synchronous: everything it reads is in memory.
  */
-function objectFromCaches(deps: FeedDeps, files: ObjectCache, req: IncomingMessage, s: Shape, now: number, head: boolean): CachedObject | undefined {
+function answerFromCaches(deps: FeedDeps, files: ObjectCache, req: IncomingMessage, s: Shape, now: number, head: boolean): { answer: Answer; obj: CachedObject } | undefined {
   if (req.headers['x-access-token'] !== undefined || now >= s.claims.expiresAt * 1000) return undefined;
   const zone = deps.zones.peek(s.zoneId);
   if (!zone) return undefined;
@@ -230,39 +218,32 @@ function objectFromCaches(deps: FeedDeps, files: ObjectCache, req: IncomingMessa
     s.zone = zone;
     s.zoneFirstHour = floorHour(zone.createdAt).getTime();
   }
-  if (s.hourStart + HOUR_MS > now || s.hourStart < s.zoneFirstHour) return undefined;
-  const row = deps.publications.peekKey(s.rowKey)?.row;
-  if (!row || row.status !== 'published' || row.dirty || !row.object_key) return undefined;
-  if (row !== s.row) {
-    s.row = row;
-    s.objectVersion = `${row.object_key}|${row.sha256}`;
-  }
-  const obj = files.peek(row.object_key, s.objectVersion, now, !head);
-  if (!obj || obj.meta.contentEncoding !== 'gzip') return undefined;
+  if (hourFile(s.hourStart, now, s.zoneFirstHour) !== 'closed') return undefined;
+  const entry = deps.publications.peekKey(s.rowKey);
+  const target = entry && hourlyObject(entry.row);
+  if (!target) return undefined;
+  const obj = files.peek(target.key, target.version, now, !head);
+  if (!obj) return undefined;
+  const h = req.headers;
+  // acceptsGzip: a shape admits only requests that accept gzip
+  const answer = answerOf(obj, { head, ifNoneMatch: h['if-none-match'] || undefined, ifModifiedSince: h['if-modified-since'] || undefined, acceptsGzip: true }, s.rule);
+  // decoding for the client streams: the ordinary route's to do
+  if (answer.body === 'decoded') return undefined;
   // a client the loaded standings do not know as active (or a refresh due) is the ordinary path's to decide
-  return deps.revoked.peek(s.claims.clientId) === 'active' ? obj : undefined;
-}
-
-function statusOf(req: IncomingMessage, obj: CachedObject): 200 | 304 {
-  const inm = req.headers['if-none-match'];
-  const ims = req.headers['if-modified-since'];
-  if (!inm && !ims) return 200;
-  return isNotModified({ ifNoneMatch: inm || undefined, ifModifiedSince: ims || undefined }, obj.meta.etag, obj.meta.lastModified) ? 304 : 200;
+  return deps.revoked.peek(s.claims.clientId) === 'active' ? { answer, obj } : undefined;
 }
 
 /**
  * Writes the answer as Koa would after the outermost middleware and serveObject: X-Request-Id
- * first, then the headers of serveObject in its order (one `writeHead` with the prepared array); a
- * 304 and a HEAD end without a body.
+ * first, then the decided headers in their order (one `writeHead`); a 304 and a HEAD end without a body.
  */
-function writeAnswer(res: ServerResponse, status: 200 | 304, obj: CachedObject, contentType: string, requestId: string, head: boolean): void {
-  const set = answerHeaders(obj, contentType);
-  const headers = status === 304 ? set.notModified : set.ok;
+function writeAnswer(res: ServerResponse, answer: Answer, obj: CachedObject, requestId: string): void {
+  const headers = headerBlock(answer);
   // writeHead copies the array into the header block before it returns: the shared array is free again
   headers[1] = requestId;
-  res.writeHead(status, headers);
-  if (status === 304 || head) res.end();
-  else res.end(obj.body);
+  res.writeHead(answer.status, headers);
+  if (answer.body === 'stored') res.end(obj.body);
+  else res.end();
 }
 
 /** Answers one request before Koa, or hands it to `fallback` (the Koa app) untouched. */
@@ -294,19 +275,16 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
       if (!s) return fallback(req, res);
       shapes.set(req.socket, s);
     }
-    const head = method === 'HEAD';
-    let obj: CachedObject | undefined;
-    let status: 200 | 304 = 200;
+    let found: { answer: Answer; obj: CachedObject } | undefined;
     try {
-      obj = objectFromCaches(deps, cache, req, s, deps.app.clock.now().getTime(), head);
-      if (obj) status = statusOf(req, obj);
+      found = answerFromCaches(deps, cache, req, s, deps.app.clock.now().getTime(), method === 'HEAD');
     } catch {
-      obj = undefined;
+      found = undefined;
     }
-    if (!obj) return fallback(req, res);
+    if (!found) return fallback(req, res);
     const requestId = requestIdOf(req.headers['x-request-id']);
-    writeAnswer(res, status, obj, s.contentType, requestId, head);
-    telemetry.finish(started, method, s.route.pattern, status, url, requestId);
+    writeAnswer(res, found.answer, found.obj, requestId);
+    telemetry.finish(started, method, s.route.pattern, found.answer.status, url, requestId);
   };
 }
 

@@ -3,13 +3,13 @@
  * the range and every hourly file the caller may read, whether it is published, its record count,
  * the sha256 of its content, when it was first and last written and how many times it was
  * republished. A consumer fetches only what changed instead of downloading history again. The
- * figures are make publish-status's own (publisher/ops.ts publishStatus).
+ * figures are make publish-status's own (lib/publication/status.ts publicationStatus).
  */
 import type Koa from 'koa';
 import { canRead, type FeedAccess } from '../../lib/feeds/roles.js';
 import { HOURLY_FEEDS, type HourlyFeed } from '../../lib/feeds/publications.js';
 import { HOUR_MS } from '../../lib/feeds/hours.js';
-import { publishStatus, type CellState } from '../../publisher/ops.js';
+import { publicationStatus, type CellState } from '../../lib/publication/status.js';
 import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
 import { MDS_2_0, negotiate } from './accept.js';
 import { badParam } from './errors.js';
@@ -49,7 +49,7 @@ export async function publicationsIndex(deps: FeedDeps, ctx: Koa.Context): Promi
   // hours after the current one do not exist yet
   const now = deps.app.clock.now();
   const last = new Date(Math.min(to.start.getTime(), now.getTime() - (now.getTime() % HOUR_MS)));
-  const status = last < from.start ? undefined : await publishStatus(deps.app, { zones: [zone.id], from: from.start, to: last, feeds: feeds.map((f) => f.id) });
+  const status = last < from.start ? undefined : await publicationStatus(deps.app, { zones: [zone.id], from: from.start, to: last, feeds: feeds.map((f) => f.id) });
   ctx.set('Cache-Control', 'private, no-cache');
   ctx.type = MDS_2_0.contentType;
   ctx.body = {

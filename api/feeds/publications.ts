@@ -1,5 +1,6 @@
 /**
- * The index rows the file routes read (hourly files and GBFS snapshots), cached in-process for a short time (default 2 s
+ * The index rows the file routes read (hourly files, GBFS snapshots, monthly reports), cached
+ * in-process for a short time (default 2 s
  * by the clock). Every hourly-file request needs its row, and with a hot file the query was a large
  * share of the request; a partner polling one hour now costs one query per process every 2 s.
  * The cost is staleness bounded by the TTL: a republished hour is served with its new ETag, and a
@@ -12,13 +13,14 @@ import type { Clock } from '../../lib/clock.js';
 import type { Db } from '../../lib/db.js';
 import { q } from '../../lib/db.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
+import type { HourlyRow } from '../../lib/publication/serve.js';
+import type { IndexedObject } from '../../lib/publication/sink.js';
 
-export interface PublicationRow {
-  status: 'published' | 'failed';
-  object_key: string | null;
-  sha256: string | null;
-  dirty: boolean;
-}
+/** What the serving decision reads of an hourly file's feed_publications row. */
+export type PublicationRow = HourlyRow;
+
+/** What it reads of a monthly report's feed_reports row. */
+export type ReportRow = IndexedObject;
 
 /** Rows older than this are read again (ms). Keep ≤ 2000: it is the documented freshness bound. */
 export const PUBLICATION_TTL_MS = 2000;
@@ -31,7 +33,8 @@ interface Entry<Row> {
 /**
  * Rows of one named query keyed by its parameters, each cached for at most `ttlMs` by the app's
  * clock. The index of every published object goes through this: the hourly files'
- * feed_publications (PublicationIndex) and the GBFS gbfs_snapshots (GbfsSnapshotIndex).
+ * feed_publications and the reports' feed_reports (PublicationIndex) and the GBFS gbfs_snapshots
+ * (GbfsSnapshotIndex).
  */
 export class CachedRows<Row> {
   private readonly cache: LRUCache<string, Entry<Row>, unknown[]>;
@@ -84,14 +87,22 @@ export class CachedRows<Row> {
   }
 }
 
-/** feed_publications rows by (feed, version, zone, hour). */
+/** feed_publications rows by (feed, version, zone, hour), and feed_reports rows by (zone, month). */
 export class PublicationIndex extends CachedRows<PublicationRow> {
+  private readonly reports: CachedRows<ReportRow>;
+
   constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
-    super(db, clock, 'FeedPublication', opts);
+    super(db, clock, 'PublicationHourRow', opts);
+    this.reports = new CachedRows<ReportRow>(db, clock, 'ReportGet', opts);
   }
 
   row(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
     return this.get([feed, version, zone, hourSql]);
+  }
+
+  /** The report of a zone and month (`YYYY-MM`). */
+  report(zone: string, month: string): Promise<ReportRow | undefined> {
+    return this.reports.get([zone, `${month}-01`]);
   }
 }
 

@@ -1,21 +1,20 @@
 /**
- * Serves an object of the store over HTTP: ETag, Last-Modified, Cache-Control, 304 on
- * If-None-Match / If-Modified-Since, HEAD without opening the object, and gzip passthrough — the
- * stored gzip bytes go out unchanged to clients that accept gzip, and are decoded on the fly
- * (streaming, constant memory) for the others. With an ObjectCache (feed files), a hot object is
- * answered from memory with one write; see object-cache.ts for its freshness rules.
+ * Answers a request with an object of the store through Koa, as the serving decision says
+ * (lib/publication/serve.ts answerOf: 200 or 304, the headers in their order, the body source):
+ * HEAD without opening the object, the stored gzip bytes unchanged for clients that accept gzip and
+ * decoded on the fly (streaming, constant memory) for the others. With an ObjectCache (published
+ * objects), a hot object is answered from memory with one write; see object-cache.ts for its
+ * freshness rules.
  */
 import type Koa from 'koa';
 import { createGunzip } from 'node:zlib';
 import { pipeline, PassThrough, Readable } from 'node:stream';
 import type { ObjectMeta, ObjectStore } from '../store/types.js';
-import { acceptsEncoding, isNotModified } from './conditional.js';
+import { answerOf, type Answer, type ServeRule } from '../publication/serve.js';
+import { acceptsEncoding } from './conditional.js';
 import type { ObjectCache } from './object-cache.js';
 
-export interface ServeObjectOptions {
-  cacheControl: string;
-  /** Content-Type to send (e.g. a versioned media type); the stored type otherwise */
-  contentType?: string;
+export interface ServeObjectOptions extends ServeRule {
   /**
    * Serve through this cache; `version` is what the caller's index says the object is (e.g. the
    * publication row's key + sha256), so that a republished object is never answered from memory.
@@ -23,11 +22,29 @@ export interface ServeObjectOptions {
   cache?: { cache: ObjectCache; version: string };
 }
 
-function setCommonHeaders(ctx: Koa.Context, meta: ObjectMeta, etag: string, opts: ServeObjectOptions, lastModifiedHttp?: string): void {
-  ctx.set('ETag', etag);
-  ctx.set('Last-Modified', lastModifiedHttp ?? meta.lastModified.toUTCString());
-  ctx.set('Cache-Control', opts.cacheControl);
-  if (meta.contentEncoding) ctx.vary('Accept-Encoding');
+interface Found {
+  meta: ObjectMeta;
+  body: Readable | Buffer | undefined;
+  lastModifiedHttp?: string | undefined;
+}
+
+async function find(store: ObjectStore, key: string, head: boolean, cache: ServeObjectOptions['cache']): Promise<Found | undefined> {
+  if (!cache) return head ? store.head(key).then((meta) => meta && { meta, body: undefined }) : store.get(key);
+  if (head) return cache.cache.head(store, key, cache.version).then((h) => h && { meta: h.meta, body: undefined, lastModifiedHttp: h.lastModifiedHttp });
+  const loaded = await cache.cache.load(store, key, cache.version);
+  if (!loaded) return undefined;
+  return 'cached' in loaded ? { meta: loaded.cached.meta, body: loaded.cached.body, lastModifiedHttp: loaded.cached.lastModifiedHttp } : { meta: loaded.meta, body: loaded.stream };
+}
+
+/** Sets the decided headers in their order (Vary merged with what an outer middleware set). */
+function setHeaders(ctx: Koa.Context, headers: readonly string[]): void {
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    if (name === 'Vary') ctx.vary(value);
+    else if (name === 'Content-Length') ctx.length = Number(value);
+    else ctx.set(name, value);
+  }
 }
 
 /**
@@ -35,48 +52,31 @@ function setCommonHeaders(ctx: Koa.Context, meta: ObjectMeta, etag: string, opts
  * object does not exist (the caller decides what that means).
  */
 export async function serveObject(ctx: Koa.Context, store: ObjectStore, key: string, opts: ServeObjectOptions): Promise<boolean> {
-  const head = ctx.method === 'HEAD';
-  let found: { meta: ObjectMeta; body: Readable | Buffer | undefined; lastModifiedHttp?: string | undefined } | undefined;
-  if (opts.cache) {
-    const { cache, version } = opts.cache;
-    if (head) found = await cache.head(store, key, version).then((h) => h && { meta: h.meta, body: undefined, lastModifiedHttp: h.lastModifiedHttp });
-    else {
-      const loaded = await cache.load(store, key, version);
-      found = loaded && ('cached' in loaded ? { meta: loaded.cached.meta, body: loaded.cached.body, lastModifiedHttp: loaded.cached.lastModifiedHttp } : { meta: loaded.meta, body: loaded.stream });
-    }
-  } else {
-    found = head ? await store.head(key).then((meta) => meta && { meta, body: undefined }) : await store.get(key);
-  }
+  const found = await find(store, key, ctx.method === 'HEAD', opts.cache);
   if (!found) return false;
-  const { meta, body } = found;
-  const gzipped = meta.contentEncoding === 'gzip';
-  const passthrough = !gzipped || acceptsEncoding(ctx.get('Accept-Encoding') || undefined, 'gzip');
-  // The decoded bytes are a different representation of the same resource: a weak validator.
-  const etag = passthrough ? meta.etag : `W/${meta.etag.replace(/^W\//, '')}`;
-  setCommonHeaders(ctx, meta, etag, opts, found.lastModifiedHttp);
-
-  if (isNotModified({ ifNoneMatch: ctx.get('If-None-Match') || undefined, ifModifiedSince: ctx.get('If-Modified-Since') || undefined }, etag, meta.lastModified)) {
-    if (body && !Buffer.isBuffer(body)) body.destroy();
-    ctx.status = 304;
-    return true;
+  const answer: Answer = answerOf(
+    found.lastModifiedHttp ? { meta: found.meta, lastModifiedHttp: found.lastModifiedHttp } : { meta: found.meta },
+    {
+      head: ctx.method === 'HEAD',
+      ifNoneMatch: ctx.get('If-None-Match') || undefined,
+      ifModifiedSince: ctx.get('If-Modified-Since') || undefined,
+      acceptsGzip: acceptsEncoding(ctx.get('Accept-Encoding') || undefined, 'gzip'),
+    },
+    opts,
+  );
+  const { body } = found;
+  if (answer.body === 'none' && body && !Buffer.isBuffer(body)) body.destroy();
+  ctx.status = answer.status;
+  setHeaders(ctx, answer.headers);
+  if (answer.body === 'stored') ctx.body = body!;
+  else if (answer.body === 'decoded') {
+    // pipeline() destroys both sides on error (a corrupt object or a client gone away)
+    const out = new PassThrough();
+    pipeline(Buffer.isBuffer(body) ? Readable.from([body], { objectMode: false }) : body!, createGunzip(), out, (err) => {
+      if (err) ctx.state.log?.warn({ err: err.message, key }, 'decoding stored object failed');
+    });
+    // Content-Type is already set, so Koa keeps it for the stream body.
+    ctx.body = out;
   }
-
-  ctx.status = 200;
-  ctx.set('Content-Type', opts.contentType ?? meta.contentType);
-  if (passthrough) {
-    if (gzipped) ctx.set('Content-Encoding', 'gzip');
-    ctx.length = meta.size;
-    if (head) return true;
-    ctx.body = body!;
-    return true;
-  }
-  if (head) return true;
-  // pipeline() destroys both sides on error (a corrupt object or a client gone away).
-  const out = new PassThrough();
-  pipeline(Buffer.isBuffer(body) ? Readable.from([body], { objectMode: false }) : body!, createGunzip(), out, (err) => {
-    if (err) ctx.state.log?.warn({ err: err.message, key }, 'decoding stored object failed');
-  });
-  // Content-Type is already set, so Koa keeps it for the stream body.
-  ctx.body = out;
   return true;
 }

@@ -1,15 +1,70 @@
--- The hourly feed publisher (publisher/). Hours are UTC `timestamp`s passed as text and read back
--- with AT TIME ZONE 'UTC', so the process time zone never matters.
+-- The hourly feed publisher (publisher/), the publication status (lib/publication/status.ts) and
+-- the publication sink and index of every published object (lib/publication/: hourly files, GBFS
+-- snapshots, monthly reports). Hours are UTC `timestamp`s passed as text and read back with
+-- AT TIME ZONE 'UTC', so the process time zone never matters.
 
--- name: PubLock
--- One publisher per (feed, version, zone, hour) at a time, whichever process (worker, backfill).
--- Session locks on the publisher's dedicated connection; released by PubUnlock or by disconnecting.
--- $1: the files' lock keys, sorted by the caller: every publisher takes them in the same order, so
--- two publishers of overlapping file sets cannot deadlock. unnest yields them in array order.
+-- name: PublicationLock
+-- One writer per lock unit (an object key, or a GBFS zone or scope: lib/publication/lock.ts),
+-- whichever process. Session locks on the writer's own connection; released by PublicationUnlock or
+-- by disconnecting. $1: the units, sorted by the caller: every writer takes them in the same order,
+-- so two writers of overlapping sets cannot deadlock. unnest yields them in array order.
 SELECT count(pg_advisory_lock(hashtextextended(k, 7305040)))::int AS locked FROM unnest($1::text[]) AS k;
 
--- name: PubUnlock
+-- name: PublicationTryLock
+-- The same lock, left alone when another process holds it (a GBFS build in progress there).
+SELECT pg_try_advisory_lock(hashtextextended($1, 7305040)) AS locked;
+
+-- name: PublicationUnlock
 SELECT count(pg_advisory_unlock(hashtextextended(k, 7305040)))::int AS unlocked FROM unnest($1::text[]) AS k;
+
+-- name: PublicationHourlyRecord
+-- The index rows of hourly files now in the store (lib/publication/indexes.ts), arrays in the same
+-- order: $1 feeds, $2 versions, $3 zones, $4 hours, $5 keys, $6 sha256s (of the stored bytes),
+-- $7 record counts, $8 byte counts, $9 last_updated, $10 watermarks, $11 written, $12 now.
+-- dirty is left as it is: it was cleared by PubClaim, so true here means data arrived meanwhile.
+UPDATE feed_publications p
+   SET status = 'published', object_key = u.object_key, sha256 = u.sha256, record_count = u.record_count, bytes = u.bytes,
+       last_updated = u.last_updated, source_watermark = u.watermark,
+       published_at = CASE WHEN u.written OR p.published_at IS NULL THEN $12::timestamptz ELSE p.published_at END,
+       attempts = 0, last_error = NULL, failed_at = NULL
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamp[], $5::text[], $6::text[], $7::int[], $8::int8[], $9::timestamptz[], $10::timestamptz[], $11::boolean[])
+       AS u (feed, version, scope, hour, object_key, sha256, record_count, bytes, last_updated, watermark, written)
+ WHERE p.feed = u.feed AND p.version = u.version AND p.scope = u.scope AND p.hour = u.hour;
+
+-- name: PublicationGbfsRows
+-- The GBFS index rows of the scopes $1 (zone ids, 2.2 scope ids and their language scopes), as a
+-- build reads them under its lock.
+SELECT version, scope, file, sha256, content_digest, bytes, last_updated, object_key FROM gbfs_snapshots WHERE scope = ANY ($1::text[]);
+
+-- name: PublicationGbfsRecord
+-- The index rows of GBFS files now in the store, arrays in the same order: $1 versions, $2 scopes,
+-- $3 files, $4 keys, $5 sha256s (of the stored bytes), $6 content digests, $7 byte counts, $8 ttls,
+-- $9 last_updated, $10 now.
+INSERT INTO gbfs_snapshots (version, scope, file, object_key, sha256, content_digest, bytes, ttl, last_updated, published_at)
+SELECT u.version, u.scope, u.file, u.object_key, u.sha256, u.content_digest, u.bytes, u.ttl, u.last_updated, $10::timestamptz
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::int[], $9::timestamptz[])
+       AS u (version, scope, file, object_key, sha256, content_digest, bytes, ttl, last_updated)
+ON CONFLICT (version, scope, file) DO UPDATE
+   SET object_key = EXCLUDED.object_key, sha256 = EXCLUDED.sha256, content_digest = EXCLUDED.content_digest, bytes = EXCLUDED.bytes,
+       ttl = EXCLUDED.ttl, last_updated = EXCLUDED.last_updated, published_at = EXCLUDED.published_at;
+
+-- name: PublicationReportRecord
+-- The index rows of monthly reports now in the store: $1 zones, $2 months, $3 keys, $4 sha256s (of
+-- the stored bytes), $5 byte counts, $6 row counts, $7 now. dirty is left as it is: ReportClaim
+-- cleared it, so true here means a late trip arrived meanwhile.
+INSERT INTO feed_reports (scope, month, object_key, sha256, bytes, row_count, published_at, dirty)
+SELECT u.scope, u.month, u.object_key, u.sha256, u.bytes, u.row_count, $7::timestamptz, false
+  FROM unnest($1::text[], $2::date[], $3::text[], $4::text[], $5::int8[], $6::int[]) AS u (scope, month, object_key, sha256, bytes, row_count)
+ON CONFLICT (scope, month) DO UPDATE
+   SET object_key = excluded.object_key, sha256 = excluded.sha256, bytes = excluded.bytes, row_count = excluded.row_count,
+       published_at = excluded.published_at;
+
+-- name: PublicationHourRow
+-- What the serving decision needs of an hourly file's row (lib/publication/serve.ts), through the
+-- API's index cache (api/feeds/publications.ts).
+SELECT status, object_key, sha256, dirty
+  FROM feed_publications
+ WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
 
 -- name: PubClaim
 -- Claims the files before the data is read: clears dirty (late rows committed from now on set it
@@ -31,19 +86,6 @@ SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::
 SELECT count(*)::int AS records, (extract(epoch FROM max(recorded_at)) * 1000)::int8 AS watermark_ms
   FROM events WHERE zone_id = $1 AND hour = $2::timestamp
    AND ts >= ($2::timestamp AT TIME ZONE 'UTC') AND ts < (($2::timestamp + interval '1 hour') AT TIME ZONE 'UTC');
-
--- name: PubPublished
--- One row per file (arrays in the same order): $1 feeds, $2 versions, $3 zone, $4 hour, $5 keys,
--- $6 sha256s, $7 record counts, $8 byte counts, $9 last_updated, $10 watermarks, $11 written, $12 now.
--- dirty is left as it is: it was cleared by PubClaim, so true here means data arrived meanwhile.
-UPDATE feed_publications p
-   SET status = 'published', object_key = u.object_key, sha256 = u.sha256, record_count = u.record_count, bytes = u.bytes,
-       last_updated = u.last_updated, source_watermark = u.watermark,
-       published_at = CASE WHEN u.written OR p.published_at IS NULL THEN $12::timestamptz ELSE p.published_at END,
-       attempts = 0, last_error = NULL, failed_at = NULL
-  FROM unnest($1::text[], $2::text[], $5::text[], $6::text[], $7::int[], $8::int8[], $9::timestamptz[], $10::timestamptz[], $11::boolean[])
-       AS u (feed, version, object_key, sha256, record_count, bytes, last_updated, watermark, written)
- WHERE p.feed = u.feed AND p.version = u.version AND p.scope = $3 AND p.hour = $4::timestamp;
 
 -- name: PubFailed
 UPDATE feed_publications

@@ -1,4 +1,5 @@
--- MDS 2.0 monthly reports (publisher/reports.ts, api/feeds/reports.ts). Months are UTC.
+-- MDS 2.0 monthly reports (publisher/reports.ts, api/feeds/reports.ts). Months are UTC. Their index
+-- rows are written by the publication sink (PublicationReportRecord, sql/queries/publisher.sql).
 
 -- name: ReportsDue
 -- Closed months (up to the month starting $1) of each zone, from the month it was created, that have
@@ -12,10 +13,6 @@ SELECT z.id AS zone_id, to_char(m, 'YYYY-MM') AS month
    AND NOT EXISTS (SELECT 1 FROM history_retention h WHERE h.source = 'trips' AND h.dropped_before > (m AT TIME ZONE 'UTC'))
  ORDER BY m, z.id
  LIMIT $2;
-
--- name: ReportLock
--- One writer per (zone, month) report at a time, for the transaction.
-SELECT pg_advisory_xact_lock(hashtextextended('report/' || $1 || '/' || $2, 7305041));
 
 -- name: ReportClaim
 -- Late trips committed from now on dirty the report again (migration 000121).
@@ -50,11 +47,6 @@ SELECT g.area_id, f.form_factor, count(t.trip_id)::int AS trip_count, count(DIST
  GROUP BY g.ord, g.area_id, f.form_factor
  ORDER BY g.ord, g.area_id, f.form_factor;
 
--- name: ReportStore
-INSERT INTO feed_reports (scope, month, object_key, sha256, row_count, published_at, dirty)
-VALUES ($1, $2::date, $3, $4, $5, $6, false)
-ON CONFLICT (scope, month) DO UPDATE
-   SET object_key = excluded.object_key, sha256 = excluded.sha256, row_count = excluded.row_count, published_at = excluded.published_at;
-
 -- name: ReportGet
-SELECT object_key, sha256, published_at FROM feed_reports WHERE scope = $1 AND month = $2::date;
+-- What the serving decision needs of a report's row, through the API's index cache.
+SELECT object_key, sha256 FROM feed_reports WHERE scope = $1 AND month = $2::date;

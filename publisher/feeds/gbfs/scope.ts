@@ -24,7 +24,8 @@ import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, parsedPart, readParts, v2Part, type Parts } from './parts.js';
-import { SnapshotWriter, constantSegment, fragmentSegment, staggerSeconds, storedRows, textSegment, tryLock, type GbfsDoc, type Segment } from './snapshots.js';
+import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
+import { SnapshotWriter, constantSegment, fragmentSegment, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
 import { buildEnv, buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
 /** A 2.2 client scope: a role and the zones its clients may read (null: every zone). */
@@ -69,8 +70,8 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   }
 
   const now = ctx.clock.now();
-  return ctx.db.tx(async (tx) => {
-    if (!(await tryLock(tx, `scope:${scope.id}`))) return result;
+  // the scope's lock: one build of its files in the cluster; a build in progress elsewhere is left to it
+  const built = await tryPublicationLock(ctx, gbfsUnit('scope', scope.id), (held) => held.tx(async (tx): Promise<GbfsBuildResult> => {
     // read under the lock: a scope job never assembles older parts than the one before it
     const parts = await readParts(tx, zoneIds, PART_NAMES, true);
     // a zone whose parts could not be built is left out until they can (its job logs why)
@@ -120,7 +121,8 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
     // a failed file: the inputs are not recorded, so the next run tries again
     await tx.query(q('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
     return { written: result.written + writer.result.written, unchanged: result.unchanged + writer.result.unchanged, failed: result.failed + writer.result.failed };
-  });
+  }));
+  return built.locked ? built.value : result;
 }
 
 /** A small file of the system, built from the zones' summaries and validated whole. */

@@ -1,26 +1,31 @@
 /**
  * Writing GBFS snapshots: a document is its envelope's head (last_updated, ttl, version), its data
  * as segments (compressed fragments, lib/feeds/gbfs/fragments.ts) and the envelope's closing brace.
- * The stored object is those fragments stitched into one gzip member, its identity the digest of the
- * segments' sha256s, so that deciding whether a file changed, refreshing a status file and
- * assembling a 2.2 system never serialize, hash or compress its data again.
+ * The stored object is those fragments stitched into one gzip member (lib/publication/bytes.ts
+ * stitchedBytes) and published through the sink of every published object (lib/publication/sink.ts):
+ * its index row's sha256 is that of the stored bytes. Whether a file's data changed is decided
+ * before any bytes are made, by its content digest (gbfs_snapshots.content_digest: the digest of its
+ * segments' sha256s, lib/feeds/gbfs/fragments.ts contentDigest), so that deciding it, refreshing a
+ * status file and assembling a 2.2 system never serialize, hash or compress its data again.
  *
- * The rule of every published object (lib/publication/unchanged.ts): the same data at the same key
- * writes nothing, unless the store lost the object (checked when a build says so: static files are
- * checked at each of their builds). A status file whose data did not change is written again once
- * STATUS_REFRESH_SECONDS old with the new last_updated, without validating again what was validated
- * when the data was built. last_updated is `now` in whole seconds, always after the previous value.
- * The caller holds the lock of the zone or scope (one writer per file in the cluster) and upserts
- * the rows it collected in its transaction (`flush`).
+ * The same data at the same key writes nothing, unless the store lost the object (checked when a
+ * build says so: static files are checked at each of their builds). A status file whose data did not
+ * change is written again once STATUS_REFRESH_SECONDS old with the new last_updated, without
+ * validating again what was validated when the data was built. last_updated is `now` in whole
+ * seconds, always after the previous value. The caller holds the lock of the zone or scope
+ * (lib/publication/lock.ts gbfsUnit: one writer per file in the cluster) and records the rows it
+ * collected in its transaction (`flush`).
  */
 import type { AppContext } from '../../../lib/context.js';
 import { q, type Queryable } from '../../../lib/db.js';
 import { STATUS_REFRESH_SECONDS, gbfsObjectKey, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
-import { contentDigest, fragment, gzipOf, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import { contentDigest, fragment, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
 import { envelopeV2 } from '../../../lib/feeds/gbfs/v2.js';
 import { envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
-import { unchangedObject } from '../../../lib/publication/unchanged.js';
+import { stitchedBytes } from '../../../lib/publication/bytes.js';
+import { GBFS_INDEX, type GbfsIndexRow } from '../../../lib/publication/indexes.js';
+import { PublicationSink, unchangedObject } from '../../../lib/publication/sink.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 
 /** A piece of a document's text: its sha256 now, its compressed fragment when it is written. */
@@ -74,7 +79,10 @@ export interface GbfsDoc {
 }
 
 export interface StoredRow {
+  /** of the stored bytes */
   sha256: string;
+  /** of the data's pieces; null for a row written before content digests were kept */
+  contentDigest: string | null;
   lastUpdated: Date;
   objectKey: string;
   bytes: number;
@@ -88,8 +96,10 @@ const rowKey = (version: string, scope: string, file: string) => `${version}/${s
 
 /** The stored snapshots of `scopes` (zone ids, 2.2 scopes and their language scopes), by version/scope/file. */
 export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<string, StoredRow>> {
-  const rows = await db.many(q('GbfsSnapshotsOf'), [scopes]);
-  return new Map(rows.map((r) => [rowKey(r.version, r.scope, r.file), { sha256: r.sha256, lastUpdated: r.last_updated, objectKey: r.object_key, bytes: Number(r.bytes) }]));
+  const rows = await db.many(q('PublicationGbfsRows'), [scopes]);
+  return new Map(rows.map((r) => [rowKey(r.version, r.scope, r.file), {
+    sha256: r.sha256, contentDigest: r.content_digest, lastUpdated: r.last_updated, objectKey: r.object_key, bytes: Number(r.bytes),
+  }]));
 }
 
 /** The envelope before `data`: `{"last_updated":…,"ttl":…,"version":"…","data":` (the JSON of envelopeV2/V3). */
@@ -99,20 +109,9 @@ function headSegment(version: GbfsVersion, lastUpdated: Date, ttl: number): Segm
 }
 const TAIL = '}';
 
-interface RowWrite {
-  version: string;
-  scope: string;
-  file: string;
-  objectKey: string;
-  sha256: string;
-  bytes: number;
-  ttl: number;
-  lastUpdated: Date;
-}
-
 export class SnapshotWriter {
   readonly result = { written: 0, unchanged: 0, failed: 0 };
-  private readonly writes: RowWrite[] = [];
+  private readonly sink: PublicationSink<GbfsIndexRow>;
   /** the oldest last_updated now stored among the status files published here (a build's status_written_at) */
   private statusOldest: Date | undefined;
   private statusMissing = false;
@@ -123,7 +122,9 @@ export class SnapshotWriter {
     private readonly rows: Map<string, StoredRow>,
     /** check that the store still holds an unchanged file's object */
     private readonly checkStore: boolean,
-  ) {}
+  ) {
+    this.sink = new PublicationSink(ctx.store, GBFS_INDEX);
+  }
 
   private digestAt(doc: GbfsDoc, lastUpdated: Date): string {
     return contentDigest([headSegment(doc.version, lastUpdated, doc.ttl), ...doc.data, constantSegment(TAIL)]);
@@ -132,7 +133,7 @@ export class SnapshotWriter {
   /** Whether the stored file is this document's data (a refresh may reuse it). */
   holds(doc: GbfsDoc): boolean {
     const prev = this.rows.get(rowKey(doc.version, doc.scopes[0]!, doc.file));
-    return prev !== undefined && prev.objectKey === gbfsObjectKey(doc.version, doc.scopes[0]!, doc.file) && this.digestAt(doc, prev.lastUpdated) === prev.sha256;
+    return prev !== undefined && prev.objectKey === gbfsObjectKey(doc.version, doc.scopes[0]!, doc.file) && this.digestAt(doc, prev.lastUpdated) === prev.contentDigest;
   }
 
   /** Publishes one document; a failure is logged and counted, never thrown. */
@@ -166,13 +167,16 @@ export class SnapshotWriter {
     const same = prev !== undefined && this.holds(doc);
     if (same) {
       const fresh = !doc.status || this.now.getTime() - prev.lastUpdated.getTime() < STATUS_REFRESH_SECONDS * 1000;
+      // the same data: the same stored bytes, if the store still holds them
       const present = !this.checkStore || (await unchangedObject(this.ctx.store, { sha256: prev.sha256, object_key: prev.objectKey }, { sha256: prev.sha256, key: objectKey }));
       if (fresh && present) {
         if (doc.status) this.stored(prev.lastUpdated);
         // the language scopes name the same object: repair one that does not
         for (const other of doc.scopes.slice(1)) {
           const r = this.rows.get(rowKey(doc.version, other, doc.file));
-          if (!r || r.sha256 !== prev.sha256 || r.objectKey !== objectKey) this.writes.push({ version: doc.version, scope: other, file: doc.file, objectKey, sha256: prev.sha256, bytes: prev.bytes, ttl: doc.ttl, lastUpdated: prev.lastUpdated });
+          if (!r || r.sha256 !== prev.sha256 || r.objectKey !== objectKey) {
+            this.sink.note({ version: doc.version, scope: other, file: doc.file, key: objectKey, sha256: prev.sha256, contentDigest: prev.contentDigest!, bytes: prev.bytes, ttl: doc.ttl, lastUpdated: prev.lastUpdated });
+          }
         }
         return 'unchanged';
       }
@@ -188,34 +192,24 @@ export class SnapshotWriter {
     }
     const head = headSegment(doc.version, lastUpdated, doc.ttl);
     const tail = constantSegment(TAIL);
-    const gz = gzipOf([head.fragment(), ...doc.data.map((s) => s.fragment()), tail.fragment()]);
-    const sha256 = contentDigest([head, ...doc.data, tail]);
-    await this.ctx.store.put(objectKey, gz, {
-      contentType: 'application/json',
-      contentEncoding: 'gzip',
-      metadata: { sha256, 'last-updated': lastUpdated.toISOString(), ttl: String(doc.ttl) },
-    });
-    for (const s of doc.scopes) this.writes.push({ version: doc.version, scope: s, file: doc.file, objectKey, sha256, bytes: gz.length, ttl: doc.ttl, lastUpdated });
+    const digest = contentDigest([head, ...doc.data, tail]);
+    const stored = await this.sink.put(
+      prev && { sha256: prev.sha256, object_key: prev.objectKey },
+      {
+        key: objectKey,
+        stored: stitchedBytes([head.fragment(), ...doc.data.map((s) => s.fragment()), tail.fragment()]),
+        contentType: 'application/json',
+        metadata: { 'last-updated': lastUpdated.toISOString(), ttl: String(doc.ttl) },
+      },
+      (o) => doc.scopes.map((scope) => ({ version: doc.version, scope, file: doc.file, key: o.key, sha256: o.sha256, contentDigest: digest, bytes: o.bytes, ttl: doc.ttl, lastUpdated })),
+    );
     if (doc.status) this.stored(lastUpdated);
-    return 'written';
+    return stored.outcome;
   }
 
-  /** Upserts the rows of what was written, in the caller's transaction. */
+  /** Records the index rows of what was published, in the caller's transaction. */
   async flush(tx: Queryable): Promise<void> {
-    if (!this.writes.length) return;
-    const w = this.writes;
-    await tx.query(q('GbfsSnapshotUpsertMany'), [
-      w.map((r) => r.version),
-      w.map((r) => r.scope),
-      w.map((r) => r.file),
-      w.map((r) => r.objectKey),
-      w.map((r) => r.sha256),
-      w.map((r) => r.bytes),
-      w.map((r) => r.ttl),
-      w.map((r) => r.lastUpdated),
-      w.map(() => this.now),
-    ]);
-    this.writes.length = 0;
+    await this.sink.flush(tx, this.now);
   }
 }
 
@@ -224,8 +218,4 @@ export function staggerSeconds(key: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193) >>> 0;
   return h % 900;
-}
-
-export async function tryLock(tx: Queryable, key: string): Promise<boolean> {
-  return (await tx.one<{ locked: boolean }>(q('GbfsSnapshotTryLock'), [key])).locked;
 }

@@ -30,7 +30,8 @@ import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, V3_STATUS_PARTS, readParts, storeParts, v2Part, v3Part } from './parts.js';
-import { SnapshotWriter, fragmentSegment, staggerSeconds, storedRows, textSegment, tryLock, type GbfsDoc, type Segment } from './snapshots.js';
+import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
+import { SnapshotWriter, fragmentSegment, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
 
 /** What to build whatever the counters say: ops and tests (`publishGbfsSnapshots`). */
 export type GbfsForce = 'status' | 'static' | 'all';
@@ -62,8 +63,8 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
   const now = ctx.clock.now();
   const force = opts.force;
   const result: ZoneBuildResult = { written: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none' };
-  return ctx.db.tx(async (tx) => {
-    if (!(await tryLock(tx, `zone:${zoneId}`))) return { ...result, busy: true };
+  // the zone's lock: one build of its files in the cluster; another process building it right now is left to it
+  const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) => held.tx(async (tx) => {
     const st = await tx.maybeOne(q('GbfsZoneState'), [zoneId]);
     if (!st) return result;
     const sleeping = currentSleepWindow(st.sleep_windows, st.timezone, now);
@@ -142,7 +143,8 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
     result.unchanged += writer.result.unchanged;
     result.failed += writer.result.failed;
     return result;
-  });
+  }));
+  return built.locked ? built.value : { ...result, busy: true };
 }
 
 /** gbfs.json exists once per GBFS role (`gbfs.{role}`); every other file once, built for any role. */
