@@ -1,9 +1,15 @@
 /**
  * The two HTTP hosts. The main host (PORT) serves the partner rental API (/v1, /v2), TOMP
  * (/edge/tomp), the feeds (/v1/partner-apis, /gbfs/v2) and ops routes (/healthz, /readyz, /openapi,
- * /docs; /metrics only with METRICS_TOKEN). Metrics have their own loopback listener (buildMetricsApp). The legacy MDS host (LEGACY_PORT) serves /token and /en/{zoneID}.
- * Each family is a router with its own error format; the order below puts the more specific
- * prefixes first so that `/v1/partner-apis` never reaches the partner API's 404.
+ * /docs; /metrics only with METRICS_TOKEN). Metrics have their own loopback listener (buildMetricsApp).
+ * The legacy MDS host (LEGACY_PORT) serves /token and /en/{zoneID}.
+ *
+ * Each host is one root router that nests its families' routers (`hostRouter`). A request is
+ * answered by the one route that matches its path and method, and the families' routes cannot
+ * overlap (lib/http/route-miss.ts `assertDisjoint` refuses a host whose could); a request that no
+ * route takes is answered by the family whose prefix owns its path, the longest one (`/v1/partner-apis`
+ * is the feeds', `/v1` the partner API's), with its 404 or 405. So the order of the families below
+ * decides nothing.
  *
  * Servers listen with `withHotPath(app)`: the hourly feed files the caches can answer completely are
  * answered on the raw request before Koa (api/feeds/hot-path.ts); everything else goes to
@@ -11,23 +17,44 @@
  * path only saves Koa's per-request cost on the hottest route.
  */
 import Koa from 'koa';
+import Router from '@koa/router';
 import type { RequestListener } from 'node:http';
 import type { AppContext } from '../lib/context.js';
 import { requestEnvelope, requestTelemetry } from './middleware/request-envelope.js';
 import { buildFeedDeps } from './feeds/auth.js';
 import { hourFileHotPath, type HotPath } from './feeds/hot-path.js';
-import { FEED_HOT_FILES } from './feeds/router.js';
-import { LEGACY_HOT_FILES } from './legacy/router.js';
+import { FEED_HOT_FILES, feedRoutes } from './feeds/router.js';
+import { LEGACY_HOT_FILES, legacyRoutes } from './legacy/router.js';
 import { partnerRoutes } from './partner/router.js';
 import { tompRoutes } from './tomp/router.js';
-import { feedRoutes } from './feeds/router.js';
-import { legacyRoutes } from './legacy/router.js';
 import { metricsRoutes, opsRoutes } from './ops/router.js';
 import { publicRoutes } from './public/router.js';
 import { docsRoutes } from './docs/router.js';
 import { consoleRoutes } from './console/router.js';
 import { consolePage } from './console/page.js';
 import { admissionFor } from '../lib/http/admission.js';
+import { assertDisjoint, ownerOf, routerOf, type RouteFamily } from '../lib/http/route-miss.js';
+
+/**
+ * One koa-router that nests every family's router; a request no route takes goes to the `miss` of
+ * the family whose prefix owns its path (ownerOf), else on (Koa's 404).
+ */
+export function hostRouter(families: readonly RouteFamily[]): Koa.Middleware {
+  assertDisjoint(families);
+  const root = new Router();
+  for (const f of families) root.use(routerOf(f).routes());
+  const routes = root.routes() as unknown as Koa.Middleware;
+  return async (ctx, next) => {
+    await routes(ctx, async () => {
+      const owner = ownerOf(families, ctx.path);
+      if (owner?.miss) await owner.miss(ctx, next);
+      else await next();
+    });
+  };
+}
+
+/** A router of the host that owns no prefix: only its own routes (ops, docs, the public pages, the console page). */
+const routesOnly = (name: string, routes: Koa.Middleware, prefixes: readonly string[] = []): RouteFamily => ({ name, routes, prefixes });
 
 export function buildApp(ctx: AppContext): Koa {
   const app = new Koa({ proxy: false });
@@ -36,18 +63,21 @@ export function buildApp(ctx: AppContext): Koa {
   // the hot path shares the feed routes' caches: what the ordinary route fills, it answers from
   const feeds = buildFeedDeps(ctx);
   hotPaths.set(app, hourFileHotPath(feeds, FEED_HOT_FILES, requestTelemetry(ctx.log)));
-  // first after the request envelope: the feed files are the hottest routes, and their prefixes are disjoint
-  // from the ops, public and docs paths, so no other router needs to look at them
-  app.use(feedRoutes(ctx, feeds));
-  app.use(opsRoutes(ctx));
-  app.use(consolePage());
-  app.use(consoleRoutes(ctx));
-  app.use(publicRoutes(ctx));
-  app.use(docsRoutes(ctx));
   // one admission limit for the two families whose requests hold database work
   const admission = admissionFor(ctx.config);
-  app.use(tompRoutes(ctx, admission));
-  app.use(partnerRoutes(ctx, admission));
+  app.use(
+    hostRouter([
+      partnerRoutes(ctx, admission),
+      tompRoutes(ctx, admission),
+      feedRoutes(ctx, feeds),
+      // the console API answers its own misses (after its key check): it only claims its prefix
+      routesOnly('console API', consoleRoutes(ctx), ['/console/api']),
+      routesOnly('console page', consolePage()),
+      routesOnly('ops', opsRoutes(ctx)),
+      routesOnly('public pages', publicRoutes(ctx)),
+      routesOnly('docs', docsRoutes(ctx)),
+    ]),
+  );
   return app;
 }
 
@@ -57,7 +87,7 @@ export function buildLegacyApp(ctx: AppContext): Koa {
   app.use(requestEnvelope(ctx.log, 'legacy'));
   const feeds = buildFeedDeps(ctx);
   hotPaths.set(app, hourFileHotPath(feeds, LEGACY_HOT_FILES, requestTelemetry(ctx.log, 'legacy')));
-  app.use(legacyRoutes(ctx, feeds));
+  app.use(hostRouter([legacyRoutes(ctx, feeds)]));
   return app;
 }
 

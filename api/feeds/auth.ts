@@ -79,7 +79,20 @@ export function bearerToken(ctx: Koa.Context): string | undefined {
   return bearerOf(ctx.get('Authorization'));
 }
 
-/** Verifies the bearer token; throws 401 with `WWW-Authenticate: Bearer`. */
+/**
+ * What the feeds' auth kinds leave on ctx.state (api/feeds/endpoint.ts `feedKit`): the handler reads
+ * it through `claimsOf` (./insurance.ts: `insurerZonesOf`), never by authenticating again.
+ */
+export interface FeedAuthState {
+  /** the verified bearer token (feedToken, legacyToken, eitherToken; insurer when sent a token) */
+  feedClaims?: FeedTokenClaims;
+  /** insurer: the zones the credential opens (null: every zone) */
+  insurerZones?: string[] | null;
+}
+
+const stateOf = (ctx: Koa.Context) => ctx.state as FeedAuthState;
+
+/** Verifies the bearer token; throws 401 with `WWW-Authenticate: Bearer`. The claims stay on ctx.state (FeedAuthState). */
 export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<FeedTokenClaims> {
   const header = ctx.get('Authorization');
   const token = bearerToken(ctx);
@@ -89,8 +102,26 @@ export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<Fe
   const standing = await deps.revoked.standing(res.claims.clientId);
   if (standing === 'revoked') throw unauthorized('the access token has been revoked', true);
   if (standing === 'unknown') throw unauthorized('the client of the access token does not exist', true);
-  ctx.state.feedClient = res.claims.clientId;
+  stateOf(ctx).feedClaims = res.claims;
   return res.claims;
+}
+
+/**
+ * The bearer-token kinds (feedToken, legacyToken, eitherToken): one verifier serves both hosts, whose
+ * tokens are alike, so the three differ only in what the documents say of them.
+ */
+export function tokenAuth(deps: FeedDeps): Koa.Middleware {
+  return async (ctx, next) => {
+    await authenticate(deps, ctx);
+    await next();
+  };
+}
+
+/** The claims the row's token auth left; a row without it reaching here is a fault of its table, not of the client. */
+export function claimsOf(ctx: Koa.Context): FeedTokenClaims {
+  const claims = stateOf(ctx).feedClaims;
+  if (!claims) throw new Error('no token was verified for this route: its row must declare a token auth kind');
+  return claims;
 }
 
 export function authorize(claims: { role: FeedTokenClaims['role'] }, access: FeedAccess): void {

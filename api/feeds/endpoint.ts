@@ -3,10 +3,11 @@
  * MDS 1.2 / 0.4) and what is derived from their tables besides the routes and the document: the
  * hot path's routes (hourly files answered from the caches before Koa, api/feeds/hot-path.ts).
  *
- * A feed checks its request in a fixed order in its gate (api/feeds/gates.ts): the token, the
- * version Accept names, the role's right to the endpoint, the zone, and only then the parameters,
- * each with its own feed error. So a row's parameters carry no `invalid` code: the kit passes them
- * on and the handler checks them in that order; the table documents them.
+ * A feed checks its request in a fixed order: the token (the row's auth kind, run by the kit), then
+ * in its gate (api/feeds/gates.ts) the version Accept names, the role's right to the endpoint, the
+ * zone, and only then the parameters, each with its own feed error. So a row's parameters carry no
+ * `invalid` code: the kit passes them on and the handler checks them in that order; the table
+ * documents them.
  */
 import { ZONE_ID_SCHEMA } from '../../lib/zones.js';
 import { TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
@@ -15,8 +16,10 @@ import { koaPath } from '../../lib/http/endpoints.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import type { MediaOffer } from './accept.js';
-import type { FeedDeps } from './auth.js';
-import { badParam } from './errors.js';
+import { tokenAuth, type FeedDeps } from './auth.js';
+import { badParam, feedErrors } from './errors.js';
+import { insurerAuth } from './insurance.js';
+import { clientCredentials } from './token.js';
 import type { FastHourFile } from './hot-path.js';
 
 /**
@@ -57,14 +60,24 @@ export interface HourFileSpec {
 
 export type FeedEndpoint = Endpoint<FeedDeps, string, FeedAuth> & { feed?: FeedDoc; hourFile?: HourFileSpec };
 
-export const feedKit: FamilyKit<FeedDeps, string, FeedAuth> = {
-  // authentication is the first step of every handler's gate (see above)
-  auth: () => undefined,
-  // only reached by a row that gives a parameter an `invalid` description (none does today)
-  invalidParam: (detail, name, _where, missing) => badParam(missing ? `missing ${name}` : `invalid ${name}`, detail ?? `${name} is ${missing ? 'missing' : 'malformed'}`),
-  // no feed row has a JSON body (the token endpoint reads its form, the legacy events POST refuses one)
-  readBody: () => Promise.reject(new Error('feed endpoints read their own bodies')),
-};
+/**
+ * The feeds' kit, one per host (it holds the host's caches through `deps`). Each auth kind's
+ * middleware runs before the handler and leaves what it verified on ctx.state (./auth.ts
+ * FeedAuthState): the token kinds the claims, `insurer` the zones of the key or token,
+ * `clientCredentials` the authenticated client. The rest of a feed's order (version, role, zone,
+ * then the parameters) is the handler's gate, after it.
+ */
+export function feedKit(deps: FeedDeps): FamilyKit<FeedDeps, string, FeedAuth> {
+  const token = tokenAuth(deps);
+  return {
+    auth: { feedToken: token, legacyToken: token, eitherToken: token, insurer: insurerAuth(deps), clientCredentials: clientCredentials(deps), none: null },
+    render: feedErrors(),
+    // only reached by a row that gives a parameter an `invalid` description (none does today)
+    invalidParam: (detail, name, _where, missing) => badParam(missing ? `missing ${name}` : `invalid ${name}`, detail ?? `${name} is ${missing ? 'missing' : 'malformed'}`),
+    // no feed row has a JSON body (the token endpoint reads its form, the legacy events POST refuses one)
+    readBody: () => Promise.reject(new Error('feed endpoints read their own bodies')),
+  };
+}
 
 /** The zone id of every zone-scoped feed path. */
 export const ZONE_PARAM: ParamSpec = {

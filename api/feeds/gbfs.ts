@@ -1,6 +1,6 @@
 /**
- * GBFS through the authenticating route, from the snapshots publisher/feeds/gbfs writes
- * (gbfs_snapshots + store), through the serving path of every published object (files.ts
+ * GBFS behind the token (the rows' auth kind, verified by the kit before these handlers run), from
+ * the GBFS snapshots the publisher writes (gbfs_snapshots + store), through the serving path of every published object (files.ts
  * servePublished: the index row cached ≤ 2 s, the body from the process's cache, ETag/304).
  * 3.0 is scoped by the zone in the path; 2.2 by the caller's region scope (gbfsV2Scope(role, zones)). gbfs.json lists only what the role may read: for 3.0 the publisher
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
@@ -10,7 +10,7 @@ import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
 import { servePublished } from './files.js';
 import type { GbfsSnapshotRow } from './publications.js';
-import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
+import { authorize, claimsOf, resolveZone, type FeedDeps } from './auth.js';
 import { FeedError, forbidden, notFound } from './errors.js';
 
 const notSnapshotted = () =>
@@ -33,14 +33,14 @@ function fileParam(raw: string | undefined, files: readonly string[]): string {
 
 /** GBFS 3.0 manifest: one URL, the datasets of the caller's client scope (published per scope). */
 export async function gbfsManifest(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  const claims = await authenticate(deps, ctx);
+  const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
   await serveSnapshot(deps, ctx, '3.0', gbfsV2Scope(claims.role, claims.zones), MANIFEST_FILE);
 }
 
 /** GBFS 3.0, one zone: /v1/partner-apis/gbfs/{zoneID}/{file}.json */
 export async function gbfsV3File(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  const claims = await authenticate(deps, ctx);
+  const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
   const file = fileParam(ctx.params.file, V3_FILES);
   authorize(claims, { family: 'gbfs', version: '3.0', file });
@@ -50,7 +50,7 @@ export async function gbfsV3File(deps: FeedDeps, ctx: Koa.Context): Promise<void
 
 /** GBFS 2.2, one language of a system whose zones speak several (its gbfs.json lists these URLs). */
 export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  const claims = await authenticate(deps, ctx);
+  const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
   const language = ctx.params.language ?? '';
   if (!LANGUAGE_TAG.test(language)) throw notFound('unknown GBFS language');
@@ -66,7 +66,7 @@ export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Pr
 
 /** GBFS 2.2 of the caller's region scope: /gbfs/v2/{file}.json */
 export async function gbfsV2File(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  const claims = await authenticate(deps, ctx);
+  const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
   const file = fileParam(ctx.params.file, V2_FILES);
   authorize(claims, { family: 'gbfs', version: '2.2', file });

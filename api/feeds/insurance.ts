@@ -4,31 +4,48 @@
  * Deprecated but working: an OAuth bearer token of an insurer-role feed client.
  */
 import type Koa from 'koa';
-import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
+import { authenticate, authorize, resolveZone, type FeedAuthState, type FeedDeps } from './auth.js';
 import { INSURANCE_2_0, negotiate } from './accept.js';
 import { forbidden, unauthorized } from './errors.js';
 import { apiOfScope, otherScopeOf } from '../../lib/http/api-key-gate.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam } from './params.js';
 
-async function insurerZones(deps: FeedDeps, ctx: Koa.Context): Promise<string[] | null> {
-  const key = ctx.get('X-Access-Token');
-  if (key) {
-    const principal = await deps.insurerKeys.verify(key, 'insurance');
-    if (!principal) {
-      const other = await otherScopeOf(deps.insurerKeys, key, 'insurance');
-      throw other ? forbidden(`this key is not an insurer key; it is a key of ${apiOfScope[other]}`) : unauthorized('the access key is invalid', true);
+/**
+ * The `insurer` auth kind: the key (401 unknown, 403 a key of another API), or else the token and
+ * the role's right to the insurance trips (an insurer credential is one that opens them), before the
+ * handler negotiates the version. Leaves the zones the credential opens on ctx.state.
+ */
+export function insurerAuth(deps: FeedDeps): Koa.Middleware {
+  return async (ctx, next) => {
+    const state = ctx.state as FeedAuthState;
+    const key = ctx.get('X-Access-Token');
+    if (key) {
+      const principal = await deps.insurerKeys.verify(key, 'insurance');
+      if (!principal) {
+        const other = await otherScopeOf(deps.insurerKeys, key, 'insurance');
+        throw other ? forbidden(`this key is not an insurer key; it is a key of ${apiOfScope[other]}`) : unauthorized('the access key is invalid', true);
+      }
+      ctx.state.partnerId = principal.partnerId;
+      state.insurerZones = principal.zones;
+    } else {
+      const claims = await authenticate(deps, ctx);
+      authorize(claims, { family: 'insurance', endpoint: 'trips' });
+      state.insurerZones = claims.zones;
     }
-    ctx.state.partnerId = principal.partnerId;
-    return principal.zones;
-  }
-  const claims = await authenticate(deps, ctx);
-  authorize(claims, { family: 'insurance', endpoint: 'trips' });
-  return claims.zones;
+    await next();
+  };
+}
+
+/** The zones the insurer's credential opens, as `insurerAuth` left them. */
+function insurerZonesOf(ctx: Koa.Context): string[] | null {
+  const zones = (ctx.state as FeedAuthState).insurerZones;
+  if (zones === undefined) throw new Error('no insurer credential was checked for this route: its row must declare the insurer auth kind');
+  return zones;
 }
 
 export async function insuranceTrips(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  const zones = await insurerZones(deps, ctx);
+  const zones = insurerZonesOf(ctx);
   const offer = negotiate(ctx.get('Accept') || undefined, [INSURANCE_2_0], INSURANCE_2_0);
   const zone = await resolveZone(deps, zones, ctx.params.zoneID);
   const hour = timeHourParam('end_time', single(ctx.query, 'end_time'));

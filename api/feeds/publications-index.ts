@@ -10,16 +10,17 @@ import { canRead, type FeedAccess } from '../../lib/feeds/roles.js';
 import { HOURLY_FEEDS, type HourlyFeed } from '../../lib/feeds/publications.js';
 import { HOUR_MS } from '../../lib/feeds/hours.js';
 import { publicationStatus, type CellState } from '../../lib/publication/status.js';
-import { authenticate, authorize, resolveZone, type FeedDeps } from './auth.js';
+import { authorize, claimsOf, resolveZone, type FeedDeps } from './auth.js';
 import { MDS_2_0, negotiate } from './accept.js';
 import { badParam } from './errors.js';
 import { single, timeHourParam } from './params.js';
+import type { MdsPublication } from '../../schemas/mds/publications.js';
 
 /** At most this many days per call (744 hours × 7 files stays a small answer). */
 export const PUBLICATIONS_MAX_DAYS = 31;
 
 /** What a consumer needs to know of a file: served and current, being republished, or not there yet. */
-export type PublicationState = 'published' | 'republishing' | 'pending';
+export type PublicationState = MdsPublication['state'];
 
 function stateOf(cell: CellState, served: boolean): PublicationState {
   if (cell === 'published') return 'published';
@@ -35,7 +36,7 @@ function accessOf(f: HourlyFeed): FeedAccess {
 }
 
 export async function publicationsIndex(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  const claims = await authenticate(deps, ctx);
+  const claims = claimsOf(ctx);
   negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
   authorize(claims, { family: 'mds', version: '2.0', endpoint: 'publications' });
   const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
@@ -55,7 +56,7 @@ export async function publicationsIndex(deps: FeedDeps, ctx: Koa.Context): Promi
   ctx.body = {
     version: '2.0.0',
     zone_id: zone.id,
-    publications: (status?.files ?? []).map((f) => ({
+    publications: (status?.files ?? []).map((f): MdsPublication => ({
       feed: f.feed,
       hour: f.hour,
       state: stateOf(f.state, f.served),

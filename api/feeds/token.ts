@@ -92,66 +92,89 @@ function logThrottle(ctx: Koa.Context, reached: Reached, clientId: string | unde
   ctx.state.log?.warn({ clientId: clientId?.slice(0, 129), address, limit: reached.address ? 'address' : 'client-address' }, 'failed client authentications throttled');
 }
 
-export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
-  ctx.set('Cache-Control', 'no-store');
-  ctx.set('Pragma', 'no-cache');
-  try {
-    if (!ctx.is('application/x-www-form-urlencoded')) {
-      throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded');
-    }
-    const form = parseForm(await readForm(ctx));
-    const grant = form.get('grant_type');
-    if (!grant) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
+type FeedClient = NonNullable<Awaited<ReturnType<typeof authenticateFeedClient>>>;
 
-    const header = ctx.get('Authorization');
-    let creds: { id: string; secret: string } | undefined;
-    if (header) {
-      if (form.has('client_id') || form.has('client_secret')) {
-        throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not both the Authorization header and body credentials');
-      }
-      creds = basicCredentials(header);
-    } else if (form.has('client_id') && form.has('client_secret')) {
-      creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
-    }
-    const guard = deps.tokenGuard;
-    const address = guard.addressOf(ctx.req);
-    // before any lookup or hashing: a throttled guesser costs nothing
-    const wait = guard.retryAfter(creds?.id, address);
-    if (wait > 0) throw new OAuthError(429, 'slow_down', 'too many failed client authentications; retry later', wait);
-    if (!creds) {
-      logThrottle(ctx, guard.failed(undefined, address), undefined, address);
-      throw new OAuthError(401, 'invalid_client', 'client authentication failed');
-    }
-    const now = deps.app.clock.now();
-    let client: Awaited<ReturnType<typeof authenticateFeedClient>>;
+/** What the clientCredentials kind leaves on ctx.state for the token handler. */
+interface TokenRequestState {
+  tokenRequest?: { client: FeedClient; grant: string };
+}
+
+/**
+ * The `clientCredentials` auth kind (the token endpoints): reads the form, authenticates the client
+ * (§2.3; credentials may be in the form, so the form is read here) under the guard's throttle and
+ * hash slots, and leaves the client and the grant on ctx.state. Every error of the row, the
+ * handler's too, is an OAuth error (§5.2) rendered here, not a feed error.
+ */
+export function clientCredentials(deps: FeedDeps): Koa.Middleware {
+  return async (ctx, next) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
     try {
-      client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
-    } catch (err) {
-      if (err instanceof AdmissionRefused) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
-      throw err;
-    }
-    if (!client) {
-      logThrottle(ctx, guard.failed(creds.id, address), creds.id, address);
-      throw new OAuthError(401, 'invalid_client', 'client authentication failed');
-    }
-    guard.succeeded(creds.id, address);
-    if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+      if (!ctx.is('application/x-www-form-urlencoded')) {
+        throw new OAuthError(400, 'invalid_request', 'the request body must be application/x-www-form-urlencoded');
+      }
+      const form = parseForm(await readForm(ctx));
+      const grant = form.get('grant_type');
+      if (!grant) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
 
-    const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
-    ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
-    metrics.tokensIssued.inc({ role: client.role });
-    ctx.status = 200;
-    ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
-  } catch (caught) {
-    // a database outage is RFC 6749's temporarily_unavailable, with the outage rule's Retry-After
-    const err = isOutage(caught) ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS) : caught;
-    if (!(err instanceof OAuthError)) throw err;
-    metrics.tokenFailures.inc({ error: err.error });
-    ctx.status = err.status;
-    if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
-    if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
-    ctx.body = { error: err.error, error_description: err.description };
-  }
+      const header = ctx.get('Authorization');
+      let creds: { id: string; secret: string } | undefined;
+      if (header) {
+        if (form.has('client_id') || form.has('client_secret')) {
+          throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not both the Authorization header and body credentials');
+        }
+        creds = basicCredentials(header);
+      } else if (form.has('client_id') && form.has('client_secret')) {
+        creds = { id: form.get('client_id')!, secret: form.get('client_secret')! };
+      }
+      const guard = deps.tokenGuard;
+      const address = guard.addressOf(ctx.req);
+      // before any lookup or hashing: a throttled guesser costs nothing
+      const wait = guard.retryAfter(creds?.id, address);
+      if (wait > 0) throw new OAuthError(429, 'slow_down', 'too many failed client authentications; retry later', wait);
+      if (!creds) {
+        logThrottle(ctx, guard.failed(undefined, address), undefined, address);
+        throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      }
+      const now = deps.app.clock.now();
+      let client: Awaited<ReturnType<typeof authenticateFeedClient>>;
+      try {
+        client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
+      } catch (err) {
+        if (err instanceof AdmissionRefused) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
+        throw err;
+      }
+      if (!client) {
+        logThrottle(ctx, guard.failed(creds.id, address), creds.id, address);
+        throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+      }
+      guard.succeeded(creds.id, address);
+      (ctx.state as TokenRequestState).tokenRequest = { client, grant };
+      await next();
+    } catch (caught) {
+      // a database outage is RFC 6749's temporarily_unavailable, with the outage rule's Retry-After
+      const err = isOutage(caught) ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS) : caught;
+      if (!(err instanceof OAuthError)) throw err;
+      metrics.tokenFailures.inc({ error: err.error });
+      ctx.status = err.status;
+      if (err.status === 401) ctx.set('WWW-Authenticate', 'Basic realm="feeds", charset="UTF-8"');
+      if (err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
+      ctx.body = { error: err.error, error_description: err.description };
+    }
+  };
+}
+
+/** The token handler, behind `clientCredentials`: the grant (checked after the client, as before), then the token. */
+export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+  const request = (ctx.state as TokenRequestState).tokenRequest;
+  if (!request) throw new Error('no client was authenticated for this route: its row must declare the clientCredentials auth kind');
+  const { client, grant } = request;
+  if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+  const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
+  ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
+  metrics.tokensIssued.inc({ role: client.role });
+  ctx.status = 200;
+  ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
 }
 
 /** The token endpoint's row of a host's table (the main host and the legacy host serve the same one). */

@@ -1,21 +1,23 @@
 /**
- * The legacy MDS host (LEGACY_PORT): its table (./endpoints.ts) behind the feed error renderer.
+ * The legacy MDS host (LEGACY_PORT): its table (./endpoints.ts) with the feeds' kit. The host is
+ * this family alone, so it owns every path: a miss is a 404 or 405 in the feed error body.
  */
 import type Koa from 'koa';
 import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
+import type { RouteFamily } from '../../lib/http/route-miss.js';
 import { buildFeedDeps, type FeedDeps } from '../feeds/auth.js';
 import { mountEndpoints } from '../../lib/http/endpoints.js';
 import { feedKit, hotFilesOf } from '../feeds/endpoint.js';
-import { feedHost } from '../feeds/router.js';
+import { feedMiss } from '../feeds/router.js';
 import type { FastHourFile } from '../feeds/hot-path.js';
 import { LEGACY_ENDPOINTS } from './endpoints.js';
 
 /** `deps`: pass the app's own when its hot path (LEGACY_HOT_FILES) must share the caches. */
-export function legacyRoutes(ctx: AppContext, deps: FeedDeps = buildFeedDeps(ctx)): Koa.Middleware {
+export function legacyRoutes(ctx: AppContext, deps: FeedDeps = buildFeedDeps(ctx)): RouteFamily {
   const router = new Router();
-  mountEndpoints(router, LEGACY_ENDPOINTS, deps, feedKit);
-  return feedHost(router);
+  mountEndpoints(router, LEGACY_ENDPOINTS, deps, feedKit(deps));
+  return { name: 'legacy MDS', routes: router.routes() as unknown as Koa.Middleware, prefixes: ['/'], miss: feedMiss(router) };
 }
 
 /** The hourly-file routes of this host, for the hot path (api/feeds/hot-path.ts): the table's hourly-file rows. */

@@ -1,7 +1,8 @@
 /**
  * The partner family's endpoint type and its kit (lib/http/endpoints.ts): API-key auth with the
  * rate limit, or none for the signed photo and receipt addresses (the URL is the credential); a
- * malformed parameter is the row's own error code; JSON bodies read by ./body.ts.
+ * malformed parameter is the row's own error code; JSON bodies read by ./body.ts; every error as
+ * JSON:API (./errors.ts).
  */
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
@@ -11,7 +12,7 @@ import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
 import { ZONE_ID_SCHEMA } from '../../lib/zones.js';
 import { authenticate } from './auth.js';
 import { readJson } from './body.js';
-import { overloaded } from './errors.js';
+import { overloaded, renderError } from './errors.js';
 import { admitter, type Admission } from '../../lib/http/admission.js';
 
 export type PartnerAuth = 'apiKey' | 'signedUrl';
@@ -24,7 +25,15 @@ export function partnerKit(app: AppContext, admission: Admission): FamilyKit<App
   const apiKey: Koa.Middleware = authenticate(app);
   return {
     admit: admitter(admission, 'partner', overloaded),
-    auth: (kind) => (kind === 'apiKey' ? apiKey : undefined),
+    // a signed URL is its own credential: its signature covers the row's purpose (photo, receipt), so the row's handler verifies it
+    auth: { apiKey, signedUrl: null },
+    render: async (ctx, next) => {
+      try {
+        await next();
+      } catch (err) {
+        renderError(ctx, err);
+      }
+    },
     // the table's detail; an absent parameter is named (`zoneId=` sent for `zoneID=`)
     invalidParam: (code, name, where, missing) => {
       const c = code ?? 'InvalidInput';

@@ -1,15 +1,15 @@
 /**
  * The partner rental API (partner-rental-api.md): /v1/... and /v2/... on the main host, except the
- * feed prefix /v1/partner-apis. Every answer inside these prefixes, errors included, is JSON:API;
- * unmatched paths → 404 NotFound, a known path with another method → 405 MethodNotAllowed.
+ * feed prefix /v1/partner-apis, nested in the host's root router (api/app.ts). Every answer inside
+ * these prefixes, errors included, is JSON:API; unmatched paths → 404 NotFound, a known path with
+ * another method → 405 MethodNotAllowed.
  */
-import { routeMiss } from '../../lib/http/route-miss.js';
+import { routeMiss, type RouteFamily } from '../../lib/http/route-miss.js';
 import type Koa from 'koa';
 import Router from '@koa/router';
 import type { AppContext } from '../../lib/context.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { mountEndpoints } from '../../lib/http/endpoints.js';
-import { renderError } from './errors.js';
 import { partnerKit } from './endpoint.js';
 import { PARTNER_ENDPOINTS } from './endpoints.js';
 import { admissionFor, type Admission } from '../../lib/http/admission.js';
@@ -23,6 +23,8 @@ import { admissionFor, type Admission } from '../../lib/http/admission.js';
  * filled form matches no route either stays 404 NotFound.
  */
 const EMPTY_SEGMENT = '%00';
+
+type Layer = { methods: string[] };
 
 /** The path with its empty segments (a trailing slash, `//`) filled with EMPTY_SEGMENT; undefined when there is none. */
 export function fillEmptySegments(path: string): string | undefined {
@@ -38,36 +40,32 @@ export function fillEmptySegments(path: string): string | undefined {
   return filled ? segments.join('/') : undefined;
 }
 
-function inScope(path: string): boolean {
-  return (path.startsWith('/v1/') || path.startsWith('/v2/') || path === '/v1' || path === '/v2') && !path.startsWith('/v1/partner-apis');
-}
-
-export function partnerRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): Koa.Middleware {
+/** `admission`: the limit the partner API shares with TOMP (api/app.ts). */
+export function partnerRoutes(ctx: AppContext, admission: Admission = admissionFor(ctx.config)): RouteFamily {
   const router = new Router();
-  mountEndpoints(router, PARTNER_ENDPOINTS, ctx, partnerKit(ctx, admission));
+  const kit = partnerKit(ctx, admission);
+  mountEndpoints(router, PARTNER_ENDPOINTS, ctx, kit);
   const routes = router.routes() as unknown as Koa.Middleware;
 
-  return async (koa, next) => {
-    if (!inScope(koa.path)) return next();
-    try {
-      const unmatched = async () =>
-        routeMiss((koa as { matched?: Array<{ methods: string[] }> }).matched, {
+  // a path no route takes: once more with its empty segments filled, then 404 or 405 (lib/http/route-miss.ts)
+  const miss: Koa.Middleware = async (koa) => {
+    await kit.render(koa, async () => {
+      const original = koa.path;
+      const unmatched = (also: readonly Layer[] = []) =>
+        routeMiss([...router.match(original, koa.method).path, ...also], {
           notFound: () => new RentalError('NotFound'),
           notAllowed: (allow) => new RentalError('MethodNotAllowed', { headers: { Allow: allow } }),
         });
-      await routes(koa, async () => {
-        const filled = fillEmptySegments(koa.path);
-        if (filled === undefined) return unmatched();
-        const original = koa.path;
-        koa.path = filled;
-        try {
-          await routes(koa, unmatched);
-        } finally {
-          koa.path = original;
-        }
-      });
-    } catch (err) {
-      renderError(koa, err);
-    }
+      const filled = fillEmptySegments(original);
+      if (filled === undefined) return unmatched();
+      koa.path = filled;
+      try {
+        await routes(koa, () => unmatched(router.match(filled, koa.method).path));
+      } finally {
+        koa.path = original;
+      }
+    });
   };
+  // /v1/partner-apis is the feeds' (a longer prefix: api/feeds/router.ts)
+  return { name: 'partner', routes, prefixes: ['/v1', '/v2'], miss };
 }

@@ -1,14 +1,15 @@
 /**
  * The TOMP family's endpoint type and its kit (lib/http/endpoints.ts): every operation behind
  * X-Access-Token with the per-key rate limit; a malformed parameter is a 400 with the row's detail;
- * bodies read and validated by ./http.ts. TOMP describes errors by status, not by code, so a row's
+ * bodies read and validated by ./http.ts, errors rendered as TOMP error objects with the
+ * Content-Language TOMP requires. TOMP describes errors by status, not by code, so a row's
  * "codes" are the descriptions of the cases it can answer with under each status.
  */
 import type { AppContext } from '../../lib/context.js';
 import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { tompAuth } from './auth.js';
-import { readJson, validated } from './http.js';
+import { preferredLanguage, readJson, renderErrors, validated } from './http.js';
 import { admitter, type Admission, type AdmissionRefused } from '../../lib/http/admission.js';
 
 export type TompAuth = 'accessToken';
@@ -32,10 +33,17 @@ const overloaded = (refusal: AdmissionRefused) =>
   new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: refusal.retryAfterSeconds });
 
 export function tompKit(app: AppContext, admission: Admission): FamilyKit<AppContext, string, TompAuth> {
-  const auth = tompAuth(app);
+  const errors = renderErrors(app.log);
   return {
     admit: admitter(admission, 'tomp', overloaded),
-    auth: () => auth,
+    auth: { accessToken: tompAuth(app) },
+    render: async (ctx, next) => {
+      await errors(ctx, async () => {
+        await next();
+        // TOMP marks Content-Language as a required header of its responses
+        if (ctx.status < 300 && !ctx.response.get('Content-Language')) ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
+      });
+    },
     invalidParam: (detail, name, where, missing) => new TompError(400, missing ? `${where} parameter ${name} is missing` : (detail ?? `${name} is invalid`)),
     readBody: async (a, ctx, spec) => validated(spec.schema, await readJson(ctx, a.config.maxBodyBytes)),
   };

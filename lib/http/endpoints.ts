@@ -4,7 +4,8 @@
  * error codes it can answer and its handler. From the rows come the Koa routes (mountEndpoints,
  * here), the request checks before the handler runs (parameters against their schemas, the body by
  * the family's reader) and the OpenAPI document (lib/openapi/endpoints.ts). A family supplies only
- * what is its own: how a caller is authenticated, how its errors look, how its body is read.
+ * what is its own: the middleware of each auth kind, how its errors look, how its body is read; the
+ * kit runs the auth a row declares before its handler, so no handler authenticates for itself.
  */
 import type Koa from 'koa';
 import type Router from '@koa/router';
@@ -88,8 +89,17 @@ export interface Endpoint<App, Code extends string, Auth extends string, Body = 
 }
 
 export interface FamilyKit<App, Code extends string, Auth extends string> {
-  /** the middleware in front of an endpoint of this auth kind (undefined: none) */
-  auth(kind: Auth): Koa.Middleware | undefined;
+  /**
+   * The middleware of every auth kind the family's rows may declare, run before a row's checks and
+   * handler: the kit, not the handler, enforces what a row declares. Every kind is named, so a row
+   * cannot declare an auth it does not get; `null` only for a kind whose request carries no credential
+   * for the kit to check (a public row, or the partner's signed URLs: the signature covers the row's
+   * own purpose, so its handler verifies it). The middleware leaves what it learnt (the principal,
+   * the token's claims) on ctx.state for the handler.
+   */
+  auth: { readonly [K in Auth]: Koa.Middleware | null };
+  /** first in front of every row: renders what its auth, checks and handler throw, in the family's error body */
+  render: Koa.Middleware;
   /** the family's error for a parameter that is absent (`missing`) or does not match its schema; its detail names the parameter */
   invalidParam(code: Code | undefined, name: string, where: 'path' | 'query', missing: boolean): Error;
   /** reads the JSON body of `spec` and validates it against `spec.schema` */
@@ -155,7 +165,11 @@ function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> 
   };
 }
 
-/** Registers every row on `router`: its auth middleware, then the checks, then the handler (under the family's admission). */
+/**
+ * Registers every row on `router`: the family's error renderer, the middleware of the row's auth
+ * kind, then the checks, then the handler (under the family's admission). A row whose auth kind the
+ * kit does not name is refused here, when the routes are built, not at its first request.
+ */
 export function mountEndpoints<App, Code extends string, Auth extends string>(
   router: Router,
   endpoints: ReadonlyArray<Endpoint<App, Code, Auth, any>>,
@@ -163,6 +177,8 @@ export function mountEndpoints<App, Code extends string, Auth extends string>(
   kit: FamilyKit<App, Code, Auth>,
 ): void {
   for (const e of endpoints) {
+    const auth = Object.hasOwn(kit.auth, e.auth) ? kit.auth[e.auth] : undefined;
+    if (auth === undefined) throw new Error(`${e.operationId}: the family's kit has no middleware for the auth kind ${String(e.auth)}`);
     const params = paramCheck(e.params, 'path', kit.invalidParam);
     const query = paramCheck(e.query, 'query', kit.invalidParam);
     const body = isJsonBody(e.body) ? e.body : undefined;
@@ -175,10 +191,8 @@ export function mountEndpoints<App, Code extends string, Auth extends string>(
       if (kit.admit) await kit.admit(async () => e.handle(app, ctx, input));
       else await e.handle(app, ctx, input);
     };
-    const auth = kit.auth(e.auth);
     // through the method helper, so the router's own options (prefix, strict) apply as to any route
     const add = router[e.method].bind(router) as (path: string, ...mw: Koa.Middleware[]) => unknown;
-    if (auth) add(koaPath(e.path), auth, run);
-    else add(koaPath(e.path), run);
+    add(koaPath(e.path), ...(auth ? [kit.render, auth, run] : [kit.render, run]));
   }
 }
