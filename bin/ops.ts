@@ -11,7 +11,10 @@ import { createContext, closeContext } from '../lib/runtime.js';
 import type { AppContext } from '../lib/context.js';
 import { q } from '../lib/db.js';
 import { createKey, listKeys, revokeKey, rotateKey, createFeedClient, listFeedClients, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
-import { importZone, ZoneImportError } from '../lib/admin/zones.js';
+import { importZones, ZoneImportError, type ZonesImported } from '../lib/admin/zones.js';
+import { readZoneDocuments, type ZoneDocument } from '../lib/admin/zone-file.js';
+import { listPrices, setPrices, type PriceRow } from '../lib/admin/prices.js';
+import { importFeedClients, readClientEntries } from '../lib/admin/client-import.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
 import { isUuid } from '../lib/uuid.js';
@@ -79,7 +82,7 @@ function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
       await fn(ctx, ...args);
     } catch (err) {
       // expected operator mistakes: say what is wrong, no stack trace
-      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError', 'SimulationRepeatedError'].includes((err as Error)?.constructor?.name)) {
+      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError', 'SimulationRepeatedError', 'DemoSeedRefused'].includes((err as Error)?.constructor?.name)) {
         console.error(`error: ${(err as Error).message}`);
         process.exitCode = 1;
       } else throw err;
@@ -104,6 +107,42 @@ const uuid = (v: string) => {
   return v.toLowerCase();
 };
 const list = (v: string) => (v === 'all' ? 'all' : v.split(',').map((s) => s.trim()).filter(Boolean));
+/** A file's text; a missing or unreadable file is an operator mistake (one line), not a stack trace. */
+const readText = (file: string) => {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AdminError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+};
+/** `scooter=100,25`: a vehicle type's start price and price per minute (minor units, VAT included). */
+const priceArg = (v: string): PriceRow => {
+  const m = /^([a-z0-9_-]{1,32})=(\d+),(\d+)$/.exec(v);
+  if (!m) throw new AdminError(`price ${v}: write <vehicle type>=<start price>,<price per minute> in minor units, VAT included (scooter=100,25)`);
+  return { vehicle_type_id: m[1]!, start_price: Number(m[2]), price_per_minute: Number(m[3]) };
+};
+const warn = (lines: string[]) => {
+  for (const w of lines) console.error(`warning: ${w}`);
+};
+
+/** One line per zone, the vehicle types touched, and a total for more than one zone. */
+function formatZones(r: ZonesImported): string {
+  const lines = r.zones.map((z) => {
+    const extra = [
+      z.prices ? `prices for ${z.prices.join(', ')}` : '',
+      z.operatingSince ? `operating since ${z.operatingSince.toISOString().slice(0, 13)}` : '',
+    ].filter(Boolean);
+    return `${z.created ? 'created' : 'updated'} zone ${z.zoneId} with ${z.areas} areas${extra.length ? `, ${extra.join(', ')}` : ''}`;
+  });
+  const t = r.vehicleTypes;
+  const types = [t.created.length ? `created ${t.created.join(', ')}` : '', t.updated.length ? `updated ${t.updated.join(', ')}` : '', t.unchanged.length ? `unchanged ${t.unchanged.join(', ')}` : ''].filter(Boolean);
+  if (types.length) lines.push(`vehicle types: ${types.join('; ')}`);
+  if (r.zones.length > 1) {
+    const created = r.zones.filter((z) => z.created).length;
+    lines.push(`${r.zones.length} zones in one transaction: ${created} created, ${r.zones.length - created} updated, ${r.zones.reduce((n, z) => n + z.areas, 0)} areas`);
+  }
+  return lines.join('\n');
+}
 
 program
   .command('migrate')
@@ -115,7 +154,7 @@ program
 
 program
   .command('seed')
-  .description('seed the demo zones, fleet, partners and demo credentials (no-op when present)')
+  .description('seed the demo zones, fleet, partners and demo credentials into an empty database (no-op when present; refused where real partners, clients or zones are)')
   .action(
     withContext(async (ctx) => {
       await migrate(ctx.config.databaseUrl);
@@ -135,8 +174,15 @@ program
   .action(
     withContext(async (ctx, opts) => {
       await migrate(ctx.config.databaseUrl);
-      const { seedDemo } = await import('../lib/seed/index.js');
-      await seedDemo(ctx);
+      // the demo (zones, partners, public credentials) only where it is or nothing is
+      const { seedDemoWhereDemo } = await import('../lib/seed/index.js');
+      if (!(await seedDemoWhereDemo(ctx))) {
+        console.error('note: not the demo database: simulating the zones it holds, with the simulator\'s own partners (no key) and users; no demo data or credentials added');
+      }
+      const known = (await ctx.db.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id);
+      if (!known.length) throw new AdminError('nothing written: the database holds no zones (ops zone import <file>)');
+      const unknown = ((opts.zones as string | undefined)?.split(',') ?? []).filter((z) => !known.includes(z));
+      if (unknown.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}; known zones: ${known.join(', ')}`);
       const { simulateHistory, SimulationRepeatedError } = await import('../lib/sim/index.js');
       const started = Date.now();
       const end: Date = opts.end ?? new Date(Math.floor(ctx.clock.now().getTime() / 3_600_000) * 3_600_000);
@@ -153,6 +199,11 @@ program
         throw new AdminError(`nothing written: this database already holds simulated rides in ${window}, or the rows of an earlier run with seed ${opts.seed} (ids follow from the seed). ` +
           `Simulate into ${hint.freshDb}, or another window (${hint.end}) with another seed (${hint.seed}) and more vehicles (${hint.vehicles}: new vehicles start at the window's start)`);
       }
+      const unpriced = `${summary.unpricedZones.join(', ')} ${summary.unpricedZones.length === 1 ? 'has' : 'have'} no prices, so no vehicle is put into service or rides there ` +
+        `(a zone file's "prices", or ops zone prices <zone> <type>=<start>,<per minute>)`;
+      if (summary.events === 0 && summary.unpricedZones.length === summary.zones.length) throw new AdminError(`nothing written: ${unpriced}`);
+      if (summary.unpricedZones.length) warn([unpriced]);
+      if (summary.unpricedVehicles) warn([`${summary.unpricedVehicles} vehicles stood still: their type has no price in their zone (ops zone prices)`]);
       if (summary.events === 0) {
         // each vehicle continues from its last event, so a window before the last events of the
         // vehicles it took (the first --vehicles of each zone by code, SimLockVehicles) is empty
@@ -273,6 +324,16 @@ clients
       console.log(`client ${c.client_id} (${c.role}, zones ${c.zones ? c.zones.join(',') : 'all'})\nsecret (shown once): ${c.secret}`);
     }),
   );
+clients
+  .command('import <file>')
+  .description('create many feed clients in one transaction from a JSON array or NDJSON of {client_id, role, zones?, label?}; the secrets are shown once')
+  .action(
+    withContext(async (ctx, file: string) => {
+      const made = await importFeedClients(ctx.db, readClientEntries(readText(file), file));
+      console.log(`created ${made.length} feed client${made.length === 1 ? '' : 's'}; secrets (shown once), tab-separated: client_id role zones secret`);
+      for (const c of made) console.log(`${c.client_id}\t${c.role}\t${c.zones ? c.zones.join(',') : 'all'}\t${c.secret}`);
+    }),
+  );
 clients.command('list').description('list feed clients').action(withContext(async (ctx) => console.table(await listFeedClients(ctx.db))));
 clients
   .command('rotate <clientId>')
@@ -285,13 +346,37 @@ clients
 
 const zone = program.command('zone').description('operational zones');
 zone
-  .command('import <file>')
-  .description('import or update a zone and its areas from a GeoJSON FeatureCollection (see docs/operations.md)')
+  .command('import <files...>')
+  .description('import or update zones with their areas, prices, vehicle types and operating_since from GeoJSON FeatureCollections: ' +
+    'a file holds one, a JSON array of them, or one per line (NDJSON); every zone of every file in one transaction (see docs/operations.md)')
   .action(
-    withContext(async (ctx, file: string) => {
-      const json = JSON.parse(readFileSync(file, 'utf8'));
-      const r = await importZone(ctx.db, ctx.clock, json);
-      console.log(`${r.created ? 'created' : 'updated'} zone ${r.zoneId} with ${r.areas} areas`);
+    withContext(async (ctx, files: string[]) => {
+      const docs: ZoneDocument[] = [];
+      for (const file of files) {
+        const read = readZoneDocuments(readText(file), file);
+        if ('problem' in read) throw new ZoneImportError([read.problem]);
+        docs.push(...read);
+      }
+      const r = await importZones(ctx.db, ctx.clock, docs);
+      console.log(formatZones(r));
+      warn(r.warnings);
+    }),
+  );
+zone
+  .command('prices <zoneId> [prices...]')
+  .description('show a zone\'s prices, or set some: <vehicle type>=<start price>,<price per minute> in minor units of the zone\'s currency, VAT included ' +
+    '(scooter=100,25); other types keep theirs. Refused when it would leave vehicles of the zone without a price')
+  .option('--remove <types>', 'comma-separated vehicle type ids whose price the zone drops', (v: string) => v.split(',').map((t) => t.trim()).filter(Boolean))
+  .action(
+    withContext(async (ctx, zoneId: string, prices: string[], opts: { remove?: string[] }) => {
+      const remove = opts.remove ?? [];
+      let warnings: string[] = [];
+      if (prices.length || remove.length) warnings = (await setPrices(ctx.db, ctx.clock, zoneId, prices.map(priceArg), remove)).warnings;
+      const p = await listPrices(ctx.db, zoneId);
+      console.log(p.prices.length
+        ? [`zone ${zoneId} (minor units of ${p.currency}, VAT ${Math.round((p.vatRate ?? 0) * 10000) / 100} % included):`, ...p.prices.map((r) => `  ${r.vehicle_type_id.padEnd(12)} start ${String(r.start_price).padStart(6)}  per minute ${String(r.price_per_minute).padStart(6)}`)].join('\n')
+        : `zone ${zoneId} has no prices`);
+      warn(warnings);
     }),
   );
 
@@ -310,6 +395,11 @@ vehicle
       console.log(`vehicle ${row.code} (${row.id}) is now ${row.status}`);
     }),
   );
+
+vehicle
+  .command('types')
+  .description('list the vehicle types (shared by every zone; a zone file\'s vehicle_types declares them), with their vehicles and priced zones')
+  .action(withContext(async (ctx) => console.table(await ctx.db.many(q('AdminListVehicleTypes')))));
 
 const rental = program.command('rental').description('rentals');
 rental

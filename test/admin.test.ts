@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
-import { importZone, ZoneImportError } from '../lib/admin/zones.js';
+import { importZone, importZones, ZoneImportError } from '../lib/admin/zones.js';
+import { setPrices } from '../lib/admin/prices.js';
+import { importFeedClients } from '../lib/admin/client-import.js';
 import { createFeedClient, createKey, revokeKey, rotateKey, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
 import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
 import { verifySecret } from '../lib/auth/secrets.js';
@@ -59,6 +61,127 @@ describe('ops: zone import', () => {
       expect(text).to.match(/"Nowhere"/);
     }
     expect((await t.ctx.db.one("SELECT count(*) AS n FROM zones WHERE id = 'bad zone!'")).n).to.equal(0);
+  });
+});
+
+const SCOOTER = { id: 'scooter', form_factor: 'scooter', propulsion_type: 'electric', name: 'E-Scooter', make: 'Voltra', model: 'S2 Pro', max_range_meters: 45000, max_speed_kph: 20 };
+const ops = { zone: (id: string, over: Record<string, unknown> = {}) => ({ source: `${id}.json`, doc: zoneFile({ id, ...over }) }) };
+const refusal = (p: Promise<unknown>) => p.then(() => expect.fail('should refuse'), (e: Error) => e.message);
+
+describe('ops: zone import with prices, vehicle types and operating_since', () => {
+  const t = useTestContext({ now: '2026-11-20T10:30:00Z' });
+
+  it('writes a zone with its vehicle types and prices; a zone without prices imports with a warning', async () => {
+    const r = await importZones(t.ctx.db, t.ctx.clock, [
+      ops.zone('priced', { prices: { scooter: { start_price: 100, price_per_minute: 25 } }, vehicle_types: [SCOOTER] }),
+      ops.zone('unpriced'),
+    ]);
+    expect(r.zones.map((z) => [z.zoneId, z.created, z.prices])).to.deep.equal([['priced', true, ['scooter']], ['unpriced', true, null]]);
+    expect(r.vehicleTypes).to.deep.equal({ created: ['scooter'], updated: [], unchanged: [] });
+    expect(r.warnings).to.have.length(1);
+    expect(r.warnings[0]).to.match(/^zone unpriced has no prices: it lists no vehicles/);
+    // the type's omitted fields take the table's defaults
+    expect(await t.ctx.db.one(`SELECT color, rated_power_w, wheel_count, rider_capacity FROM vehicle_types WHERE id = 'scooter'`)).to.deep.equal({ color: 'black', rated_power_w: 250, wheel_count: 2, rider_capacity: 1 });
+    expect(await t.ctx.db.many(`SELECT zone_id, vehicle_type_id, start_price, price_per_minute FROM pricing ORDER BY 1`)).to.deep.equal([{ zone_id: 'priced', vehicle_type_id: 'scooter', start_price: 100, price_per_minute: 25 }]);
+    // the same declaration again changes nothing; another value updates the type for every zone
+    const again = await importZones(t.ctx.db, t.ctx.clock, [ops.zone('priced', { prices: { scooter: { start_price: 100, price_per_minute: 25 } }, vehicle_types: [SCOOTER] })]);
+    expect(again.vehicleTypes).to.deep.equal({ created: [], updated: [], unchanged: ['scooter'] });
+    const teal = await importZones(t.ctx.db, t.ctx.clock, [ops.zone('priced', { vehicle_types: [{ ...SCOOTER, color: 'teal' }] })]);
+    expect(teal.vehicleTypes.updated).to.deep.equal(['scooter']);
+    // a file without prices leaves the zone's prices as they are
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM pricing WHERE zone_id = 'priced'`)).n).to.equal(1);
+  });
+
+  it('names each price or vehicle type problem and writes nothing', async () => {
+    const text = await refusal(importZones(t.ctx.db, t.ctx.clock, [
+      ops.zone('p1', { prices: { cargo: { start_price: 100, price_per_minute: 25 } } }),
+      ops.zone('p2', { prices: { scooter: { start_price: -1, price_per_minute: 25 }, 'Bad Type': { start_price: 1, price_per_minute: 1 } } }),
+      ops.zone('p3', { vehicle_types: [{ ...SCOOTER, id: 'moped', form_factor: 'moped' }] }),
+      ops.zone('p4', { vehicle_types: [{ ...SCOOTER, max_speed_kph: 25 }] }),
+      ops.zone('p5', { vehicle_types: [SCOOTER] }),
+      ops.zone('p1'),
+    ]));
+    expect(text).to.match(/p1\.json \(p1\): prices name vehicle type cargo that no vehicle_types entry declares and the database does not hold \(known: .*scooter/);
+    expect(text).to.match(/p2\.json \(p2\): feature #0 "Testville": .*\/prices\/scooter\/start_price must be >= 0/);
+    expect(text).to.match(/p2\.json \(p2\): .*\/prices must NOT have additional properties \(Bad Type\)/);
+    expect(text).to.match(/p5\.json \(p5\): vehicle type scooter is declared twice with different values/);
+    expect(text).to.match(/p3\.json \(p3\): .*\/vehicle_types\/0\/form_factor must be equal to one of the allowed values: "scooter", "bicycle"/);
+    expect(text).to.match(/p1\.json \(p1\): zone p1 appears more than once in the input/);
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM zones WHERE id LIKE 'p_'`)).n).to.equal(0);
+  });
+
+  it('refuses prices that would leave vehicles of the zone without a price; ops zone prices sets and removes', async () => {
+    await importZones(t.ctx.db, t.ctx.clock, [ops.zone('fleetville', { prices: { scooter: { start_price: 100, price_per_minute: 25 } } })]);
+    await t.ctx.db.query(`INSERT INTO vehicle_types (id, form_factor, propulsion_type, name, make, model, max_range_meters, max_speed_kph)
+                          VALUES ('bicycle', 'bicycle', 'electric_assist', 'E-Bike', 'Voltra', 'B1', 70000, 25)`);
+    await t.ctx.db.query(`INSERT INTO vehicles (code, zone_id, vehicle_type_id, status, mds_state, battery_percent, location, license_plate, license_plate_id)
+                          VALUES ('SCO1', 'fleetville', 'scooter', 'ready', 'available', 90, ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326), '123ABC', 'p-1')`);
+    const text = await refusal(importZones(t.ctx.db, t.ctx.clock, [ops.zone('fleetville', { prices: { bicycle: { start_price: 100, price_per_minute: 19 } } })]));
+    expect(text).to.contain('zone fleetville: the change would leave vehicles without a price (1 of type scooter), and those are neither listed nor rentable: scooter needs a price while they are in the zone');
+    expect(await t.ctx.db.many(`SELECT vehicle_type_id FROM pricing WHERE zone_id = 'fleetville'`)).to.deep.equal([{ vehicle_type_id: 'scooter' }]);
+    expect(await refusal(setPrices(t.ctx.db, t.ctx.clock, 'fleetville', [], ['scooter']))).to.match(/^zone fleetville: the change would leave vehicles without a price/);
+    const set = await setPrices(t.ctx.db, t.ctx.clock, 'fleetville', [{ vehicle_type_id: 'bicycle', start_price: 100, price_per_minute: 19 }, { vehicle_type_id: 'scooter', start_price: 120, price_per_minute: 20 }], []);
+    expect(set.prices.map((p) => [p.vehicle_type_id, p.start_price, p.price_per_minute])).to.deep.equal([['bicycle', 100, 19], ['scooter', 120, 20]]);
+    expect((await setPrices(t.ctx.db, t.ctx.clock, 'fleetville', [], ['bicycle'])).prices.map((p) => p.vehicle_type_id)).to.deep.equal(['scooter']);
+    // a vehicle whose type lost its price before (by hand): the import says so
+    await t.ctx.db.query(`DELETE FROM pricing WHERE zone_id = 'fleetville'`);
+    expect((await importZones(t.ctx.db, t.ctx.clock, [ops.zone('fleetville')])).warnings).to.deep.equal([
+      'zone fleetville has vehicles without a price (1 of type scooter): they are neither listed nor rentable until priced (ops zone prices fleetville scooter=<start>,<per minute>)',
+    ]);
+    expect(await refusal(setPrices(t.ctx.db, t.ctx.clock, 'atlantis', [{ vehicle_type_id: 'scooter', start_price: 1, price_per_minute: 1 }], []))).to.match(/^unknown zone atlantis; known zones: /);
+  });
+
+  it('operating_since: a new zone starts then; an existing one moves earlier (its catch-up marks too), never later or into the future', async () => {
+    const r = await importZones(t.ctx.db, t.ctx.clock, [ops.zone('historic', { operating_since: '2026-11-01T00' })]);
+    expect(r.zones[0]?.operatingSince).to.deep.equal(new Date('2026-11-01T00:00:00Z'));
+    expect((await t.ctx.db.one(`SELECT created_at FROM zones WHERE id = 'historic'`)).created_at).to.deep.equal(new Date('2026-11-01T00:00:00Z'));
+    // the publisher confirmed everything up to the 15th; the zone turns out to have run since October
+    await t.ctx.db.query(`INSERT INTO feed_catchup (zone_id, feed, version, complete_before) VALUES ('historic', 'mds_trips', '2.0', '2026-11-15T00:00')`);
+    const moved = await importZones(t.ctx.db, t.ctx.clock, [ops.zone('historic', { operating_since: '2026-10-01T00' })]);
+    expect(moved.zones[0]).to.include({ created: false });
+    expect(moved.zones[0]?.operatingSince).to.deep.equal(new Date('2026-10-01T00:00:00Z'));
+    expect((await t.ctx.db.one(`SELECT created_at FROM zones WHERE id = 'historic'`)).created_at).to.deep.equal(new Date('2026-10-01T00:00:00Z'));
+    expect((await t.ctx.db.one(`SELECT to_char(complete_before, 'YYYY-MM-DD"T"HH24') AS h FROM feed_catchup WHERE zone_id = 'historic'`)).h).to.equal('2026-10-01T00');
+    // the same or no operating_since: no move
+    expect((await importZones(t.ctx.db, t.ctx.clock, [ops.zone('historic')])).zones[0]?.operatingSince).to.equal(null);
+    expect(await refusal(importZones(t.ctx.db, t.ctx.clock, [ops.zone('historic', { operating_since: '2026-10-02T00' })])))
+      .to.contain("operating_since 2026-10-02T00 is after zone historic's first operating hour 2026-10-01T00: a zone's published history is not taken back");
+    expect(await refusal(importZones(t.ctx.db, t.ctx.clock, [ops.zone('future', { operating_since: '2026-11-20T11' })]))).to.contain('operating_since 2026-11-20T11 is after the current hour 2026-11-20T10');
+    expect(await refusal(importZones(t.ctx.db, t.ctx.clock, [ops.zone('future', { operating_since: '2026-02-30T00' })]))).to.contain('operating_since 2026-02-30T00 is not a real UTC hour');
+    expect((await t.ctx.db.one(`SELECT created_at FROM zones WHERE id = 'historic'`)).created_at).to.deep.equal(new Date('2026-10-01T00:00:00Z'));
+  });
+});
+
+describe('ops: feed clients in one call', () => {
+  const t = useTestContext();
+
+  it('creates every client in one transaction with its secret shown once; one problem refuses them all', async () => {
+    await importZone(t.ctx.db, t.ctx.clock, zoneFile());
+    const entries = Array.from({ length: 30 }, (_, i) => ({ source: `#${i}`, entry: { client_id: `city-${i}`, role: i % 2 ? 'city' : 'gbfs', ...(i % 3 ? { zones: ['testville'] } : {}), label: `client ${i}` } }));
+    const made = await importFeedClients(t.ctx.db, entries);
+    expect(made).to.have.length(30);
+    const rows = await t.ctx.db.many(`SELECT client_id, role, zones, label, secret_hash FROM feed_clients ORDER BY client_id`);
+    expect(rows).to.have.length(30);
+    const row = rows.find((r) => r.client_id === 'city-1')!;
+    expect([row.role, row.zones, row.label]).to.deep.equal(['city', ['testville'], 'client 1']);
+    expect(rows.find((r) => r.client_id === 'city-3')!.zones).to.deep.equal(null);
+    expect(await verifySecret(made.find((c) => c.client_id === 'city-1')!.secret, row.secret_hash)).to.equal(true);
+    expect(new Set(made.map((c) => c.secret)).size).to.equal(30);
+
+    const bad = await refusal(importFeedClients(t.ctx.db, [
+      { source: 'a', entry: { client_id: 'new-one', role: 'city' } },
+      { source: 'b', entry: { client_id: 'new-one', role: 'city' } },
+      { source: 'c', entry: { client_id: 'x', role: 'mayor' } },
+      { source: 'd', entry: { client_id: 'y', role: 'city', zones: ['atlantis'] } },
+    ]));
+    expect(bad).to.match(/^clients file has 3 problem\(s\):/);
+    expect(bad).to.contain('b: client new-one appears more than once in the input');
+    expect(bad).to.contain('c: /role must be equal to one of the allowed values: "city", "insurer", "gbfs", "data"');
+    expect(bad).to.contain('d: unknown zone atlantis');
+    expect(bad).to.contain('known zones: testville');
+    const existing = await refusal(importFeedClients(t.ctx.db, [{ source: 'a', entry: { client_id: 'new-one', role: 'city' } }, { source: 'b', entry: { client_id: 'city-7', role: 'city' } }]));
+    expect(existing).to.equal('nothing created: client city-7 exists already (rotate a secret with ops clients rotate)');
+    expect(await t.ctx.db.maybeOne(`SELECT 1 FROM feed_clients WHERE client_id = 'new-one'`)).to.equal(undefined);
   });
 });
 

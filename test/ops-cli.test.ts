@@ -3,14 +3,18 @@
  * exit 1 (no stack, no SQL), `scripts/ops.sh` finds the embedded database the way `make` does, and
  * `make backfill` without FROM says FROM is required. `seed` prints what it wrote and the demo
  * credentials (no `[Object]`); `simulate` prints what it wrote or says why it wrote nothing, naming
- * make's variables when make runs it; the sample zone file imports.
+ * make's variables when make runs it; the sample zone file imports with its prices and vehicle types;
+ * a price change that would hide vehicles is refused; the demo seed refuses a database with zones of
+ * its own, and simulate there writes no demo credential.
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../lib/paths.js';
+import { Db } from '../lib/db.js';
 import { useTestContext } from './support/context.js';
+import { cloneDatabase } from './support/db.js';
 
 describe('ops CLI: one-line errors and the embedded database', function () {
   this.timeout(120000);
@@ -60,12 +64,6 @@ describe('ops CLI: one-line errors and the embedded database', function () {
     expect(r.stderr).to.match(/FROM is required, e\.g\. make backfill FROM=2026-11-20T00 TO=2026-11-20T23/);
   });
 
-  it('zone import of the sample file (docs/examples/zone.json) says what it did', () => {
-    const r = cli(['zone', 'import', 'docs/examples/zone.json']);
-    expect(r.status, r.stderr).to.equal(0);
-    expect(r.stdout.trim()).to.equal('created zone leipzig with 5 areas');
-  });
-
   it('seed prints what it wrote and every demo credential, readable, then that it was already there', () => {
     const first = cli(['seed']);
     expect(first.status, first.stderr).to.equal(0);
@@ -96,6 +94,49 @@ describe('ops CLI: one-line errors and the embedded database', function () {
     oneLineError(before, /^error: nothing written in .*: the simulator continues each vehicle from its last event, .* has history up to \d{4}-\d\d-\d\dT\d\d:\d\dZ already .*--vehicles above the \d+ a zone has/);
 
     oneLineError(cli(['simulate', '--end', hour(-2 * 3_600_000)]), /^error: --end \S+ is in the future/);
+  });
+
+  it('zone import of the sample file (docs/examples/zone.json) says what it did, prices and vehicle types included', () => {
+    const r = cli(['zone', 'import', 'docs/examples/zone.json']);
+    expect(r.status, r.stderr).to.equal(0);
+    // the demo declared the same two types: the file changes neither
+    expect(r.stdout.trim()).to.equal('created zone leipzig with 5 areas, prices for scooter, bicycle\nvehicle types: unchanged scooter, bicycle');
+    expect(r.stderr).to.equal('');
+  });
+
+  it('a missing zone file, a malformed or unknown price, a price change that would hide vehicles: one line each', () => {
+    oneLineError(cli(['zone', 'import', 'no-such-zones.json']), /^error: cannot read no-such-zones\.json: ENOENT$/);
+    oneLineError(cli(['zone', 'prices', 'leipzig', 'cargo=100,20']), /^error: unknown vehicle type cargo; known: bicycle, scooter/);
+    oneLineError(cli(['zone', 'prices', 'leipzig', 'scooter=1.5,20']), /^error: price scooter=1\.5,20: write <vehicle type>=<start price>,<price per minute> in minor units/);
+    // the seeded zone has vehicles of both types: dropping a price would hide them, so it is refused
+    oneLineError(cli(['zone', 'prices', 'berlin', '--remove', 'bicycle']), /^error: zone berlin: the change would leave vehicles without a price \(\d+ of type bicycle\)/);
+    const shown = cli(['zone', 'prices', 'berlin']);
+    expect(shown.stdout.trim()).to.match(/^zone berlin \(minor units of EUR, VAT 19 % included\):\n {2}bicycle +start +100 +per minute +19\n {2}scooter +start +100 +per minute +25$/);
+  });
+
+  it('the demo seed refuses a database with zones of its own; simulate there adds no demo credential', async () => {
+    const other = await cloneDatabase();
+    try {
+      const env = { DATABASE_URL: other.url };
+      const imported = cli(['zone', 'import', 'docs/examples/zones.ndjson'], env);
+      expect(imported.status, imported.stderr).to.equal(0);
+      oneLineError(cli(['seed'], env), /^error: not seeding the demo: this database holds 2 zones \(dresden, halle\) not written by the demo seed\. .*seed a database of its own/);
+      const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000).toISOString().slice(0, 13);
+      const sim = cli(['simulate', '--days', '1', '--vehicles', '4', '--seed', '5', '--end', hour], env);
+      expect(sim.status, sim.stderr).to.equal(0);
+      expect(sim.stderr).to.match(/^note: not the demo database: simulating the zones it holds, with the simulator's own partners/);
+      expect(sim.stdout).to.match(/^simulated \S+ – \S+ in dresden, halle: 8 vehicles \(8 added\)/);
+      const db = new Db(other.url, t.ctx.log);
+      try {
+        const held = await db.one(`SELECT (SELECT count(*)::int FROM api_keys) AS keys, (SELECT count(*)::int FROM feed_clients) AS clients,
+                                          (SELECT count(*)::int FROM database_marks) AS marks, ARRAY(SELECT id FROM zones ORDER BY id) AS zones`);
+        expect(held).to.deep.equal({ keys: 0, clients: 0, marks: 0, zones: ['dresden', 'halle'] });
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await other.drop();
+    }
   });
 
   it('scripts/ops.sh (npm run ops) without DATABASE_URL uses the embedded cluster like make', function () {

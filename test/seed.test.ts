@@ -3,7 +3,8 @@ import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { floorHour, formatHour } from '../lib/feeds/hours.js';
 import { backfill } from '../publisher/ops.js';
-import { seedDemo } from '../lib/seed/index.js';
+import { DemoSeedRefused, seedDemo, seedDemoWhereDemo } from '../lib/seed/index.js';
+import { createFeedClient, createKey } from '../lib/admin/credentials.js';
 import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
 import { authenticateFeedClient } from '../lib/auth/feed-clients.js';
 import { vehicleCode } from '../lib/sim/fleet.js';
@@ -134,9 +135,47 @@ describe('demo seed', () => {
     expect(await authenticateFeedClient(t.ctx.db, 'demo-insurer', 'demo-insurer-secret', t.ctx.clock.now())).to.include({ role: 'insurer' });
   });
 
+  it('marks the database as the demo: partners added to it later do not keep the seed out', async () => {
+    expect((await t.ctx.db.many(`SELECT mark FROM database_marks`)).map((r) => r.mark)).to.deep.equal(['demo']);
+    await createKey(t.ctx.db, 'Acme Rides', 'partner');
+    expect((await seedDemo(t.ctx)).created).to.equal(false);
+    expect((await seedDemoWhereDemo(t.ctx))?.created).to.equal(false);
+  });
+
   it('vehicle codes are a bijection (no two indexes share a code)', () => {
     const seen = new Set<string>();
     for (let i = 0; i < 50000; i++) seen.add(vehicleCode(i));
     expect(seen.size).to.equal(50000);
+  });
+});
+
+describe('demo seed: only into an empty database or the demo', () => {
+  const t = useTestContext({ now: '2026-03-10T12:00:00Z' });
+  const counts = () => t.ctx.db.one(`SELECT (SELECT count(*)::int FROM zones) AS zones, (SELECT count(*)::int FROM partners) AS partners,
+                                            (SELECT count(*)::int FROM api_keys) AS keys, (SELECT count(*)::int FROM feed_clients) AS clients,
+                                            (SELECT count(*)::int FROM database_marks) AS marks`);
+
+  it('refuses a database holding real partners and clients, naming them, and writes nothing', async () => {
+    await createKey(t.ctx.db, 'Acme Rides', 'partner');
+    await createFeedClient(t.ctx.db, 'city-of-x', 'city', null);
+    const before = await counts();
+    const err = await seedDemo(t.ctx).then(() => undefined, (e: Error) => e);
+    expect(err).to.be.instanceOf(DemoSeedRefused);
+    expect(err!.message).to.not.contain('\n');
+    expect(err!.message).to.match(/^not seeding the demo: this database holds 1 partner \(Acme Rides\) and 1 feed client \(city-of-x\) not written by the demo seed\. The demo seed writes keys and client secrets that the README prints/);
+    // what ops simulate calls: nothing written, no error
+    expect(await seedDemoWhereDemo(t.ctx)).to.equal(undefined);
+    expect(await counts()).to.deep.equal(before);
+    expect(await t.ctx.db.maybeOne(`SELECT 1 FROM feed_clients WHERE client_id LIKE 'demo-%'`)).to.equal(undefined);
+  });
+
+  it('a demo seeded before the mark existed (nothing but demo rows) is recognised and marked', async () => {
+    await t.ctx.db.query(`DELETE FROM api_keys; DELETE FROM feed_clients; DELETE FROM partners`);
+    expect((await seedDemo(t.ctx, { vehiclesPerZone: 2 })).created).to.equal(true);
+    await t.ctx.db.query(`DELETE FROM database_marks; DELETE FROM feed_clients WHERE client_id = 'demo-gbfs'`);
+    const again = await seedDemo(t.ctx);
+    expect(again.created).to.equal(false);
+    expect((await counts()).marks).to.equal(1);
+    expect(await authenticateFeedClient(t.ctx.db, 'demo-gbfs', 'demo-gbfs-secret', t.ctx.clock.now())).to.include({ role: 'gbfs' });
   });
 });

@@ -15,6 +15,12 @@ import { q } from '../lib/db.js';
 import { startLiveSimulator } from '../lib/sim/live.js';
 import { SIM_PARTNER_NAMES } from '../lib/sim/tenant.js';
 import { PEAK_RIDING_SHARE } from '../lib/sim/simulation.js';
+import { importZones } from '../lib/admin/zones.js';
+import { createKey } from '../lib/admin/credentials.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from '../lib/paths.js';
+import { readZoneDocuments, type ZoneDocument } from '../lib/admin/zone-file.js';
 
 const NOW = '2026-03-10T12:00:00Z';
 const END = new Date(NOW);
@@ -240,6 +246,41 @@ describe('fleet history simulator', function () {
     for (let i = 0; i < 1000; i++) expect(rng.uuid()).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(new Prng(5).uuid()).to.equal(new Prng(5).uuid());
     expect(new Prng(5).uuid()).to.not.equal(new Prng(6).uuid());
+  });
+});
+
+describe('fleet history simulator on a database that is not the demo', function () {
+  this.timeout(120000);
+  const t = useTestContext({ now: NOW });
+
+  it('rides with its own tenant, never a real partner\'s users; a zone without prices is reported, not silently empty', async () => {
+    const docs = readZoneDocuments(readFileSync(join(ROOT, 'docs', 'examples', 'zones.ndjson'), 'utf8'), 'zones.ndjson') as ZoneDocument[];
+    // the sample zones start in November; this clock is in March
+    for (const d of docs) delete (d.doc as any).features[0].properties.operating_since;
+    const bare = structuredClone(docs[0]);
+    (bare.doc as any).features[0].properties.id = 'bareville';
+    delete (bare.doc as any).features[0].properties.prices;
+    delete (bare.doc as any).features[0].properties.vehicle_types;
+    const imported = await importZones(t.ctx.db, t.ctx.clock, [...docs, { source: 'bare', doc: bare.doc }]);
+    expect(imported.warnings).to.deep.equal([
+      'zone bareville has no prices: it lists no vehicles and the simulator puts none into service there until they are set (a zone file\'s "prices", or ops zone prices bareville <type>=<start>,<per minute>)',
+    ]);
+    const { id: partner } = await t.ctx.db.one(`SELECT id FROM partners WHERE name = $1`, [(await createKey(t.ctx.db, 'Acme Rides', 'partner')).partner]);
+    await t.ctx.db.query(`INSERT INTO users (partner_id, email, external_id) SELECT $1, 'u' || i || '@acme.example', 'u' || i FROM generate_series(1, 50) i`, [partner]);
+
+    const s = await simulateHistory(t.ctx, { days: 1, vehicles: 10, seed: 9, end: END });
+    expect(s.riders).to.equal('simulator');
+    expect(s.zones).to.deep.equal(['bareville', 'dresden', 'halle']);
+    expect(s.unpricedZones).to.deep.equal(['bareville']);
+    expect(s.vehiclesAdded).to.equal(20);
+    expect(s.rentals).to.be.greaterThan(10);
+    const riders = await t.ctx.db.many(`SELECT DISTINCT p.name FROM rentals r JOIN partners p ON p.id = r.partner_id JOIN users u ON u.id = r.user_id AND u.partner_id = p.id ORDER BY 1`);
+    expect(riders.map((r) => r.name)).to.have.members(SIM_PARTNER_NAMES);
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE partner_id = $1`, [partner])).n).to.equal(0);
+    expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM vehicles WHERE zone_id = 'bareville'`)).n).to.equal(0);
+    // no credential came with it: the simulator's partners hold no key, and no client was added
+    expect(await t.ctx.db.many(`SELECT p.name FROM api_keys k JOIN partners p ON p.id = k.partner_id`)).to.deep.equal([{ name: 'Acme Rides' }]);
+    expect(await t.ctx.db.many(`SELECT client_id FROM feed_clients`)).to.deep.equal([]);
   });
 });
 

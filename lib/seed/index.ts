@@ -2,6 +2,11 @@
  * The demo data set: zones, areas, vehicle types, prices, a fleet, partners with user pools, and the
  * demo credentials of DESIGN.md. Idempotent: does nothing when the demo zones exist. Deterministic:
  * ids come from a fixed-seed PRNG, so two seeded databases hold the same rows.
+ *
+ * The demo credentials are public (the README prints them), so the seed writes only into an empty
+ * database or one it marked as the demo (database_marks, migration 000180): a database holding
+ * partners, feed clients or zones of its own is refused (`DemoSeedRefused`), decided under the seed's
+ * lock in the same transaction that would write.
  */
 import type { AppContext } from '../context.js';
 import { q, type Queryable } from '../db.js';
@@ -13,6 +18,7 @@ import { toWkt } from '../sim/geo.js';
 import { loadZoneModels } from '../sim/model.js';
 import { DEMO_FEED_CLIENTS, DEMO_PARTNERS, DEMO_ZONES, VEHICLE_TYPES } from './data.js';
 import { insertUsers, insertVehicles } from '../sim/fleet.js';
+import { SIM_PARTNER_NAMES } from '../sim/tenant.js';
 
 export { DEMO_ZONES, DEMO_PARTNERS, DEMO_FEED_CLIENTS, VEHICLE_TYPES } from './data.js';
 
@@ -32,6 +38,15 @@ export interface SeedSummary {
   };
 }
 
+/** The database holds partners, feed clients or zones that are not the demo's, and no demo mark. */
+export class DemoSeedRefused extends Error {
+  constructor(found: string) {
+    super(`not seeding the demo: this database holds ${found} not written by the demo seed. The demo seed writes keys and client secrets ` +
+      'that the README prints, so it runs only on an empty database or one it seeded; seed a database of its own (DATABASE_URL=…, or EMBEDDED_PG_DB=demo make seed)');
+    this.name = 'DemoSeedRefused';
+  }
+}
+
 const SEED = 20260101;
 /** Demo fleet age: history can be simulated for up to this long before "now". */
 const DEPLOYED_DAYS_AGO = 30;
@@ -43,7 +58,22 @@ function credentialsList(): SeedSummary['credentials'] {
   };
 }
 
-export async function seedDemo(ctx: AppContext, opts: { vehiclesPerZone?: number; deployedAt?: Date } = {}): Promise<SeedSummary> {
+export interface SeedOptions {
+  vehiclesPerZone?: number;
+  deployedAt?: Date;
+}
+
+/** Seeds the demo (or tops up its credentials); throws DemoSeedRefused on a database that is not the demo's. */
+export async function seedDemo(ctx: AppContext, opts: SeedOptions = {}): Promise<SeedSummary> {
+  return (await seed(ctx, opts, 'refuse'))!;
+}
+
+/** As seedDemo on an empty or demo database; elsewhere writes nothing and returns undefined (`ops simulate`). */
+export async function seedDemoWhereDemo(ctx: AppContext, opts: SeedOptions = {}): Promise<SeedSummary | undefined> {
+  return seed(ctx, opts, 'skip');
+}
+
+async function seed(ctx: AppContext, opts: SeedOptions, elsewhere: 'refuse' | 'skip'): Promise<SeedSummary | undefined> {
   const perZone = opts.vehiclesPerZone ?? 60;
   const hour = 3600000;
   const deployedAt = opts.deployedAt ?? new Date(Math.floor((ctx.clock.now().getTime() - DEPLOYED_DAYS_AGO * 24 * hour) / hour) * hour);
@@ -51,6 +81,12 @@ export async function seedDemo(ctx: AppContext, opts: { vehiclesPerZone?: number
   return ctx.db.tx(async (tx) => {
     // one seeder at a time; the second one sees the zones and does nothing
     await tx.query(q('SimSeedLock'));
+    const foreign = await foreignRows(tx, zoneIds);
+    if (foreign) {
+      if (elsewhere === 'skip') return undefined;
+      throw new DemoSeedRefused(foreign);
+    }
+    await tx.query(q('SimSeedMarkDemo'), [ctx.clock.now()]);
     const existing = await tx.many(q('SimSeedZonesExist'), [zoneIds]);
     if (existing.length > 0) {
       // a demo seeded by an older version gets the demo credentials added since (the README lists them)
@@ -72,6 +108,19 @@ export async function seedDemo(ctx: AppContext, opts: { vehiclesPerZone?: number
     ctx.log.info({ zones: zoneIds, vehicles, partners, users }, 'demo data seeded');
     return { created: true, zones: zoneIds, vehicles, partners, users, deployedAt, credentials: credentialsList() };
   }, { retries: 0 });
+}
+
+/**
+ * What keeps the seed out, as words for its message ("2 partners (Acme Rides, …) and 1 zone
+ * (leipzig)"); undefined on a demo database (marked), or one holding nothing but demo rows.
+ */
+async function foreignRows(tx: Queryable, zoneIds: string[]): Promise<string | undefined> {
+  const s = await tx.one<{ demo: boolean; partners: number; partner_names: string[]; clients: number; client_names: string[]; zones: number; zone_names: string[] }>(q('SimSeedDatabaseState'), [[...DEMO_PARTNERS.map((p) => p.name), ...SIM_PARTNER_NAMES], DEMO_FEED_CLIENTS.map((c) => c.clientId), zoneIds]);
+  if (s.demo) return undefined;
+  const part = (n: number, one: string, names: string[]) => (n ? `${n} ${one}${n === 1 ? '' : 's'} (${names.join(', ')}${n > names.length ? ', …' : ''})` : '');
+  const parts = [part(s.partners, 'partner', s.partner_names), part(s.clients, 'feed client', s.client_names), part(s.zones, 'zone', s.zone_names)].filter(Boolean);
+  if (!parts.length) return undefined;
+  return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}`;
 }
 
 async function insertWorld(tx: Queryable, rng: Prng, at: Date): Promise<void> {

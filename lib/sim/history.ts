@@ -10,6 +10,12 @@
  * by time then vehicle), so the same seed and the same database state give identical rows, ids
  * included. Every vehicle starts from its current state and last event; every event it gets is
  * checked against the MDS state machine; rentals of one vehicle or one user never overlap.
+ *
+ * Who rides: on the demo database (marked by the demo seed) the demo's rental and MaaS partners with
+ * their user pools; on any other database the simulator's own tenant (tenant.ts: partners without
+ * keys, users it registers itself), so simulated rides never use a real partner's users. A zone
+ * without prices gets no vehicles and a vehicle whose type has no price in its zone does not ride
+ * (neither could be rented): both are counted in the summary, so the caller can say so.
  */
 import type { AppContext } from '../context.js';
 import { classify, DbError, q, type Tx } from '../db.js';
@@ -17,7 +23,7 @@ import { insertUsers, insertVehicles } from './fleet.js';
 import { loadZoneModels, SleepCalendar, sleepIntervals } from './model.js';
 import { Prng } from './prng.js';
 import { FLUSH_CHARS, HOUR, STATUS, Simulation, TRIP_TYPE_WEIGHT, poolFor, type Partner, type Vehicle } from './simulation.js';
-import { SIM_PARTNER_NAMES } from './tenant.js';
+import { SIM_PARTNERS, SIM_PARTNER_NAMES, simTenant } from './tenant.js';
 
 export interface SimOptions {
   days: number;
@@ -43,6 +49,12 @@ export interface SimSummary {
   telemetry: number;
   tompBookings: number;
   rowsWritten: number;
+  /** whose users rode: the demo's partners (demo database) or the simulator's own tenant */
+  riders: 'demo' | 'simulator';
+  /** zones without any price: no vehicle was put into service or simulated there */
+  unpricedZones: string[];
+  /** vehicles left standing because their type has no price in their zone */
+  unpricedVehicles: number;
 }
 
 export class SimulationRepeatedError extends Error {
@@ -78,6 +90,8 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   const fleetRng = root.fork(1);
   const userRng = root.fork(2);
   const rng = root.fork(3);
+  const unpricedZones = models.filter((z) => z.pricing.size === 0).map((z) => z.id);
+  let unpricedVehicles = 0;
 
   // put vehicles into service where a zone has fewer than asked for
   let vehiclesAdded = 0;
@@ -98,7 +112,11 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
     const sleep = new SleepCalendar(sleepIntervals(zone, new Date(startMs), new Date(endMs)));
     const rows = await tx.many(q('SimLockVehicles'), [[zone.id], opts.vehicles ?? 2147483647]);
     for (const r of rows) {
-      if (r.running || r.pending_booking || !zone.pricing.has(r.vehicle_type_id)) continue;
+      if (r.running || r.pending_booking) continue;
+      if (!zone.pricing.has(r.vehicle_type_id)) {
+        unpricedVehicles++;
+        continue;
+      }
       const last = Math.max(r.last_event_at ? r.last_event_at.getTime() : 0, r.last_rental_end ? r.last_rental_end.getTime() : 0);
       vehicles.push({
         idx: vehicles.length, id: r.id, zone, sleep, typeId: r.vehicle_type_id, rangeM: Math.max(10000, types.get(r.vehicle_type_id)?.max_range_meters ?? 40000),
@@ -114,7 +132,13 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   if (simulated) throw new SimulationRepeatedError(opts, new Date(startMs));
 
   // partners and their user pools (topped up to the size this fleet needs)
-  const partners: Partner[] = (await tx.many(q('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }));
+  const { demo } = await tx.one<{ demo: boolean }>(q('SimDatabaseIsDemo'));
+  const partners: Partner[] = demo
+    ? (await tx.many(q('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }))
+    : (await simTenant(tx, root.fork(4), new Date(startMs), ctx.log)).map((p) => {
+        const spec = SIM_PARTNERS.find((s) => s.name === p.name)!;
+        return { id: p.id, name: p.name, kind: spec.kind, tripType: spec.tripType, users: [], weight: 0 };
+      });
   for (const tt of ['rider', 'operator', 'maas'] as const) {
     const same = partners.filter((p) => p.tripType === tt);
     for (const p of same) p.weight = TRIP_TYPE_WEIGHT[tt] / same.length;
@@ -167,6 +191,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   const summary: SimSummary = {
     from: new Date(startMs), to: new Date(endMs), zones: models.map((z) => z.id), vehicles: vehicles.length, vehiclesAdded, usersAdded,
     rentals: sim.rentals.rows, trips: sim.trips.rows, events: sim.events.rows, telemetry: sim.telemetry.rows, tompBookings: sim.bookings.rows, rowsWritten,
+    riders: demo ? 'demo' : 'simulator', unpricedZones, unpricedVehicles,
   };
   ctx.log.info(summary, 'fleet history simulated');
   return summary;

@@ -54,8 +54,9 @@ SELECT id, $2, email, ext, $5, $5 FROM unnest($1::uuid[], $3::text[], $4::text[]
 ON CONFLICT (id) DO NOTHING;
 
 -- name: SimPartners
--- The partners whose users ride in the simulated history: rental and MaaS partners, but not the live
--- simulator's own ($1, lib/sim/tenant.ts), which rides only live.
+-- The partners whose users ride in the simulated history of the demo database: rental and MaaS
+-- partners, but not the live simulator's own ($1, lib/sim/tenant.ts), which rides only live there.
+-- Elsewhere the simulator's own tenant rides instead (lib/sim/history.ts), never a real partner's users.
 SELECT id, name, kind, trip_type FROM partners WHERE kind IN ('rental', 'maas') AND name <> ALL($1::text[]) ORDER BY name;
 
 -- name: SimUsers
@@ -191,3 +192,24 @@ UPDATE vehicles SET status = $2, battery_percent = $3, last_seen_at = GREATEST(l
 -- again would add a second history on top of the first, so the simulator refuses.
 SELECT EXISTS (SELECT 1 FROM rentals WHERE source = 'simulator' AND zone_id = ANY ($1::text[])
                   AND started_at >= $2 AND started_at < $3) AS simulated;
+
+-- name: SimSeedDatabaseState
+-- Whether the demo seed may write here (lib/seed): the demo mark (migration 000180), and what the
+-- database holds that is not the demo's: partners other than the demo's and the live simulator's
+-- own ($1, neither holds a credential of anyone else), feed clients other than the demo's ($2),
+-- zones other than the demo's ($3). Counts, and the first few names for the message.
+SELECT EXISTS (SELECT 1 FROM database_marks WHERE mark = 'demo') AS demo,
+       (SELECT count(*)::int FROM partners WHERE name <> ALL ($1::text[])) AS partners,
+       ARRAY(SELECT name FROM partners WHERE name <> ALL ($1::text[]) ORDER BY name LIMIT 3) AS partner_names,
+       (SELECT count(*)::int FROM feed_clients WHERE client_id <> ALL ($2::text[])) AS clients,
+       ARRAY(SELECT client_id FROM feed_clients WHERE client_id <> ALL ($2::text[]) ORDER BY client_id LIMIT 3) AS client_names,
+       (SELECT count(*)::int FROM zones WHERE id <> ALL ($3::text[])) AS zones,
+       ARRAY(SELECT id FROM zones WHERE id <> ALL ($3::text[]) ORDER BY id LIMIT 3) AS zone_names;
+
+-- name: SimSeedMarkDemo
+INSERT INTO database_marks (mark, set_at) VALUES ('demo', $1) ON CONFLICT (mark) DO NOTHING;
+
+-- name: SimDatabaseIsDemo
+-- Which partners ride in bulk history (lib/sim/history.ts): the demo's on a demo database, else the
+-- simulator's own tenant.
+SELECT EXISTS (SELECT 1 FROM database_marks WHERE mark = 'demo') AS demo;
