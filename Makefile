@@ -20,7 +20,7 @@ DAYS ?= 1
 VEHICLES ?= 200
 SEED ?= 42
 
-.PHONY: window help setup deps db run test typecheck migrate seed simulate backfill republish publish-status ops bench soak db-stop clean
+.PHONY: window help setup deps db run test typecheck migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
 
 help:
 	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
@@ -39,6 +39,8 @@ help:
 	@echo "make help            this list"
 	@echo "make db              start the embedded Postgres and leave it running (so does make ops)"
 	@echo "make db-stop         stop the embedded Postgres"
+	@echo "make db-replica      a streaming replica of the embedded Postgres on the next port, for tests and benches:"
+	@echo "                     prints its URL for DATABASE_REPLICA_URL (scripts/pg.sh replica-stop removes it; db-stop too)"
 	@echo "make clean           stop the embedded Postgres and delete .data: the database, the feed files, the signing secret"
 	@echo ""
 	@echo "DATABASE_URL         an external Postgres + PostGIS instead of the embedded cluster"
@@ -106,6 +108,11 @@ soak: deps
 
 db-stop:
 	@scripts/pg.sh stop
+
+# a read-only standby of the embedded cluster (pg_basebackup + streaming, .data/pg-replica); an external
+# DATABASE_URL has its own replicas
+db-replica:
+	@$(if $(EMBEDDED),scripts/pg.sh replica,$(error db-replica copies the embedded cluster: with DATABASE_URL set, give a replica of that server as DATABASE_REPLICA_URL))
 
 clean: db-stop
 	rm -rf .data

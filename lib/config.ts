@@ -15,6 +15,16 @@ export interface Config {
   /** `staging` makes the built-in vehicle gateway behave like the requirement's staging host. */
   readonly mode: 'staging' | 'production';
   readonly databaseUrl: string;
+  /**
+   * A streaming replica of DATABASE_URL for reads that may lag the primary (lib/replica.ts); undefined:
+   * every read goes to the primary.
+   */
+  readonly databaseReplicaUrl: string | undefined;
+  /**
+   * How long a read that must show every committed write (the vehicle list) waits for the replica to
+   * replay up to the primary's position before it reads the primary instead (lib/replica.ts).
+   */
+  readonly databaseReplicaWaitMs: number;
   readonly databasePoolSize: number;
   readonly telemetryTripDelayMinutes: number;
   /** admission control of the partner API and TOMP (lib/http/admission.ts) */
@@ -153,6 +163,20 @@ function httpTimeouts(env: Env): Config['http'] {
   });
 }
 
+/** An optional postgres:// URL: a typo fails at start, not at the first read routed to it. */
+function postgresUrl(env: Env, name: string): string | undefined {
+  const v = env[name];
+  if (v === undefined || v === '') return undefined;
+  let protocol: string;
+  try {
+    protocol = new URL(v).protocol;
+  } catch {
+    throw new ConfigError(`${name} must be a postgres:// URL`);
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') throw new ConfigError(`${name} must be a postgres:// URL, got a ${protocol} URL`);
+  return v;
+}
+
 function metricsToken(env: Env): string | undefined {
   const token = env.METRICS_TOKEN;
   if (token === undefined || token === '') return undefined;
@@ -191,6 +215,9 @@ export function loadConfig(env: Env = process.env): Config {
     env: envName,
     mode: oneOf(env, 'MODE', ['staging', 'production'] as const, 'production'),
     databaseUrl: str(env, 'DATABASE_URL'),
+    databaseReplicaUrl: postgresUrl(env, 'DATABASE_REPLICA_URL'),
+    // a streaming replica on the same network is a millisecond or two behind
+    databaseReplicaWaitMs: int(env, 'DATABASE_REPLICA_WAIT_MS', 20, 0, 10_000),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 20, 1, 500),
     // MDS /telemetry privacy: a trip's own points are published this many minutes after it ended
     telemetryTripDelayMinutes: int(env, 'MDS_TELEMETRY_TRIP_DELAY_MINUTES', 0, 0, 7 * 24 * 60),

@@ -11,6 +11,13 @@ import type { VehicleGateway } from './gateway.js';
 
 export interface AppContext {
   readonly config: Config;
+  /**
+   * The primary's pool. `db.replica` is the read pool: a streaming replica's (DATABASE_REPLICA_URL)
+   * or the primary's own, so reads that may lag name it without asking which; reads that must see a
+   * write their caller could have seen go through lib/replica.ts. The read pool belongs to the
+   * primary's pool, not to the context, so a context copied with another `db` (a test's short
+   * statement timeout) never keeps reading through the old one.
+   */
   readonly db: Db;
   readonly store: ObjectStore;
   readonly log: Logger;

@@ -2,6 +2,10 @@
  * Postgres access. Every runtime query is a named query from a `.sql` file in `sql/queries/`
  * (loaded once), run through one helper that names it (prepared statement), times it and tags its
  * errors. Row-count helpers turn a wrong count into a typed error; SQLSTATEs are mapped here only.
+ *
+ * A Db is the primary's pool; `db.replica` is the pool of a streaming replica (DATABASE_REPLICA_URL,
+ * read-only sessions) or, when none is configured, the primary's pool itself, so a read that may lag
+ * is written once, `db.replica.many(…)`, whatever the deployment. When it must not lag: lib/replica.ts.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, basename } from 'node:path';
@@ -43,24 +47,31 @@ export const SQLSTATE = {
 
 export type DbErrorKind = 'conflict' | 'invalid' | 'retryable' | 'timeout' | 'unavailable' | 'row_count' | 'other';
 
+/** Which server a pool talks to: named in its slow-statement and error lines. */
+export type DbRole = 'primary' | 'replica';
+
 export class DbError extends Error {
+  /** the server that answered (or failed to) */
+  readonly role: DbRole;
+
   constructor(
     message: string,
     readonly kind: DbErrorKind,
     readonly query: string,
     readonly code?: string,
     readonly constraint?: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; role?: DbRole },
   ) {
     super(message, options);
     this.name = 'DbError';
+    this.role = options?.role ?? 'primary';
   }
 }
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
 /** Maps a driver error to a DbError kind; the one place where SQLSTATEs are interpreted. */
-export function classify(err: unknown, query: string): DbError {
+export function classify(err: unknown, query: string, role: DbRole = 'primary'): DbError {
   if (err instanceof DbError) return err;
   const e = err as { code?: string; constraint?: string; message?: string };
   const code = e?.code;
@@ -98,7 +109,7 @@ export function classify(err: unknown, query: string): DbError {
         kind = 'unavailable';
       }
   }
-  return new DbError(`${query}: ${e?.message ?? String(err)}`, kind, query, code, e?.constraint, { cause: err });
+  return new DbError(`${query}${role === 'replica' ? ' (replica)' : ''}: ${e?.message ?? String(err)}`, kind, query, code, e?.constraint, { cause: err, role });
 }
 
 /** Loads every `-- name: X` section of every `.sql` file in `sql/queries/` once. */
@@ -143,7 +154,10 @@ export interface Queryable {
 const SLOW_QUERY_MS = 500;
 
 abstract class Runner implements Queryable {
-  constructor(readonly log: Logger) {}
+  constructor(
+    readonly log: Logger,
+    readonly role: DbRole = 'primary',
+  ) {}
   protected abstract run(config: pg.QueryConfig): Promise<pg.QueryResult>;
 
   async query<T extends Row = Row>(query: NamedQuery | string, params: unknown[] = []): Promise<pg.QueryResult<T>> {
@@ -153,10 +167,10 @@ abstract class Runner implements Queryable {
     try {
       const res = await this.run(named ? { name: named.name, text: named.text, values: params } : { text: query as string, values: params });
       const ms = performance.now() - started;
-      if (ms > SLOW_QUERY_MS) this.log.warn({ query: label, ms: Math.round(ms) }, 'slow query');
+      if (ms > SLOW_QUERY_MS) this.log.warn({ query: label, ms: Math.round(ms), pool: this.role }, 'slow query');
       return res as pg.QueryResult<T>;
     } catch (err) {
-      throw classify(err, label);
+      throw classify(err, label, this.role);
     }
   }
 
@@ -165,7 +179,7 @@ abstract class Runner implements Queryable {
     if (res.rows.length !== 1) {
       throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
     }
-    return res.rows[0]!;
+    return res.rows[0];
   }
 
   async maybeOne<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T | undefined> {
@@ -182,8 +196,12 @@ abstract class Runner implements Queryable {
 }
 
 class ClientRunner extends Runner {
-  constructor(readonly client: pg.PoolClient, log: Logger) {
-    super(log);
+  constructor(
+    readonly client: pg.PoolClient,
+    log: Logger,
+    role?: DbRole,
+  ) {
+    super(log, role);
   }
   protected run(config: pg.QueryConfig) {
     return this.client.query(config);
@@ -200,10 +218,10 @@ class ClientRunner extends Runner {
     try {
       for await (const row of rows) yield row as T;
     } catch (err) {
-      throw classify(err, query.name);
+      throw classify(err, query.name, this.role);
     }
     const ms = performance.now() - started;
-    if (ms > SLOW_QUERY_MS) this.log.warn({ query: query.name, ms: Math.round(ms), cursor: true }, 'slow query');
+    if (ms > SLOW_QUERY_MS) this.log.warn({ query: query.name, ms: Math.round(ms), cursor: true, pool: this.role }, 'slow query');
   }
 }
 
@@ -211,8 +229,12 @@ class ClientRunner extends Runner {
  * The named, timed runner on a connection the caller holds (a snapshot's, a publisher lock's): the
  * same statements as `Db` and `tx`, for work that needs its own session.
  */
-export function onConnection(client: pg.PoolClient, log: Logger): Queryable & { readonly client: pg.PoolClient; stream: ClientRunner['stream'] } {
-  return new ClientRunner(client, log);
+export function onConnection(
+  client: pg.PoolClient,
+  log: Logger,
+  role?: DbRole,
+): Queryable & { readonly client: pg.PoolClient; stream: ClientRunner['stream'] } {
+  return new ClientRunner(client, log, role);
 }
 
 export type Tx = Queryable & { readonly client: pg.PoolClient };
@@ -223,11 +245,26 @@ export interface TxOptions {
   isolation?: 'read committed' | 'repeatable read' | 'serializable';
 }
 
+export interface DbOptions {
+  max?: number;
+  applicationName?: string;
+  statementTimeoutMs?: number;
+  /** a streaming replica of this database: `replica` is then a read-only pool on it, of the same size */
+  replicaUrl?: string;
+}
+
 export class Db extends Runner {
   readonly pool: pg.Pool;
+  /**
+   * The pool for reads that may lag the primary: the streaming replica's when one is configured,
+   * else this pool itself. A replica's sessions are read-only (`default_transaction_read_only`), so a
+   * write sent there by mistake fails even when the URL names a primary.
+   */
+  readonly replica: Db;
 
-  constructor(connectionString: string, log: Logger, opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {}) {
-    super(log);
+  constructor(connectionString: string, log: Logger, opts: DbOptions = {}, role: DbRole = 'primary') {
+    super(log, role);
+    this.replica = opts.replicaUrl && role === 'primary' ? new Db(opts.replicaUrl, log, { ...opts, replicaUrl: undefined }, 'replica') : this;
     this.pool = new pg.Pool({
       connectionString,
       max: opts.max ?? 20,
@@ -240,15 +277,15 @@ export class Db extends Runner {
       // jit_above_cost takes far longer than running it (the publisher's catch-up scan: ~900 ms
       // compiled, ~15 ms not). Per connection, so an external database needs no setting; `options`
       // in DATABASE_URL replaces this.
-      options: '-c jit=off',
+      options: role === 'replica' ? '-c jit=off -c default_transaction_read_only=on' : '-c jit=off',
     });
     // An idle client losing its connection (Postgres restart) must not crash the process.
-    this.pool.on('error', (err) => log.warn({ err: err.message }, 'idle postgres client error'));
+    this.pool.on('error', (err) => log.warn({ err: err.message, pool: role }, 'idle postgres client error'));
     // …and neither must a checked-out client losing it between two queries (inside a transaction
     // waiting for the vehicle gateway, or a cursor streaming a feed file): pg emits 'error' on the
     // client, and an unhandled 'error' event ends the process. The query in progress fails and is
     // mapped to 'unavailable' (503) by classify().
-    this.pool.on('connect', (client) => client.on('error', (err) => log.warn({ err: err.message }, 'postgres connection lost')));
+    this.pool.on('connect', (client) => client.on('error', (err) => log.warn({ err: err.message, pool: role }, 'postgres connection lost')));
   }
 
   protected run(config: pg.QueryConfig) {
@@ -263,9 +300,9 @@ export class Db extends Runner {
       try {
         client = await this.pool.connect();
       } catch (err) {
-        throw classify(err, 'connect');
+        throw classify(err, 'connect', this.role);
       }
-      const runner = new ClientRunner(client, this.log);
+      const runner = new ClientRunner(client, this.log, this.role);
       let released = false;
       try {
         await runner.query(opts.isolation ? `BEGIN ISOLATION LEVEL ${opts.isolation.toUpperCase()}` : 'BEGIN');
@@ -280,19 +317,20 @@ export class Db extends Runner {
           client.release(true);
           released = true;
         }
-        const e = classify(err, 'tx');
+        const e = classify(err, 'tx', this.role);
         if (e.kind === 'retryable' && attempt < retries) {
           await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
           continue;
         }
-        throw err instanceof DbError || !(err as any)?.code ? err : e;
+        throw err instanceof DbError || !(err as { code?: unknown } | null)?.code ? err : e;
       } finally {
         if (!released) client.release();
       }
     }
   }
 
+  /** Ends this pool and its replica's. */
   async close(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.replica === this ? undefined : this.replica.close()]);
   }
 }

@@ -9,8 +9,16 @@
 #                               this call (or another `with` still running then) started it and no
 #                               other session uses it: what `make run`, `make test` and the ops targets
 #                               use, so Ctrl-C or the end of the command leaves nothing running
-#   scripts/pg.sh stop          stop the cluster (`make db-stop`)
-#   scripts/pg.sh status        say whether it runs
+#   scripts/pg.sh stop          stop the cluster (`make db-stop`), its replica first
+#   scripts/pg.sh status        say whether it runs (and its replica, when there is one)
+#   scripts/pg.sh replica       ensure, then a streaming standby of the cluster (pg_basebackup -R) in
+#                               .data/pg-replica on the next free port, read-only, for
+#                               DATABASE_REPLICA_URL in tests and benches; prints its URL
+#                               (`make db-replica`). Idempotent: a running replica is left as it is, a
+#                               stopped one is started again
+#   scripts/pg.sh replica-stop  stop the replica and remove it with its replication slot (a standby is a
+#                               copy: `replica` makes a fresh one in seconds, and no slot is left holding
+#                               WAL on the primary for a standby that is gone)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,6 +33,11 @@ LOCK="$ROOT/.data/pg.lock"
 PGVER=15
 BIN="/usr/lib/postgresql/$PGVER/bin"
 DB_NAME="${EMBEDDED_PG_DB:-platform}"
+# the streaming standby (`replica`): its data, port file, log and physical replication slot
+REPLICA_DATA="$ROOT/.data/pg-replica"
+REPLICA_PORT_FILE="$ROOT/.data/pg-replica-port"
+REPLICA_LOG="$ROOT/.data/pg-replica.log"
+REPLICA_SLOT="platform_replica"
 
 log() { echo "[pg] $*" >&2; }
 
@@ -113,8 +126,112 @@ EOF
 }
 
 stop() {
+  # the replica first: its slot is dropped while the primary still runs, and no standby outlives it
+  replica_stop
   if [ -f "$DATA/PG_VERSION" ] && running; then as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null; log "stopped"; fi
   rm -f "$STARTED_BY_WITH"
+}
+
+primary_sql() { "$BIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres -Atqc "$1" postgres; }
+
+replica_exists() { [ -f "$REPLICA_DATA/PG_VERSION" ]; }
+replica_running() { replica_exists && as_pg "$BIN/pg_ctl" -D "$REPLICA_DATA" status >/dev/null 2>&1; }
+replica_port() { cat "$REPLICA_PORT_FILE"; }
+system_id() { as_pg "$BIN/pg_controldata" -D "$1" 2>/dev/null | sed -n 's/^Database system identifier: *//p'; }
+
+# Drops the replica's slot on the running primary (a stopped standby's walsender takes a moment to
+# go, and an active slot cannot be dropped).
+drop_replica_slot() {
+  local state
+  for _ in $(seq 1 25); do
+    state="$(primary_sql "select active from pg_replication_slots where slot_name = '$REPLICA_SLOT'" 2>/dev/null)" || return 1
+    case "$state" in
+      '') return 0 ;;
+      f) primary_sql "select pg_drop_replication_slot('$REPLICA_SLOT')" >/dev/null 2>&1 || true ;;
+      *) sleep 0.2 ;;
+    esac
+  done
+  log "replication slot $REPLICA_SLOT is still in use: not dropped"
+  return 1
+}
+
+replica_stop() {
+  if replica_running; then as_pg "$BIN/pg_ctl" -D "$REPLICA_DATA" -m fast -w stop >/dev/null; fi
+  if [ -f "$DATA/PG_VERSION" ] && running; then
+    drop_replica_slot || true
+  elif replica_exists; then
+    log "the cluster is not running: its slot $REPLICA_SLOT stays until scripts/pg.sh replica-stop runs with the cluster up"
+  fi
+  if replica_exists || [ -f "$REPLICA_PORT_FILE" ]; then
+    rm -rf "$REPLICA_DATA" "$REPLICA_PORT_FILE"
+    log "replica removed"
+  fi
+}
+
+# What streaming needs from the primary. initdb's defaults give all three (wal_level=replica,
+# max_wal_senders=10, a trusted replication line for 127.0.0.1); the first two take a restart to
+# change, which is never done behind the back of the sessions using the cluster.
+replica_prerequisites() {
+  local wal senders
+  wal="$(primary_sql 'show wal_level')"
+  senders="$(primary_sql 'show max_wal_senders')"
+  if [ "$wal" = minimal ] || [ "$senders" = 0 ]; then
+    log "the cluster runs with wal_level=$wal, max_wal_senders=$senders: a standby needs wal_level=replica and max_wal_senders > 0 (set them in $DATA/postgresql.conf, then scripts/pg.sh restart)"
+    exit 1
+  fi
+  if ! grep -Eq '^host[[:space:]]+replication[[:space:]]+all[[:space:]]+127\.0\.0\.1/32[[:space:]]' "$DATA/pg_hba.conf"; then
+    echo "host    replication     all             127.0.0.1/32            trust" | as_pg tee -a "$DATA/pg_hba.conf" >/dev/null
+    as_pg "$BIN/pg_ctl" -D "$DATA" reload >/dev/null
+  fi
+}
+
+# A fresh standby: pg_basebackup of the running cluster with a slot of its own (-C -S), so that the
+# primary keeps the WAL a stopped standby still needs; -R writes primary_conninfo and standby.signal.
+replica_build() {
+  local port
+  replica_stop
+  port=$((PGPORT + 1))
+  while ! port_free "$port"; do port=$((port + 1)); done
+  mkdir -p "$REPLICA_DATA"
+  chmod 700 "$REPLICA_DATA"
+  [ "$(id -u)" = "0" ] && chown postgres:postgres "$REPLICA_DATA"
+  log "copying 127.0.0.1:$PGPORT into $REPLICA_DATA (pg_basebackup)"
+  as_pg "$BIN/pg_basebackup" -h 127.0.0.1 -p "$PGPORT" -U postgres -D "$REPLICA_DATA" -R -X stream -C -S "$REPLICA_SLOT" -c fast
+  # hot_standby_feedback: the primary's vacuum keeps the rows that a long read on the standby still
+  # sees (a publisher snapshot streaming a large hour) rather than replay cancelling that read
+  printf '%s\n' "# a streaming standby of $DATA (scripts/pg.sh replica)" "hot_standby = on" "hot_standby_feedback = on" |
+    as_pg tee -a "$REPLICA_DATA/postgresql.conf" >/dev/null
+  echo "$port" >"$REPLICA_PORT_FILE"
+}
+
+replica_start() {
+  local port
+  port="$(replica_port)"
+  # like the primary's: the port is given at start; when another server took it, the next free one
+  while ! port_free "$port"; do port=$((port + 1)); done
+  echo "$port" >"$REPLICA_PORT_FILE"
+  log "starting the replica on 127.0.0.1:$port"
+  as_pg "$BIN/pg_ctl" -D "$REPLICA_DATA" -l "$REPLICA_LOG" -w -t 60 -o "-p $port" start >/dev/null
+}
+
+replica() {
+  ensure
+  replica_prerequisites
+  # a standby of an earlier cluster (.data/pg made again) cannot follow this one
+  if replica_exists && [ "$(system_id "$REPLICA_DATA")" != "$(system_id "$DATA")" ]; then replica_stop; fi
+  if ! replica_exists || [ ! -f "$REPLICA_PORT_FILE" ]; then replica_build; fi
+  touch "$REPLICA_LOG"
+  [ "$(id -u)" = "0" ] && chown postgres:postgres "$REPLICA_LOG"
+  if ! replica_running && ! replica_start; then
+    log "the replica did not start (see $REPLICA_LOG): making a fresh one"
+    replica_build
+    replica_start
+  fi
+  for _ in $(seq 1 40); do
+    [ "$(primary_sql "select count(*) from pg_replication_slots s join pg_stat_replication r on r.pid = s.active_pid where s.slot_name = '$REPLICA_SLOT' and r.state = 'streaming'")" != 0 ] && return 0
+    sleep 0.25
+  done
+  log "the replica runs on 127.0.0.1:$(replica_port) but does not stream yet (see $REPLICA_LOG)"
 }
 
 # sessions on the cluster other than this script's own query (the backends of a client that just
@@ -179,12 +296,26 @@ with_cluster() {
   return "$rc"
 }
 
+# `replica` and `replica-stop` hold the lock `with` takes: a standby is never copied from a cluster
+# that a `with` ending at that moment stops
+locked() {
+  mkdir -p "$ROOT/.data"
+  exec 9>"$LOCK"
+  flock 9
+  "$@"
+  flock -u 9
+}
+
 case "${1:-ensure}" in
   ensure) ensure; echo "postgres://postgres@127.0.0.1:$PGPORT/$DB_NAME" ;;
   with) shift; with_cluster "$@" ;;
   stop) stop ;;
   restart) as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -m fast -w -o "-p $PGPORT" restart >/dev/null ;;
-  status) if [ -f "$DATA/PG_VERSION" ] && running; then echo "running on $PGPORT"; else echo "stopped"; fi ;;
+  status)
+    if [ -f "$DATA/PG_VERSION" ] && running; then echo "running on $PGPORT"; else echo "stopped"; fi
+    if replica_running; then echo "replica running on $(replica_port)"; elif replica_exists; then echo "replica stopped"; fi ;;
   url) echo "postgres://postgres@127.0.0.1:$PGPORT/$DB_NAME" ;;
-  *) echo "usage: $0 ensure|with COMMAND…|stop|restart|status|url" >&2; exit 2 ;;
+  replica) locked replica; echo "postgres://postgres@127.0.0.1:$(replica_port)/$DB_NAME" ;;
+  replica-stop) locked replica_stop ;;
+  *) echo "usage: $0 ensure|with COMMAND…|stop|restart|status|url|replica|replica-stop" >&2; exit 2 ;;
 esac

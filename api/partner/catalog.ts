@@ -1,8 +1,19 @@
-/** Vehicles, pricing and zones (partner-rental-api.md §4). Zones outside the partner's access do not exist for it. */
+/**
+ * Vehicles, pricing and zones (partner-rental-api.md §4). Zones outside the partner's access do not exist for it.
+ *
+ * Where each read runs (lib/replica.ts): the zones, their areas and their list are read on the
+ * streaming replica when there is one (they change when an operator edits a zone; a zone the replica
+ * does not show yet is looked up on the primary). The vehicle list is rendered there only once the
+ * replica has replayed every write its caller could have seen (vehicle-list.ts). A vehicle's lookup, its price and the parking occupancy are read on the primary:
+ * they must show a rental started or ended, a booking, a status change the caller could have seen
+ * (each is one indexed lookup, so the primary loses nothing), and occupancy counts the vehicles a
+ * rental moves.
+ */
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { q, type Row } from '../../lib/db.js';
+import { q, type Db, type Row } from '../../lib/db.js';
 import type { Input } from '../../lib/http/endpoints.js';
+import { lookupOnReplica, readOnReplica } from '../../lib/replica.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { isSleeping } from '../../lib/zones.js';
 import { AreaOccupancyRecord, dataOf, OperationalZonesRecord, PricingRecord, VehicleRecord, ZoneAreasRecord } from '../../schemas/partner/responses.js';
@@ -22,11 +33,16 @@ function presentZoneInfo(z: Row, now: Date) {
   };
 }
 
-/** The zone row when the partner may access it; ZoneNotFound otherwise. */
-async function zoneFor(app: AppContext, ctx: Koa.Context, id: string): Promise<Row> {
-  const zone = await app.db.maybeOne(q('PartnerZone'), [id, principalOf(ctx).zones]);
-  if (!zone) throw new RentalError('ZoneNotFound');
-  return zone;
+/**
+ * The zone row when the partner may access it, with the pool that found it (what belongs to the zone
+ * is read from the same one); ZoneNotFound otherwise. `replica`: first from the replica.
+ */
+async function zoneFor(app: AppContext, ctx: Koa.Context, id: string, where: 'replica' | 'primary'): Promise<{ zone: Row; db: Db }> {
+  const params = [id, principalOf(ctx).zones];
+  const found =
+    where === 'replica' ? await lookupOnReplica(app.db, q('PartnerZone'), params) : { row: await app.db.maybeOne(q('PartnerZone'), params), db: app.db };
+  if (!found.row) throw new RentalError('ZoneNotFound');
+  return { zone: found.row, db: found.db };
 }
 
 const zoneId = { zoneId: zoneParam('zone id (see GET /v1/zone/info)') };
@@ -48,8 +64,8 @@ function zoneAreas(v: 1 | 2): PartnerEndpoint {
     responses: { 200: { description: 'the areas of the zone', schema: dataOf(ZoneAreasRecord, false) } },
     errors: [],
     handle: async (app, ctx, { params }) => {
-      const zone = await zoneFor(app, ctx, params.zoneId!);
-      const areas = await app.db.many(q('PartnerZoneAreas'), [zone.id, v === 2]);
+      const { zone, db } = await zoneFor(app, ctx, params.zoneId!, 'replica');
+      const areas = await db.many(q('PartnerZoneAreas'), [zone.id, v === 2]);
       ctx.body = {
         data: {
           id: zone.id,
@@ -171,7 +187,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     responses: { 200: { description: 'one record per parking-spot area', schema: dataOf(AreaOccupancyRecord, true) } },
     errors: [],
     handle: async (app, ctx, { params }) => {
-      const zone = await zoneFor(app, ctx, params.zoneId!);
+      const { zone } = await zoneFor(app, ctx, params.zoneId!, 'primary');
       const rows = await app.db.many(q('PartnerAreasOccupancy'), [zone.id]);
       ctx.body = { data: rows.map((r) => ({ id: r.id as string, occupancy: r.occupancy as number, capacity: r.capacity as number })) };
     },
@@ -189,7 +205,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     handle: async (app, ctx) => {
       const principal = principalOf(ctx);
       const now = app.clock.now();
-      const zones = await app.db.many(q('PartnerZones'), [principal.zones]);
+      const zones = await readOnReplica(app.db, (db) => db.many(q('PartnerZones'), [principal.zones]));
       ctx.body = { data: { id: principal.partnerId, type: 'zone', attributes: { zones: zones.map((z) => presentZoneInfo(z, now)) } } };
     },
   }),

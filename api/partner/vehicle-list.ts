@@ -16,10 +16,18 @@
  * alone (a booking's hold expiring, a sleep window opening) is bounded by VEHICLE_LIST_CACHE_MS
  * (default 1 s). Concurrent misses of a zone share one render (lru-cache's fetch). The partner's
  * access to the zone is checked on every request, before the cache.
+ *
+ * With a streaming replica (DATABASE_REPLICA_URL) the version is still read on the primary, and a
+ * list is rendered on the replica only once the replica has replayed everything the primary had
+ * committed after that read (lib/replica.ts readCaughtUp: a millisecond or two under streaming), so
+ * its snapshot shows that version or a newer one. A replica that lags more than
+ * DATABASE_REPLICA_WAIT_MS, or is unreachable, leaves the render to the primary: never a rented
+ * vehicle shown as available.
  */
 import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { q, type Queryable } from '../../lib/db.js';
+import { readCaughtUp } from '../../lib/replica.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { isSleeping } from '../../lib/zones.js';
 import { presentVehicle } from './responses.js';
@@ -30,10 +38,10 @@ interface Rendered {
   version: number;
 }
 
-async function render(app: AppContext, zoneId: string): Promise<Rendered> {
+async function render(app: AppContext, db: Queryable, zoneId: string): Promise<Rendered> {
   const now = app.clock.now();
   // zone, version and vehicles in one round trip (see the query); every zone: access is checked by the caller
-  const rows = await app.db.many(q('PartnerAvailableVehicles'), [zoneId, now, null]);
+  const rows = await db.many(q('PartnerAvailableVehicles'), [zoneId, now, null]);
   const zone = rows[0];
   if (!zone) return { json: undefined, version: 0 };
   // a sleeping zone has no available vehicles
@@ -45,6 +53,8 @@ export class VehicleLists {
   private readonly cache: LRUCache<string, Rendered> | undefined;
   /** lists rendered (tests and the bench: how much the cache saves) */
   renders = 0;
+  /** of those, rendered on the streaming replica */
+  rendersOnReplica = 0;
 
   constructor(private readonly app: AppContext) {
     const ttl = app.config.vehicleListCacheMs;
@@ -83,9 +93,13 @@ export class VehicleLists {
     return own;
   }
 
+  /** One render, showing every write committed before it began (on the replica once it has replayed them). */
   private render(zoneId: string): Promise<Rendered> {
     this.renders++;
-    return render(this.app, zoneId);
+    return readCaughtUp(this.app.db, this.app.config.databaseReplicaWaitMs, (db) => {
+      if (db !== this.app.db) this.rendersOnReplica++;
+      return render(this.app, db, zoneId);
+    });
   }
 }
 

@@ -1,10 +1,13 @@
 /**
- * Operator information: GET /operator/regions, /operator/meta, /operator/pricing-plans.
+ * Operator information: GET /operator/regions, /operator/meta, /operator/pricing-plans. Zones and
+ * tariffs change when an operator edits them, never with a booking: they are read on the streaming
+ * replica when there is one (lib/replica.ts).
  */
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { q } from '../../lib/db.js';
 import type { Input } from '../../lib/http/endpoints.js';
+import { readOnReplica } from '../../lib/replica.js';
 import { tariffParts } from '../../lib/tomp/views.js';
 import { principalOf } from './auth.js';
 import type { TompEndpoint } from './endpoint.js';
@@ -37,7 +40,8 @@ export const MAX_PAGE = 1000;
 export async function regions(app: AppContext, ctx: Koa.Context, { query }: Input<undefined>): Promise<void> {
   const offset = (query.offset as number | undefined) ?? 0;
   const limit = (query.limit as number | undefined) ?? MAX_PAGE;
-  const rows = await app.db.many(q('TompOperatingRegions'), [principalOf(ctx).zones]);
+  const zones = principalOf(ctx).zones;
+  const rows = await readOnReplica(app.db, (db) => db.many(q('TompOperatingRegions'), [zones]));
   ctx.body = rows.slice(offset, offset + limit).map((r) => ({
     regionId: r.id,
     name: r.name,
@@ -81,7 +85,8 @@ export async function pricingPlans(app: AppContext, ctx: Koa.Context, { query }:
     ctx.body = [];
     return;
   }
-  const rows = await app.db.many(q('TompPricingPlans'), [principalOf(ctx).zones, (regionId as string | undefined) ?? null]);
+  const params = [principalOf(ctx).zones, (regionId as string | undefined) ?? null];
+  const rows = await readOnReplica(app.db, (db) => db.many(q('TompPricingPlans'), params));
   ctx.body = rows.map((r) => {
     const currency = String(r.currency).trim();
     const parts = tariffParts(r.start_price, r.price_per_minute, currency, Number(r.vat_rate));

@@ -1,0 +1,245 @@
+/**
+ * Reads on a streaming replica (DATABASE_REPLICA_URL, lib/replica.ts) against a real hot standby of
+ * the test server (pg_basebackup, test/support/replica.ts): reads that may lag go to the replica,
+ * writes and what must see them stay on the primary. With replay paused (the replica as far behind
+ * as a replica gets), the vehicle list right after a rental start never shows the rented vehicle,
+ * cached or not; `replayedPast` says no until replay resumes; a zone the replica has not seen yet is
+ * found on the primary. An unreachable replica sends every read to the primary.
+ */
+import { expect } from 'chai';
+import { Writable } from 'node:stream';
+import request from 'supertest';
+import { buildApp } from '../api/app.js';
+import { vehicleListsOf } from '../api/partner/vehicle-list.js';
+import { TOMP_PREFIX } from '../api/tomp/router.js';
+import type { AppContext } from '../lib/context.js';
+import { Db, DbError, q } from '../lib/db.js';
+import { createLogger } from '../lib/log.js';
+import { streamVehicles } from '../lib/feeds/mds/sources.js';
+import { readerPast, readOnReplica, replayedPast, streamOnReplica } from '../lib/replica.js';
+import { useTestContext } from './support/context.js';
+import { serverUrl } from './support/db.js';
+import { freePort, waitFor } from './support/faults.js';
+import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
+import { standbyOrSkip, type Standby } from './support/replica.js';
+import { insertMaasPartner } from './support/tomp-fixtures.js';
+
+/** A logger whose lines the test reads. */
+function capturedLog(): { log: ReturnType<typeof createLogger>; lines: () => Array<{ msg: string; pool?: string }> } {
+  const out: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      out.push(String(chunk));
+      cb();
+    },
+  });
+  return { log: createLogger('debug', sink), lines: () => out.map((l) => JSON.parse(l)) };
+}
+
+/** The device ids of the MDS vehicles of a zone, read through streamOnReplica (the realtime feeds' cursor). */
+async function mdsDevices(db: Db, zoneId: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const row of streamOnReplica(db, (pool) => streamVehicles(pool, zoneId))) out.push(row.device_id);
+  return out;
+}
+
+const ids = (res: request.Response): string[] => {
+  expect(res.status, JSON.stringify(res.body)).to.equal(200);
+  return res.body.data.map((v: { id: string }) => v.id);
+};
+
+describe('reads on a streaming replica', function () {
+  this.timeout(120_000);
+  const t = useTestContext();
+  let standby: Standby | undefined;
+  /** the API's context with the replica; `uncached`: a second process with VEHICLE_LIST_CACHE_MS=0 */
+  let app: AppContext;
+  let uncached: AppContext;
+  let partner: PartnerFixture;
+
+  // replayed what the primary has now (a fixed position: on the loaded shared server the standby may
+  // be seconds behind, which a position read afresh every second would never let it catch)
+  const caughtUp = () => replayedPast(app.db, t.ctx.clock.now(), t.ctx.clock.now(), { waitMs: 30_000 });
+
+  before(async function () {
+    // pg_basebackup copies the whole test server, which other test files are writing to meanwhile
+    this.timeout(600_000);
+    standby = await standbyOrSkip(this, serverUrl());
+    const replicaUrl = standby.urlFor(t.database.name);
+    app = { ...t.ctx, db: new Db(t.database.url, t.ctx.log, { max: 10, replicaUrl }) };
+    // the second process waits up to 1 s for the replica (DATABASE_REPLICA_WAIT_MS) so that its renders
+    // go there whenever it is caught up, however loaded the shared server is
+    uncached = {
+      ...t.ctx,
+      config: { ...t.ctx.config, vehicleListCacheMs: 0, databaseReplicaWaitMs: 1000 },
+      db: new Db(t.database.url, t.ctx.log, { max: 5, replicaUrl }),
+    };
+    partner = await insertPartner(app.db);
+    await waitFor('the standby to replay the test database', caughtUp, 120_000).catch(async (err: Error) => {
+      const primary = await app.db.one<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+      throw new Error(`${err.message}: primary at ${primary.lsn}, ${await standby?.describe()}`);
+    });
+  });
+
+  after(async function () {
+    this.timeout(120_000);
+    await app?.db.close();
+    await uncached?.db.close();
+    await standby?.destroy();
+  });
+
+  afterEach(async function () {
+    // a failed test must not leave the next one with replay paused
+    if (this.currentTest?.state === 'failed') await standby?.resumeReplay().catch(() => undefined);
+  });
+
+  it('the read pool is the replica, read-only; the primary pool writes', async () => {
+    expect((await app.db.replica.one('SELECT pg_is_in_recovery() AS standby')).standby).to.equal(true);
+    expect((await app.db.one('SELECT pg_is_in_recovery() AS standby')).standby).to.equal(false);
+    const write = await app.db.replica.query(`UPDATE zones SET name = name WHERE false`).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(write).to.be.instanceOf(DbError);
+    expect((write as DbError).role, 'the error names the pool').to.equal('replica');
+    expect((write as DbError).message).to.match(/\(replica\): cannot execute UPDATE in a read-only transaction/);
+    // a pool without a replica reads through itself
+    expect(t.ctx.db.replica).to.equal(t.ctx.db);
+  });
+
+  it('zone and tariff reads come from the replica; a zone it has not replayed yet is found on the primary, with its areas', async () => {
+    const server = buildApp(app).callback();
+    const zone = await insertZone(app.db);
+    const maas = await insertMaasPartner(app.db);
+    await waitFor('replayed', caughtUp, 60_000);
+    const zoneName = async () => {
+      const res = await request(server).get('/v1/zone/info').set('X-Auth-Token', partner.key);
+      return res.body.data.attributes.zones.find((z: { zoneId: string }) => z.zoneId === zone.id)?.zoneName;
+    };
+    const regionName = async () => {
+      const res = await request(server).get(`${TOMP_PREFIX}/operator/regions`).set('X-Access-Token', maas.key);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body.find((r: { regionId: string }) => r.regionId === zone.id)?.name;
+    };
+    expect([await zoneName(), await regionName()]).to.deep.equal(['Berlin', zone.id]);
+
+    await standby!.pauseReplay();
+    await app.db.query(`UPDATE zones SET city = 'Renamed', name = 'Renamed' WHERE id = $1`, [zone.id]);
+    // what the replica had replayed: these reads went there
+    expect([await zoneName(), await regionName()], 'zone info and TOMP regions from the paused replica').to.deep.equal(['Berlin', zone.id]);
+
+    const fresh = await insertZone(app.db);
+    const areas = await request(server).get(`/v2/zone/id/${fresh.id}`).set('X-Auth-Token', partner.key);
+    expect(areas.status, 'a zone created a moment ago is never "not found"').to.equal(200);
+    expect(
+      areas.body.data.attributes.areas.map((a: { area_type: string }) => a.area_type),
+      'its areas from the same pool',
+    ).to.deep.equal(['operations']);
+    const v = await insertVehicle(app.db, fresh);
+    const lookup = await request(server).get(`/v1/vehicles/id/${v.id}`).set('X-Auth-Token', partner.key);
+    expect(lookup.status, 'vehicle lookups read the primary').to.equal(200);
+    expect(await mdsDevices(app.db, fresh.id), 'a realtime cursor on the paused replica').to.deep.equal([]);
+
+    await standby!.resumeReplay();
+    await waitFor('replayed', caughtUp, 60_000);
+    expect([await zoneName(), await regionName()]).to.deep.equal(['Renamed', 'Renamed']);
+    expect(await mdsDevices(app.db, fresh.id)).to.deep.equal([v.id]);
+  });
+
+  it('the vehicle list right after a rental start never shows the rented vehicle, even with replay paused; replayedPast says no until replay resumes', async () => {
+    const server = buildApp(app).callback();
+    const other = buildApp(uncached).callback();
+    const zone: ZoneFixture = await insertZone(app.db);
+    const user = await insertUser(app.db, partner.id);
+    const v = await insertVehicle(app.db, zone);
+    const w = await insertVehicle(app.db, zone);
+    const list = (s: typeof server) => request(s).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', partner.key);
+    await waitFor('replayed', caughtUp, 60_000);
+    expect(ids(await list(server))).to.have.members([v.id, w.id]);
+    expect(ids(await list(other))).to.have.members([v.id, w.id]);
+
+    await standby!.pauseReplay();
+    const started = await request(server).post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user, vehicleId: v.id });
+    expect(started.status, JSON.stringify(started.body)).to.equal(200);
+    // the replica still has the vehicle available: a list rendered there would show it
+    const stale = await app.db.replica.many(q('PartnerAvailableVehicles'), [zone.id, t.ctx.clock.now(), null]);
+    expect(
+      stale.map((r) => r.id),
+      'the paused replica',
+    ).to.include(v.id);
+    for (let i = 0; i < 3; i++) {
+      expect(ids(await list(server)), 'cached list').to.deep.equal([w.id]);
+      expect(ids(await list(other)), 'uncached list, another process').to.deep.equal([w.id]);
+    }
+    const pricing = await request(other).get(`/v1/vehicles/id/${v.id}`).set('X-Auth-Token', partner.key);
+    expect(pricing.body.data[0].attributes.status).to.equal('riding');
+
+    // the publisher's question: not while paused (with a log line naming why), and never for an instant still ahead
+    const now = t.ctx.clock.now();
+    expect(await replayedPast(app.db, now, now, { waitMs: 100 })).to.equal(false);
+    const captured = capturedLog();
+    expect(await readerPast(app.db, now, now, captured.log, { waitMs: 100 })).to.equal(app.db);
+    expect(captured.lines().map((l) => l.msg)).to.include('replica has not replayed far enough: reading from the primary');
+    expect(await replayedPast(app.db, new Date(now.getTime() + 60_000), now)).to.equal(false);
+
+    await standby!.resumeReplay();
+    await waitFor('replayedPast once replay resumes', caughtUp, 60_000);
+    expect(await readerPast(app.db, now, now, captured.log, { waitMs: 30_000 })).to.equal(app.db.replica);
+
+    const ended = await request(server).post(`/v1/rental/${started.body.data[0].id}/end`).set('X-Auth-Token', partner.key).send({});
+    expect(ended.status, JSON.stringify(ended.body)).to.equal(200);
+    expect(ids(await list(server)), 'ended: listed again at once').to.have.members([v.id, w.id]);
+    // caught up, lists are rendered on the replica (a render waits a few ms for it; the shared test
+    // server's bursts of WAL can take longer, so a few tries)
+    const lists = vehicleListsOf(uncached);
+    const before = lists.rendersOnReplica;
+    await waitFor('a list rendered on the replica', async () => {
+      expect(ids(await list(other))).to.have.members([v.id, w.id]);
+      return lists.rendersOnReplica > before;
+    });
+  });
+});
+
+describe('an unreachable replica', () => {
+  const t = useTestContext();
+  const pools: Db[] = [];
+  after(() => Promise.all(pools.map((db) => db.close())));
+
+  /** a pool whose replica refuses connections, logging to its own lines */
+  async function unreachable() {
+    const captured = capturedLog();
+    const db = new Db(t.database.url, captured.log, { max: 3, replicaUrl: `postgres://postgres@127.0.0.1:${await freePort()}/none` });
+    pools.push(db);
+    const warnings = () => captured.lines().filter((l) => l.msg === 'replica unreachable: reading from the primary');
+    return { db, log: captured.log, warnings };
+  }
+
+  it('sends each kind of read to the primary, logged once while it rests', async () => {
+    const zone = await insertZone(t.ctx.db);
+    const v = await insertVehicle(t.ctx.db, zone);
+    const now = t.ctx.clock.now();
+
+    const a = await unreachable();
+    expect((await readOnReplica(a.db, (pool) => pool.one('SELECT pg_is_in_recovery() AS standby'))).standby).to.equal(false);
+    expect(a.warnings()).to.have.length(1);
+    expect(a.warnings()[0]?.pool).to.equal('replica');
+    expect(await mdsDevices(a.db, zone.id), 'resting: straight to the primary').to.deep.equal([v.id]);
+    expect(await readerPast(a.db, now, now, a.log)).to.equal(a.db);
+    expect(a.warnings(), 'not asked again, not logged again').to.have.length(1);
+
+    const b = await unreachable();
+    expect(await mdsDevices(b.db, zone.id), 'a realtime cursor, opened again on the primary').to.deep.equal([v.id]);
+    expect(b.warnings()).to.have.length(1);
+
+    const c = await unreachable();
+    expect(await readerPast(c.db, now, now, c.log), 'the publisher reads the primary').to.equal(c.db);
+    expect(c.warnings()).to.have.length(1);
+
+    const d = await unreachable();
+    const server = buildApp({ ...t.ctx, db: d.db }).callback();
+    const key = (await insertPartner(t.ctx.db)).key;
+    expect(ids(await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', key))).to.deep.equal([v.id]);
+    expect((await request(server).get('/v1/zone/info').set('X-Auth-Token', key)).status).to.equal(200);
+    expect(d.warnings()).to.have.length(1);
+  });
+});
