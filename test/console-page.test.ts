@@ -3,8 +3,8 @@
  * playwright-core against the whole app on loopback (test/support/browser.ts aborts and records
  * anything else, so the page is proven to work offline, Leaflet included, with no map tiles).
  * Logs in with the demo ops key, checks every view against the database and publish-status,
- * republishes one failed hour from the heatmap, and keeps a screenshot of each view in
- * test-artifacts/console-*.png.
+ * republishes one failed hour from the heatmap (queued for a publisher's workers, which the page
+ * follows until the cell turns), and keeps a screenshot of each view in test-artifacts/console-*.png.
  */
 import { expect } from 'chai';
 import type { Page } from 'playwright-core';
@@ -14,6 +14,7 @@ import { registerDbCollectors } from '../lib/metrics.js';
 import { startRental } from '../lib/rentals/engine.js';
 import { seedDemo } from '../lib/seed/index.js';
 import { DEMO_FEED_CLIENTS } from '../lib/seed/data.js';
+import { startPublisher, type Publisher } from '../publisher/index.js';
 import { backfill, publishStatus } from '../publisher/ops.js';
 import { openBrowser, requireChromium, screenshot, type BrowserSession } from './support/browser.js';
 import { useTestContext } from './support/context.js';
@@ -23,6 +24,11 @@ const NOW = new Date('2026-11-18T11:20:00Z');
 
 describe('the /console page in a browser', function () {
   this.timeout(120000);
+  let publisher: Publisher | undefined;
+  // registered before the test context's hooks, so it runs before they drop the database
+  after(async () => {
+    await publisher?.stop();
+  });
   const t = useTestContext({ now: NOW });
   let session: BrowserSession | undefined;
   let page: Page;
@@ -50,6 +56,8 @@ describe('the /console page in a browser', function () {
 
     // the rentals_running gauge is read from the database at each scrape, as bin/run.ts wires it
     registerDbCollectors(t.ctx.db);
+    // the workers that run the console's republish jobs; no clocks: nothing else is queued
+    publisher = await startPublisher(t.ctx, { cron: false, concurrency: 1 });
     session = await openBrowser(buildApp(t.ctx));
     page = session.page;
   });
@@ -84,15 +92,16 @@ describe('the /console page in a browser', function () {
     await screenshot(page, 'console-publishing');
   });
 
-  it('Publishing: republishes a selected failed hour from the page, and the cell turns published', async () => {
+  it('Publishing: queues the republish of a selected failed hour from the page, and the cell turns published', async () => {
     const cell = page.locator(`#heatmap td[data-feed="mds-2.0-trips"][data-hour="${failedHour}"]`);
     expect(await cell.getAttribute('data-state')).to.equal('failed');
     await cell.click();
     expect(await page.locator('#republish').textContent()).to.equal('Republish selected (1)');
     await page.locator('#republish').click();
-    await page.locator('#pub-message', { hasText: /^republished:/ }).waitFor({ timeout: 30000 });
-    expect(await page.locator('#pub-message').textContent()).to.equal('republished: 1 written, 0 unchanged, 0 failed');
-    await page.locator(`#heatmap td[data-feed="mds-2.0-trips"][data-hour="${failedHour}"][data-state="published"]`).waitFor({ timeout: 10000 });
+    await page.locator('#pub-message', { hasText: /^queued:/ }).waitFor({ timeout: 30000 });
+    expect(await page.locator('#pub-message').textContent()).to.equal('queued: 1 file(s) in 1 job(s)');
+    // the publisher runs the job; the page reads the table again until the cell turns
+    await page.locator(`#heatmap td[data-feed="mds-2.0-trips"][data-hour="${failedHour}"][data-state="published"]`).waitFor({ timeout: 15000 });
     const after = await publishStatus(t.ctx, { zones: ['berlin'], from: new Date(`${failedHour}:00:00Z`), to: new Date(`${failedHour}:00:00Z`) });
     expect(after.rows[0]!.states['mds-2.0-trips']).to.equal('published');
     expect(after.totals.failed).to.equal(0);

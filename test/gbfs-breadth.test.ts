@@ -15,6 +15,8 @@ import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
+import { q } from '../lib/db.js';
+import { gbfsUnit } from '../lib/publication/lock.js';
 import { contentDigest, fragment, gzipOf, inflateFragment, crc32Combine } from '../lib/feeds/gbfs/fragments.js';
 import { crc32, gunzipSync } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
@@ -199,14 +201,14 @@ describe('GBFS follows change', function () {
     t.ctx.clock.advance(1000);
     const r = await publishGbfsSnapshots(t.ctx, { only: 'all' });
     expect(r).to.include({ written: 0, failed: 0 });
-    // the per-zone builder itself: a zone held by another process is left to it
+    // the per-zone builder itself: a zone whose publication lock another process holds is left to it
     const held = await t.ctx.db.pool.connect();
+    const units = [gbfsUnit('zone', A.id)];
     try {
-      await held.query('BEGIN');
-      await held.query(`SELECT pg_advisory_xact_lock(hashtext('gbfs:zone:' || $1))`, [A.id]);
+      await held.query(q('PublicationLock'), [units]);
       expect(await buildGbfsZone(t.ctx, A.id, { force: 'all' })).to.include({ busy: true, written: 0 });
     } finally {
-      await held.query('ROLLBACK');
+      await held.query(q('PublicationUnlock'), [units]);
       held.release();
     }
   });

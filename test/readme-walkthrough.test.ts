@@ -26,6 +26,7 @@ import { Db } from '../lib/db.js';
 import { createLogger } from '../lib/log.js';
 import { ROOT } from '../lib/paths.js';
 import { DEMO_FEED_CLIENTS, DEMO_PARTNERS } from '../lib/seed/data.js';
+import { HOUR_QUEUE } from '../lib/publication/queue.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { readWalkthroughBlocks, requireTools, runWalkthrough, type BlockRun, type WalkthroughRun } from './support/walkthrough.js';
 
@@ -36,6 +37,11 @@ let tompZone = 'copenhagen';
 /** the demo fleet per zone (lib/seed/index.ts: vehiclesPerZone) */
 const FLEET = 60;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+/** the console block's republish answer (202, RepublishQueuedSchema): its hour and job id */
+const REPUBLISH_QUEUED = new RegExp(
+  `^\\{"zone":"berlin","jobs":\\[\\{"hour":"(\\d{4}-\\d{2}-\\d{2}T\\d{2})","feeds":\\["mds-2\\.0-trips"\\],"id":"(${UUID})"\\}\\],"skipped":\\[\\]\\}$`,
+  'm',
+);
 
 
 /** `METHOD /path status`, ids as {id}, the month of a report as {month}, without the query. */
@@ -331,25 +337,35 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
     expect(insurance[1]).to.equal(insurance[2]);
   });
 
-  it('console block: publishing, a republished cell, fleet, health, credentials', () => {
+  it('console block: publishing, a queued republish, fleet, health, credentials', () => {
     expectBlock(
       'console',
       [
         'GET /console/api/publishing 200',
-        'POST /console/api/republish 200',
+        'POST /console/api/republish 202',
         'GET /console/api/fleet 200',
         'GET /console/api/health 200',
         'GET /console/api/credentials 200',
       ],
       [
         /^\{"published":\d+,.*"failed":0,/m,
-        /^\{"total":1,.*"failed":\[\]\}$/m,
+        REPUBLISH_QUEUED,
         `{"zone":"copenhagen","ttl":30,"vehicles":${FLEET}}`,
         /\{"rentals_running":\d+,"families":\["console","feeds","legacy","partner","tomp"\]\}/,
         '{"partner":"Demo Mobility App","scope":"partner"}',
         '{"partner":"Demo Operations","scope":"ops"}',
       ],
     );
+  });
+
+  it('console block: the job it printed is a forced republish of that cell, and a publisher runs it', async function () {
+    this.timeout(90_000);
+    const [, hour, id] = REPUBLISH_QUEUED.exec(block('console').stdout) ?? [];
+    expect(id, block('console').stdout).to.be.a('string');
+    const job = () => db!.one<{ name: string; state: string; data: unknown }>(`SELECT name, state, data FROM pgboss.job WHERE id = $1`, [id]);
+    expect(await job()).to.deep.include({ name: HOUR_QUEUE, data: { zone: 'berlin', hour, feedIds: ['mds-2.0-trips'], force: true } });
+    for (let i = 0; i < 120 && (await job()).state !== 'completed'; i++) await new Promise((r) => setTimeout(r, 500));
+    expect((await job()).state).to.equal('completed');
   });
 
   it('ends cleanly and leaves no file in the directory it ran in', () => {

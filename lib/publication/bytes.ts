@@ -21,8 +21,8 @@ import { gzipOf, type Fragment } from '../feeds/gbfs/fragments.js';
 /**
  * zlib level of the stored objects. 6 (zlib's default) costs ~1.7× the CPU of 3 for ~5 % smaller
  * files on our JSON; see docs/feeds.md "Performance". Changing it changes the bytes (and sha256) of
- * every object, so each is rewritten once on its next publication. The GBFS fragments use the same
- * level (GBFS_GZIP_LEVEL).
+ * every object, so each is rewritten once on its next publication. The GBFS fragments are
+ * compressed at it too (lib/feeds/gbfs/fragments.ts imports it).
  */
 export const GZIP_LEVEL = 3;
 

@@ -23,10 +23,5 @@ SELECT (revoked_at IS NOT NULL AND revoked_at <= $2) AS revoked FROM feed_client
 -- name: FeedZones
 SELECT id, created_at FROM zones;
 
--- name: FeedPublication
-SELECT status, object_key, record_count, dirty, last_updated, published_at
-  FROM feed_publications
- WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp;
-
 -- name: FeedGbfsSnapshot
 SELECT object_key, sha256, ttl FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;

@@ -149,19 +149,3 @@ VALUES ($1, $2, COALESCE($3::timestamptz, 'epoch'), COALESCE($4::timestamptz, 'e
 ON CONFLICT (scope) DO UPDATE
    SET inputs = $2, status_written_at = COALESCE($3::timestamptz, b.status_written_at),
        rebuild_due_at = COALESCE($4::timestamptz, b.rebuild_due_at);
-
--- name: GbfsSnapshotTryLock
--- One writer per zone (`zone:{id}`) and per 2.2 client scope (`scope:{id}`), and so per snapshot
--- file, across every publisher process; a busy key is being built by another process right now.
-SELECT pg_try_advisory_xact_lock(hashtext('gbfs:' || $1::text)) AS locked;
-
--- name: GbfsSnapshotsOf
--- The stored snapshots of the scopes $1 (zone ids, 2.2 scope ids and their language scopes).
-SELECT version, scope, file, sha256, bytes, last_updated, object_key FROM gbfs_snapshots WHERE scope = ANY ($1::text[]);
-
--- name: GbfsSnapshotUpsertMany
-INSERT INTO gbfs_snapshots (version, scope, file, object_key, sha256, bytes, ttl, last_updated, published_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::timestamptz[], $9::timestamptz[])
-ON CONFLICT (version, scope, file) DO UPDATE
-   SET object_key = EXCLUDED.object_key, sha256 = EXCLUDED.sha256, bytes = EXCLUDED.bytes, ttl = EXCLUDED.ttl,
-       last_updated = EXCLUDED.last_updated, published_at = EXCLUDED.published_at;

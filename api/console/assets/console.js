@@ -5,7 +5,7 @@
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const state = { key: sessionStorage.getItem('opsKey') || '', zones: [], selected: new Map(), map: null, layers: null, fitted: false, fleetTimer: null, lastHealth: null };
+  const state = { key: sessionStorage.getItem('opsKey') || '', zones: [], selected: new Map(), map: null, layers: null, fitted: false, fleetTimer: null, pubFollow: null, lastHealth: null };
 
   async function api(path, init = {}) {
     const res = await fetch(`/console/api${path}`, { ...init, headers: { 'X-Access-Token': state.key, 'Content-Type': 'application/json', ...(init.headers || {}) } });
@@ -80,25 +80,31 @@
   };
 
   // Publishing: hours × feeds of one zone, the same figures as `make publish-status`
-  async function loadPublishing() {
+  // keepSelection: a refresh while republished files are followed keeps the cells chosen meanwhile
+  // that can still be republished
+  async function loadPublishing({ keepSelection = false } = {}) {
     const zone = $('pub-zone').value;
     const qs = new URLSearchParams({ zone });
     if ($('pub-from').value) qs.set('from', $('pub-from').value);
     if ($('pub-to').value) qs.set('to', $('pub-to').value);
     const s = await api(`/publishing?${qs}`);
+    const kept = keepSelection ? new Set(state.selected.keys()) : new Set();
     state.selected.clear();
-    updateRepublishButton();
     $('pub-totals').textContent = Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(' · ');
     const head = el('tr', {}, el('th', {}, 'hour'), ...s.feeds.map((f) => el('th', { title: f }, f.replace(/-/g, ' '))));
     const rows = s.rows.filter((r) => r.zone === zone).map((r) =>
       el('tr', {}, el('th', {}, r.hour), ...s.feeds.map((f) => {
         const st = r.states[f];
         const td = el('td', { class: `cell ${st}`, title: `${f} ${r.hour}: ${st}`, 'data-feed': f, 'data-hour': r.hour, 'data-state': st });
-        if (st === 'failed' || st === 'dirty') td.addEventListener('click', () => toggle(td));
+        if (st === 'failed' || st === 'dirty') {
+          td.addEventListener('click', () => toggle(td));
+          if (kept.has(`${f}|${r.hour}`)) toggle(td);
+        }
         return td;
       })),
     );
     $('heatmap').replaceChildren(el('thead', {}, head), el('tbody', {}, ...rows));
+    updateRepublishButton();
   }
 
   function toggle(td) {
@@ -114,12 +120,26 @@
     $('republish').textContent = `Republish selected (${state.selected.size})`;
   }
 
+  // The API queues the rewrite for the publishers and answers at once (202, one job per hour):
+  // the table is read again every 2 s for about 20 s, so the cells change as the jobs finish.
   async function republish() {
+    const zone = $('pub-zone').value;
     const cells = [...state.selected.values()];
-    $('pub-message').textContent = `republishing ${cells.length} file(s)…`;
-    const r = await api('/republish', { method: 'POST', body: JSON.stringify({ zone: $('pub-zone').value, cells }) });
-    $('pub-message').textContent = `republished: ${r.written} written, ${r.unchanged} unchanged, ${r.failed.length} failed`;
+    $('pub-message').textContent = `queueing ${cells.length} file(s)…`;
+    const r = await api('/republish', { method: 'POST', body: JSON.stringify({ zone, cells }) });
+    const files = r.jobs.reduce((n, j) => n + j.feeds.length, 0);
+    const reasons = [...new Set(r.skipped.map((s) => s.reason))].join('; ');
+    $('pub-message').textContent = `queued: ${files} file(s) in ${r.jobs.length} job(s)` + (r.skipped.length ? `, ${r.skipped.length} skipped (${reasons})` : '');
+    // one follow at a time: a later republish takes over from an earlier one's
+    const until = Date.now() + 20_000;
+    const run = (state.pubFollow = {});
+    const follow = () => {
+      // over once the operator looks elsewhere (another view or zone)
+      if (state.pubFollow !== run || Date.now() > until || $('publishing').hidden || $('pub-zone').value !== zone) return;
+      loadPublishing({ keepSelection: true }).then(() => setTimeout(follow, 2000), report('pub-message'));
+    };
     await loadPublishing();
+    setTimeout(follow, 2000);
   }
 
   // Fleet: the zone's boundary and areas from its GeoJSON, vehicles by status, refreshed on the GBFS ttl

@@ -11,18 +11,17 @@
  * from the fragments' own (zlib's crc32_combine), never computed over the text again. Any gzip
  * reader decodes it; nothing depends on multi-member support.
  *
- * A file's identity (gbfs_snapshots.sha256, the object's `sha256` metadata, the serving cache's
- * version) is `contentDigest`: the sha256 of its segments' sha256s in order, which changes exactly
- * when the text does and costs nothing to recompute for a refresh or an assembly.
+ * Whether a file's text changed is `contentDigest` (gbfs_snapshots.content_digest): the sha256 of
+ * its segments' sha256s in order, which changes exactly when the text does and costs nothing to
+ * recompute for a refresh or an assembly, so nothing is compressed to find a file unchanged. The
+ * row's `sha256` (the object's `sha256` metadata, the serving cache's version) is that of the stored
+ * bytes, as for every published object (lib/publication/bytes.ts).
  */
 import { createHash } from 'node:crypto';
 import { constants, crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
-
-/**
- * Compression level of the GBFS fragments: the level of the hourly files (publisher/publish.ts), the
- * CPU of a busy zone's files being what the publisher spends every tick.
- */
-export const GBFS_GZIP_LEVEL = 3;
+// the level of every stored object: a fragment is part of one. Read only when a fragment is made,
+// so the import cycle with bytes.ts (whose stitchedBytes calls gzipOf) is harmless.
+import { GZIP_LEVEL } from '../../publication/bytes.js';
 
 export interface Fragment {
   /** sha256 (hex) of the uncompressed text */
@@ -44,7 +43,7 @@ export function fragment(text: string | Buffer, sha256?: string): Fragment {
     sha256: sha256 ?? sha256Hex(raw),
     crc: crc32(raw) >>> 0,
     length: raw.length,
-    deflate: raw.length ? deflateRawSync(raw, { level: GBFS_GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH }) : Buffer.alloc(0),
+    deflate: raw.length ? deflateRawSync(raw, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH }) : Buffer.alloc(0),
   };
 }
 
