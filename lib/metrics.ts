@@ -3,6 +3,8 @@
  * named here rather than creating their own, so /metrics documents the whole platform in one place.
  */
 import client from 'prom-client';
+import type { Db } from './db.js';
+import { replayLagBytes } from './replica.js';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -49,14 +51,18 @@ export const metrics = {
   historyDroppedBefore: mk.gauge('history_dropped_before_seconds', 'Unix time before which a history table was dropped by retention (0 = nothing dropped)', [
     'table',
   ]),
+  replicaLag: mk.gauge(
+    'db_replica_replay_lag_bytes',
+    "Bytes of the primary's WAL the streaming replica (DATABASE_REPLICA_URL) has not replayed yet (0 without one; NaN when either server does not answer)",
+  ),
 };
 
 /**
  * Gauges read from Postgres at scrape time (one small query each), so every process reports the
- * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs, and
- * what each history table retains (history_*).
+ * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs, what
+ * each history table retains (history_*), and how far the streaming replica is behind.
  */
-export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }): void {
+export function registerDbCollectors(db: Db): void {
   const safe = async (fn: () => Promise<void>) => {
     try {
       await fn();
@@ -106,6 +112,15 @@ export function registerDbCollectors(db: { many: (q: string) => Promise<any[]> }
     }));
   for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore])
     (g as any).collect = collectHistory;
+  (metrics.replicaLag as any).collect = async () => {
+    // the primary's WAL position, then the replica's replay position against it (lib/replica.ts); when
+    // either does not answer the lag is unknown, and its last value would hide a replica gone astray
+    try {
+      metrics.replicaLag.set(await replayLagBytes(db));
+    } catch {
+      metrics.replicaLag.set(Number.NaN);
+    }
+  };
   (metrics.rentalsRunning as any).collect = () =>
     safe(async () => {
       const [r] = await db.many(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`);

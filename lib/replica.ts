@@ -4,7 +4,7 @@
  * it must include, and goes to the primary when the replica cannot promise it:
  *
  *   readOnReplica(db, read),        may lag a moment (zone geometry, tariffs, realtime feeds): the
- *   streamOnReplica(db, open)       replica, or the primary while the replica is unreachable
+ *   streamOnReplica(db, open, …)    replica, or the primary while the replica is unreachable
  *   lookupOnReplica(db, query, …)   one row: a row the replica lacks is looked up on the primary, so
  *                                   a thing created a moment ago is never answered "not found"
  *   readCaughtUp(db, waitMs, read)  must show every write its caller could have seen (a vehicle list
@@ -14,10 +14,13 @@
  *   readerPast(db, instant, now, …) everything committed on the primary before `instant` (an hour's
  *                                   files after its close plus lateness) or before now (a GBFS build
  *                                   after reading its change counters): the replica once it has
- *                                   replayed that far (`replayedPast`), else the primary, logged
+ *                                   replayed that far (`replayedPast`), else the primary, logged;
+ *   readOnReader(reader, read, …)   the read on readerPast's choice, on the primary if the replica
+ *                                   then fails to answer
+ *   replayLagBytes(db)              how far behind the replica is (the metrics' gauge)
  *
- * "Replayed that far" compares WAL positions: the primary's insert position read now
- * (`pg_current_wal_insert_lsn()`: every commit visible there has its commit record before it, with
+ * "Replayed that far" compares WAL positions (sql/queries/replica.sql): the primary's insert position
+ * read now (`pg_current_wal_insert_lsn()`: every commit visible there has its commit record before it, with
  * synchronous_commit off too) against the replica's `pg_last_wal_replay_lsn()`. Once the replica has
  * replayed to it, every transaction the primary had committed by then is visible to a new snapshot
  * on the replica. Timestamps cannot say this: `pg_last_xact_replay_timestamp()` is the commit time of
@@ -35,20 +38,8 @@
  * primary, which has nothing else to do then.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DbError, type Db, type DbErrorKind, type NamedQuery, type Queryable, type Row } from './db.js';
+import { DbError, q, type Db, type DbErrorKind, type NamedQuery, type Queryable, type Row } from './db.js';
 import type { Logger } from './log.js';
-
-/**
- * Server functions only, no table: the primary's WAL position now, and whether the replica has
- * replayed up to a position. A server that is not in recovery (a replica URL pointing at a primary,
- * or a promoted standby) has nothing left to replay.
- */
-const PRIMARY_WAL_POSITION: NamedQuery = { name: 'ReplicaPrimaryWalPosition', text: 'SELECT pg_current_wal_insert_lsn()::text AS lsn' };
-const REPLAYED_TO: NamedQuery = {
-  name: 'ReplicaReplayedTo',
-  text: `SELECT COALESCE(pg_last_wal_replay_lsn() >= $1::pg_lsn, true) AS replayed,
-       GREATEST(COALESCE(pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn()), 0), 0) AS behind_bytes`,
-};
 
 /**
  * How long background work (`replayedPast`, `readerPast`) waits for a streaming replica, normally a
@@ -99,6 +90,14 @@ export async function readOnReplica<T>(db: Db, read: (db: Db) => Promise<T>): Pr
   }
 }
 
+export interface StreamOptions {
+  /**
+   * The stream names one thing (a device): when the replica has no row of it, it is opened again on
+   * the primary, so that, as with lookupOnReplica, only the primary ever says "no such thing".
+   */
+  emptyOnPrimary?: boolean;
+}
+
 /**
  * The rows of a stream opened on the replica (a cursor in a snapshot, lib/feeds/mds/sources.ts), like
  * readOnReplica: when the replica fails before the first row (it cannot be reached, or cancels the
@@ -106,7 +105,7 @@ export async function readOnReplica<T>(db: Db, read: (db: Db) => Promise<T>): Pr
  * the caller's: the rows already sent cannot be taken back. Before the first row the stream has
  * touched only the replica's pool, so its error is the replica's whichever role it names.
  */
-export async function* streamOnReplica<T>(db: Db, open: (db: Db) => AsyncGenerator<T>): AsyncGenerator<T> {
+export async function* streamOnReplica<T>(db: Db, open: (db: Db) => AsyncGenerator<T>, opts: StreamOptions = {}): AsyncGenerator<T> {
   const replica = db.replica;
   if (replica === db || resting(replica)) {
     yield* open(db);
@@ -119,6 +118,10 @@ export async function* streamOnReplica<T>(db: Db, open: (db: Db) => AsyncGenerat
   } catch (err) {
     if (!(err instanceof DbError) || !FALLBACK_KINDS.has(err.kind)) throw err;
     fellBack(replica, err);
+    yield* open(db);
+    return;
+  }
+  if (first.done && opts.emptyOnPrimary) {
     yield* open(db);
     return;
   }
@@ -159,13 +162,13 @@ interface ReplayCheck {
 }
 
 async function replayCheck(db: Db, opts: ReplayOptions): Promise<ReplayCheck> {
-  const { lsn } = await (opts.primary ?? db).one<{ lsn: string }>(PRIMARY_WAL_POSITION);
+  const { lsn } = await (opts.primary ?? db).one<{ lsn: string }>(q('ReplicaPrimaryWalPosition'));
   const waitMs = opts.waitMs ?? REPLAY_WAIT_MS;
   // a streaming replica passes the position within a few milliseconds: poll at a tenth of the wait
   const pollMs = Math.min(20, Math.max(2, waitMs / 10));
   const deadline = performance.now() + waitMs;
   for (;;) {
-    const r = await db.replica.one<{ replayed: boolean; behind_bytes: number }>(REPLAYED_TO, [lsn]);
+    const r = await db.replica.one<{ replayed: boolean; behind_bytes: number }>(q('ReplicaReplayedTo'), [lsn]);
     if (r.replayed || performance.now() >= deadline) return { replayed: r.replayed, behindBytes: r.behind_bytes };
     await sleep(pollMs);
   }
@@ -229,4 +232,31 @@ export async function readerPast(db: Db, instant: Date, now: Date, log: Logger, 
     else log.warn({ err: err.message, pool: 'replica' }, 'replica could not say how far it has replayed: reading from the primary');
   }
   return db;
+}
+
+/**
+ * Runs `read` on `reader` when readerPast chose the replica, else `onPrimary` (the caller's own
+ * session on the primary: the publisher's lock connection, a GBFS job's transaction). A replica that
+ * fails to answer now (unreachable, or the statement cancelled by a recovery conflict) is handled like
+ * readOnReplica's: `onPrimary` runs instead, so a replica lost between the check and the read costs
+ * no work. Whatever `read` returns that runs on after it (a snapshot's cursor) fails on its own.
+ */
+export async function readOnReader<T>(reader: Db, read: (replica: Db) => Promise<T>, onPrimary: () => Promise<T>): Promise<T> {
+  if (reader.role !== 'replica') return onPrimary();
+  try {
+    return await read(reader);
+  } catch (err) {
+    if (!replicaFailure(err) || !FALLBACK_KINDS.has(err.kind)) throw err;
+    fellBack(reader, err);
+    return onPrimary();
+  }
+}
+
+/**
+ * Bytes of the primary's WAL that the replica has not replayed yet, read now, without waiting (0
+ * without a replica). Throws the DbError of a server that does not answer.
+ */
+export async function replayLagBytes(db: Db): Promise<number> {
+  if (db.replica === db) return 0;
+  return (await replayCheck(db, { waitMs: 0 })).behindBytes;
 }

@@ -3,7 +3,8 @@
  * The files of one (zone, hour) are published together: the 8 files read only 3 sources (trips,
  * events and telemetry of the hour), so each source is read once and every row is fanned out to all its files.
  *
- *   lock all (lib/publication/lock.ts) → claim all (clear dirty / create 'pending' rows) → snapshot →
+ *   lock all (lib/publication/lock.ts) → claim all (clear dirty / create 'pending' rows) → snapshot
+ *   (the streaming replica's once it has replayed past the hour and the claim, else the primary's) →
  *     per source: cursor → row → for each file: mapper → validate → JSON → gzip spool (sha256 + bytes)
  *   → per file: the publication sink (lib/publication/sink.ts: unchanged? else store.put)
  *   → the index rows 'published' (or 'failed', per file)
@@ -19,7 +20,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppContext } from '../lib/context.js';
-import { q, type Row } from '../lib/db.js';
+import { q, type DbRole, type Row } from '../lib/db.js';
 import { describeErrors } from '../lib/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
@@ -28,11 +29,15 @@ import type { Provider } from '../lib/feeds/mds/rows.js';
 import { Snapshot, hourParam } from '../lib/feeds/mds/sources.js';
 import { GzipSpool, type StoredBytes } from '../lib/publication/bytes.js';
 import { HOURLY_INDEX, type HourlyIndexRow } from '../lib/publication/indexes.js';
-import { withPublicationLock } from '../lib/publication/lock.js';
+import { withPublicationLock, type HeldLock } from '../lib/publication/lock.js';
 import { PublicationSink } from '../lib/publication/sink.js';
+import { readerPast, readOnReader } from '../lib/replica.js';
 import { renderingOf, sourceOf, type PublicationTime, type Rendering, type SourceOptions } from './feeds/hourly.js';
 
 export { GZIP_LEVEL } from '../lib/publication/bytes.js';
+
+/** The statement timeout of an hour's snapshot: a long hour streams to a slow store for a while. */
+const HOUR_SNAPSHOT_TIMEOUT_MS = 30 * 60_000;
 
 export interface PublishOptions {
   /** write the object even when its content is unchanged (ops "republish") */
@@ -181,6 +186,8 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
 
   const sink = new PublicationSink(ctx.store, HOURLY_INDEX);
   let dir: string | undefined;
+  // the server the hour's rows were read from, named in the outcome lines
+  let readFrom: DbRole | undefined;
   try {
     // one lock per file (its object key), held on this connection for every statement of the set
     await withPublicationLock(ctx, jobs.map((j) => j.key), async (held) => {
@@ -194,8 +201,8 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
 
         // One snapshot for every source (reading them on several connections at once measured no faster:
         // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
-        // Long hours stream for a while: the snapshot sets its own statement timeout.
-        const snap = await Snapshot.begin(onC.client, ctx.log, { statementTimeoutMs: 30 * 60_000 });
+        const snap = await hourSnapshot(ctx, held, hour, now, log);
+        readFrom = snap.role;
         try {
           const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
           for (const source of ['trips', 'events', 'telemetry'] as const) {
@@ -204,7 +211,8 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
           }
         } finally {
           await snap.close();
-          if (snap.broken) held.discard();
+          // a replica's snapshot had a connection of its own, which close() has dropped if broken
+          if (snap.broken && snap.role === 'primary') held.discard();
         }
 
         await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(sink, j, zoneId, hourText, opts.force ?? false)));
@@ -220,7 +228,7 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
         for (const j of jobs) j.error ??= asError(err);
       } finally {
         // while still holding the locks, so that a failure is never written over a newer publication
-        await recordOutcomes(ctx, log, jobs, zoneId, hourText, started);
+        await recordOutcomes(ctx, log, jobs, zoneId, hourText, started, readFrom);
       }
     });
   } catch (err) {
@@ -235,17 +243,34 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
 }
 
 /** Logs each file's outcome; a failed file's row says 'failed' with its error. */
-async function recordOutcomes(ctx: AppContext, log: AppContext['log'], jobs: readonly FileJob[], zoneId: string, hourText: string, started: number): Promise<void> {
+async function recordOutcomes(
+  ctx: AppContext, log: AppContext['log'], jobs: readonly FileJob[], zoneId: string, hourText: string, started: number, pool?: DbRole,
+): Promise<void> {
   for (const j of jobs) {
     if (!j.error) {
-      log.info({ feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, ms: Math.round(performance.now() - started) }, 'feed hour published');
+      log.info({ feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, pool, ms: Math.round(performance.now() - started) }, 'feed hour published');
       continue;
     }
-    log.warn({ feed: j.feed.id, err: j.error.message }, 'feed hour publication failed');
+    log.warn({ feed: j.feed.id, err: j.error.message, pool }, 'feed hour publication failed');
     // through the pool: the locking connection may be the thing that broke
     await ctx.db.query(q('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
       .catch((e) => log.error({ feed: j.feed.id, err: String(e) }, 'could not record the failure'));
   }
+}
+
+/**
+ * The snapshot the hour's files are read from. The replica's once it has replayed past both the
+ * hour's close plus PUBLISH_LATENESS_SECONDS (`now` must be past it) and the claim just made on the
+ * lock's connection (readerPast reads the primary's WAL position there, after the claim): every row
+ * of the hour committed before the claim cleared its dirty mark is then in the snapshot, and a row
+ * committed after it marks the hour dirty again. Otherwise the primary's, on the lock's connection,
+ * as without a replica; a replica that fails to open one leaves it to the primary too.
+ */
+async function hourSnapshot(ctx: AppContext, held: HeldLock, hour: Date, now: Date, log: AppContext['log']): Promise<Snapshot> {
+  const opts = { statementTimeoutMs: HOUR_SNAPSHOT_TIMEOUT_MS };
+  const closedAt = new Date(hour.getTime() + HOUR_MS + ctx.config.publishLatenessSeconds * 1000);
+  const reader = await readerPast(ctx.db, closedAt, now, log, { primary: held.conn });
+  return readOnReader(reader, (replica) => Snapshot.open(replica, opts), () => Snapshot.begin(held.conn.client, ctx.log, opts));
 }
 
 /** The files of the set whose source rows of `hour` are gone (history_retention), as failures. */

@@ -4,7 +4,10 @@
  * writes and what must see them stay on the primary. With replay paused (the replica as far behind
  * as a replica gets), the vehicle list right after a rental start never shows the rented vehicle,
  * cached or not; `replayedPast` says no until replay resumes; a zone the replica has not seen yet is
- * found on the primary. An unreachable replica sends every read to the primary.
+ * found on the primary; the realtime MDS vehicle feeds answer from the replica, a device it lacks
+ * from the primary; an hour's files and a GBFS zone's are built from the primary's data until the
+ * replica has replayed past them, an hour from the replica once it has. An unreachable replica sends
+ * every read to the primary.
  */
 import { expect } from 'chai';
 import { Writable } from 'node:stream';
@@ -13,19 +16,36 @@ import { buildApp } from '../api/app.js';
 import { vehicleListsOf } from '../api/partner/vehicle-list.js';
 import { TOMP_PREFIX } from '../api/tomp/router.js';
 import type { AppContext } from '../lib/context.js';
+import { gunzipSync } from 'node:zlib';
 import { Db, DbError, q } from '../lib/db.js';
 import { createLogger } from '../lib/log.js';
+import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
+import { HOUR_MS } from '../lib/feeds/hours.js';
 import { streamVehicles } from '../lib/feeds/mds/sources.js';
-import { readerPast, readOnReplica, replayedPast, streamOnReplica } from '../lib/replica.js';
+import { feedById } from '../lib/feeds/publications.js';
+import { registerDbCollectors, registry } from '../lib/metrics.js';
+import { readerPast, readOnReplica, replayedPast, replayLagBytes, streamOnReplica } from '../lib/replica.js';
+import { buildGbfsZone } from '../publisher/feeds/gbfs/zone.js';
+import { publishHour } from '../publisher/publish.js';
 import { useTestContext } from './support/context.js';
 import { serverUrl } from './support/db.js';
 import { freePort, waitFor } from './support/faults.js';
+import { tokenFor } from './support/feed-auth.js';
+import { feedEvent, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
+import { gbfsVehicle, gbfsZone, readSnapshot } from './support/gbfs-fixtures.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
 import { standbyOrSkip, type Standby } from './support/replica.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
 
+interface LogLine {
+  msg: string;
+  pool?: string;
+  zone?: string;
+  feed?: string;
+}
+
 /** A logger whose lines the test reads. */
-function capturedLog(): { log: ReturnType<typeof createLogger>; lines: () => Array<{ msg: string; pool?: string }> } {
+function capturedLog(): { log: ReturnType<typeof createLogger>; lines: () => LogLine[] } {
   const out: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -49,7 +69,7 @@ const ids = (res: request.Response): string[] => {
 };
 
 describe('reads on a streaming replica', function () {
-  this.timeout(120_000);
+  this.timeout(180_000);
   const t = useTestContext();
   let standby: Standby | undefined;
   /** the API's context with the replica; `uncached`: a second process with VEHICLE_LIST_CACHE_MS=0 */
@@ -60,6 +80,10 @@ describe('reads on a streaming replica', function () {
   // replayed what the primary has now (a fixed position: on the loaded shared server the standby may
   // be seconds behind, which a position read afresh every second would never let it catch)
   const caughtUp = () => replayedPast(app.db, t.ctx.clock.now(), t.ctx.clock.now(), { waitMs: 30_000 });
+
+  /** rows of `table` in the zone as the replica has replayed them */
+  const onReplica = async (table: 'vehicles' | 'trips', zoneId: string) =>
+    (await app.db.replica.one<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE zone_id = $1`, [zoneId])).n;
 
   before(async function () {
     // pg_basebackup copies the whole test server, which other test files are writing to meanwhile
@@ -197,6 +221,119 @@ describe('reads on a streaming replica', function () {
       expect(ids(await list(other))).to.have.members([v.id, w.id]);
       return lists.rendersOnReplica > before;
     });
+  });
+
+  it('realtime MDS vehicles answer from the paused replica; a device it has not replayed is found on the primary; an events page misses nothing', async () => {
+    const server = buildApp(app).callback();
+    const zone = await insertZone(app.db);
+    const v = await insertVehicle(app.db, zone);
+    const auth = `Bearer ${await tokenFor(app, `replica-city-${zone.id}`, 'city', [zone.id])}`;
+    const get = (path: string) => request(server).get(`/v1/partner-apis/mds/${zone.id}${path}`).set('Authorization', auth);
+    const devices = async (path: string) => {
+      const res = await get(path);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body.vehicles.map((x: { device_id: string }) => x.device_id);
+    };
+    await waitFor('replayed', caughtUp, 60_000);
+    expect(await devices('/vehicles')).to.deep.equal([v.id]);
+
+    await standby!.pauseReplay();
+    const w = await insertVehicle(app.db, zone);
+    expect(await onReplica('vehicles', zone.id), 'the paused replica').to.equal(1);
+    expect(await devices('/vehicles'), 'the zone as the paused replica has it').to.deep.equal([v.id]);
+    expect(await devices(`/vehicles/${w.id}`), 'one device: never "unknown" while the primary has it').to.deep.equal([w.id]);
+    const now = t.ctx.clock.now().getTime();
+    const event = await feedEvent(app.db, { deviceId: w.id, zoneId: zone.id, ts: new Date(now - 60_000), eventTypes: ['service_start'], state: 'available' });
+    const page = await get(`/events/recent?start_time=${now - HOUR_MS}&end_time=${now + 60_000}`);
+    expect(page.status, JSON.stringify(page.body)).to.equal(200);
+    expect(
+      page.body.events.map((e: { event_id: string }) => e.event_id),
+      'a page on the primary while the replica lags',
+    ).to.deep.equal([event]);
+
+    // the lag gauge: the primary's WAL is ahead of the paused replica's replay
+    registerDbCollectors(app.db);
+    const lag = async () => (await registry.getSingleMetric('db_replica_replay_lag_bytes')!.get()).values[0]?.value;
+    expect(await lag()).to.be.greaterThan(0);
+    expect(await replayLagBytes(t.ctx.db), 'no replica: no lag').to.equal(0);
+
+    await standby!.resumeReplay();
+    await waitFor('replayed', caughtUp, 60_000);
+    expect(await devices('/vehicles')).to.have.members([v.id, w.id]);
+  });
+
+  it('publishes an hour from the primary until the replica has replayed past it and its claim, then from the replica; an hour not yet closed plus its lateness from the primary', async () => {
+    const captured = capturedLog();
+    const publisher: AppContext = { ...app, log: captured.log };
+    const current = Math.floor(t.ctx.clock.now().getTime() / HOUR_MS) * HOUR_MS;
+    const hour = new Date(current - 2 * HOUR_MS);
+    const zone = await feedZone(app.db, { createdAt: new Date(hour.getTime() - 24 * HOUR_MS) });
+    const vehicle = await feedVehicle(app.db, zone);
+    const trip = (minute: number) =>
+      feedTrip(app.db, {
+        deviceId: vehicle.id,
+        zoneId: zone,
+        start: new Date(hour.getTime() + minute * 60_000),
+        end: new Date(hour.getTime() + (minute + 5) * 60_000),
+      });
+    const trips = feedById('mds-2.0-trips')!;
+    /** publishes the zone's trips file of `h`: the pool its outcome line names, and the file's trip ids */
+    const publish = async (h: Date) => {
+      const r = await publishHour(publisher, trips, zone, h, { force: true });
+      const line = captured
+        .lines()
+        .filter((l) => l.msg === 'feed hour published' && l.feed === trips.id)
+        .at(-1);
+      const obj = await app.store.get(r.key);
+      const chunks: Buffer[] = [];
+      for await (const c of obj!.body) chunks.push(c as Buffer);
+      const file = JSON.parse(gunzipSync(Buffer.concat(chunks)).toString('utf8'));
+      return { pool: line?.pool, trips: file.trips.map((x: { trip_id: string }) => x.trip_id) as string[] };
+    };
+    const first = await trip(5);
+    await waitFor('replayed', caughtUp, 60_000);
+
+    await standby!.pauseReplay();
+    const late = await trip(30);
+    expect(await onReplica('trips', zone), 'the paused replica').to.equal(1);
+    const paused = await publish(hour);
+    expect(paused.pool, 'read from the primary').to.equal('primary');
+    expect(paused.trips).to.have.members([first, late]);
+    expect(captured.lines().filter((l) => l.msg === 'replica has not replayed far enough: reading from the primary' && l.zone === zone)).to.have.length(1);
+
+    await standby!.resumeReplay();
+    await waitFor('replayed', caughtUp, 60_000);
+    // the replica must also pass the claim each publication makes: a busy shared server may take longer than the publisher waits
+    let resumed: Awaited<ReturnType<typeof publish>> | undefined;
+    await waitFor('an hour read from the replica', async () => (resumed = await publish(hour)).pool === 'replica', 60_000);
+    expect(resumed!.trips).to.have.members([first, late]);
+
+    // caught up or not, an hour is never read from the replica before its close plus lateness
+    const open = await publish(new Date(current));
+    expect(open.pool).to.equal('primary');
+    expect(captured.lines().map((l) => l.msg)).to.include('before the instant a replica could be trusted with: reading from the primary');
+  });
+
+  it("a GBFS zone built while the replica lags shows the primary's data", async () => {
+    const captured = capturedLog();
+    const builder: AppContext = { ...app, log: captured.log };
+    const zone = await gbfsZone(app.db);
+    const a = await gbfsVehicle(app.db, zone.id, zone.lat, zone.lng);
+    const listed = async () =>
+      (await readSnapshot(app, gbfsSnapshotRef('3.0', zone.id, 'vehicle_status', 'city').objectKey)).data.vehicles.map(
+        (x: { vehicle_id: string }) => x.vehicle_id,
+      );
+    await waitFor('replayed', caughtUp, 60_000);
+    expect(await buildGbfsZone(builder, zone.id)).to.include({ work: 'build', failed: 0 });
+    expect(await listed()).to.deep.equal([a.gbfsId]);
+
+    await standby!.pauseReplay();
+    const b = await gbfsVehicle(app.db, zone.id, zone.lat + 0.001, zone.lng);
+    expect(await onReplica('vehicles', zone.id), 'the paused replica').to.equal(1);
+    expect(await buildGbfsZone(builder, zone.id), 'the status counter moved').to.include({ work: 'build', failed: 0 });
+    expect(await listed()).to.have.members([a.gbfsId, b.gbfsId]);
+    expect(captured.lines().some((l) => l.msg === 'replica has not replayed far enough: reading from the primary' && l.zone === zone.id)).to.equal(true);
+    await standby!.resumeReplay();
   });
 });
 

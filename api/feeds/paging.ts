@@ -11,11 +11,14 @@
  * transactions included (late ones appear in a new traversal). It is signed with the
  * signing secret (HMAC-SHA256, base64url), so a client cannot hand-craft a position, and a cursor
  * of another zone, window or size is refused. Every page is one query on events (zone_id, ts,
- * event_id) with a LIMIT: an ordered range scan, never a sort of the window.
+ * event_id) with a LIMIT: an ordered range scan, never a sort of the window. The cut-off is read
+ * on the primary (a replica's pg_stat_activity knows nothing of the primary's open transactions); a
+ * page may be read on a streaming replica once it has replayed past it (lib/replica.ts readCaughtUp).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
 import { q, type Db } from '../../lib/db.js';
+import { readCaughtUp } from '../../lib/replica.js';
 import type { EventRow } from '../../lib/feeds/mds/rows.js';
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-limits.js';
 import { badParam } from './errors.js';
@@ -80,11 +83,26 @@ export interface EventsPage {
   next: string | null;
 }
 
+export interface EventsPageOptions {
+  /**
+   * With a streaming replica: how long a page waits for it to replay what the primary has committed
+   * (DATABASE_REPLICA_WAIT_MS) before reading the primary; undefined: the primary.
+   */
+  replicaWaitMs?: number;
+}
+
 /**
  * One page of the zone's window [start, end), continuing the request's `cursor` when there is one
  * (which must belong to this zone, window and limit).
  */
-export async function eventsPage(ctx: Koa.Context, db: Db, secret: string, zoneId: string, window: { start: Date; end: Date }): Promise<EventsPage> {
+export async function eventsPage(
+  ctx: Koa.Context,
+  db: Db,
+  secret: string,
+  zoneId: string,
+  window: { start: Date; end: Date },
+  opts: EventsPageOptions = {},
+): Promise<EventsPage> {
   const limit = pageLimit(ctx.query);
   const rawCursor = single(ctx.query, 'cursor');
   let cursor: Cursor;
@@ -97,7 +115,11 @@ export async function eventsPage(ctx: Koa.Context, db: Db, secret: string, zoneI
       throw badParam('invalid cursor', 'the cursor belongs to another zone, window or limit: follow links.next as given');
     }
   }
-  const rows = await db.many<EventRow & { ts_us: string }>(q('MdsEventsPage'), [zoneId, window.start, window.end, cursor.t, cursor.i, cursor.c, limit + 1]);
+  // the cut-off is the primary's (its open transactions), and every event it admits was committed
+  // before it was read: a replica that has replayed the primary's position read after it has them all
+  const params = [zoneId, window.start, window.end, cursor.t, cursor.i, cursor.c, limit + 1];
+  const page = (pool: Db) => pool.many<EventRow & { ts_us: string }>(q('MdsEventsPage'), params);
+  const rows = opts.replicaWaitMs === undefined ? await page(db) : await readCaughtUp(db, opts.replicaWaitMs, page);
   if (rows.length <= limit) return { rows, next: null };
   rows.length = limit;
   const last = rows[limit - 1]!;

@@ -12,11 +12,17 @@
  * `links` is present on the paginable lists: /events/recent is paged (api/feeds/paging.ts) and
  * `next` links the following page; the vehicle lists are answered whole with `next: null` (the
  * schema requires `next` whenever `links` is there). See docs/feeds-access.md.
+ *
+ * With a streaming replica (DATABASE_REPLICA_URL) the vehicle lists are read there (lib/replica.ts
+ * streamOnReplica: a moment behind, the primary while it is unreachable; a device the replica does
+ * not know yet is looked up on the primary before "unknown device"), and each /events/recent page
+ * once the replica has replayed everything its cut-off admits (api/feeds/paging.ts).
  */
 import type Koa from 'koa';
 import { mds20Head } from '../../lib/feeds/mds/envelope.js';
 import { toMdsEvent } from '../../lib/feeds/mds/records.js';
 import { streamVehicleRecords, streamVehicleStatusRecords } from '../../lib/feeds/mds/sources.js';
+import { streamOnReplica } from '../../lib/replica.js';
 import { eventsPage } from './paging.js';
 import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';
@@ -38,7 +44,7 @@ export async function mdsVehicles(deps: FeedDeps, ctx: Koa.Context, single: bool
     head: vehicleHead(deps),
     arrayKey: 'vehicles',
     ...(single ? {} : { tail: noMorePages }),
-    rows: streamVehicleRecords(db, config, zone.id, device),
+    rows: streamOnReplica(db, (pool) => streamVehicleRecords(pool, config, zone.id, device), { emptyOnPrimary: single }),
     map: (run) => run,
     ...(single ? { emptyError: () => notFound(`unknown device ${device}`) } : {}),
   });
@@ -54,7 +60,7 @@ export async function mdsVehicleStatus(deps: FeedDeps, ctx: Koa.Context, single:
     head: vehicleHead(deps),
     arrayKey: 'vehicles_status',
     ...(single ? {} : { tail: noMorePages }),
-    rows: streamVehicleStatusRecords(db, config, zone.id, clock.now(), device),
+    rows: streamOnReplica(db, (pool) => streamVehicleStatusRecords(pool, config, zone.id, clock.now(), device), { emptyOnPrimary: single }),
     map: (run) => run,
     ...(single ? { emptyError: () => notFound(`unknown device ${device} or no status yet`) } : {}),
   });
@@ -65,7 +71,7 @@ export async function mdsEventsRecent(deps: FeedDeps, ctx: Koa.Context): Promise
   const { config, db, clock } = deps.app;
   const zone = await mdsGate(deps, ctx, 'events');
   const window = recentWindow(ctx.query, clock.now());
-  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
+  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window, { replicaWaitMs: config.databaseReplicaWaitMs });
   await streamFeed(ctx, {
     contentType: MDS_2_0.contentType,
     head: mds20Head(clock.now().getTime()),

@@ -9,6 +9,7 @@ import { FeedError, badParam } from '../feeds/errors.js';
 import { toStatusChange04, toStatusChange12, toVehicle04, toVehicle12 } from '../../lib/feeds/mds/legacy.js';
 import { streamLegacyVehicles } from '../../lib/feeds/mds/sources.js';
 import { eventsPage } from '../feeds/paging.js';
+import { streamOnReplica } from '../../lib/replica.js';
 import type { FeedDeps } from '../feeds/auth.js';
 import { recentWindow } from '../feeds/params.js';
 import { fromArray, streamFeed } from '../feeds/stream.js';
@@ -37,7 +38,7 @@ export async function legacyEvents(deps: FeedDeps, ctx: Koa.Context): Promise<vo
   const { zone, offer } = await legacyGate(deps, ctx, 'events');
   await refuseHostileBody(ctx, config.maxBodyBytes);
   const window = recentWindow(ctx.query, clock.now());
-  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window);
+  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window, { replicaWaitMs: config.databaseReplicaWaitMs });
   const v12 = offer.version === '1.2';
   const next = page.next === null ? null : `${config.publicLegacyUrl}/en/${zone.id}/events?${page.next}`;
   if (next) ctx.set('Link', `<${next}>; rel="next"`);
@@ -59,7 +60,7 @@ export async function legacyVehicles(deps: FeedDeps, ctx: Koa.Context): Promise<
     contentType: offer.contentType,
     head: { version: VERSION[offer.version], last_updated: clock.now().getTime(), ttl: 0 },
     arrayKey: 'data.vehicles',
-    rows: streamLegacyVehicles(db, zone.id),
+    rows: streamOnReplica(db, (pool) => streamLegacyVehicles(pool, zone.id)),
     map: (r) => (v12 ? toVehicle12(r, config) : toVehicle04(r, config)),
   });
 }

@@ -4,12 +4,13 @@
  * snapshot and memory stays bounded by the batch size however large the hour is. Each yields rows
  * shaped for the mappers in records.ts / legacy.ts / insurance, except the realtime vehicle lists
  * (streamVehicleRecords, streamVehicleStatusRecords), which yield the records themselves as JSON
- * text built in Postgres from the same rows and the same declarations (shape.ts).
+ * text built in Postgres from the same rows and the same declarations (shape.ts). A `Db` may be the
+ * streaming replica's pool (lib/replica.ts streamOnReplica): snapshots there work the same way.
  *
  *   for await (const row of streamTrips(ctx.db, zone, hour)) out.push(toMdsTrip(row, ctx.config));
  */
 import type pg from 'pg';
-import { classify, onConnection, q, type Db, type NamedQuery, type Row } from '../../db.js';
+import { classify, onConnection, q, type Db, type DbRole, type NamedQuery, type Row } from '../../db.js';
 import type { Logger } from '../../log.js';
 import { LEGACY_VEHICLE_STATES } from './legacy.js';
 import { MDS_VEHICLE, MDS_VEHICLE_STATUS } from './records.js';
@@ -30,7 +31,8 @@ export interface SnapshotOptions {
 
 /**
  * One read-only snapshot on a dedicated connection: a few small queries and cursors that all see the
- * same data. Close it with `close()` (always, e.g. in `finally`).
+ * same data. Close it with `close()` (always, e.g. in `finally`). Its statements and errors name the
+ * server it reads (`role`): the primary, or the streaming replica (a realtime feed, an hour's files).
  */
 export class Snapshot {
   private isBroken = false;
@@ -42,27 +44,33 @@ export class Snapshot {
     log: Logger,
     private readonly batchSize: number,
     private readonly ownsClient: boolean,
+    /** the server the snapshot reads */
+    readonly role: DbRole,
   ) {
-    this.runner = onConnection(client, log);
+    this.runner = onConnection(client, log, role);
   }
 
-  /** A snapshot on a connection of its own, released by close(). */
+  /** A snapshot on a connection of its own from `db`'s pool (the primary's or the replica's), released by close(). */
   static async open(db: Db, opts: SnapshotOptions = {}): Promise<Snapshot> {
     let client: pg.PoolClient;
     try {
       client = await db.pool.connect();
     } catch (err) {
-      throw classify(err, 'connect');
+      throw classify(err, 'connect', db.role);
     }
-    return Snapshot.begin(client, db.log, opts, true);
+    return Snapshot.start(new Snapshot(client, db.log, opts.batchSize ?? 1000, true, db.role), opts);
   }
 
   /**
-   * A snapshot on the caller's connection (which may hold session state such as an advisory lock);
-   * close() ends the transaction but leaves the connection to the caller: check `broken` first.
+   * A snapshot on the caller's connection (which may hold session state such as an advisory lock) to
+   * the server `role` names; close() ends the transaction but leaves the connection to the caller:
+   * check `broken` first.
    */
-  static async begin(client: pg.PoolClient, log: Logger, opts: SnapshotOptions = {}, ownsClient = false): Promise<Snapshot> {
-    const s = new Snapshot(client, log, opts.batchSize ?? 1000, ownsClient);
+  static async begin(client: pg.PoolClient, log: Logger, opts: SnapshotOptions = {}, role: DbRole = 'primary'): Promise<Snapshot> {
+    return Snapshot.start(new Snapshot(client, log, opts.batchSize ?? 1000, false, role), opts);
+  }
+
+  private static async start(s: Snapshot, opts: SnapshotOptions): Promise<Snapshot> {
     try {
       await s.runner.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       // without one, the session's own: a request's snapshot times out like its other statements
@@ -71,7 +79,7 @@ export class Snapshot {
     } catch (err) {
       s.isBroken = true;
       await s.close();
-      throw classify(err, 'snapshot');
+      throw classify(err, 'snapshot', s.role);
     }
     return s;
   }

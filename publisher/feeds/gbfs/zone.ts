@@ -13,11 +13,14 @@
  * The 3.0 files are built once for every role (only gbfs.json differs per role). The zone's parts
  * of the 2.2 systems are stored for the scope jobs (parts.ts); `partsChanged` tells the caller to
  * assemble the scopes that include the zone. The counters are read before the data, so a build is
- * never recorded as newer than what it shows; a build with a failed file records no counters, and
- * the next tick builds again (and logs again) until the data is fixed.
+ * never recorded as newer than what it shows: the data comes from the streaming replica only once it
+ * has replayed past the primary's WAL position read after the counters (lib/replica.ts readerPast),
+ * else from the job's transaction. A build with a failed file records no counters, and the next tick
+ * builds again (and logs again) until the data is fixed.
  */
 import type { AppContext } from '../../../lib/context.js';
 import { q } from '../../../lib/db.js';
+import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { ROLES, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { GBFS_REBUILD_SECONDS, STATUS_REFRESH_SECONDS, V3_FILES, gbfsTtl, isStatusFile, type V3File } from '../../../lib/feeds/gbfs/files.js';
@@ -59,6 +62,13 @@ export function buildEnv(ctx: AppContext, now: Date): BuildEnv {
 const GBFS_ROLES: Role[] = ROLES.filter(hasGbfs);
 const STATUS_V3 = V3_FILES.filter(isStatusFile);
 
+/**
+ * How long a build waits for the streaming replica to replay up to the primary's position before it
+ * loads from the primary: a replica streams a millisecond or two behind, and a zone's lock and
+ * transaction are held meanwhile.
+ */
+const REPLICA_WAIT_MS = 200;
+
 export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { force?: GbfsForce } = {}): Promise<ZoneBuildResult> {
   const now = ctx.clock.now();
   const force = opts.force;
@@ -95,7 +105,11 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
 
     let builtOk = true;
     if (staticRun || statusRun) {
-      const data = (await loadZoneData(tx, { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun })).get(zoneId);
+      // the replica's data once it has replayed past the primary's position read here, after the
+      // counters: it then shows everything they count (or more, which the next tick's counters see)
+      const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
+      const reader = await readerPast(ctx.db, now, now, ctx.log.child({ zone: zoneId }), { primary: tx, waitMs: REPLICA_WAIT_MS });
+      const data = (await readOnReader(reader, (replica) => loadZoneData(replica, load), () => loadZoneData(tx, load))).get(zoneId);
       if (!data) return result;
       result.work = 'build';
       const stored = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, SUMMARY_PART, ...V2_PART_FILES.map(v2Part)], false)).get(zoneId);
