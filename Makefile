@@ -20,13 +20,14 @@ DAYS ?= 1
 VEHICLES ?= 200
 SEED ?= 42
 
-.PHONY: window help setup deps db run test typecheck migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
+.PHONY: window help setup deps db run test typecheck sql-types migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
 
 help:
 	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
 	@echo "                     fleet simulator; Ctrl-C stops it all, the embedded Postgres included when run started it"
 	@echo "make test            type check, then the whole test suite"
-	@echo "make typecheck       the type check only (tsc --noEmit)"
+	@echo "make typecheck       the generated query types against the migrated database, then tsc --noEmit"
+	@echo "make sql-types       regenerate lib/sql/queries.gen.ts after changing sql/queries or sql/migrations"
 	@echo "make migrate         apply the database migrations"
 	@echo "make seed            the demo data on an empty database"
 	@echo "make simulate        deterministic fleet history: DAYS=$(DAYS) VEHICLES=$(VEHICLES) SEED=$(SEED) END=YYYY-MM-DDTHH (default: this hour)"
@@ -65,14 +66,22 @@ run: deps
 
 # the type check first (about 10 s): the suite runs through tsx, which strips types without checking them
 test: deps
+	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
 	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
 	@NODE_ENV=test $(WITH_DB) npx mocha 'test/**/*.test.ts'
 
+# the named queries' generated types against a clone of the migrated template first (a renamed
+# column fails here, naming the query), then the type check
 typecheck: deps
+	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
+
+# regenerates lib/sql/queries.gen.ts after a change to sql/queries or sql/migrations
+sql-types: deps
+	@$(WITH_DB) $(TSX) scripts/sql-types.ts
 
 migrate: deps
 	@$(WITH_DB) $(TSX) bin/ops.ts migrate

@@ -28,7 +28,8 @@ import { join } from 'node:path';
 import { ManualClock } from '../lib/clock.js';
 import { testConfig } from '../lib/config.js';
 import type { AppContext } from '../lib/context.js';
-import { Db, q } from '../lib/db.js';
+import { Db } from '../lib/db.js';
+import { sql, type QueryName } from '../lib/sql/typed.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { SimulatedGateway } from '../lib/gateway.js';
 import { createLogger } from '../lib/log.js';
@@ -111,8 +112,8 @@ interface Figures {
 }
 
 /** The planner's total cost of a named query. */
-async function planCost(db: Db, name: string, params: unknown[]): Promise<number> {
-  const plan = await db.one<{ 'QUERY PLAN': Array<{ Plan: { 'Total Cost': number } }> }>({ name: `explain-${name}`, text: `EXPLAIN (FORMAT JSON) ${q(name).text}` }, params);
+async function planCost(db: Db, name: QueryName, params: unknown[]): Promise<number> {
+  const plan = await db.one<{ 'QUERY PLAN': Array<{ Plan: { 'Total Cost': number } }> }>({ name: `explain-${name}`, text: `EXPLAIN (FORMAT JSON) ${sql(name).text}` }, params);
   return Math.round(plan['QUERY PLAN'][0]!.Plan['Total Cost']);
 }
 

@@ -22,14 +22,14 @@ import http from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { q } from '../lib/db.js';
+import { sql, type QueryName } from '../lib/sql/typed.js';
 import { hashApiKey } from '../lib/auth/secrets.js';
 import { computeCost } from '../lib/pricing.js';
 
 type Row = Record<string, any>;
 
-function prepared(name: string, values: unknown[]): pg.QueryConfig {
-  const named = q(name);
+function prepared(name: QueryName, values: unknown[]): pg.QueryConfig {
+  const named = sql(name);
   return { name: named.name, text: named.text, values };
 }
 

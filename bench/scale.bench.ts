@@ -24,7 +24,8 @@ import { join } from 'node:path';
 import { ManualClock } from '../lib/clock.js';
 import { testConfig } from '../lib/config.js';
 import type { AppContext } from '../lib/context.js';
-import { Db, q } from '../lib/db.js';
+import { Db } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { SimulatedGateway } from '../lib/gateway.js';
 import { createLogger } from '../lib/log.js';
 import { openStore } from '../lib/store/index.js';
@@ -205,9 +206,9 @@ async function sourceQueryCost(ctx: AppContext, zone: string): Promise<number> {
   const runs: number[] = [];
   for (let i = 0; i < 8; i++) {
     let ms = 0;
-    for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour']) {
-      const sql = q(name).text.replace('$1', `'${zone}'`).replaceAll('$2', `'${hourParam(HOUR)}'`);
-      const res = await ctx.db.many(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`);
+    for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour'] as const) {
+      const text = sql(name).text.replace('$1', `'${zone}'`).replaceAll('$2', `'${hourParam(HOUR)}'`);
+      const res = await ctx.db.many(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`);
       ms += (res[0] as any)['QUERY PLAN'][0]['Execution Time'] as number;
     }
     if (i > 0) runs.push(ms);
@@ -217,7 +218,7 @@ async function sourceQueryCost(ctx: AppContext, zone: string): Promise<number> {
 
 async function tableBytes(db: Db): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const r of await db.many<{ parent: string; bytes: string }>(q('HistoryPartitions'))) out[r.parent] = (out[r.parent] ?? 0) + Number(r.bytes);
+  for (const r of await db.many(sql('HistoryPartitions'))) out[r.parent] = (out[r.parent] ?? 0) + Number(r.bytes);
   return out;
 }
 
@@ -237,11 +238,11 @@ async function fillPublications(db: Db, days: number): Promise<void> {
 
 /** Median ms of the missing-hours scan, the republish sweep and a single-row event insert (trigger). */
 async function sweepCosts(ctx: AppContext, zone: string, device: string): Promise<{ missing: number; republish: number; insert: number }> {
-  const feeds = [HOURLY_FEEDS.map((f) => f.feed), HOURLY_FEEDS.map((f) => f.version)];
+  const feeds = [HOURLY_FEEDS.map((f) => f.feed), HOURLY_FEEDS.map((f) => f.version)] as const;
   const to = addHours(LAST_DAY, 23);
   const from = addHours(to, -47);
-  const missing = await timed(50, () => ctx.db.many(q('PubMissingHours'), [...feeds, hourParam(from), hourParam(to), 5000]));
-  const republish = await timed(50, () => ctx.db.many(q('PubNeedsRepublish'), [ctx.clock.now(), 5000]));
+  const missing = await timed(50, () => ctx.db.many(sql('PubMissingHours'), [...feeds, hourParam(from), hourParam(to), 5000]));
+  const republish = await timed(50, () => ctx.db.many(sql('PubNeedsRepublish'), [ctx.clock.now(), 5000]));
   // each insert lands in another published hour of the last days, so the trigger updates rows each time
   const insert = await timed(200, (i) =>
     ctx.db.query(

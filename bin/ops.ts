@@ -9,7 +9,7 @@ import { loadConfigOrExit } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import type { AppContext } from '../lib/context.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { createKey, listKeys, revokeKey, rotateKey, createFeedClient, listFeedClients, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
 import { importZones, ZoneImportError, type ZonesImported } from '../lib/admin/zones.js';
 import { readZoneDocuments, type ZoneDocument } from '../lib/admin/zone-file.js';
@@ -179,7 +179,7 @@ program
       if (!(await seedDemoWhereDemo(ctx))) {
         console.error('note: not the demo database: simulating the zones it holds, with the simulator\'s own partners (no key) and users; no demo data or credentials added');
       }
-      const known = (await ctx.db.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id);
+      const known = (await ctx.db.many(sql('AdminListZoneIds'))).map((z) => z.id);
       if (!known.length) throw new AdminError('nothing written: the database holds no zones (ops zone import <file>)');
       const unknown = ((opts.zones as string | undefined)?.split(',') ?? []).filter((z) => !known.includes(z));
       if (unknown.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}; known zones: ${known.join(', ')}`);
@@ -387,9 +387,9 @@ vehicle
   .action(
     withContext(async (ctx, idOrCode: string, status: string) => {
       if (!['ready', 'unavailable'].includes(status)) throw new AdminError('status must be ready or unavailable');
-      const row = await ctx.db.maybeOne(q('AdminSetVehicleStatus'), [idOrCode, status]);
+      const row = await ctx.db.maybeOne(sql('AdminSetVehicleStatus'), [idOrCode, status]);
       if (!row) {
-        const exists = await ctx.db.maybeOne(q('AdminFindVehicle'), [idOrCode]);
+        const exists = await ctx.db.maybeOne(sql('AdminFindVehicle'), [idOrCode]);
         throw new AdminError(exists ? `vehicle ${exists.code} is ${exists.status}; end its rental first` : `no vehicle ${idOrCode}`);
       }
       console.log(`vehicle ${row.code} (${row.id}) is now ${row.status}`);
@@ -399,7 +399,7 @@ vehicle
 vehicle
   .command('types')
   .description('list the vehicle types (shared by every zone; a zone file\'s vehicle_types declares them), with their vehicles and priced zones')
-  .action(withContext(async (ctx) => console.table(await ctx.db.many(q('AdminListVehicleTypes')))));
+  .action(withContext(async (ctx) => console.table(await ctx.db.many(sql('AdminListVehicleTypes')))));
 
 const rental = program.command('rental').description('rentals');
 rental

@@ -7,12 +7,11 @@
  * read-only sessions) or, when none is configured, the primary's pool itself, so a read that may lag
  * is written once, `db.replica.many(…)`, whatever the deployment. When it must not lag: lib/replica.ts.
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import { join, basename } from 'node:path';
 import pg from 'pg';
 import QueryStream from 'pg-query-stream';
 import type { Logger } from './log.js';
-import { SQL_DIR } from './paths.js';
+import type { ParamsArg, TypedQuery, UntypedQuery } from './sql/typed.js';
+import { readQuerySources } from './sql/catalog.js';
 
 // Return int8/numeric as JS numbers where they fit: counts and money here are far below 2^53.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -112,29 +111,11 @@ export function classify(err: unknown, query: string, role: DbRole = 'primary'):
   return new DbError(`${query}${role === 'replica' ? ' (replica)' : ''}: ${e?.message ?? String(err)}`, kind, query, code, e?.constraint, { cause: err, role });
 }
 
-/** Loads every `-- name: X` section of every `.sql` file in `sql/queries/` once. */
-function loadQueries(dir: string): Map<string, NamedQuery> {
-  const map = new Map<string, NamedQuery>();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
-    const src = readFileSync(join(dir, file), 'utf8');
-    const parts = src.split(/^--\s*name:\s*/m).slice(1);
-    for (const part of parts) {
-      const nl = part.indexOf('\n');
-      const name = part.slice(0, nl).trim();
-      const text = part.slice(nl + 1).trim().replace(/;\s*$/, '');
-      if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new Error(`bad query name "${name}" in ${basename(file)}`);
-      if (map.has(name)) throw new Error(`query ${name} defined twice (${basename(file)})`);
-      map.set(name, { name, text });
-    }
-  }
-  return map;
-}
-
 let registry: Map<string, NamedQuery> | undefined;
 
 /** The named query `name` from `sql/queries/*.sql`. Throws at first use if it does not exist. */
 export function q(name: string): NamedQuery {
-  registry ??= loadQueries(join(SQL_DIR, 'queries'));
+  registry ??= new Map(readQuerySources().map(({ name, text }) => [name, { name, text }]));
   const found = registry.get(name);
   if (!found) throw new Error(`no query named ${name} in sql/queries`);
   return found;
@@ -142,13 +123,24 @@ export function q(name: string): NamedQuery {
 
 export type Row = Record<string, any>;
 
-/** Something that runs queries: the pool or a client inside a transaction. */
+/**
+ * Something that runs queries: the pool or a client inside a transaction. A typed query
+ * (`sql('Name')`, lib/sql/typed.ts) has its parameters checked and its rows typed; the untyped
+ * forms (`q('Name')`, ad hoc text) take no typed query, so one cannot fall through to them.
+ */
 export interface Queryable {
-  query<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<pg.QueryResult<T>>;
-  one<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T>;
-  maybeOne<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T | undefined>;
-  many<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T[]>;
+  query<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<pg.QueryResult<R>>;
+  query<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<pg.QueryResult<T>>;
+  one<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R>;
+  one<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T>;
+  maybeOne<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R | undefined>;
+  maybeOne<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T | undefined>;
+  many<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R[]>;
+  many<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T[]>;
 }
+
+/** The parameters of a runner call: the typed overloads pass them as a rest argument. */
+const paramsOf = (args: readonly unknown[]) => [...((args[0] as readonly unknown[] | undefined) ?? [])];
 
 /** A statement slower than this is logged with its name (a cursor: its whole read). */
 const SLOW_QUERY_MS = 500;
@@ -160,7 +152,10 @@ abstract class Runner implements Queryable {
   ) {}
   protected abstract run(config: pg.QueryConfig): Promise<pg.QueryResult>;
 
-  async query<T extends Row = Row>(query: NamedQuery | string, params: unknown[] = []): Promise<pg.QueryResult<T>> {
+  query<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<pg.QueryResult<R>>;
+  query<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<pg.QueryResult<T>>;
+  async query<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<pg.QueryResult<T>> {
+    const params = paramsOf(args);
     const named = typeof query === 'string' ? undefined : query;
     const label = named?.name ?? 'adhoc';
     const started = performance.now();
@@ -174,24 +169,30 @@ abstract class Runner implements Queryable {
     }
   }
 
-  async one<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T> {
-    const res = await this.query<T>(query, params);
+  one<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R>;
+  one<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T>;
+  async one<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T> {
+    const res = await this.query<T>(query, paramsOf(args));
     if (res.rows.length !== 1) {
       throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
     }
     return res.rows[0];
   }
 
-  async maybeOne<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T | undefined> {
-    const res = await this.query<T>(query, params);
+  maybeOne<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R | undefined>;
+  maybeOne<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T | undefined>;
+  async maybeOne<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T | undefined> {
+    const res = await this.query<T>(query, paramsOf(args));
     if (res.rows.length > 1) {
       throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected at most one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
     }
     return res.rows[0];
   }
 
-  async many<T extends Row = Row>(query: NamedQuery | string, params?: unknown[]): Promise<T[]> {
-    return (await this.query<T>(query, params)).rows;
+  many<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R[]>;
+  many<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T[]>;
+  async many<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T[]> {
+    return (await this.query<T>(query, paramsOf(args))).rows;
   }
 }
 
@@ -212,9 +213,11 @@ class ClientRunner extends Runner {
    * timed like every other statement. Leaving early is allowed; the caller must then discard the
    * connection (the cursor may still be talking to the server).
    */
-  async *stream<T extends Row = Row>(query: NamedQuery, params: unknown[], batchSize: number): AsyncGenerator<T> {
+  stream<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>, batchSize: number): AsyncGenerator<R>;
+  stream<T extends Row = Row>(query: UntypedQuery, params: readonly unknown[], batchSize: number): AsyncGenerator<T>;
+  async *stream<T extends Row = Row>(query: NamedQuery, params: readonly unknown[], batchSize: number): AsyncGenerator<T> {
     const started = performance.now();
-    const rows = this.client.query(new QueryStream(query.text, params, { batchSize, highWaterMark: batchSize }));
+    const rows = this.client.query(new QueryStream(query.text, [...params], { batchSize, highWaterMark: batchSize }));
     try {
       for await (const row of rows) yield row as T;
     } catch (err) {

@@ -14,7 +14,8 @@
  * A crash of Postgres empties the table (unlogged), which forgives at most one minute of counts.
  */
 import type { Clock } from './clock.js';
-import { q, type Db } from './db.js';
+import { type Db } from './db.js';
+import { sql } from './sql/typed.js';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -86,7 +87,7 @@ export class RateLimiter {
   private async claim(keyId: string, lease: Lease, limit: number, now: number): Promise<void> {
     const slice = sliceFor(limit);
     this.claims++;
-    const { count } = await this.db.one<{ count: number }>(q('AuthRateLimitClaim'), [keyId, new Date(lease.windowStart), slice]);
+    const { count } = await this.db.one(sql('AuthRateLimitClaim'), [keyId, new Date(lease.windowStart), slice]);
     const first = count - slice + 1;
     if (first <= limit) {
       lease.next = first;
@@ -107,7 +108,7 @@ export class RateLimiter {
     const current = now - (now % WINDOW_MS);
     for (const [key, lease] of this.leases) if (lease.windowStart < current && !lease.claiming) this.leases.delete(key);
     try {
-      await this.db.query(q('AuthRateLimitPrune'), [new Date(current - KEEP_MS)]);
+      await this.db.query(sql('AuthRateLimitPrune'), [new Date(current - KEEP_MS)]);
     } catch {
       this.nextPruneAt = 0;
     }

@@ -3,7 +3,8 @@
  * zone's timezone, from the injected clock) and the start/end rules at a point (PostGIS, the same
  * SQL decision the GBFS geofencing rules are published from).
  */
-import { q, type Queryable } from './db.js';
+import { type Queryable } from './db.js';
+import { sql } from './sql/typed.js';
 
 /**
  * The zone id rule, the one every API, the console and the zone import check: a letter or digit,
@@ -101,17 +102,17 @@ export interface ParkingVerdict {
  * type ids; empty means every vehicle.
  */
 export async function parkingAt(db: Queryable, zoneId: string, point: { lat: number; lng: number }, vehicleTypeId: string): Promise<ParkingVerdict> {
-  const r = await db.one(q('ZoneRulesAt'), [zoneId, point.lng, point.lat, vehicleTypeId]);
-  const inParkingSpot = r.in_parking_spot as boolean;
-  const inIncentive = r.in_incentive as boolean;
-  const canEnd = r.ride_end_allowed as boolean;
+  const r = await db.one(sql('ZoneRulesAt'), [zoneId, point.lng, point.lat, vehicleTypeId]);
+  const inParkingSpot = r.in_parking_spot;
+  const inIncentive = r.in_incentive;
+  const canEnd = r.ride_end_allowed;
   const good = inIncentive || inParkingSpot || canEnd;
   return {
     parkingMode: r.parking_mode,
     areaType: r.area_type,
     inParkingSpot,
     inIncentive,
-    canStart: r.ride_start_allowed as boolean,
+    canStart: r.ride_start_allowed,
     canEnd,
     decision: good ? 'good-parking' : 'bad-parking',
   };

@@ -7,7 +7,7 @@
  */
 import { historyStatus, type HistoryTableStatus } from './jobs/history.js';
 import type { AppContext } from '../lib/context.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
 import { feedOf, selectFeeds, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
@@ -66,7 +66,7 @@ export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<Bac
   const lastClosed = floorHour(new Date(ctx.clock.now().getTime() - HOUR_MS));
   const current = new Set<string>();
   if (!o.force) {
-    const rows = await ctx.db.many(q('PubStatusRows'), [zones.map((z) => z.id), hourParam(floorHour(o.from)), hourParam(floorHour(o.to))]);
+    const rows = await ctx.db.many(sql('PubStatusRows'), [zones.map((z) => z.id), hourParam(floorHour(o.from)), hourParam(floorHour(o.to))]);
     for (const r of rows) if (r.status === 'published' && !r.dirty) current.add(`${feedOf(r.feed, r.version)?.id}|${r.scope}|${formatHour(r.hour)}`);
   }
   // one unit of work per (zone, hour): publishHourSet reads each source row once for all its files

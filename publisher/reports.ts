@@ -9,7 +9,8 @@
  * dropped is never recomputed (ReportsDue leaves it out): its stored report is the archive.
  */
 import type { AppContext } from '../lib/context.js';
-import { q, type Queryable } from '../lib/db.js';
+import { type Queryable } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { mdsVehicleType } from '../lib/feeds/mds/records.js';
 import { gzipBytes } from '../lib/publication/bytes.js';
 import { REPORT_INDEX } from '../lib/publication/indexes.js';
@@ -35,7 +36,7 @@ export function zoneGeographyId(providerId: string, zoneId: string): string {
 
 /** The CSV of one zone and month. */
 export async function reportCsv(ctx: Pick<AppContext, 'config'>, db: Queryable, zoneId: string, month: string): Promise<{ csv: string; rows: number }> {
-  const counts = await db.many<{ area_id: string | null; form_factor: string; trip_count: number; rider_count: number }>(q('ReportCounts'), [zoneId, `${month}-01T00:00:00`]);
+  const counts = await db.many(sql('ReportCounts'), [zoneId, `${month}-01T00:00:00`]);
   const zoneGeo = zoneGeographyId(ctx.config.providerId, zoneId);
   const lines = [REPORT_HEADER];
   for (const c of counts) {
@@ -59,7 +60,7 @@ export async function publishReport(ctx: AppContext, zoneId: string, month: stri
   const sink = new PublicationSink(ctx.store, REPORT_INDEX);
   return withPublicationLock(ctx, [key], (held) =>
     held.tx(async (tx) => {
-      const prev = await tx.maybeOne<{ sha256: string; object_key: string }>(q('ReportClaim'), [zoneId, `${month}-01`]);
+      const prev = await tx.maybeOne(sql('ReportClaim'), [zoneId, `${month}-01`]);
       const { csv, rows } = await reportCsv(ctx, tx, zoneId, month);
       const stored = await sink.put(prev, { key, stored: gzipBytes(csv), contentType: REPORT_CONTENT_TYPE }, (o) =>
         o.outcome === 'written' ? [{ zone: zoneId, month, key: o.key, sha256: o.sha256, bytes: o.bytes, rows }] : []);
@@ -72,7 +73,7 @@ export async function publishReport(ctx: AppContext, zoneId: string, month: stri
 export async function publishDueReports(ctx: AppContext): Promise<{ written: number; unchanged: number }> {
   const now = ctx.clock.now();
   const lastClosed = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1));
-  const due = await ctx.db.many<{ zone_id: string; month: string }>(q('ReportsDue'), [lastClosed.toISOString().slice(0, 19), MONTHS_PER_RUN]);
+  const due = await ctx.db.many(sql('ReportsDue'), [lastClosed.toISOString().slice(0, 19), MONTHS_PER_RUN]);
   const out = { written: 0, unchanged: 0 };
   for (const d of due) {
     const r = await publishReport(ctx, d.zone_id, d.month);

@@ -7,7 +7,7 @@
  * (lib/publication/queue.ts).
  */
 import type { AppContext } from '../lib/context.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { feedOf, HOURLY_FEEDS, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
@@ -29,7 +29,7 @@ async function releaseDelayedTelemetry(ctx: AppContext, now: Date): Promise<void
   const delay = ctx.config.telemetryTripDelayMinutes;
   if (delay === 0) return;
   const from = releasedUpTo && releasedUpTo < now ? releasedUpTo : new Date(now.getTime() - HOUR_MS);
-  await ctx.db.query(q('PubTelemetryReleased'), [from, now, delay]);
+  await ctx.db.query(sql('PubTelemetryReleased'), [from, now, delay]);
   releasedUpTo = now;
 }
 
@@ -40,7 +40,7 @@ export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: numbe
   const to = latestDueHour(now, ctx.config.publishLatenessSeconds);
   const from = lookbackStart(now, ctx.config.publishLatenessSeconds, opts.lookbackHours);
   const jobs: HourJob[] = [];
-  const missing = await ctx.db.many<{ zone_id: string; feed: string; version: string; hour: Date }>(q('PubMissingHours'), [
+  const missing = await ctx.db.many(sql('PubMissingHours'), [
     feeds.map((f) => f.feed), feeds.map((f) => f.version), hourParam(from), hourParam(to), limit,
   ]);
   for (const m of missing) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour) });
@@ -49,13 +49,13 @@ export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: numbe
   // most PUBLISH_CATCHUP_HOURS_PER_TICK hours are queued per tick, oldest first
   const perTick = ctx.config.publishCatchupHoursPerTick;
   if (perTick > 0) {
-    const older = await ctx.db.many<{ zone_id: string; feed: string; version: string; hour: Date }>(q('PubCatchupScan'), [
+    const older = await ctx.db.many(sql('PubCatchupScan'), [
       feeds.map((f) => f.feed), feeds.map((f) => f.version), perTick * 4, hourParam(from), perTick * feeds.length,
     ]);
     for (const m of older) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour), catchup: true });
   }
   await releaseDelayedTelemetry(ctx, now);
-  const again = await ctx.db.many<{ feed: string; version: string; scope: string; hour: Date }>(q('PubNeedsRepublish'), [now, limit]);
+  const again = await ctx.db.many(sql('PubNeedsRepublish'), [now, limit]);
   for (const r of again) {
     const f = feedOf(r.feed, r.version);
     if (f && feeds.includes(f)) jobs.push({ feedId: f.id, zone: r.scope, hour: formatHour(r.hour) });

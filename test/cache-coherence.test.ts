@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { startApiProcess, type ApiProcess } from './support/api-process.js';
-import { Db, q } from '../lib/db.js';
+import { Db } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { createLogger } from '../lib/log.js';
 import { insertPartner, insertUser, type PartnerFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
@@ -105,10 +106,10 @@ describe('cache coherence across two API processes', function () {
     const v = await insertTompVehicle(db, zoneId);
     expect(await listed(one, a.key)).to.include(v.id);
     expect(await listed(two, b.key)).to.include(v.id);
-    await db.maybeOne(q('AdminSetVehicleStatus'), [v.code, 'unavailable']);
+    await db.maybeOne(sql('AdminSetVehicleStatus'), [v.code, 'unavailable']);
     expect(await listed(one, a.key)).to.not.include(v.id);
     expect(await listed(two, b.key)).to.not.include(v.id);
-    await db.maybeOne(q('AdminSetVehicleStatus'), [v.code, 'ready']);
+    await db.maybeOne(sql('AdminSetVehicleStatus'), [v.code, 'ready']);
     expect(await listed(two, a.key)).to.include(v.id);
 
     // between writes the list comes from each process's cache: a change made behind the version

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import request from 'supertest';
 import { buildApp, buildLegacyApp } from '../api/app.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { EVENTS_PAGE_MAX } from '../api/feeds/paging.js';
 import { useTestContext } from './support/context.js';
 import { expectMds, tokenFor } from './support/feed-auth.js';
@@ -158,7 +158,7 @@ describe('feeds: paged event windows', function () {
     // partition it does by itself)
     const plan = await t.ctx.db.tx(async (tx) => {
       await tx.query('SET LOCAL enable_sort = off');
-      return tx.one(`EXPLAIN (FORMAT JSON) ${q('MdsEventsPage').text}`, [zone, new Date(start), new Date(end), start * 1000, '00000000-0000-0000-0000-000000000000', NOW * 1000 * 2, 1001]);
+      return tx.one(`EXPLAIN (FORMAT JSON) ${sql('MdsEventsPage').text}`, [zone, new Date(start), new Date(end), start * 1000, '00000000-0000-0000-0000-000000000000', NOW * 1000 * 2, 1001]);
     });
     const text = JSON.stringify(plan['QUERY PLAN']);
     expect(text).to.not.match(/"Node Type":"Sort"/);

@@ -15,7 +15,7 @@ import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { gbfsUnit } from '../lib/publication/lock.js';
 import { contentDigest, fragment, gzipOf, inflateFragment, crc32Combine } from '../lib/feeds/gbfs/fragments.js';
 import { crc32, gunzipSync } from 'node:zlib';
@@ -205,10 +205,10 @@ describe('GBFS follows change', function () {
     const held = await t.ctx.db.pool.connect();
     const units = [gbfsUnit('zone', A.id)];
     try {
-      await held.query(q('PublicationLock'), [units]);
+      await held.query(sql('PublicationLock'), [units]);
       expect(await buildGbfsZone(t.ctx, A.id, { force: 'all' })).to.include({ busy: true, written: 0 });
     } finally {
-      await held.query(q('PublicationUnlock'), [units]);
+      await held.query(sql('PublicationUnlock'), [units]);
       held.release();
     }
   });

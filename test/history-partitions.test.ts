@@ -9,7 +9,7 @@ import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import { maintainPartitions } from '../publisher/jobs/history.js';
 import pg from 'pg';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 
@@ -99,8 +99,8 @@ describe('history: time partitions', function () {
     await c.connect();
     try {
       await c.query(`SET plan_cache_mode = force_generic_plan`);
-      for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour', 'PubTripStats', 'PubEventStats']) {
-        await c.query(`PREPARE h AS ${q(name).text}`);
+      for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour', 'PubTripStats', 'PubEventStats'] as const) {
+        await c.query(`PREPARE h AS ${sql(name).text}`);
         const res = await c.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE h('${zone}', '2026-11-22T09:00:00')`);
         await c.query('DEALLOCATE h');
         const walk = (n: any): any[] => [n, ...((n.Plans ?? []) as any[]).flatMap(walk)];

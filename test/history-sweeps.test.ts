@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
-import { q } from '../lib/db.js';
+import { sql, type QueryName } from '../lib/sql/typed.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 
 const NOW = '2026-11-21T12:00:00Z';
@@ -101,8 +101,8 @@ describe('history: late-data trigger and publisher sweeps at scale', function ()
 
   it('the missing-hours scan and the republish sweep read index ranges only', async () => {
     const feeds = [HOURLY_FEEDS.map((f) => f.feed), HOURLY_FEEDS.map((f) => f.version)];
-    const explain = async (name: string, params: unknown[]) => {
-      const text = q(name).text;
+    const explain = async (name: QueryName, params: unknown[]) => {
+      const text = sql(name).text;
       const c = new pg.Client({ connectionString: t.database.url });
       await c.connect();
       try {

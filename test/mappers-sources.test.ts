@@ -3,7 +3,7 @@
  * vehicles) on rows we insert, and the time-hour parser.
  */
 import { expect } from 'chai';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import {
@@ -76,7 +76,7 @@ describe('streaming sources', () => {
   });
 
   it('events by [from, to) and by hour; trips of an empty hour', async () => {
-    const win = await t.ctx.db.many(q('MdsEventsPage'), [zone, new Date('2026-11-21T09:00:00Z'), new Date('2026-11-21T10:00:00Z'), 0, '00000000-0000-0000-0000-000000000000', Number.MAX_SAFE_INTEGER, 100]);
+    const win = await t.ctx.db.many(sql('MdsEventsPage'), [zone, new Date('2026-11-21T09:00:00Z'), new Date('2026-11-21T10:00:00Z'), 0, '00000000-0000-0000-0000-000000000000', Number.MAX_SAFE_INTEGER, 100]);
     expect(win.map((e) => e.event_types[0])).to.deep.equal(['provider_drop_off', 'decommissioned']);
     const hour = await all(streamEventsOfHour(t.ctx.db, zone, parseHour('2026-11-21T10')!));
     expect(hour.map((e) => e.event_types)).to.deep.equal([['battery_low']]);

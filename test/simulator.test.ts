@@ -11,7 +11,7 @@ import { useTestContext } from './support/context.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { startLiveSimulator } from '../lib/sim/live.js';
 import { SIM_PARTNER_NAMES } from '../lib/sim/tenant.js';
 import { PEAK_RIDING_SHARE } from '../lib/sim/simulation.js';
@@ -388,7 +388,7 @@ describe('live simulator: its own tenant', function () {
       expect(p.users, p.name).to.be.greaterThan(0);
     }
     // the history simulation (bulk, past days) leaves the simulator's partners alone
-    const history = await t.ctx.db.many(q('SimPartners'), [SIM_PARTNER_NAMES]);
+    const history = await t.ctx.db.many(sql('SimPartners'), [SIM_PARTNER_NAMES]);
     expect(history.map((p) => p.name)).to.include('Demo Partner App');
     expect(history.map((p) => p.name)).to.not.include.members(SIM_PARTNER_NAMES);
   });

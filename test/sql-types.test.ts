@@ -219,6 +219,15 @@ describe('typed SQL (scripts/sql-types.ts, lib/sql)', function () {
         provenNonNull('SELECT sum(x), coalesce(a, b), count(*) + 1, $1::int, CASE WHEN a THEN 1 ELSE 2 END, now()::timestamp AT TIME ZONE z FROM t', 6),
       ).to.deep.equal(new Array(6).fill(false));
       expect(provenNonNull('SELECT count(*) FROM a UNION ALL SELECT count(*) FROM b', 1)).to.deep.equal([false]);
+      // a scalar subquery of one count always has its row; with groups, a limit, a window or another value it may have none
+      const counts = 'SELECT (SELECT count(*)::int FROM v WHERE v.z = z.id) AS n, (SELECT count(DISTINCT u) c FROM t)::int FROM z';
+      expect(provenNonNull(counts, 2)).to.deep.equal([true, true]);
+      expect(
+        provenNonNull(
+          'SELECT (SELECT count(*) FROM t GROUP BY a), (SELECT count(*) FROM t LIMIT $1), (SELECT count(*) OVER () FROM t), (SELECT max(x) FROM t), (SELECT 1 FROM t), (SELECT count(*) FROM a UNION SELECT 1), (SELECT count(*) FROM t) + 1 FROM z',
+          7,
+        ),
+      ).to.deep.equal(new Array(7).fill(false));
       expect(provenNonNull('UPDATE t SET a = (SELECT count(*) FROM u) RETURNING id, count_ok, 1 AS one', 3)).to.deep.equal([false, false, true]);
       expect(
         preservedReferences('SELECT v.id, s.id AS sid FROM vehicles v JOIN types t ON true LEFT JOIN (SELECT id FROM vehicles) s ON s.id = v.id', 2),

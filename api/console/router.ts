@@ -13,7 +13,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { parseHour } from '../../lib/feeds/hours.js';
 import { UnknownFeedError } from '../../lib/feeds/publications.js';
 import { publicationQueue, queueRepublish, type RepublishQueued } from '../../lib/publication/queue.js';
@@ -120,9 +120,9 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   router.get('/fleet', async (koa) => {
     const zone = typeof koa.query.zone === 'string' ? koa.query.zone : '';
     if (!isZoneId(zone)) throw badParam(`zone must be a zone id (${ZONE_ID_SCHEMA.pattern})`);
-    const map = await app.db.maybeOne(q('ConsoleZoneMap'), [zone]);
+    const map = await app.db.maybeOne(sql('ConsoleZoneMap'), [zone]);
     if (!map) throw new FeedError(404, 'not_found', `unknown zone ${zone}`);
-    const vehicles = await app.db.many(q('ConsoleZoneVehicles'), [zone]);
+    const vehicles = await app.db.many(sql('ConsoleZoneVehicles'), [zone]);
     koa.set('Cache-Control', 'no-store');
     koa.body = { zone: map.id, name: map.name, ttl: STATUS_TTL, boundary: map.boundary, areas: { type: 'FeatureCollection', features: map.areas }, vehicles };
   });
@@ -135,7 +135,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
 
   // partners, keys and feed clients with scope, zones and last use; never a hash or a secret
   router.get('/credentials', async (koa) => {
-    const [partners, keys, clients] = await Promise.all([app.db.many(q('ConsolePartners')), app.db.many(q('AdminListApiKeys'), [null]), app.db.many(q('AdminListFeedClients'))]);
+    const [partners, keys, clients] = await Promise.all([app.db.many(sql('ConsolePartners')), app.db.many(sql('AdminListApiKeys'), [null]), app.db.many(sql('AdminListFeedClients'))]);
     koa.set('Cache-Control', 'no-store');
     koa.body = { partners, keys, feed_clients: clients };
   });

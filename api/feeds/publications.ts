@@ -10,24 +10,22 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../../lib/clock.js';
-import type { Db } from '../../lib/db.js';
-import { q } from '../../lib/db.js';
+import type { Db, NamedQuery } from '../../lib/db.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
-import type { HourlyRow } from '../../lib/publication/serve.js';
-import type { IndexedObject } from '../../lib/publication/sink.js';
+import { sql, type QueryName, type RowOf } from '../../lib/sql/typed.js';
 
 /** What the serving decision reads of an hourly file's feed_publications row. */
-export type PublicationRow = HourlyRow;
+export type PublicationRow = RowOf<'PublicationHourRow'>;
 
 /** What it reads of a monthly report's feed_reports row. */
-export type ReportRow = IndexedObject;
+export type ReportRow = RowOf<'ReportGet'>;
 
 /** Rows older than this are read again (ms). Keep ≤ 2000: it is the documented freshness bound. */
 export const PUBLICATION_TTL_MS = 2000;
 
 /** A cached row, or a cached absence (lru-cache holds no undefined values). */
-interface Entry<Row> {
-  readonly row: Row | undefined;
+interface Entry<R> {
+  readonly row: R | undefined;
 }
 
 /**
@@ -36,18 +34,19 @@ interface Entry<Row> {
  * feed_publications and the reports' feed_reports (PublicationIndex) and the GBFS gbfs_snapshots
  * (GbfsSnapshotIndex).
  */
-export class CachedRows<Row> {
-  private readonly cache: LRUCache<string, Entry<Row>, unknown[]>;
+export class CachedRows<N extends QueryName> {
+  private readonly cache: LRUCache<string, Entry<RowOf<N>>, unknown[]>;
   private lastNow = -Infinity;
 
   constructor(
     db: Db,
     private readonly clock: Clock,
-    query: string,
+    query: N,
     opts: { ttlMs?: number; maxEntries?: number } = {},
   ) {
-    const sql = q(query);
-    this.cache = new LRUCache<string, Entry<Row>, unknown[]>({
+    // the row type is the generated one of this very query; its parameters are the cache key's strings
+    const named: NamedQuery = sql(query);
+    this.cache = new LRUCache<string, Entry<RowOf<N>>, unknown[]>({
       max: opts.maxEntries ?? 10_000,
       // lru-cache counts an entry stale once older than ttl; the documented bound is "at ttl"
       ttl: Math.max(1, (opts.ttlMs ?? PUBLICATION_TTL_MS) - 1),
@@ -55,12 +54,12 @@ export class CachedRows<Row> {
       perf: { now: () => clock.now().getTime() },
       ttlResolution: 0,
       // one query for concurrent misses on a row; a failed read is not kept
-      fetchMethod: async (_id, _stale, { context }) => ({ row: (await db.maybeOne(sql, context)) as Row | undefined }),
+      fetchMethod: async (_id, _stale, { context }) => ({ row: await db.maybeOne<RowOf<N>>(named, context) }),
     });
   }
 
   /** The row of these parameters as of at most `ttlMs` ago; undefined when there is none. */
-  async get(params: readonly string[]): Promise<Row | undefined> {
+  async get(params: readonly string[]): Promise<RowOf<N> | undefined> {
     this.forgetIfClockWentBack();
     return (await this.cache.fetch(this.keyOf(...params), { context: [...params] }))!.row;
   }
@@ -74,7 +73,7 @@ export class CachedRows<Row> {
    * The cached entry of the parameters `key` stands for (`keyOf`) when it is fresh (its `row` may be
    * undefined: a cached absence); undefined when `get` has to read it. Synchronous, for the hot path.
    */
-  peekKey(key: string): Entry<Row> | undefined {
+  peekKey(key: string): Entry<RowOf<N>> | undefined {
     this.forgetIfClockWentBack();
     return this.cache.get(key);
   }
@@ -88,12 +87,12 @@ export class CachedRows<Row> {
 }
 
 /** feed_publications rows by (feed, version, zone, hour), and feed_reports rows by (zone, month). */
-export class PublicationIndex extends CachedRows<PublicationRow> {
-  private readonly reports: CachedRows<ReportRow>;
+export class PublicationIndex extends CachedRows<'PublicationHourRow'> {
+  private readonly reports: CachedRows<'ReportGet'>;
 
   constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
     super(db, clock, 'PublicationHourRow', opts);
-    this.reports = new CachedRows<ReportRow>(db, clock, 'ReportGet', opts);
+    this.reports = new CachedRows(db, clock, 'ReportGet', opts);
   }
 
   row(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
@@ -106,18 +105,15 @@ export class PublicationIndex extends CachedRows<PublicationRow> {
   }
 }
 
-export interface GbfsSnapshotRow {
-  object_key: string;
-  sha256: string;
-  ttl: number;
-}
+/** What the GBFS routes read of a gbfs_snapshots row. */
+export type GbfsSnapshotRow = RowOf<'FeedGbfsSnapshot'>;
 
 /**
  * gbfs_snapshots rows by (version, scope, file). GBFS files change every STATUS_REFRESH_SECONDS at
  * most, and each carries its own last_updated: ≤ 2 s of index staleness keeps every served file
  * within its ttl (test/gbfs-validator.test.ts checks ttl + 5 s).
  */
-export class GbfsSnapshotIndex extends CachedRows<GbfsSnapshotRow> {
+export class GbfsSnapshotIndex extends CachedRows<'FeedGbfsSnapshot'> {
   constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
     super(db, clock, 'FeedGbfsSnapshot', opts);
   }

@@ -6,7 +6,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../../lib/db.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 
 export interface ZoneInfo {
   id: string;
@@ -30,8 +30,8 @@ export class ZoneDirectory {
       ttl: opts.refreshMs ?? 30_000,
       ttlResolution: 0,
       fetchMethod: async () => {
-        const rows = await db.many(q('FeedZones'));
-        return { zones: new Map(rows.map((r) => [r.id as string, { id: r.id as string, createdAt: r.created_at as Date }])), loadedAt: performance.now() };
+        const rows = await db.many(sql('FeedZones'));
+        return { zones: new Map(rows.map((r) => [r.id, { id: r.id, createdAt: r.created_at }])), loadedAt: performance.now() };
       },
     });
   }

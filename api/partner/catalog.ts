@@ -11,7 +11,8 @@
  */
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { q, type Db, type Row } from '../../lib/db.js';
+import type { Db } from '../../lib/db.js';
+import { sql, type ParamsOf, type RowOf } from '../../lib/sql/typed.js';
 import type { Input } from '../../lib/http/endpoints.js';
 import { lookupOnReplica, readOnReplica } from '../../lib/replica.js';
 import { RentalError } from '../../lib/rentals/errors.js';
@@ -22,12 +23,15 @@ import { endpoint, idParam, zoneParam, type PartnerEndpoint } from './endpoint.j
 import { presentPricing, presentVehicle } from './responses.js';
 import { vehicleListsOf } from './vehicle-list.js';
 
-function presentZoneInfo(z: Row, now: Date) {
+/** A zone as the partner reads it: PartnerZone and PartnerZones select the same columns. */
+type ZoneRow = RowOf<'PartnerZone'> & RowOf<'PartnerZones'>;
+
+function presentZoneInfo(z: ZoneRow, now: Date) {
   return {
-    zoneId: z.id as string,
-    zoneName: z.city as string,
-    parkingMode: z.parking_mode as string,
-    licenceVerificationRequired: z.licence_verification_required as boolean,
+    zoneId: z.id,
+    zoneName: z.city,
+    parkingMode: z.parking_mode,
+    licenceVerificationRequired: z.licence_verification_required,
     speedConfig: { maxSpeed: z.max_speed_kph, minRequiredRides: z.min_required_rides, reducedSpeed: z.reduced_speed_kph, speedUnit: z.speed_unit },
     isSleeping: isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now),
   };
@@ -37,10 +41,10 @@ function presentZoneInfo(z: Row, now: Date) {
  * The zone row when the partner may access it, with the pool that found it (what belongs to the zone
  * is read from the same one); ZoneNotFound otherwise. `replica`: first from the replica.
  */
-async function zoneFor(app: AppContext, ctx: Koa.Context, id: string, where: 'replica' | 'primary'): Promise<{ zone: Row; db: Db }> {
-  const params = [id, principalOf(ctx).zones];
+async function zoneFor(app: AppContext, ctx: Koa.Context, id: string, where: 'replica' | 'primary'): Promise<{ zone: ZoneRow; db: Db }> {
+  const params: ParamsOf<'PartnerZone'> = [id, principalOf(ctx).zones];
   const found =
-    where === 'replica' ? await lookupOnReplica(app.db, q('PartnerZone'), params) : { row: await app.db.maybeOne(q('PartnerZone'), params), db: app.db };
+    where === 'replica' ? await lookupOnReplica<ZoneRow>(app.db, sql('PartnerZone'), params) : { row: await app.db.maybeOne(sql('PartnerZone'), params), db: app.db };
   if (!found.row) throw new RentalError('ZoneNotFound');
   return { zone: found.row, db: found.db };
 }
@@ -65,7 +69,7 @@ function zoneAreas(v: 1 | 2): PartnerEndpoint {
     errors: [],
     handle: async (app, ctx, { params }) => {
       const { zone, db } = await zoneFor(app, ctx, params.zoneId!, 'replica');
-      const areas = await db.many(q('PartnerZoneAreas'), [zone.id, v === 2]);
+      const areas = await db.many(sql('PartnerZoneAreas'), [zone.id, v === 2]);
       ctx.body = {
         data: {
           id: zone.id,
@@ -98,8 +102,8 @@ function zoneAreasWithoutId(v: 1 | 2): PartnerEndpoint {
   });
 }
 
-async function vehicleById(app: AppContext, ctx: Koa.Context, id: string): Promise<Row> {
-  const row = await app.db.maybeOne(q('PartnerVehicleById'), [id, principalOf(ctx).zones]);
+async function vehicleById(app: AppContext, ctx: Koa.Context, id: string): Promise<RowOf<'PartnerVehicleById'>> {
+  const row = await app.db.maybeOne(sql('PartnerVehicleById'), [id, principalOf(ctx).zones]);
   if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
   return row;
 }
@@ -151,7 +155,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     responses: vehicles('the vehicle (an array of one)'),
     errors: [{ 404: ['VehicleNotFound'] }],
     handle: async (app, ctx, { params }) => {
-      const row = await app.db.maybeOne(q('PartnerVehicleByCode'), [params.code!.toUpperCase(), principalOf(ctx).zones]);
+      const row = await app.db.maybeOne(sql('PartnerVehicleByCode'), [params.code!.toUpperCase(), principalOf(ctx).zones]);
       if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
       ctx.body = { data: [presentVehicle(row)] };
     },
@@ -188,8 +192,8 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     errors: [],
     handle: async (app, ctx, { params }) => {
       const { zone } = await zoneFor(app, ctx, params.zoneId!, 'primary');
-      const rows = await app.db.many(q('PartnerAreasOccupancy'), [zone.id]);
-      ctx.body = { data: rows.map((r) => ({ id: r.id as string, occupancy: r.occupancy as number, capacity: r.capacity as number })) };
+      const rows = await app.db.many(sql('PartnerAreasOccupancy'), [zone.id]);
+      ctx.body = { data: rows.map((r) => ({ id: r.id, occupancy: r.occupancy, capacity: r.capacity })) };
     },
   }),
   endpoint({
@@ -205,7 +209,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     handle: async (app, ctx) => {
       const principal = principalOf(ctx);
       const now = app.clock.now();
-      const zones = await readOnReplica(app.db, (db) => db.many(q('PartnerZones'), [principal.zones]));
+      const zones = await readOnReplica(app.db, (db) => db.many(sql('PartnerZones'), [principal.zones]));
       ctx.body = { data: { id: principal.partnerId, type: 'zone', attributes: { zones: zones.map((z) => presentZoneInfo(z, now)) } } };
     },
   }),

@@ -2,7 +2,7 @@
  * Rentals: start, end, reads; the signed parking photo upload and receipt download
  * (partner-rental-api.md §4, error table §7; decisions in docs/partner-api.md).
  */
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { startRental, endRental } from '../../lib/rentals/engine.js';
 import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
 import { activeRental, getRental, userRentals, withFigures } from '../../lib/rentals/queries.js';
@@ -124,7 +124,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     errors: [{ 404: ['ErrUserNotFound'] }],
     handle: async (app, ctx, { params, query }) => {
       const partnerId = principalOf(ctx).partnerId;
-      const { exists } = await app.db.one(q('PartnerUserExists'), [params.id, partnerId]);
+      const { exists } = await app.db.one(sql('PartnerUserExists'), [params.id, partnerId]);
       if (!exists) throw new RentalError('ErrUserNotFound');
       const now = app.clock.now();
       const list = await userRentals(app.db, params.id!, partnerId, now, (query.limit as number | undefined) ?? 1000);
@@ -204,7 +204,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     handle: async (app, ctx, { params }) => {
       const check = verifySignedPath(app.config.signingSecret, 'receipt', `/v1/rental/${params.id}/receipt`, ctx.query, app.clock.now());
       if (check !== 'ok') throw new RentalError('ErrInvalidURLSignature', { detail: check === 'expired' ? 'receipt link expired' : undefined });
-      const row = await app.db.maybeOne(q('RentalGet'), [params.id!.toLowerCase(), null]);
+      const row = await app.db.maybeOne(sql('RentalGet'), [params.id!.toLowerCase(), null]);
       if (!row || row.state === 'RUNNING') throw new RentalError('RentalIDDoesNotExist');
       let obj = await app.store.get(receiptKey(row.id));
       if (!obj) {

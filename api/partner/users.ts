@@ -1,6 +1,6 @@
 /** Users: register, read, update, GDPR erasure (partner-rental-api.md §4, error table §7). */
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { isOutage } from '../../lib/http/outage.js';
 import type { Input } from '../../lib/http/endpoints.js';
 import { RentalError } from '../../lib/rentals/errors.js';
@@ -25,14 +25,14 @@ const userId = { id: idParam('user id (UUID v4)', 'InvalidUserId', '3f1c2a4e-8d2
 const oneUser = (description: string) => ({ 200: { description, schema: dataOf(UserRecord, false) } });
 
 async function getUser(app: AppContext, ctx: Koa.Context, { params }: Input<undefined>): Promise<void> {
-  const row = await app.db.maybeOne(q('PartnerUserGet'), [params.id, principalOf(ctx).partnerId]);
+  const row = await app.db.maybeOne(sql('PartnerUserGet'), [params.id, principalOf(ctx).partnerId]);
   if (!row) throw new RentalError('ErrUserNotFound');
   ctx.body = { data: presentUser(row) };
 }
 
 async function updateUser(app: AppContext, ctx: Koa.Context, { params, body }: Input<UpdateUserBody>): Promise<void> {
   const email = body.email === undefined ? null : checkEmail(body.email);
-  const row = await app.db.maybeOne(q('PartnerUserUpdate'), [params.id, principalOf(ctx).partnerId, email, app.clock.now()]);
+  const row = await app.db.maybeOne(sql('PartnerUserUpdate'), [params.id, principalOf(ctx).partnerId, email, app.clock.now()]);
   if (!row) throw new RentalError('ErrUserNotFound');
   ctx.body = { data: presentUser(row) };
 }
@@ -40,8 +40,8 @@ async function updateUser(app: AppContext, ctx: Koa.Context, { params, body }: I
 async function deleteUser(app: AppContext, ctx: Koa.Context, { params }: Input<undefined>): Promise<void> {
   const partnerId = principalOf(ctx).partnerId;
   const outcome = await app.db.tx(async (tx) => {
-    if (!(await tx.maybeOne(q('PartnerUserLockForErase'), [params.id, partnerId]))) return 'missing' as const;
-    return (await tx.maybeOne(q('PartnerUserErase'), [params.id, app.clock.now()])) ? ('erased' as const) : ('running' as const);
+    if (!(await tx.maybeOne(sql('PartnerUserLockForErase'), [params.id, partnerId]))) return 'missing' as const;
+    return (await tx.maybeOne(sql('PartnerUserErase'), [params.id, app.clock.now()])) ? ('erased' as const) : ('running' as const);
   });
   if (outcome === 'missing') throw new RentalError('ErrUserNotFound');
   if (outcome === 'running') throw new RentalError('UserHasActiveRental');
@@ -122,7 +122,7 @@ export const USER_ENDPOINTS: PartnerEndpoint[] = [
       const email = checkEmail(body.email);
       let row;
       try {
-        row = await app.db.one(q('PartnerUserInsert'), [principalOf(ctx).partnerId, email, externalId, app.clock.now()]);
+        row = await app.db.one(sql('PartnerUserInsert'), [principalOf(ctx).partnerId, email, externalId, app.clock.now()]);
       } catch (err) {
         if (isOutage(err)) throw err;
         throw new RentalError('ErrUserRegistrationFailed', { cause: err });

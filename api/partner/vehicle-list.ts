@@ -26,7 +26,8 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../lib/context.js';
-import { q, type Queryable } from '../../lib/db.js';
+import { type Queryable } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { readCaughtUp } from '../../lib/replica.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 import { isSleeping } from '../../lib/zones.js';
@@ -41,12 +42,12 @@ interface Rendered {
 async function render(app: AppContext, db: Queryable, zoneId: string): Promise<Rendered> {
   const now = app.clock.now();
   // zone, version and vehicles in one round trip (see the query); every zone: access is checked by the caller
-  const rows = await db.many(q('PartnerAvailableVehicles'), [zoneId, now, null]);
+  const rows = await db.many(sql('PartnerAvailableVehicles'), [zoneId, now, null]);
   const zone = rows[0];
   if (!zone) return { json: undefined, version: 0 };
   // a sleeping zone has no available vehicles
   const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
-  return { json: JSON.stringify({ data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) }), version: zone.list_version as number };
+  return { json: JSON.stringify({ data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) }), version: zone.list_version };
 }
 
 export class VehicleLists {
@@ -81,7 +82,7 @@ export class VehicleLists {
 
   /** The cached list when it shows the zone's current version; a fresh render otherwise. */
   private async current(cache: LRUCache<string, Rendered>, zoneId: string): Promise<Rendered | undefined> {
-    const row = await this.app.db.maybeOne<{ version: number }>(q('PartnerZoneVersion'), [zoneId]);
+    const row = await this.app.db.maybeOne(sql('PartnerZoneVersion'), [zoneId]);
     if (!row) return undefined;
     const cached = cache.get(zoneId);
     if (cached && cached.version >= row.version) return cached;

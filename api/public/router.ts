@@ -7,7 +7,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { isUuid } from '../../lib/uuid.js';
 
 
@@ -29,7 +29,7 @@ export function publicRoutes(ctx: AppContext): Koa.Middleware {
 
   router.get(['/app/vehicles/:id', '/app/android/vehicles/:id', '/app/ios/vehicles/:id'], async (koa) => {
     const id = koa.params.id ?? '';
-    const v = isUuid(id) ? await ctx.db.maybeOne(q('PublicVehicleByGbfsId'), [id]) : undefined;
+    const v = isUuid(id) ? await ctx.db.maybeOne(sql('PublicVehicleByGbfsId'), [id]) : undefined;
     koa.type = 'text/html; charset=utf-8';
     if (!v) {
       koa.status = 404;

@@ -5,7 +5,7 @@
  */
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { applyLegEvent, createOneStopBooking, getBooking, getBookingByLeg, readBooking, viewBooking, viewLeg, type Caller } from '../../lib/tomp/bookings.js';
 import { operateBooking } from '../../lib/tomp/holds.js';
@@ -87,7 +87,7 @@ export async function legEvents(app: AppContext, ctx: Koa.Context, { params, bod
 
 export async function support(app: AppContext, ctx: Koa.Context, { body }: Input<SupportRequest>): Promise<void> {
   const caller = callerOf(ctx);
-  const booking = isUuid(body.id) ? await app.db.maybeOne(q('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
+  const booking = isUuid(body.id) ? await app.db.maybeOne(sql('TompBookingId'), [body.id.toLowerCase(), caller.partnerId]) : undefined;
   if (!booking) throw new TompError(404, 'booking not found');
   const time = new Date(body.time);
   // the date-time format admits leap seconds (23:59:60) and offsets that leave the 4-digit years,
@@ -95,7 +95,7 @@ export async function support(app: AppContext, ctx: Koa.Context, { body }: Input
   if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1 || time.getUTCFullYear() > 9999) {
     throw new TompError(400, 'invalid request body: time is not a representable date-time');
   }
-  const ticket = await app.db.one(q('TompInsertSupportTicket'), [
+  const ticket = await app.db.one(sql('TompInsertSupportTicket'), [
     booking.id, caller.partnerId, body.supportType, time, body.contactInformationEndUser, body.comment, app.clock.now(),
   ]);
   ctx.status = 200;

@@ -5,7 +5,7 @@
  */
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { sql, type ParamsOf } from '../../lib/sql/typed.js';
 import type { Input } from '../../lib/http/endpoints.js';
 import { readOnReplica } from '../../lib/replica.js';
 import { tariffParts } from '../../lib/tomp/views.js';
@@ -41,12 +41,13 @@ export async function regions(app: AppContext, ctx: Koa.Context, { query }: Inpu
   const offset = (query.offset as number | undefined) ?? 0;
   const limit = (query.limit as number | undefined) ?? MAX_PAGE;
   const zones = principalOf(ctx).zones;
-  const rows = await readOnReplica(app.db, (db) => db.many(q('TompOperatingRegions'), [zones]));
+  const rows = await readOnReplica(app.db, (db) => db.many(sql('TompOperatingRegions'), [zones]));
   ctx.body = rows.slice(offset, offset + limit).map((r) => ({
     regionId: r.id,
     name: r.name,
     type: 'OPERATING',
-    serviceArea: JSON.parse(r.geojson),
+    // no GeoJSON for a boundary without a polygon (ST_Dump yields none)
+    serviceArea: r.geojson === null ? null : JSON.parse(r.geojson),
   }));
 }
 
@@ -85,8 +86,8 @@ export async function pricingPlans(app: AppContext, ctx: Koa.Context, { query }:
     ctx.body = [];
     return;
   }
-  const params = [principalOf(ctx).zones, (regionId as string | undefined) ?? null];
-  const rows = await readOnReplica(app.db, (db) => db.many(q('TompPricingPlans'), params));
+  const params: ParamsOf<'TompPricingPlans'> = [principalOf(ctx).zones, (regionId as string | undefined) ?? null];
+  const rows = await readOnReplica(app.db, (db) => db.many(sql('TompPricingPlans'), params));
   ctx.body = rows.map((r) => {
     const currency = String(r.currency).trim();
     const parts = tariffParts(r.start_price, r.price_per_minute, currency, Number(r.vat_rate));

@@ -7,7 +7,8 @@
  * returned once, as `clients create` does; only their scrypt hashes are stored.
  */
 import type { FromSchema } from 'json-schema-to-ts';
-import { q, type Db } from '../db.js';
+import { type Db } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { compile } from '../validate.js';
 import { generateSecret, hashSecret } from '../auth/secrets.js';
 import { ROLES, type Role } from '../feeds/roles.js';
@@ -66,7 +67,7 @@ function existing(ids: string[]): AdminError {
 export async function importFeedClients(db: Db, entries: Array<{ source: string; entry: unknown }>): Promise<ImportedClient[]> {
   if (!entries.length) throw new AdminError('no client in the input');
   const problems: string[] = [];
-  const known = new Set((await db.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id));
+  const known = new Set((await db.many(sql('AdminListZoneIds'))).map((z) => z.id));
   const seen = new Set<string>();
   const clients: FeedClientEntry[] = [];
   for (const { source, entry } of entries) {
@@ -87,13 +88,13 @@ export async function importFeedClients(db: Db, entries: Array<{ source: string;
     throw new AdminError(`clients file has ${problems.length} problem(s):\n  - ${problems.join('\n  - ')}${problems.some((p) => p.includes('unknown zone')) ? `\n  known zones: ${zones.slice(0, 20).join(', ')}${zones.length > 20 ? ', …' : ''}` : ''}`);
   }
   // before the hashing (scrypt, tens of milliseconds each); the insert decides again under its constraint
-  const taken = (await db.many<{ client_id: string }>(q('AdminFeedClientsExisting'), [clients.map((c) => c.client_id)])).map((r) => r.client_id);
+  const taken = (await db.many(sql('AdminFeedClientsExisting'), [clients.map((c) => c.client_id)])).map((r) => r.client_id);
   if (taken.length) throw existing(taken);
   const secrets = clients.map(() => generateSecret());
   // scrypt runs on libuv's thread pool: all at once uses every thread it has
   const hashes = await Promise.all(secrets.map((s) => hashSecret(s)));
   return db.tx(async (tx) => {
-    const inserted = await tx.many<{ client_id: string }>(q('AdminInsertFeedClients'), [
+    const inserted = await tx.many(sql('AdminInsertFeedClients'), [
       clients.map((c) => c.client_id), hashes, clients.map((c) => c.role), clients.map((c) => JSON.stringify(c.zones ?? null)), clients.map((c) => c.label ?? ''),
     ]);
     if (inserted.length < clients.length) {

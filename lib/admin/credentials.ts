@@ -3,7 +3,8 @@
  * scopes) and OAuth feed clients. Secrets are returned once, at creation or rotation, and stored
  * only as hashes.
  */
-import { q, type Db } from '../db.js';
+import { type Db } from '../db.js';
+import { sql } from '../sql/typed.js';
 import type { Clock } from '../clock.js';
 import { createApiKey, revokeApiKey, type KeyScope } from '../auth/api-keys.js';
 import { generateSecret, hashSecret } from '../auth/secrets.js';
@@ -19,20 +20,20 @@ export class AdminError extends Error {}
 
 /** Finds the partner by name, creating it with the kind that fits the key scope when absent. */
 export async function ensurePartner(db: Db, name: string, scope: KeyScope, opts: { tripType?: 'rider' | 'maas' | 'operator'; postponedCommit?: boolean } = {}) {
-  const found = await db.maybeOne(q('AdminFindPartnerByName'), [name]);
+  const found = await db.maybeOne(sql('AdminFindPartnerByName'), [name]);
   if (found) return found;
   const kind = KIND_OF_SCOPE[scope];
-  return db.one(q('AdminCreatePartner'), [name, kind, opts.tripType ?? TRIP_TYPE_OF_KIND[kind], opts.postponedCommit ?? false]);
+  return db.one(sql('AdminCreatePartner'), [name, kind, opts.tripType ?? TRIP_TYPE_OF_KIND[kind], opts.postponedCommit ?? false]);
 }
 
 export async function createKey(db: Db, partnerName: string, scope: KeyScope, label = '') {
   const partner = await ensurePartner(db, partnerName, scope);
   const { id, key } = await createApiKey(db, partner.id, scope, { label });
-  return { id, key, partner: partner.name as string, scope };
+  return { id, key, partner: partner.name, scope };
 }
 
 export async function listKeys(db: Db, scope?: KeyScope) {
-  return db.many(q('AdminListApiKeys'), [scope ?? null]);
+  return db.many(sql('AdminListApiKeys'), [scope ?? null]);
 }
 
 export async function revokeKey(db: Db, clock: Clock, keyId: string) {
@@ -47,7 +48,7 @@ export async function rotateKey(db: Db, clock: Clock, keyId: string) {
     const old = await revokeApiKey(tx, keyId, clock.now());
     if (!old) throw new AdminError(`no active key with id ${keyId}`);
     const { id, key } = await createApiKey(tx, old.partner_id, old.scope, { label: old.label });
-    return { id, key, scope: old.scope as KeyScope, revoked: keyId };
+    return { id, key, scope: old.scope, revoked: keyId };
   });
 }
 
@@ -61,7 +62,7 @@ export async function createFeedClient(db: Db, clientId: string, role: string, z
   const checked = checkRole(role);
   if (zones) {
     // a client limited to an unknown zone would see nothing and nobody would notice
-    const known = (await db.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id);
+    const known = (await db.many(sql('AdminListZoneIds'))).map((z) => z.id);
     const unknown = zones.filter((z) => !known.includes(z));
     if (unknown.length || !zones.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ') || '(none given)'}; known zones: ${known.join(', ') || 'none'}`);
   }
@@ -73,12 +74,12 @@ export async function createFeedClient(db: Db, clientId: string, role: string, z
 }
 
 export async function listFeedClients(db: Db) {
-  return db.many(q('AdminListFeedClients'));
+  return db.many(sql('AdminListFeedClients'));
 }
 
 export async function rotateFeedClient(db: Db, clientId: string) {
   const secret = generateSecret();
-  const row: { client_id: string; role: Role; zones: string[] | null } | undefined = await db.maybeOne(q('AdminRotateFeedClient'), [clientId, await hashSecret(secret)]);
+  const row: { client_id: string; role: Role; zones: string[] | null } | undefined = await db.maybeOne(sql('AdminRotateFeedClient'), [clientId, await hashSecret(secret)]);
   if (!row) throw new AdminError(`no active feed client ${clientId}`);
   return { ...row, secret };
 }

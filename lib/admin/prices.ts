@@ -6,15 +6,13 @@
  * without a price is refused, and a zone without prices (or with vehicles of an unpriced type
  * already) is reported as a warning.
  */
-import { q, type Db, type Queryable } from '../db.js';
+import { type Db, type Queryable } from '../db.js';
+import { sql, type RowOf } from '../sql/typed.js';
 import type { Clock } from '../clock.js';
 import { AdminError } from './credentials.js';
 
-export interface PriceRow {
-  vehicle_type_id: string;
-  start_price: number;
-  price_per_minute: number;
-}
+/** One vehicle type's price in a zone, as the pricing table holds it. */
+export type PriceRow = Pick<RowOf<'AdminZonePrices'>, 'vehicle_type_id' | 'start_price' | 'price_per_minute'>;
 
 /**
  * Checks the zones `zoneIds` after a price change: for those in `changed` (their prices were just
@@ -24,7 +22,7 @@ export interface PriceRow {
 export async function unpricedWarnings(db: Queryable, zoneIds: string[], changed: Set<string>): Promise<{ refused: string[]; warnings: string[] }> {
   const refused: string[] = [];
   const warnings: string[] = [];
-  for (const r of await db.many<{ zone_id: string; has_prices: boolean; types: string[]; counts: number[] }>(q('AdminUnpricedFleet'), [zoneIds])) {
+  for (const r of await db.many(sql('AdminUnpricedFleet'), [zoneIds])) {
     const fleet = r.types.map((t, i) => `${r.counts[i]} of type ${t}`).join(', ');
     if (r.types.length && changed.has(r.zone_id)) {
       refused.push(`zone ${r.zone_id}: the change would leave vehicles without a price (${fleet}), and those are neither listed nor rentable: ${r.types.join(', ')} needs a price while they are in the zone`);
@@ -39,9 +37,9 @@ export async function unpricedWarnings(db: Queryable, zoneIds: string[], changed
 
 /** The zone's prices with its currency and VAT rate; AdminError for an unknown zone. */
 export async function listPrices(db: Queryable, zoneId: string): Promise<{ currency: string | null; vatRate: number | null; prices: PriceRow[] }> {
-  const known = (await db.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id);
+  const known = (await db.many(sql('AdminListZoneIds'))).map((z) => z.id);
   if (!known.includes(zoneId)) throw new AdminError(`unknown zone ${zoneId}; known zones: ${known.join(', ') || 'none'}`);
-  const rows = await db.many<PriceRow & { currency: string; vat_rate: number }>(q('AdminZonePrices'), [zoneId]);
+  const rows = await db.many(sql('AdminZonePrices'), [zoneId]);
   return {
     currency: rows[0]?.currency ?? null,
     vatRate: rows[0]?.vat_rate ?? null,
@@ -60,15 +58,15 @@ export async function setPrices(db: Db, clock: Clock, zoneId: string, set: Price
   const twice = set.map((p) => p.vehicle_type_id).filter((t, i, all) => all.indexOf(t) !== i);
   if (twice.length) throw new AdminError(`vehicle type ${twice.join(', ')} is priced twice`);
   if (!set.length && !remove.length) throw new AdminError('nothing to change: give <type>=<start>,<per minute> or --remove <type>');
-  const types = (await db.many<{ id: string }>(q('AdminListVehicleTypeIds'))).map((t) => t.id);
+  const types = (await db.many(sql('AdminListVehicleTypeIds'))).map((t) => t.id);
   const unknown = [...set.map((p) => p.vehicle_type_id), ...remove].filter((t) => !types.includes(t));
   if (unknown.length) throw new AdminError(`unknown vehicle type ${unknown.join(', ')}; known: ${types.join(', ') || 'none'} (a zone file's vehicle_types declares new ones)`);
   return db.tx(async (tx) => {
-    if (!(await tx.many(q('AdminLockZones'), [[zoneId]])).length) {
-      const known = (await tx.many<{ id: string }>(q('AdminListZoneIds'))).map((z) => z.id);
+    if (!(await tx.many(sql('AdminLockZones'), [[zoneId]])).length) {
+      const known = (await tx.many(sql('AdminListZoneIds'))).map((z) => z.id);
       throw new AdminError(`unknown zone ${zoneId}; known zones: ${known.join(', ') || 'none'}`);
     }
-    await tx.query(q('AdminSetPrices'), [zoneId, set.map((p) => p.vehicle_type_id), set.map((p) => p.start_price), set.map((p) => p.price_per_minute), clock.now(), remove]);
+    await tx.query(sql('AdminSetPrices'), [zoneId, set.map((p) => p.vehicle_type_id), set.map((p) => p.start_price), set.map((p) => p.price_per_minute), clock.now(), remove]);
     const { refused, warnings } = await unpricedWarnings(tx, [zoneId], new Set([zoneId]));
     if (refused.length) throw new AdminError(refused.join('; '));
     return { prices: (await listPrices(tx, zoneId)).prices, warnings };

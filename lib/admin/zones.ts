@@ -16,7 +16,8 @@
  * an existing zone's start earlier, never later (published history is not taken back).
  */
 import { isUuidV4 } from '../uuid.js';
-import { q, type Db, type Tx } from '../db.js';
+import { type Db, type Tx } from '../db.js';
+import { sql } from '../sql/typed.js';
 import type { Clock } from '../clock.js';
 import { compile } from '../validate.js';
 import { floorHour, formatHour, parseHour } from '../feeds/hours.js';
@@ -132,12 +133,12 @@ function parseDocument(d: ZoneDocument, prefix: string, now: Date, problems: str
 async function geometryProblems(db: Db, geoms: Array<{ where: string; json: string }>): Promise<string[]> {
   if (!geoms.length) return [];
   try {
-    const rows = await db.many<{ i: number; problem: string }>(q('AdminGeometryProblems'), [geoms.map((g) => g.json)]);
+    const rows = await db.many(sql('AdminGeometryProblems'), [geoms.map((g) => g.json)]);
     return rows.map((r) => `${geoms[r.i - 1]?.where}: invalid geometry (${r.problem})`);
   } catch {
     const out: string[] = [];
     for (const g of geoms) {
-      const row = await db.one(q('AdminGeometryProblem'), [g.json]).catch(() => ({ problem: 'unreadable coordinates' }));
+      const row = await db.one(sql('AdminGeometryProblem'), [g.json]).catch(() => ({ problem: 'unreadable coordinates' }));
       if (row.problem) out.push(`${g.where}: invalid geometry (${row.problem})`);
     }
     return out;
@@ -178,7 +179,7 @@ export async function importZones(db: Db, clock: Clock, docs: ZoneDocument[]): P
     ids.add(z.props.id);
   }
   const types = declaredTypes(zones, problems);
-  const known = new Set([...types.keys(), ...(await db.many<{ id: string }>(q('AdminListVehicleTypeIds'))).map((t) => t.id)]);
+  const known = new Set([...types.keys(), ...(await db.many(sql('AdminListVehicleTypeIds'))).map((t) => t.id)]);
   for (const z of zones) {
     const unknown = Object.keys(z.props.prices ?? {}).filter((t) => !known.has(t));
     if (unknown.length) problems.push(`${z.where}prices name vehicle type${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} that no vehicle_types entry declares and the database does not hold (known: ${[...known].sort().join(', ') || 'none'})`);
@@ -197,9 +198,9 @@ export async function importZones(db: Db, clock: Clock, docs: ZoneDocument[]): P
 async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, VehicleTypeRow>): Promise<ZonesImported> {
   const ids = zones.map((z) => z.props.id);
   // before any zone row (see above)
-  if (zones.some((z) => z.since)) await tx.query(q('AdminLockCatchup'));
+  if (zones.some((z) => z.since)) await tx.query(sql('AdminLockCatchup'));
   // the zones that exist, locked until commit: the start each may move from, and no concurrent import
-  const existing = new Map((await tx.many<{ id: string; created_at: Date }>(q('AdminLockZones'), [ids])).map((r) => [r.id, r.created_at]));
+  const existing = new Map((await tx.many(sql('AdminLockZones'), [ids])).map((r) => [r.id, r.created_at]));
   const later = zones.filter((z) => z.since && existing.has(z.props.id) && z.since > floorHour(existing.get(z.props.id)!));
   if (later.length) {
     throw new ZoneImportError(later.map((z) => `${z.where}operating_since ${formatHour(z.since!)} is after zone ${z.props.id}'s first operating hour ` +
@@ -208,14 +209,14 @@ async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, 
 
   const vt = [...types.values()];
   const changedTypes = vt.length
-    ? await tx.many<{ id: string; inserted: boolean }>(q('AdminUpsertVehicleTypes'), [
+    ? await tx.many(sql('AdminUpsertVehicleTypes'), [
         vt.map((t) => t.id), vt.map((t) => t.form_factor), vt.map((t) => t.propulsion_type), vt.map((t) => t.name), vt.map((t) => t.make), vt.map((t) => t.model),
         vt.map((t) => t.color), vt.map((t) => t.max_range_meters), vt.map((t) => t.max_speed_kph), vt.map((t) => t.rated_power_w), vt.map((t) => t.wheel_count), vt.map((t) => t.rider_capacity),
       ])
     : [];
 
   const col = <T>(fn: (p: ZoneProperties, z: ParsedZone) => T) => zones.map((z) => fn(z.props, z));
-  const upserted = await tx.many<{ id: string; inserted: boolean }>(q('AdminUpsertZones'), [
+  const upserted = await tx.many(sql('AdminUpsertZones'), [
     ids, col((p) => p.name), col((p) => p.city), col((p) => p.country), col((p) => p.timezone), col((p) => p.currency), col((p) => p.vat_rate),
     col((p) => p.language ?? 'en'), col((p) => p.parking_mode), col((p) => p.licence_verification_required ?? false), col((p) => p.max_speed_kph ?? 20),
     col((p) => p.reduced_speed_kph ?? 15), col((p) => p.min_required_rides ?? 3), col((p) => p.speed_unit ?? 'km/h'), col((p) => p.min_battery_percent ?? 15),
@@ -224,10 +225,10 @@ async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, 
   ]);
   const inserted = new Set(upserted.filter((r) => r.inserted).map((r) => r.id));
 
-  await tx.query(q('AdminDeleteZonesAreas'), [ids]);
+  await tx.query(sql('AdminDeleteZonesAreas'), [ids]);
   const areas = zones.flatMap((z) => z.areas.map((a) => ({ zone: z.props.id, ...a })));
   if (areas.length) {
-    await tx.query(q('AdminInsertAreas'), [
+    await tx.query(sql('AdminInsertAreas'), [
       areas.map((a) => a.id), areas.map((a) => a.zone), areas.map((a) => a.props.name), areas.map((a) => a.props.area_type),
       areas.map((a) => JSON.stringify(a.props.vehicle_types ?? [])), areas.map((a) => JSON.stringify(a.geometry)),
       areas.map((a) => a.props.capacity ?? null), areas.map((a) => a.props.max_speed_kph ?? null),
@@ -237,7 +238,7 @@ async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, 
   const priced = zones.filter((z) => z.props.prices);
   if (priced.length) {
     const rows = priced.flatMap((z) => Object.entries(z.props.prices ?? {}).map(([type, p]) => ({ zone: z.props.id, type, ...p })));
-    await tx.query(q('AdminReplacePrices'), [priced.map((z) => z.props.id), rows.map((r) => r.zone), rows.map((r) => r.type), rows.map((r) => r.start_price), rows.map((r) => r.price_per_minute), now]);
+    await tx.query(sql('AdminReplacePrices'), [priced.map((z) => z.props.id), rows.map((r) => r.zone), rows.map((r) => r.type), rows.map((r) => r.start_price), rows.map((r) => r.price_per_minute), now]);
   }
   const pricedIds = new Set(priced.map((z) => z.props.id));
   const { refused, warnings } = await unpricedWarnings(tx, ids, pricedIds);
@@ -246,7 +247,7 @@ async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, 
   // an existing zone whose start moves earlier: its history catch-up starts over from the new start
   const moved = zones.filter((z) => z.since && existing.has(z.props.id) && z.since < existing.get(z.props.id)!);
   const since = zones.filter((z) => z.since && (inserted.has(z.props.id) || moved.includes(z)));
-  if (moved.length) await tx.query(q('AdminMoveZoneStart'), [moved.map((z) => z.props.id), moved.map((z) => z.since!)]);
+  if (moved.length) await tx.query(sql('AdminMoveZoneStart'), [moved.map((z) => z.props.id), moved.map((z) => z.since!)]);
 
   const changed = new Map(changedTypes.map((r) => [r.id, r.inserted]));
   return {

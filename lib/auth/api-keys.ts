@@ -6,7 +6,8 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock.js';
-import { q, type Db, type Queryable } from '../db.js';
+import { type Db, type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { generateApiKey, hashApiKey } from './secrets.js';
 
 /** `ops`: the operator's own staff, for the console (api/console/); no partner API accepts it */
@@ -72,13 +73,13 @@ export class ApiKeyVerifier {
       fetchMethod: async (id, _stale, { options, context }) => {
         const now = clock.now();
         // the same statement records the use (at most once a minute per key: see AuthFindApiKey)
-        const row = await db.maybeOne(q('AuthFindApiKey'), [context.hash, context.scope, now]);
+        const row = await db.maybeOne(sql('AuthFindApiKey'), [context.hash, context.scope, now]);
         if (!row) {
           if (negativeTtl > 0) this.unknown.set(id, true);
           return undefined;
         }
         // never trust a cached key past its own expiry
-        if (row.expires_at) options.ttl = bound(Math.min(ttl, (row.expires_at as Date).getTime() - now.getTime()));
+        if (row.expires_at) options.ttl = bound(Math.min(ttl, row.expires_at.getTime() - now.getTime()));
         return {
           keyId: row.key_id,
           partnerId: row.partner_id,
@@ -126,7 +127,7 @@ export async function createApiKey(
   if (key.length < 8 || key.length > MAX_KEY_LENGTH) throw new Error('api key must be 8-256 characters');
   // enough to recognise a key in a listing, never a meaningful part of it
   const prefix = key.slice(0, Math.min(10, Math.floor(key.length / 3)));
-  const row = await db.one(q('AuthInsertApiKey'), [partnerId, scope, hashApiKey(key), prefix, opts.label ?? '', opts.expiresAt ?? null]);
+  const row = await db.one(sql('AuthInsertApiKey'), [partnerId, scope, hashApiKey(key), prefix, opts.label ?? '', opts.expiresAt ?? null]);
   return { id: row.id, key };
 }
 
@@ -135,5 +136,5 @@ export async function createApiKey(
  * Undefined when it does not exist or was already revoked. Caches elsewhere expire within their TTL.
  */
 export async function revokeApiKey(db: Queryable, keyId: string, at: Date): Promise<{ id: string; partner_id: string; scope: KeyScope; label: string } | undefined> {
-  return db.maybeOne(q('AuthRevokeApiKey'), [keyId, at]);
+  return db.maybeOne(sql('AuthRevokeApiKey'), [keyId, at]);
 }

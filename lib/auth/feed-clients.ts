@@ -5,7 +5,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Db, Queryable } from '../db.js';
-import { q } from '../db.js';
+import { sql } from '../sql/typed.js';
 import type { Clock } from '../clock.js';
 import { ROLES, type Role } from '../feeds/roles.js';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -48,7 +48,7 @@ export async function authenticateFeedClient(
   /** runs each secret check; the token endpoint passes its concurrency bound (lib/auth/token-guard.ts) */
   gate: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
 ): Promise<FeedClient | undefined> {
-  const row = CLIENT_ID.test(clientId) ? await db.maybeOne(q('FeedClientById'), [clientId]) : undefined;
+  const row = CLIENT_ID.test(clientId) ? await db.maybeOne(sql('FeedClientById'), [clientId]) : undefined;
   if (!row) {
     dummyHash ??= hashSecret('not-a-client-secret');
     const dummy = await dummyHash;
@@ -61,7 +61,7 @@ export async function authenticateFeedClient(
   verified.set(id, true);
   if (row.revoked_at && row.revoked_at <= now) return undefined;
   // the console's Credentials view shows when a client last authenticated (once per token issued)
-  await db.query(q('FeedClientTouch'), [row.client_id, now]);
+  await db.query(sql('FeedClientTouch'), [row.client_id, now]);
   return { clientId: row.client_id, role: row.role, zones: row.zones, label: row.label };
 }
 
@@ -73,13 +73,13 @@ export async function createFeedClient(
   if (!CLIENT_ID.test(input.clientId)) throw new Error(`invalid client id ${JSON.stringify(input.clientId)}`);
   if (!ROLES.includes(input.role)) throw new Error(`invalid role ${JSON.stringify(input.role)}`);
   const secret = input.secret ?? generateSecret();
-  await db.query(q('FeedClientInsert'), [input.clientId, await hashSecret(secret), input.role, input.zones ?? null, input.label ?? '']);
+  await db.query(sql('FeedClientInsert'), [input.clientId, await hashSecret(secret), input.role, input.zones ?? null, input.label ?? '']);
   return { clientId: input.clientId, secret };
 }
 
 /** Marks a client revoked at `at`; its tokens stop working within one refresh of RevokedClients. */
 export async function revokeFeedClient(db: Queryable, clientId: string, at: Date): Promise<boolean> {
-  const res = await db.query(q('FeedClientRevoke'), [clientId, at]);
+  const res = await db.query(sql('FeedClientRevoke'), [clientId, at]);
   return (res.rowCount ?? 0) > 0;
 }
 
@@ -112,8 +112,9 @@ export class RevokedClients {
       ttlResolution: 0,
       perf: { now: () => clock.now().getTime() },
       fetchMethod: async () => {
-        const rows = await db.many(q('FeedClientStandings'), [clock.now()]);
-        return new Map<string, boolean | undefined>(rows.map((r) => [r.client_id as string, r.revoked as boolean]));
+        const rows = await db.many(sql('FeedClientStandings'), [clock.now()]);
+        // revoked is null only for a null instant: not revoked
+        return new Map<string, boolean | undefined>(rows.map((r) => [r.client_id, r.revoked === true]));
       },
     });
   }
@@ -121,8 +122,8 @@ export class RevokedClients {
   async standing(clientId: string): Promise<ClientStanding> {
     const standings = (await this.listing.fetch('standings'))!;
     if (!standings.has(clientId)) {
-      const row = await this.db.maybeOne(q('FeedClientStanding'), [clientId, this.clock.now()]);
-      standings.set(clientId, row ? (row.revoked as boolean) : undefined);
+      const row = await this.db.maybeOne(sql('FeedClientStanding'), [clientId, this.clock.now()]);
+      standings.set(clientId, row ? row.revoked === true : undefined);
     }
     const revoked = standings.get(clientId);
     return revoked === undefined ? 'unknown' : revoked ? 'revoked' : 'active';

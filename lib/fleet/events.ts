@@ -2,7 +2,8 @@
  * Writing MDS vehicle events (status changes). Every state change of a vehicle goes through
  * `recordEvent`, which checks it against the MDS 2.0 state machine under the vehicle's row lock.
  */
-import { Db, q as sql, type Queryable } from '../db.js';
+import { Db, type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { InvalidTransitionError, isValidTransition, isMdsState, TRIP_EVENT_TYPES, type MdsState } from '../mds/state-machine.js';
 
 export { InvalidTransitionError };
@@ -43,7 +44,7 @@ export async function recordEvent(q: Queryable, e: EventInput): Promise<string> 
   if (q instanceof Db) return q.tx((tx) => recordEvent(tx, e));
   let from = e.lockedState;
   if (from === undefined) {
-    const vehicle = await q.maybeOne<{ mds_state: string }>(sql('FleetLockVehicle'), [e.deviceId]);
+    const vehicle = await q.maybeOne(sql('FleetLockVehicle'), [e.deviceId]);
     if (!vehicle) throw new VehicleNotFoundError(e.deviceId);
     from = vehicle.mds_state;
   }
@@ -54,7 +55,7 @@ export async function recordEvent(q: Queryable, e: EventInput): Promise<string> 
   if (e.eventTypes.some((t) => TRIP_EVENT_TYPES.has(t)) && !(e.tripIds && e.tripIds.length > 0)) {
     throw new InvalidTransitionError(from, e.eventTypes, e.vehicleState);
   }
-  const row = await q.one<{ event_id: string }>(sql('FleetInsertEventSetState'), [
+  const row = await q.one(sql('FleetInsertEventSetState'), [
     e.deviceId,
     e.zoneId,
     e.eventTypes,

@@ -3,7 +3,8 @@
  * vehicle's last known position; `last_moved_at` only advances when it moved more than 5 m, so
  * GPS jitter of a parked vehicle does not count as movement.
  */
-import { q as sql, type Queryable } from '../db.js';
+import { type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 
 export interface TelemetryInput {
   deviceId: string;

@@ -9,7 +9,7 @@
  *
  * Every row carries object_key, sha256 (of the stored bytes) and bytes; the rest is its kind's own.
  */
-import { q } from '../db.js';
+import { sql } from '../sql/typed.js';
 import type { PublicationIndexOf } from './sink.js';
 
 export interface HourlyIndexRow {
@@ -31,7 +31,7 @@ export interface HourlyIndexRow {
 /** feed_publications: the file is 'published' with its figures, its failure cleared. */
 export const HOURLY_INDEX: PublicationIndexOf<HourlyIndexRow> = {
   async record(db, rows, now) {
-    await db.query(q('PublicationHourlyRecord'), [
+    await db.query(sql('PublicationHourlyRecord'), [
       rows.map((r) => r.feed), rows.map((r) => r.version), rows.map((r) => r.zone), rows.map((r) => r.hour), rows.map((r) => r.key),
       rows.map((r) => r.sha256), rows.map((r) => r.records), rows.map((r) => r.bytes), rows.map((r) => r.lastUpdated), rows.map((r) => r.watermark),
       rows.map((r) => r.written), now,
@@ -55,7 +55,7 @@ export interface GbfsIndexRow {
 /** gbfs_snapshots: upserted. */
 export const GBFS_INDEX: PublicationIndexOf<GbfsIndexRow> = {
   async record(db, rows, now) {
-    await db.query(q('PublicationGbfsRecord'), [
+    await db.query(sql('PublicationGbfsRecord'), [
       rows.map((r) => r.version), rows.map((r) => r.scope), rows.map((r) => r.file), rows.map((r) => r.key), rows.map((r) => r.sha256),
       rows.map((r) => r.contentDigest), rows.map((r) => r.bytes), rows.map((r) => r.ttl), rows.map((r) => r.lastUpdated), now,
     ]);
@@ -75,7 +75,7 @@ export interface ReportIndexRow {
 /** feed_reports: upserted; `dirty` is left to the claim and the late-trip trigger. */
 export const REPORT_INDEX: PublicationIndexOf<ReportIndexRow> = {
   async record(db, rows, now) {
-    await db.query(q('PublicationReportRecord'), [
+    await db.query(sql('PublicationReportRecord'), [
       rows.map((r) => r.zone), rows.map((r) => `${r.month}-01`), rows.map((r) => r.key), rows.map((r) => r.sha256), rows.map((r) => r.bytes),
       rows.map((r) => r.rows), now,
     ]);

@@ -13,7 +13,8 @@
  */
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
-import { classify, onConnection, q, type Queryable } from '../db.js';
+import { classify, onConnection, type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 
 /** The lock unit of a GBFS build: a zone's files, or a 2.2 client scope's. */
 export const gbfsUnit = (kind: 'zone' | 'scope', id: string): string => `gbfs/${kind}/${id}`;
@@ -54,10 +55,11 @@ async function hold<T>(ctx: Pick<AppContext, 'db' | 'log'>, sorted: readonly str
   let locked = false;
   try {
     if (wait) {
-      await conn.query(q('PublicationLock'), [sorted]);
+      await conn.query(sql('PublicationLock'), [sorted]);
       locked = true;
     } else {
-      locked = (await conn.one<{ locked: boolean }>(q('PublicationTryLock'), [sorted[0]])).locked;
+      // null only for a null key: not taken either
+      locked = (await conn.one(sql('PublicationTryLock'), [sorted[0]])).locked === true;
       if (!locked) return { locked: false };
     }
     const held: HeldLock = {
@@ -83,7 +85,7 @@ async function hold<T>(ctx: Pick<AppContext, 'db' | 'log'>, sorted: readonly str
   } finally {
     if (locked && !discard) {
       try {
-        await conn.query(q('PublicationUnlock'), [sorted]);
+        await conn.query(sql('PublicationUnlock'), [sorted]);
       } catch {
         discard = true;
       }

@@ -5,7 +5,7 @@
  * (/publications). One function, read by both processes, so the three never disagree.
  */
 import type { AppContext } from '../context.js';
-import { q } from '../db.js';
+import { sql, type RowOf } from '../sql/typed.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../feeds/hours.js';
 import { feedOf, selectFeeds, type HourlyFeed } from '../feeds/publications.js';
 import { hourParam } from '../feeds/mds/sources.js';
@@ -78,31 +78,15 @@ export interface PublishStatusOptions {
   feeds?: string[] | 'all';
 }
 
-export interface ZoneRow {
-  id: string;
-  created_at: Date;
-}
+/** A zone with the hour its history starts from. */
+export type ZoneRow = RowOf<'PubZones'>;
 
 /** A PubStatusRows row: a file's index row with its writes from the publication log. */
-interface FileRow {
-  feed: string;
-  version: string;
-  scope: string;
-  hour: Date;
-  status: 'published' | 'failed' | 'pending';
-  dirty: boolean;
-  record_count: number | null;
-  last_error: string | null;
-  object_key: string | null;
-  sha256: string | null;
-  first_published_ms: number | null;
-  last_published_ms: number | null;
-  writes: number;
-}
+type FileRow = RowOf<'PubStatusRows'>;
 
 /** The zones named (or all of them); an unknown one is an OpsError. */
 export async function resolveZones(ctx: Pick<AppContext, 'db'>, zones: string[] | 'all'): Promise<ZoneRow[]> {
-  const all = await ctx.db.many<ZoneRow>(q('PubZones'));
+  const all = await ctx.db.many(sql('PubZones'));
   if (zones === 'all' || zones.includes('all')) return all;
   const unknown = zones.filter((z) => !all.some((a) => a.id === z));
   if (unknown.length) throw new OpsError(`unknown zone(s): ${unknown.join(', ')}`);
@@ -118,7 +102,7 @@ export async function publicationStatus(ctx: AppContext, o: PublishStatusOptions
   const to = floorHour(o.to ?? due);
   const from = floorHour(o.from ?? new Date(to.getTime() - 23 * HOUR_MS));
   if (from > to) throw new OpsError('from must not be after to');
-  const rows = await ctx.db.many<FileRow>(q('PubStatusRows'), [zones.map((z) => z.id), hourParam(from), hourParam(to)]);
+  const rows = await ctx.db.many(sql('PubStatusRows'), [zones.map((z) => z.id), hourParam(from), hourParam(to)]);
   const byKey = new Map<string, FileRow>();
   for (const r of rows) byKey.set(`${feedOf(r.feed, r.version)?.id}|${r.scope}|${formatHour(r.hour)}`, r);
   const totals: Record<CellState, number> = { published: 0, dirty: 0, failed: 0, pending: 0, missing: 0, not_due: 0 };
@@ -160,7 +144,7 @@ export async function publicationStatus(ctx: AppContext, o: PublishStatusOptions
 
 async function catchupStatus(ctx: AppContext, zoneIds: string[], feeds: readonly HourlyFeed[]): Promise<CatchupStatus[]> {
   const start = lookbackStart(ctx.clock.now(), ctx.config.publishLatenessSeconds);
-  const rows = await ctx.db.many<{ zone_id: string; first_hour: Date; complete_before: Date | null; feeds_marked: number }>(q('PubCatchupStatus'), [feeds.map((f) => f.feed), feeds.map((f) => f.version), zoneIds]);
+  const rows = await ctx.db.many(sql('PubCatchupStatus'), [feeds.map((f) => f.feed), feeds.map((f) => f.version), zoneIds]);
   return rows.map((r) => {
     // a feed without a mark has not been scanned yet: it counts from the zone's first hour
     const mark = r.feeds_marked === feeds.length && r.complete_before ? r.complete_before : r.first_hour;

@@ -10,7 +10,8 @@
  * 'RUNNING'.
  */
 import type { AppContext } from '../context.js';
-import { DbError, q, type Tx } from '../db.js';
+import { DbError, type Tx } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { GatewayError } from '../gateway.js';
 import { recordEvent, InvalidTransitionError } from '../fleet/events.js';
 import { computeCost } from '../pricing.js';
@@ -122,10 +123,10 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
     return await inTx(ctx, async (tx) => {
       unlocked = false;
       const now = ctx.clock.now();
-      const user = await tx.maybeOne(q('RentalUserForStart'), [input.userId, input.partnerId]);
+      const user = await tx.maybeOne(sql('RentalUserForStart'), [input.userId, input.partnerId]);
       if (!user) throw new RentalError('UserNotFound');
       const at = input.userStartLocation;
-      const v = await tx.maybeOne(q('RentalLockVehicleForStart'), [input.vehicleId, at?.longitude ?? null, at?.latitude ?? null, now, input.partnerId, input.userId]);
+      const v = await tx.maybeOne(sql('RentalLockVehicleForStart'), [input.vehicleId, at?.longitude ?? null, at?.latitude ?? null, now, input.partnerId, input.userId]);
       if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
       if (user.running) throw new RentalError('RentalAlreadyExists');
       if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
@@ -140,7 +141,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
       if (v.licence_verification_required && input.userLicenseValidated !== true) throw new RentalError('UserLicenceVerificationRequired');
       if (v.user_distance_m !== null && v.user_distance_m > v.unlock_distance_m) throw new RentalError('UserTooFarFromVehicle');
 
-      const ins = await tx.one(q('RentalInsert'), [
+      const ins = await tx.one(sql('RentalInsert'), [
         input.partnerId, input.userId, input.vehicleId, input.source, input.beginnersMode === true, input.userLicenseValidated === true,
         input.groupId ?? null, input.rideType ?? 'solo', v.currency, v.vat_rate, v.start_price, v.price_per_minute, now,
         at?.longitude ?? null, at?.latitude ?? null,
@@ -163,7 +164,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
         unlocked = true;
       }
       if (input.beginnersMode) await ctx.gateway.setMaxSpeed(input.vehicleId, v.reduced_speed_kph);
-      return toRentalRecord(await tx.one(q('RentalGet'), [ins.id, null]));
+      return toRentalRecord(await tx.one(sql('RentalGet'), [ins.id, null]));
     });
   } catch (err) {
     if (unlocked) {
@@ -191,7 +192,7 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
   try {
     record = await inTx(ctx, async (tx) => {
       const now = ctx.clock.now();
-      const r = await tx.maybeOne(q('RentalLockForEnd'), [input.rentalId, input.partnerId ?? null]);
+      const r = await tx.maybeOne(sql('RentalLockForEnd'), [input.rentalId, input.partnerId ?? null]);
       if (!r) throw new RentalError('RentalIDDoesNotExist');
       if (r.state !== 'RUNNING') throw new RentalError('RentalAlreadyEnded');
       if (input.idleBefore && (r.last_moved_at > input.idleBefore || r.started_at > input.idleBefore)) throw new RentalError('RentalNotIdle');
@@ -200,12 +201,12 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
         const verdict = await parkingAt(tx, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id);
         if (!verdict.canEnd) throw new RentalError('FailedToEndRentalNoParking');
       }
-      const endedAt = now < r.started_at ? (r.started_at as Date) : now;
+      const endedAt = now < r.started_at ? r.started_at : now;
       // minutes are rounded up from the exact duration (a ride of 60.2 s is 2 minutes); the trip
       // record keeps whole seconds, rounded up alike
-      const durationMs = endedAt.getTime() - (r.started_at as Date).getTime();
+      const durationMs = endedAt.getTime() - r.started_at.getTime();
       const durationSeconds = Math.ceil(durationMs / 1000);
-      const distanceM = r.distance_m as number;
+      const distanceM = r.distance_m;
       const cost = computeCost({
         startPrice: r.start_price ?? 0,
         pricePerMinute: r.price_per_minute ?? 0,
@@ -216,7 +217,7 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
         charge: endState !== 'ENDED_WITH_NO_CHARGE',
       });
       const at = input.userEndLocation;
-      const ended = await tx.maybeOne(q('RentalEnd'), [
+      const ended = await tx.maybeOne(sql('RentalEnd'), [
         r.id, endState, endedAt, at?.longitude ?? null, at?.latitude ?? null,
         cost.durationMin, distanceM, cost.subtotal, cost.total, cost.vat, receiptKey(r.id),
         r.vehicle_type_id, r.trip_type, durationSeconds,
@@ -234,7 +235,7 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
         lockedState: r.mds_state,
       });
       await ctx.gateway.lock(r.vehicle_id);
-      return toRentalRecord(await tx.one(q('RentalGet'), [r.id, null]));
+      return toRentalRecord(await tx.one(sql('RentalGet'), [r.id, null]));
     });
   } catch (err) {
     throw mapEndError(ctx, err);

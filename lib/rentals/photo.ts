@@ -11,7 +11,7 @@
  * - After good-parking or bad-parking the decision is final: another upload gets 409.
  */
 import type { AppContext } from '../context.js';
-import { q } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { checkPhoto } from '../photos.js';
 import { parkingAt } from '../zones.js';
 import { RentalError } from './errors.js';
@@ -22,19 +22,20 @@ export const PHOTO_WINDOW_MS = 30 * 60 * 1000;
 
 export async function submitParkingPhoto(ctx: AppContext, rentalId: string, bytes: Buffer): Promise<PhotoDecision> {
   const now = ctx.clock.now();
-  const r = await ctx.db.maybeOne(q('RentalPhotoTarget'), [rentalId]);
+  const r = await ctx.db.maybeOne(sql('RentalPhotoTarget'), [rentalId]);
   if (!r) throw new RentalError('RentalIDDoesNotExist');
   if (r.state === 'RUNNING') throw new RentalError('ErrRentalIsNotEnded');
-  if ((r.ended_at as Date).getTime() + PHOTO_WINDOW_MS <= now.getTime()) throw new RentalError('ParkingPhotoUploadWindowExpired');
+  // ended: rentals' CHECKs give an ended rental its end time and end location, so ended_at, lat and lng are set
+  if (r.ended_at!.getTime() + PHOTO_WINDOW_MS <= now.getTime()) throw new RentalError('ParkingPhotoUploadWindowExpired');
   if (r.photo_decision !== null && r.photo_decision !== 'bad-photo') throw new RentalError('ParkingPhotoAlreadyDecided');
 
   const check = await checkPhoto(bytes);
   if (!check.ok && check.reason === 'not-jpeg') throw new RentalError('InvalidParkingPhoto', { detail: 'photo is not a complete, readable JPEG image' });
 
-  const decision: PhotoDecision = check.ok ? (await parkingAt(ctx.db, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id)).decision : 'bad-photo';
+  const decision: PhotoDecision = check.ok ? (await parkingAt(ctx.db, r.zone_id, { lat: r.lat!, lng: r.lng! }, r.vehicle_type_id)).decision : 'bad-photo';
   const key = `photos/${rentalId}/${now.getTime()}.jpg`;
   await ctx.store.put(key, bytes, { contentType: 'image/jpeg' });
-  const recorded = await ctx.db.maybeOne(q('RentalRecordPhoto'), [rentalId, key, decision, now]);
+  const recorded = await ctx.db.maybeOne(sql('RentalRecordPhoto'), [rentalId, key, decision, now]);
   if (!recorded) {
     // lost a race with another upload or the expiry sweep: the earlier decision stands
     await ctx.store.delete(key).catch(() => undefined);

@@ -3,14 +3,15 @@
  * distance so far, cost if it ended now) so that a partner polling it can show
  * the running price; an ended one with what was charged.
  */
-import { q, type Queryable } from '../db.js';
+import { type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { computeCost } from '../pricing.js';
 import { toRentalRecord, type RentalRecord } from './types.js';
 
 /** Fills the figures of a running rental as of `now` (duration so far, distance so far, cost if it ended now). */
 export async function live(db: Queryable, r: RentalRecord, now: Date): Promise<RentalRecord> {
   if (r.state !== 'RUNNING') return r;
-  const { distance_m: distanceM } = await db.one(q('RentalRideDistance'), [r.id]);
+  const { distance_m: distanceM } = await db.one(sql('RentalRideDistance'), [r.id]);
   return withFigures(r, now, distanceM);
 }
 
@@ -31,17 +32,17 @@ export function withFigures(r: RentalRecord, now: Date, distanceM: number): Rent
 
 /** The rental, or undefined (also when it belongs to another partner than `partnerId`). */
 export async function getRental(db: Queryable, id: string, partnerId: string | null, now: Date): Promise<RentalRecord | undefined> {
-  const row = await db.maybeOne(q('RentalGet'), [id, partnerId]);
+  const row = await db.maybeOne(sql('RentalGet'), [id, partnerId]);
   return row ? live(db, toRentalRecord(row), now) : undefined;
 }
 
 export async function activeRental(db: Queryable, userId: string, partnerId: string, now: Date): Promise<RentalRecord | undefined> {
-  const row = await db.maybeOne(q('RentalActiveByUser'), [userId, partnerId]);
+  const row = await db.maybeOne(sql('RentalActiveByUser'), [userId, partnerId]);
   return row ? live(db, toRentalRecord(row), now) : undefined;
 }
 
 /** The user's rentals, newest first. */
 export async function userRentals(db: Queryable, userId: string, partnerId: string, now: Date, limit = 1000): Promise<RentalRecord[]> {
-  const rows = await db.many(q('RentalListByUser'), [userId, partnerId, limit]);
+  const rows = await db.many(sql('RentalListByUser'), [userId, partnerId, limit]);
   return Promise.all(rows.map((r) => live(db, toRentalRecord(r), now)));
 }

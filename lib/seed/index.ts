@@ -9,7 +9,8 @@
  * lock in the same transaction that would write.
  */
 import type { AppContext } from '../context.js';
-import { q, type Queryable } from '../db.js';
+import { type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { createApiKey } from '../auth/api-keys.js';
 import { hashApiKey } from '../auth/secrets.js';
 import { createFeedClient } from '../auth/feed-clients.js';
@@ -80,14 +81,14 @@ async function seed(ctx: AppContext, opts: SeedOptions, elsewhere: 'refuse' | 's
   const zoneIds = DEMO_ZONES.map((z) => z.id);
   return ctx.db.tx(async (tx) => {
     // one seeder at a time; the second one sees the zones and does nothing
-    await tx.query(q('SimSeedLock'));
+    await tx.query(sql('SimSeedLock'));
     const foreign = await foreignRows(tx, zoneIds);
     if (foreign) {
       if (elsewhere === 'skip') return undefined;
       throw new DemoSeedRefused(foreign);
     }
-    await tx.query(q('SimSeedMarkDemo'), [ctx.clock.now()]);
-    const existing = await tx.many(q('SimSeedZonesExist'), [zoneIds]);
+    await tx.query(sql('SimSeedMarkDemo'), [ctx.clock.now()]);
+    const existing = await tx.many(sql('SimSeedZonesExist'), [zoneIds]);
     if (existing.length > 0) {
       // a demo seeded by an older version gets the demo credentials added since (the README lists them)
       await insertDemoFeedClients(tx);
@@ -96,7 +97,7 @@ async function seed(ctx: AppContext, opts: SeedOptions, elsewhere: 'refuse' | 's
     const rng = new Prng(SEED);
     await insertWorld(tx, rng, deployedAt);
     const models = await loadZoneModels(tx, zoneIds);
-    const { n: firstIndex } = await tx.one(q('SimVehicleCount'));
+    const { n: firstIndex } = await tx.one(sql('SimVehicleCount'));
     const vehicles = await insertVehicles(
       tx,
       rng.fork(1),
@@ -115,7 +116,7 @@ async function seed(ctx: AppContext, opts: SeedOptions, elsewhere: 'refuse' | 's
  * (leipzig)"); undefined on a demo database (marked), or one holding nothing but demo rows.
  */
 async function foreignRows(tx: Queryable, zoneIds: string[]): Promise<string | undefined> {
-  const s = await tx.one<{ demo: boolean; partners: number; partner_names: string[]; clients: number; client_names: string[]; zones: number; zone_names: string[] }>(q('SimSeedDatabaseState'), [[...DEMO_PARTNERS.map((p) => p.name), ...SIM_PARTNER_NAMES], DEMO_FEED_CLIENTS.map((c) => c.clientId), zoneIds]);
+  const s = await tx.one(sql('SimSeedDatabaseState'), [[...DEMO_PARTNERS.map((p) => p.name), ...SIM_PARTNER_NAMES], DEMO_FEED_CLIENTS.map((c) => c.clientId), zoneIds]);
   if (s.demo) return undefined;
   const part = (n: number, one: string, names: string[]) => (n ? `${n} ${one}${n === 1 ? '' : 's'} (${names.join(', ')}${n > names.length ? ', …' : ''})` : '');
   const parts = [part(s.partners, 'partner', s.partner_names), part(s.clients, 'feed client', s.client_names), part(s.zones, 'zone', s.zone_names)].filter(Boolean);
@@ -125,18 +126,18 @@ async function foreignRows(tx: Queryable, zoneIds: string[]): Promise<string | u
 
 async function insertWorld(tx: Queryable, rng: Prng, at: Date): Promise<void> {
   for (const t of VEHICLE_TYPES) {
-    await tx.query(q('SimSeedInsertVehicleType'), [t.id, t.formFactor, t.propulsionType, t.name, t.make, t.model, t.color, t.maxRangeMeters, t.maxSpeedKph, t.ratedPowerW]);
+    await tx.query(sql('SimSeedInsertVehicleType'), [t.id, t.formFactor, t.propulsionType, t.name, t.make, t.model, t.color, t.maxRangeMeters, t.maxSpeedKph, t.ratedPowerW]);
   }
   for (const z of DEMO_ZONES) {
-    await tx.query(q('SimSeedInsertZone'), [
+    await tx.query(sql('SimSeedInsertZone'), [
       z.id, z.name, z.city, z.country, z.timezone, z.currency, z.vatRate, z.language, z.parkingMode, z.licenceVerificationRequired,
       z.maxSpeedKph, z.reducedSpeedKph, z.minRequiredRides, JSON.stringify(z.sleepWindows), z.supportEmail, toWkt(z.boundary), at,
     ]);
     for (const a of z.areas) {
-      await tx.query(q('SimSeedInsertArea'), [rng.uuid(), z.id, a.name, a.type, a.vehicleTypes ?? [], toWkt(a.geom), a.capacity ?? null, a.maxSpeedKph ?? null, at]);
+      await tx.query(sql('SimSeedInsertArea'), [rng.uuid(), z.id, a.name, a.type, a.vehicleTypes ?? [], toWkt(a.geom), a.capacity ?? null, a.maxSpeedKph ?? null, at]);
     }
     for (const [typeId, p] of Object.entries(z.pricing)) {
-      await tx.query(q('SimSeedInsertPricing'), [z.id, typeId, p.startPrice, p.pricePerMinute, at]);
+      await tx.query(sql('SimSeedInsertPricing'), [z.id, typeId, p.startPrice, p.pricePerMinute, at]);
     }
   }
 }
@@ -145,14 +146,14 @@ async function insertPartners(tx: Queryable, rng: Prng, at: Date): Promise<{ par
   let partners = 0;
   let users = 0;
   for (const p of DEMO_PARTNERS) {
-    const row = await tx.one<{ id: string; created: boolean }>(q('SimSeedUpsertPartner'), [rng.uuid(), p.name, p.kind, p.tripType, at]);
+    const row = await tx.one(sql('SimSeedUpsertPartner'), [rng.uuid(), p.name, p.kind, p.tripType, at]);
     if (row.created) partners++;
     for (const k of p.keys) {
-      if (await tx.maybeOne(q('SimSeedApiKeyExists'), [hashApiKey(k.key)])) continue;
+      if (await tx.maybeOne(sql('SimSeedApiKeyExists'), [hashApiKey(k.key)])) continue;
       await createApiKey(tx, row.id, k.scope, { key: k.key, label: 'demo' });
     }
     if (p.users) {
-      const { n } = await tx.one(q('SimSeedUserCount'), [row.id]);
+      const { n } = await tx.one(sql('SimSeedUserCount'), [row.id]);
       if (n < p.users.count) {
         await insertUsers(tx, rng.fork(partners + 10), row.id, p.users, n, p.users.count - n, at);
         users += p.users.count - n;
@@ -166,7 +167,7 @@ async function insertPartners(tx: Queryable, rng: Prng, at: Date): Promise<{ par
 /** The demo's OAuth feed clients that do not exist yet (idempotent). */
 async function insertDemoFeedClients(tx: Queryable): Promise<void> {
   for (const c of DEMO_FEED_CLIENTS) {
-    if (await tx.maybeOne(q('SimSeedFeedClientExists'), [c.clientId])) continue;
+    if (await tx.maybeOne(sql('SimSeedFeedClientExists'), [c.clientId])) continue;
     await createFeedClient(tx, { clientId: c.clientId, role: c.role, zones: null, secret: c.secret, label: c.label });
   }
 }

@@ -3,7 +3,8 @@
  * zone, and the provider_drop_off event that makes them available. Used by the demo seed and by the
  * simulator when it needs more vehicles than exist.
  */
-import { q, type Queryable } from '../db.js';
+import { type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { Prng } from './prng.js';
 import { parkingPlace, type ZoneModel } from './model.js';
 
@@ -60,7 +61,7 @@ export async function insertVehicles(db: Queryable, rng: Prng, specs: NewVehicle
   const CHUNK = 5000;
   for (let s = 0; s < cols.id.length; s += CHUNK) {
     const sl = <T>(a: T[]) => a.slice(s, s + CHUNK);
-    const res = await db.query(q('SimInsertVehicles'), [
+    const res = await db.query(sql('SimInsertVehicles'), [
       sl(cols.id), sl(cols.code), sl(cols.zone), sl(cols.type), sl(cols.battery), sl(cols.lng), sl(cols.lat),
       sl(cols.plate), sl(cols.plateId), sl(cols.eventId), sl(cols.gbfsId), at,
     ]);
@@ -81,6 +82,6 @@ export async function insertUsers(db: Queryable, rng: Prng, partnerId: string, p
     exts.push(`${pool.prefix}-${n}`);
   }
   for (let s = 0; s < ids.length; s += 5000) {
-    await db.query(q('SimInsertUsers'), [ids.slice(s, s + 5000), partnerId, emails.slice(s, s + 5000), exts.slice(s, s + 5000), at]);
+    await db.query(sql('SimInsertUsers'), [ids.slice(s, s + 5000), partnerId, emails.slice(s, s + 5000), exts.slice(s, s + 5000), at]);
   }
 }

@@ -18,7 +18,8 @@
  * (neither could be rented): both are counted in the summary, so the caller can say so.
  */
 import type { AppContext } from '../context.js';
-import { classify, DbError, q, type Tx } from '../db.js';
+import { classify, DbError, type Tx } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { insertUsers, insertVehicles } from './fleet.js';
 import { loadZoneModels, SleepCalendar, sleepIntervals } from './model.js';
 import { Prng } from './prng.js';
@@ -71,7 +72,7 @@ export async function simulateHistory(ctx: AppContext, opts: SimOptions): Promis
   const startMs = endMs - opts.days * 86400000;
   const root = new Prng(opts.seed);
   // the simulated days get their own partitions up front instead of filling the DEFAULT partitions
-  await ctx.db.query(q('HistoryEnsurePartitions'), [new Date(startMs).toISOString().slice(0, 10), new Date(endMs).toISOString().slice(0, 10)]);
+  await ctx.db.query(sql('HistoryEnsurePartitions'), [new Date(startMs).toISOString().slice(0, 10), new Date(endMs).toISOString().slice(0, 10)]);
   try {
     return await ctx.db.tx(async (tx) => {
       await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [String(ctx.config.opsStatementTimeoutMs)]);
@@ -86,7 +87,7 @@ export async function simulateHistory(ctx: AppContext, opts: SimOptions): Promis
 
 async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: number, opts: SimOptions): Promise<SimSummary> {
   const models = await loadZoneModels(tx, opts.zones ?? null);
-  const types = new Map((await tx.many(q('SimVehicleTypes'))).map((t) => [t.id as string, t]));
+  const types = new Map((await tx.many(sql('SimVehicleTypes'))).map((t) => [t.id, t]));
   const fleetRng = root.fork(1);
   const userRng = root.fork(2);
   const rng = root.fork(3);
@@ -101,7 +102,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
       if (n >= opts.vehicles) continue;
       const typeIds = [...zone.pricing.keys()].sort();
       if (typeIds.length === 0) continue;
-      const { n: first } = await tx.one(q('SimVehicleCount'));
+      const { n: first } = await tx.one(sql('SimVehicleCount'));
       vehiclesAdded += await insertVehicles(tx, fleetRng, [{ zone, types: typeIds.map((id) => ({ id, share: types.get(id)?.form_factor === 'scooter' ? 0.7 : 0.3 })), count: opts.vehicles - n }], first, new Date(startMs));
     }
   }
@@ -110,7 +111,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   const vehicles: Vehicle[] = [];
   for (const zone of models) {
     const sleep = new SleepCalendar(sleepIntervals(zone, new Date(startMs), new Date(endMs)));
-    const rows = await tx.many(q('SimLockVehicles'), [[zone.id], opts.vehicles ?? 2147483647]);
+    const rows = await tx.many(sql('SimLockVehicles'), [[zone.id], opts.vehicles ?? 2147483647]);
     for (const r of rows) {
       if (r.running || r.pending_booking) continue;
       if (!zone.pricing.has(r.vehicle_type_id)) {
@@ -128,13 +129,13 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   }
 
   // a second run over the same window would double its rides; decided under the vehicles' locks
-  const { simulated } = await tx.one<{ simulated: boolean }>(q('SimWindowSimulated'), [models.map((z) => z.id), new Date(startMs), new Date(endMs)]);
+  const { simulated } = await tx.one(sql('SimWindowSimulated'), [models.map((z) => z.id), new Date(startMs), new Date(endMs)]);
   if (simulated) throw new SimulationRepeatedError(opts, new Date(startMs));
 
   // partners and their user pools (topped up to the size this fleet needs)
-  const { demo } = await tx.one<{ demo: boolean }>(q('SimDatabaseIsDemo'));
+  const { demo } = await tx.one(sql('SimDatabaseIsDemo'));
   const partners: Partner[] = demo
-    ? (await tx.many(q('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }))
+    ? (await tx.many(sql('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }))
     : (await simTenant(tx, root.fork(4), new Date(startMs), ctx.log)).map((p) => {
         const spec = SIM_PARTNERS.find((s) => s.name === p.name)!;
         return { id: p.id, name: p.name, kind: spec.kind, tripType: spec.tripType, users: [], weight: 0 };
@@ -155,7 +156,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
       usersAdded += want - have;
     }
   }
-  const userRows = await tx.many(q('SimUsers'), [riding.map((p) => p.id)]);
+  const userRows = await tx.many(sql('SimUsers'), [riding.map((p) => p.id)]);
   for (const u of userRows) {
     const busy = u.busy_until instanceof Date ? u.busy_until.getTime() : u.busy_until === null ? 0 : Infinity;
     riding.find((p) => p.id === u.partner_id)!.users.push({ id: u.id, ext: u.external_id, busyUntil: busy, rides: u.rides });
@@ -167,7 +168,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
     // users created on the fly, before the rentals that reference them; then parents before children
     for (const [partnerId, list] of sim.newUsers) {
       const p = riding.find((x) => x.id === partnerId)!;
-      await tx.query(q('SimInsertUsers'), [list.map((u) => u.id), partnerId, list.map((u) => `${u.ext}@${poolFor(p).domain}`), list.map((u) => u.ext), poolAt]);
+      await tx.query(sql('SimInsertUsers'), [list.map((u) => u.id), partnerId, list.map((u) => `${u.ext}@${poolFor(p).domain}`), list.map((u) => u.ext), poolAt]);
       usersAdded += list.length;
     }
     sim.newUsers.clear();
@@ -183,7 +184,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   await flush();
 
   const vs = vehicles.filter((v) => v.changed);
-  await tx.query(q('SimUpdateVehicles'), [
+  await tx.query(sql('SimUpdateVehicles'), [
     vs.map((v) => v.id), vs.map((v) => v.state), vs.map((v) => STATUS[v.state]), vs.map((v) => v.state !== 'on_trip'),
     vs.map((v) => Math.max(0, Math.min(100, Math.round(v.battery)))), vs.map((v) => v.pos[0]), vs.map((v) => v.pos[1]),
     vs.map((v) => new Date(v.lastSeenAt)), vs.map((v) => new Date(v.lastMovedAt)), vs.map((v) => v.hadTrip), vs.map(() => rng.uuid()),

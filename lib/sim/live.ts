@@ -13,7 +13,7 @@
  * still come from ctx.clock). The loop never throws: errors are logged, the next tick runs.
  */
 import type { AppContext } from '../context.js';
-import { q } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { recordEvent } from '../fleet/events.js';
 import { recordTelemetry } from '../fleet/telemetry.js';
 import type { MdsState } from '../mds/state-machine.js';
@@ -86,10 +86,10 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
 
   async function init(): Promise<void> {
     const models = await loadZoneModels(ctx.db, null);
-    types = new Map((await ctx.db.many(q('SimVehicleTypes'))).map((t) => [t.id, t.max_range_meters]));
+    types = new Map((await ctx.db.many(sql('SimVehicleTypes'))).map((t) => [t.id, t.max_range_meters]));
     partners = await simTenant(ctx.db, rng, ctx.clock.now(), log);
     // rides of a previous process are not driven any more: the operator ends them
-    for (const r of await ctx.db.many(q('SimLiveOrphanRentals'))) {
+    for (const r of await ctx.db.many(sql('SimLiveOrphanRentals'))) {
       await endRental(ctx, { rentalId: r.id, endState: 'ENDED_INTERNALLY' }).catch((err) => log.debug({ err, rentalId: r.id }, 'orphan end failed'));
     }
     // last: a failed init is tried again on the next tick
@@ -171,13 +171,13 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
     const now = ctx.clock.now();
     const z = await ctx.db.one(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
     if (isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now) || partners.length === 0) return;
-    const { fleet, riding } = await ctx.db.one(q('SimLiveZoneLoad'), [zone.id]);
+    const { fleet, riding } = await ctx.db.one(sql('SimLiveZoneLoad'), [zone.id]);
     const missing = Math.min(MAX_STARTS_PER_TICK, ridingTarget(fleet, z.timezone, now) - riding);
     // riders arrive spread out: each missing ride starts in this tick with even odds
     let wanted = 0;
     for (let i = 0; i < missing; i++) if (rng.chance(0.5)) wanted++;
     if (wanted === 0) return;
-    const candidates = await ctx.db.many(q('SimLiveCandidates'), [zone.id, String(rng.nextU32()), wanted]);
+    const candidates = await ctx.db.many(sql('SimLiveCandidates'), [zone.id, String(rng.nextU32()), wanted]);
     for (const v of candidates) {
       if (touched.has(v.id) || lowBattery.has(v.id)) continue;
       const partner = pickPartner();
@@ -214,7 +214,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
     const since = new Date(now.getTime() - (20 * 60000) / rate);
     const z = await ctx.db.one(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
     const sleeping = isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now);
-    for (const v of await ctx.db.many(q('SimLiveOutOfService'), [zone.id, since, 3])) {
+    for (const v of await ctx.db.many(sql('SimLiveOutOfService'), [zone.id, since, 3])) {
       if (touched.has(v.id)) continue;
       const last: string[] = v.last_types ?? [];
       if (v.mds_state === 'removed') {
@@ -232,7 +232,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
       }
     }
     if (rng.chance(0.05)) {
-      const [v] = await ctx.db.many(q('SimLiveCandidates'), [zone.id, String(rng.nextU32()), 1]);
+      const [v] = await ctx.db.many(sql('SimLiveCandidates'), [zone.id, String(rng.nextU32()), 1]);
       if (v && !touched.has(v.id) && !lowBattery.has(v.id)) await opEvent(v.id, zone, ['rebalance_pick_up'], 'removed', 'unavailable', v.battery_percent, [v.lng, v.lat]);
     }
   }
@@ -243,7 +243,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
       await ctx.db.tx(async (tx) => {
         await recordEvent(tx, { deviceId: vehicleId, zoneId: zone.id, eventTypes, vehicleState: state, ts: now, location: { lat: at[1], lng: at[0] }, batteryPercent: battery });
         await recordTelemetry(tx, { deviceId: vehicleId, zoneId: zone.id, ts: now, location: { lat: at[1], lng: at[0] }, batteryPercent: battery });
-        await tx.query(q('SimLiveSetVehicle'), [vehicleId, status, battery, now]);
+        await tx.query(sql('SimLiveSetVehicle'), [vehicleId, status, battery, now]);
       });
       touched.add(vehicleId);
     } catch (err) {

@@ -3,7 +3,8 @@
  * areas as in-memory shapes, prices, sleep windows as UTC intervals.
  */
 import { TZDate } from '@date-fns/tz';
-import { q, type Queryable } from '../db.js';
+import { type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import { contains, inAny, randomPointIn, shape, type MultiPolygonCoords, type Position, type Shape } from './geo.js';
 import type { Prng } from './prng.js';
 
@@ -27,10 +28,10 @@ export interface ZoneModel {
 }
 
 export async function loadZoneModels(db: Queryable, zoneIds: string[] | null): Promise<ZoneModel[]> {
-  const zones = await db.many(q('SimZones'), [zoneIds]);
-  const areas = await db.many(q('SimAreas'), [zones.map((z) => z.id)]);
-  const prices = await db.many(q('SimPricing'), [zones.map((z) => z.id)]);
-  return zones.map((z) => {
+  const zones = await db.many(sql('SimZones'), [zoneIds]);
+  const areas = await db.many(sql('SimAreas'), [zones.map((z) => z.id)]);
+  const prices = await db.many(sql('SimPricing'), [zones.map((z) => z.id)]);
+  return zones.map((z): ZoneModel => {
     const mine = areas.filter((a) => a.zone_id === z.id);
     const shapes = (t: string) => mine.filter((a) => a.area_type === t).map((a) => shape(toMulti(a.geojson)));
     const opsRow = mine.find((a) => a.area_type === 'operations-union');
@@ -41,11 +42,13 @@ export async function loadZoneModels(db: Queryable, zoneIds: string[] | null): P
       vatRate: Number(z.vat_rate),
       parkingMode: z.parking_mode,
       minBatteryPercent: z.min_battery_percent,
-      sleepWindows: Array.isArray(z.sleep_windows) ? z.sleep_windows : [],
+      // their shape is the zone file's (lib/admin/zone-file.ts), checked when the zone was written
+      sleepWindows: Array.isArray(z.sleep_windows) ? (z.sleep_windows as ZoneModel['sleepWindows']) : [],
       ops: shape(toMulti(opsRow?.geojson ?? z.boundary_geojson)),
       noRiding: shapes('no-riding'),
       noParking: shapes('no-parking'),
-      spots: mine.filter((a) => a.area_type === 'parking-spot').map((a) => ({ ...shape(toMulti(a.geojson)), capacity: a.capacity })),
+      // a parking spot always has a capacity (CHECK on areas)
+      spots: mine.filter((a) => a.area_type === 'parking-spot').map((a) => ({ ...shape(toMulti(a.geojson)), capacity: a.capacity! })),
       pricing: new Map(prices.filter((p) => p.zone_id === z.id).map((p) => [p.vehicle_type_id, { startPrice: p.start_price, pricePerMinute: p.price_per_minute }])),
     };
   });

@@ -8,7 +8,8 @@
  * partner of the same name that has a key (someone else's) is not used. Created on first use, so a
  * demo database seeded by an older version gets them too.
  */
-import { q, type Queryable } from '../db.js';
+import { type Queryable } from '../db.js';
+import { sql } from '../sql/typed.js';
 import type { Logger } from '../log.js';
 import { insertUsers } from './fleet.js';
 import type { Prng } from './prng.js';
@@ -36,8 +37,8 @@ const USERS_PER_SIGNUP = 10;
 
 /** The simulator's partners (created when missing), without any that is not the simulator's own. */
 export async function simTenant(db: Queryable, rng: Prng, at: Date, log: Logger): Promise<SimTenantPartner[]> {
-  for (const p of SIM_PARTNERS) await db.query(q('SimSeedUpsertPartner'), [rng.uuid(), p.name, p.kind, p.tripType, at]);
-  const rows = await db.many(q('SimLiveTenant'), [SIM_PARTNER_NAMES]);
+  for (const p of SIM_PARTNERS) await db.query(sql('SimSeedUpsertPartner'), [rng.uuid(), p.name, p.kind, p.tripType, at]);
+  const rows = await db.many(sql('SimLiveTenant'), [SIM_PARTNER_NAMES]);
   const out: SimTenantPartner[] = [];
   for (const p of SIM_PARTNERS) {
     const row = rows.find((r) => r.name === p.name);
@@ -53,10 +54,10 @@ export async function simTenant(db: Queryable, rng: Prng, at: Date, log: Logger)
 
 /** A user of the simulator's partner without a running rental; signs up new ones when all ride. */
 export async function simUser(db: Queryable, rng: Prng, partner: SimTenantPartner, at: Date): Promise<string | undefined> {
-  const pick = async () => (await db.many(q('SimLiveUsers'), [partner.id, String(rng.nextU32()), 1]))[0]?.id as string | undefined;
+  const pick = async () => (await db.many(sql('SimLiveUsers'), [partner.id, String(rng.nextU32()), 1]))[0]?.id as string | undefined;
   const free = await pick();
   if (free) return free;
-  const { n } = await db.one(q('SimSeedUserCount'), [partner.id]);
+  const { n } = await db.one(sql('SimSeedUserCount'), [partner.id]);
   await insertUsers(db, rng, partner.id, partner.pool, n, USERS_PER_SIGNUP, at);
   return pick();
 }

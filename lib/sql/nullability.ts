@@ -15,8 +15,10 @@
  * 3. A computed column is non-null only when its expression in the outermost select list (or
  *    RETURNING list) is one of: count(…), [NOT] EXISTS (…), a literal, now()/current_timestamp and
  *    the like, ARRAY(…)/ARRAY[…], json[b]_build_object/array(…), row_number()/rank()/dense_rank(),
- *    or COALESCE(…) whose arguments include one of these; each possibly cast (`::type`). Everything
- *    else computed (aggregates over no rows, CASE, function results, UNION branches) is nullable.
+ *    or COALESCE(…) whose arguments include one of these; each possibly cast (`::type`); and a scalar
+ *    subquery `(SELECT count(…) FROM …)` with no GROUP BY, HAVING, LIMIT, OFFSET or set operation (an
+ *    aggregate without groups always gives its one row). Everything else computed (aggregates over
+ *    no rows, CASE, function results, UNION branches) is nullable.
  */
 
 type Tok = { kind: 'ident' | 'quoted' | 'number' | 'string' | 'param' | 'op' | 'punct'; text: string };
@@ -213,6 +215,7 @@ function nonNullPrimary(toks: Tok[], i: number, end: number): number {
   if (isWord(t, ...NOW_WORDS)) return i + 1;
   if (isPunct(t, '(')) {
     const close = closing(toks, i);
+    if (isWord(toks[i + 1], 'select')) return countSubquery(toks, i + 1, close) ? close + 1 : -1;
     return nonNullExpr(toks, i + 1, close) === close ? close + 1 : -1;
   }
   if (isWord(t, 'not') && isWord(toks[i + 1], 'exists')) return call(i + 2);
@@ -233,6 +236,27 @@ function nonNullPrimary(toks: Tok[], i: number, end: number): number {
     return args.some(([a, b]) => nonNullExpr(toks, a, b) === b) ? close + 1 : -1;
   }
   return -1;
+}
+
+/** words that let a subquery give no row (or several): after them an aggregate's one row is not certain */
+const NOT_ONE_ROW = ['group', 'having', 'limit', 'offset', 'fetch', 'union', 'intersect', 'except', 'window'];
+
+/** True when the subquery `select … ` in [from, to) is `SELECT count(…) [AS a] FROM …` that always gives one row. */
+function countSubquery(toks: Tok[], from: number, to: number): boolean {
+  const top: number[] = [];
+  for (let k = from; k < to; k++) {
+    top.push(k);
+    if (isPunct(toks[k], '(') || isPunct(toks[k], '[')) k = closing(toks, k);
+  }
+  if (top.some((k) => isWord(toks[k], ...NOT_ONE_ROW))) return false;
+  const end = top.find((k) => k > from && isWord(toks[k], ...LIST_END)) ?? to;
+  const items = splitTopLevel(toks, from + 1, end);
+  if (items.length !== 1) return false;
+  const [a, b] = items[0];
+  // count(…) OVER (…) is a window function: one row per input row, none without input
+  if (!isWord(toks[a], 'count') || toks.slice(a, b).some((x) => isWord(x, 'over'))) return false;
+  const j = nonNullExpr(toks, a, b);
+  return j >= 0 && onlyAlias(toks, j, b);
 }
 
 /** [start, end) ranges of the comma-separated items between `from` and `to`, at bracket depth 0. */

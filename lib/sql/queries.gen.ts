@@ -116,7 +116,7 @@ export interface Queries {
   AdminGeometryProblems: {
     params: [$1: readonly (string | null)[] | null];
     row: {
-      i: number | null;
+      i: number;
       problem: string | null;
     };
   };
@@ -143,8 +143,8 @@ export interface Queries {
       rated_power_w: number;
       wheel_count: number;
       rider_capacity: number;
-      vehicles: number | null;
-      priced_zones: number | null;
+      vehicles: number;
+      priced_zones: number;
     };
   };
   /** sql/queries/admin.sql */
@@ -283,7 +283,7 @@ export interface Queries {
       rate_limit_per_minute: number;
       created_at: Date;
       zones: string[] | null;
-      active_keys: number | null;
+      active_keys: number;
       last_used_at: Date | null;
     };
   };
@@ -362,18 +362,6 @@ export interface Queries {
     };
   };
   /** sql/queries/feeds.sql */
-  FeedPublication: {
-    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null];
-    row: {
-      status: 'published' | 'failed' | 'pending';
-      object_key: string | null;
-      record_count: number | null;
-      dirty: boolean;
-      last_updated: Date | null;
-      published_at: Date | null;
-    };
-  };
-  /** sql/queries/feeds.sql */
   FeedGbfsSnapshot: {
     params: [$1: string | null, $2: string | null, $3: string | null];
     row: {
@@ -425,17 +413,17 @@ export interface Queries {
       support_email: string;
       created_at: Date;
       updated_at: Date;
-      global_start: boolean | null;
-      global_end: boolean | null;
-      global_through: boolean | null;
-      global_station_parking: boolean | null;
+      global_start: boolean;
+      global_end: boolean;
+      global_through: boolean;
+      global_station_parking: boolean;
     };
   };
   /** sql/queries/gbfs.sql */
   GbfsVehicleTypes: {
     params: [$1: readonly (string | null)[] | null];
     row: {
-      zone_id: string | null;
+      zone_id: string;
       id: string;
       form_factor: 'scooter' | 'bicycle';
       propulsion_type: 'electric' | 'electric_assist' | 'human';
@@ -472,14 +460,14 @@ export interface Queries {
       capacity: number | null;
       max_speed_kph: number | null;
       created_at: Date;
-      geometry: Json | null;
+      geometry: Json;
       lat: number | null;
       lon: number | null;
-      precedence: number | null;
-      rule_start: boolean | null;
-      rule_end: boolean | null;
-      rule_through: boolean | null;
-      rule_station_parking: boolean | null;
+      precedence: number;
+      rule_start: boolean;
+      rule_end: boolean;
+      rule_through: boolean;
+      rule_station_parking: boolean;
     };
   };
   /** sql/queries/gbfs.sql */
@@ -500,9 +488,9 @@ export interface Queries {
       vehicle_type_id: string;
       status: 'ready' | 'riding' | 'booked' | 'unavailable';
       battery_percent: number;
-      last_seen_ms: number | null;
-      lat: number | null;
-      lon: number | null;
+      last_seen_ms: number;
+      lat: number;
+      lon: number;
       max_range_meters: number;
       station_id: string | null;
     };
@@ -592,31 +580,6 @@ export interface Queries {
     params: [$1: string | null, $2: string | null, $3: Date | string | null, $4: Date | string | null];
     row: NoRow;
   };
-  /** sql/queries/gbfs.sql */
-  GbfsSnapshotTryLock: {
-    params: [$1: string | null];
-    row: {
-      locked: boolean | null;
-    };
-  };
-  /** sql/queries/gbfs.sql */
-  GbfsSnapshotsOf: {
-    params: [$1: readonly (string | null)[] | null];
-    row: {
-      version: '2.2' | '3.0';
-      scope: string;
-      file: string;
-      sha256: string;
-      bytes: number;
-      last_updated: Date;
-      object_key: string;
-    };
-  };
-  /** sql/queries/gbfs.sql */
-  GbfsSnapshotUpsertMany: {
-    params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (string | null)[] | null, $5: readonly (string | null)[] | null, $6: readonly (number | bigint | string | null)[] | null, $7: readonly (number | null)[] | null, $8: readonly (Date | string | null)[] | null, $9: readonly (Date | string | null)[] | null];
-    row: NoRow;
-  };
   /** sql/queries/history.sql */
   HistoryEnsurePartitions: {
     params: [$1: Date | string | null, $2: Date | string | null];
@@ -635,8 +598,8 @@ export interface Queries {
   HistoryDefaultDays: {
     params: [];
     row: {
-      parent: string | null;
-      day: string | null;
+      parent: string;
+      day: string;
     };
   };
   /** sql/queries/history.sql */
@@ -653,7 +616,7 @@ export interface Queries {
   HistoryRetentionCandidates: {
     params: [$1: string | null, $2: Date | string | null];
     row: {
-      day: string | null;
+      day: string;
     };
   };
   /** sql/queries/history.sql */
@@ -667,7 +630,7 @@ export interface Queries {
   HistoryUnpublishedHours: {
     params: [$1: string | null, $2: Date | string | null];
     row: {
-      hours: number | null;
+      hours: number;
     };
   };
   /** sql/queries/history.sql */
@@ -908,7 +871,7 @@ export interface Queries {
     params: [$1: string | null];
     row: {
       id: string;
-      capacity: number | null;
+      capacity: number;
       occupancy: number;
     };
   };
@@ -980,7 +943,7 @@ export interface Queries {
   PartnerZoneVersion: {
     params: [$1: string | null];
     row: {
-      version: number | null;
+      version: number;
     };
   };
   /** sql/queries/public.sql */
@@ -1099,9 +1062,9 @@ export interface Queries {
     params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: Date | string | null, $4: Date | string | null, $5: number | bigint | string | null];
     row: {
       zone_id: string;
-      feed: string | null;
-      version: string | null;
-      hour: Date | null;
+      feed: string;
+      version: string;
+      hour: Date;
     };
   };
   /** sql/queries/publisher.sql */
@@ -1109,9 +1072,9 @@ export interface Queries {
     params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: number | null, $4: Date | string | null, $5: number | bigint | string | null];
     row: {
       zone_id: string;
-      feed: string | null;
-      version: string | null;
-      hour: Date | null;
+      feed: string;
+      version: string;
+      hour: Date;
     };
   };
   /** sql/queries/publisher.sql */
@@ -1119,9 +1082,9 @@ export interface Queries {
     params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null];
     row: {
       zone_id: string;
-      first_hour: Date | null;
+      first_hour: Date;
       complete_before: Date | null;
-      feeds_marked: number | null;
+      feeds_marked: number;
     };
   };
   /** sql/queries/publisher.sql */
@@ -1131,7 +1094,7 @@ export interface Queries {
       feed: string;
       version: string;
       scope: string;
-      hour: Date | null;
+      hour: Date;
     };
   };
   /** sql/queries/publisher.sql */
@@ -1141,7 +1104,7 @@ export interface Queries {
       feed: string;
       version: string;
       scope: string;
-      hour: Date | null;
+      hour: Date;
       status: 'published' | 'failed' | 'pending';
       dirty: boolean;
       record_count: number | null;
@@ -1175,7 +1138,9 @@ export interface Queries {
   /** sql/queries/publisher.sql */
   PubTelemetryReleased: {
     params: [$1: Date | string | null, $2: Date | string | null, $3: number | null];
-    row: NoRow;
+    row: {
+      marked: number | null;
+    };
   };
   /** sql/queries/publisher.sql */
   PubLogWritten: {
@@ -1195,31 +1160,31 @@ export interface Queries {
   RentalGet: {
     params: [$1: string | null, $2: string | null];
     row: {
-      id: string | null;
-      partner_id: string | null;
-      user_id: string | null;
-      vehicle_id: string | null;
-      vehicle_code: string | null;
-      zone_id: string | null;
-      trip_id: string | null;
-      source: string | null;
-      state: string | null;
-      beginners_mode: boolean | null;
-      licence_validated: boolean | null;
+      id: string;
+      partner_id: string;
+      user_id: string;
+      vehicle_id: string;
+      vehicle_code: string;
+      zone_id: string;
+      trip_id: string;
+      source: string;
+      state: string;
+      beginners_mode: boolean;
+      licence_validated: boolean;
       group_id: string | null;
-      ride_type: string | null;
-      currency: string | null;
-      vat_rate: number | null;
+      ride_type: string;
+      currency: string;
+      vat_rate: number;
       start_price: number | null;
       price_per_minute: number | null;
-      started_at: Date | null;
+      started_at: Date;
       ended_at: Date | null;
       user_start_lng: number | null;
       user_start_lat: number | null;
       user_end_lng: number | null;
       user_end_lat: number | null;
-      vehicle_start_lng: number | null;
-      vehicle_start_lat: number | null;
+      vehicle_start_lng: number;
+      vehicle_start_lat: number;
       vehicle_end_lng: number | null;
       vehicle_end_lat: number | null;
       start_battery_percent: number | null;
@@ -1239,31 +1204,31 @@ export interface Queries {
   RentalListByUser: {
     params: [$1: string | null, $2: string | null, $3: number | bigint | string | null];
     row: {
-      id: string | null;
-      partner_id: string | null;
-      user_id: string | null;
-      vehicle_id: string | null;
-      vehicle_code: string | null;
-      zone_id: string | null;
-      trip_id: string | null;
-      source: string | null;
-      state: string | null;
-      beginners_mode: boolean | null;
-      licence_validated: boolean | null;
+      id: string;
+      partner_id: string;
+      user_id: string;
+      vehicle_id: string;
+      vehicle_code: string;
+      zone_id: string;
+      trip_id: string;
+      source: string;
+      state: string;
+      beginners_mode: boolean;
+      licence_validated: boolean;
       group_id: string | null;
-      ride_type: string | null;
-      currency: string | null;
-      vat_rate: number | null;
+      ride_type: string;
+      currency: string;
+      vat_rate: number;
       start_price: number | null;
       price_per_minute: number | null;
-      started_at: Date | null;
+      started_at: Date;
       ended_at: Date | null;
       user_start_lng: number | null;
       user_start_lat: number | null;
       user_end_lng: number | null;
       user_end_lat: number | null;
-      vehicle_start_lng: number | null;
-      vehicle_start_lat: number | null;
+      vehicle_start_lng: number;
+      vehicle_start_lat: number;
       vehicle_end_lng: number | null;
       vehicle_end_lat: number | null;
       start_battery_percent: number | null;
@@ -1283,31 +1248,31 @@ export interface Queries {
   RentalActiveByUser: {
     params: [$1: string | null, $2: string | null];
     row: {
-      id: string | null;
-      partner_id: string | null;
-      user_id: string | null;
-      vehicle_id: string | null;
-      vehicle_code: string | null;
-      zone_id: string | null;
-      trip_id: string | null;
-      source: string | null;
-      state: string | null;
-      beginners_mode: boolean | null;
-      licence_validated: boolean | null;
+      id: string;
+      partner_id: string;
+      user_id: string;
+      vehicle_id: string;
+      vehicle_code: string;
+      zone_id: string;
+      trip_id: string;
+      source: string;
+      state: string;
+      beginners_mode: boolean;
+      licence_validated: boolean;
       group_id: string | null;
-      ride_type: string | null;
-      currency: string | null;
-      vat_rate: number | null;
+      ride_type: string;
+      currency: string;
+      vat_rate: number;
       start_price: number | null;
       price_per_minute: number | null;
-      started_at: Date | null;
+      started_at: Date;
       ended_at: Date | null;
       user_start_lng: number | null;
       user_start_lat: number | null;
       user_end_lng: number | null;
       user_end_lat: number | null;
-      vehicle_start_lng: number | null;
-      vehicle_start_lat: number | null;
+      vehicle_start_lng: number;
+      vehicle_start_lat: number;
       vehicle_end_lng: number | null;
       vehicle_end_lat: number | null;
       start_battery_percent: number | null;
@@ -1342,8 +1307,8 @@ export interface Queries {
       status: 'ready' | 'riding' | 'booked' | 'unavailable';
       mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
       battery_percent: number;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
       user_distance_m: number | null;
       timezone: string;
       sleep_windows: Json;
@@ -1387,24 +1352,24 @@ export interface Queries {
       price_per_minute: number | null;
       vat_rate: number;
       ride_type: 'solo' | 'group-host' | 'group-guest';
-      start_lng: number | null;
-      start_lat: number | null;
+      start_lng: number;
+      start_lat: number;
       vehicle_type_id: string;
       form_factor: 'scooter' | 'bicycle';
       battery_percent: number;
       mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
       last_moved_at: Date;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
       trip_type: 'rider' | 'maas' | 'operator';
-      distance_m: number | null;
+      distance_m: number;
     };
   };
   /** sql/queries/rentals.sql */
   RentalRideDistance: {
     params: [$1: string | null];
     row: {
-      distance_m: number | null;
+      distance_m: number;
     };
   };
   /** sql/queries/rentals.sql */
@@ -1419,9 +1384,9 @@ export interface Queries {
     params: [$1: string | null, $2: number | null, $3: number | null, $4: string | null];
     row: {
       parking_mode: 'free-floating' | 'parking-spot';
-      ride_start_allowed: boolean | null;
-      ride_end_allowed: boolean | null;
-      ride_through_allowed: boolean | null;
+      ride_start_allowed: boolean;
+      ride_end_allowed: boolean;
+      ride_through_allowed: boolean;
       area_type: string | null;
       in_parking_spot: boolean;
       in_incentive: boolean;
@@ -1463,12 +1428,27 @@ export interface Queries {
       id: string;
     };
   };
+  /** sql/queries/replica.sql */
+  ReplicaPrimaryWalPosition: {
+    params: [];
+    row: {
+      lsn: string | null;
+    };
+  };
+  /** sql/queries/replica.sql */
+  ReplicaReplayedTo: {
+    params: [$1: string | null];
+    row: {
+      replayed: boolean;
+      behind_bytes: number | null;
+    };
+  };
   /** sql/queries/reports.sql */
   ReportsDue: {
     params: [$1: Date | string | null, $2: number | bigint | string | null];
     row: {
       zone_id: string;
-      month: string | null;
+      month: string;
     };
   };
   /** sql/queries/reports.sql */
@@ -1484,7 +1464,7 @@ export interface Queries {
     params: [$1: string | null, $2: Date | string | null];
     row: {
       area_id: string | null;
-      form_factor: string | null;
+      form_factor: string;
       trip_count: number;
       rider_count: number;
     };
@@ -1508,17 +1488,17 @@ export interface Queries {
       parking_mode: 'free-floating' | 'parking-spot';
       min_battery_percent: number;
       sleep_windows: Json;
-      boundary_geojson: string | null;
+      boundary_geojson: string;
     };
   };
   /** sql/queries/sim.sql */
   SimAreas: {
     params: [$1: readonly (string | null)[] | null];
     row: {
-      zone_id: string | null;
-      area_type: string | null;
+      zone_id: string;
+      area_type: string;
       capacity: number | null;
-      geojson: string | null;
+      geojson: string;
     };
   };
   /** sql/queries/sim.sql */
@@ -1575,9 +1555,9 @@ export interface Queries {
     row: {
       id: string;
       partner_id: string;
-      external_id: string | null;
+      external_id: string;
       busy_until: Date | null;
-      rides: number | null;
+      rides: number;
     };
   };
   /** sql/queries/sim.sql */
@@ -1590,8 +1570,8 @@ export interface Queries {
       vehicle_type_id: string;
       mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
       battery_percent: number;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
       last_seen_at: Date;
       last_moved_at: Date;
       last_event_at: Date | null;
@@ -1644,8 +1624,8 @@ export interface Queries {
   SimSeedUpsertPartner: {
     params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: Date | string | null];
     row: {
-      id: string | null;
-      created: boolean | null;
+      id: string;
+      created: boolean;
     };
   };
   /** sql/queries/sim.sql */
@@ -1676,8 +1656,8 @@ export interface Queries {
       id: string;
       vehicle_type_id: string;
       battery_percent: number;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
     };
   };
   /** sql/queries/sim.sql */
@@ -1695,8 +1675,8 @@ export interface Queries {
   SimLiveZoneLoad: {
     params: [$1: string | null];
     row: {
-      fleet: number | null;
-      riding: number | null;
+      fleet: number;
+      riding: number;
     };
   };
   /** sql/queries/sim.sql */
@@ -1721,8 +1701,8 @@ export interface Queries {
       zone_id: string;
       mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
       battery_percent: number;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
       last_types: string[] | null;
     };
   };
@@ -1743,11 +1723,11 @@ export interface Queries {
     params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null];
     row: {
       demo: boolean;
-      partners: number | null;
+      partners: number;
       partner_names: string[];
-      clients: number | null;
+      clients: number;
       client_names: string[];
-      zones: number | null;
+      zones: number;
       zone_names: string[];
     };
   };
@@ -1850,8 +1830,8 @@ export interface Queries {
       id: string;
       zone_id: string;
       battery_percent: number;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
     };
   };
   /** sql/queries/tomp.sql */
@@ -1862,8 +1842,8 @@ export interface Queries {
       zone_id: string;
       mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
       battery_percent: number;
-      lng: number | null;
-      lat: number | null;
+      lng: number;
+      lat: number;
     };
   };
   /** sql/queries/tomp.sql */
@@ -1892,8 +1872,8 @@ export interface Queries {
       state: 'PENDING' | 'CONFIRMED' | 'STARTED' | 'START_FINISHING' | 'FINISHED' | 'CANCELLED' | 'EXPIRED';
       expires_at: Date;
       licence_verified: boolean;
-      from_lng: number | null;
-      from_lat: number | null;
+      from_lng: number;
+      from_lat: number;
     };
   };
   /** sql/queries/tomp.sql */
@@ -1907,8 +1887,8 @@ export interface Queries {
       rental_id: string | null;
       state: 'PENDING' | 'CONFIRMED' | 'STARTED' | 'START_FINISHING' | 'FINISHED' | 'CANCELLED' | 'EXPIRED';
       expires_at: Date;
-      from_lng: number | null;
-      from_lat: number | null;
+      from_lng: number;
+      from_lat: number;
     };
   };
   /** sql/queries/tomp.sql */
@@ -1969,8 +1949,8 @@ export interface Queries {
       language: string;
       expires_at: Date;
       created_at: Date;
-      from_lng: number | null;
-      from_lat: number | null;
+      from_lng: number;
+      from_lat: number;
       leg_id: string;
       leg_state: 'NOT_STARTED' | 'IN_USE' | 'STARTED' | 'START_FINISHING' | 'FINISHED' | 'CANCELLED';
       departure_time: Date;
@@ -2018,8 +1998,8 @@ export interface Queries {
       rental_id: string | null;
       state: 'PENDING' | 'CONFIRMED' | 'STARTED' | 'START_FINISHING' | 'FINISHED' | 'CANCELLED' | 'EXPIRED';
       expires_at: Date;
-      from_lng: number | null;
-      from_lat: number | null;
+      from_lng: number;
+      from_lat: number;
     };
   };
   /** sql/queries/tomp.sql */

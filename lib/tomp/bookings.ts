@@ -10,7 +10,7 @@
  * AUTO_COMMIT, the conditional vehicle update plus "one pending booking per vehicle" for holds.
  */
 import type { AppContext } from '../context.js';
-import { q } from '../db.js';
+import { sql, type RowOf } from '../sql/typed.js';
 import { startRental, endRental } from '../rentals/engine.js';
 import { findOrCreateCustomer } from './customers.js';
 import { TompError, mapEngineError } from './errors.js';
@@ -41,13 +41,8 @@ export interface OneStopInput {
   radius?: number;
 }
 
-interface Asset {
-  id: string;
-  zone_id: string;
-  form_factor: string;
-  licence_verification_required: boolean;
-  distance_m: number;
-}
+/** A vehicle a booking asks for, with how far the traveller stands from it. */
+type Asset = RowOf<'TompFindVehicle'>;
 
 /**
  * The asset id may be the vehicle id (UUID, as in `asset.id` of our responses), the current GBFS
@@ -57,7 +52,7 @@ interface Asset {
 async function resolveAsset(ctx: AppContext, caller: Caller, assetId: string, from: { lng: number; lat: number }): Promise<Asset> {
   const uuid = isUuid(assetId) ? assetId.toLowerCase() : null;
   const code = !uuid && CODE.test(assetId) ? assetId.toUpperCase() : null;
-  const v = uuid || code ? await ctx.db.maybeOne<Asset>(q('TompFindVehicle'), [uuid, code, from.lng, from.lat]) : undefined;
+  const v = uuid || code ? await ctx.db.maybeOne(sql('TompFindVehicle'), [uuid, code, from.lng, from.lat]) : undefined;
   if (!v || (caller.zones !== null && !caller.zones.includes(v.zone_id))) throw new TompError(406, 'unknown asset', { type: 'VehicleNotFound' });
   return v;
 }
@@ -66,7 +61,7 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
   const vehicle = await resolveAsset(ctx, caller, input.assetId, input.from);
   // `from` is where the traveller stands: the engine refuses beyond the zone's unlock distance
   // (UserTooFarFromVehicle); a `radius` narrows that to how far the traveller will walk
-  if (input.radius !== undefined && vehicle.distance_m > input.radius) {
+  if (input.radius !== undefined && vehicle.distance_m !== null && vehicle.distance_m > input.radius) {
     throw new TompError(406, `the vehicle is ${Math.ceil(vehicle.distance_m)} m from \`from\`, beyond the requested radius of ${input.radius} m`, { type: 'UserTooFarFromVehicle' });
   }
   const customer = await findOrCreateCustomer(ctx.db, caller.partnerId, input.externalId, ctx.clock.now());
@@ -80,7 +75,7 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
     bookingId = await holdVehicle(ctx, { ...input, partnerId: caller.partnerId, userId: customer.id, vehicleId: vehicle.id, now, expiresAt, licence });
   } else {
     // the engine lets a TOMP start take a 'booked' vehicle (for COMMIT): never someone else's hold
-    if ((await ctx.db.one(q('TompVehicleHeld'), [vehicle.id, now])).held) {
+    if ((await ctx.db.one(sql('TompVehicleHeld'), [vehicle.id, now])).held) {
       throw new TompError(406, 'the vehicle is not available (taken, reserved or out of service)', { type: 'VehicleNotAvailable' });
     }
     let rental: { id: string; startedAt: Date };
@@ -101,10 +96,10 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
     }
     try {
       bookingId = await ctx.db.tx(async (tx) => {
-        const b = await tx.one<{ id: string }>(q('TompInsertBooking'), [
+        const b = await tx.one(sql('TompInsertBooking'), [
           caller.partnerId, customer.id, vehicle.id, rental.id, 'CONFIRMED', input.from.lng, input.from.lat, input.externalId, input.language, expiresAt, now, licence.verified,
         ]);
-        await tx.one(q('TompInsertLeg'), [b.id, new Date(rental.startedAt), now]);
+        await tx.one(sql('TompInsertLeg'), [b.id, new Date(rental.startedAt), now]);
         return b.id;
       });
     } catch (err) {
@@ -122,7 +117,7 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
 /** The booking row of this partner (undefined for unknown ids and other partners' bookings). */
 export async function readBooking(ctx: AppContext, caller: Caller, id: string): Promise<BookingRow | undefined> {
   if (!isUuid(id)) return undefined;
-  return ctx.db.maybeOne<BookingRow>(q('TompBookingById'), [id.toLowerCase(), caller.partnerId]);
+  return ctx.db.maybeOne(sql('TompBookingById'), [id.toLowerCase(), caller.partnerId]);
 }
 
 /** The booking with its current state; a PENDING booking past its expiry is released first. */
@@ -137,7 +132,7 @@ export async function getBooking(ctx: AppContext, caller: Caller, id: string): P
 }
 
 export async function getBookingByLeg(ctx: AppContext, caller: Caller, legId: string): Promise<BookingRow> {
-  const b = isUuid(legId) ? await ctx.db.maybeOne<{ id: string }>(q('TompBookingIdByLeg'), [legId.toLowerCase(), caller.partnerId]) : undefined;
+  const b = isUuid(legId) ? await ctx.db.maybeOne(sql('TompBookingIdByLeg'), [legId.toLowerCase(), caller.partnerId]) : undefined;
   if (!b) throw new TompError(404, 'leg not found');
   return getBooking(ctx, caller, b.id);
 }
@@ -164,8 +159,8 @@ export async function applyLegEvent(
   if (event === 'START_FINISHING') {
     if (!running || (state !== 'NOT_STARTED' && state !== 'IN_USE')) throw illegal(event, row);
     const changed = await ctx.db.tx(async (tx) => {
-      const b = await tx.maybeOne(q('TompSetBookingState'), [row.id, 'START_FINISHING', now, ['CONFIRMED']]);
-      if (b) await tx.one(q('TompSetLegState'), [row.id, 'START_FINISHING', now]);
+      const b = await tx.maybeOne(sql('TompSetBookingState'), [row.id, 'START_FINISHING', now, ['CONFIRMED']]);
+      if (b) await tx.one(sql('TompSetLegState'), [row.id, 'START_FINISHING', now]);
       return b !== undefined;
     });
     if (!changed) throw illegal(event, row);
@@ -181,8 +176,8 @@ export async function applyLegEvent(
       throw mapEngineError(err, 'end');
     }
     await ctx.db.tx(async (tx) => {
-      const b = await tx.maybeOne(q('TompSetBookingState'), [row.id, 'FINISHED', ctx.clock.now(), ['CONFIRMED', 'START_FINISHING']]);
-      if (b) await tx.one(q('TompSetLegState'), [row.id, 'FINISHED', ctx.clock.now()]);
+      const b = await tx.maybeOne(sql('TompSetBookingState'), [row.id, 'FINISHED', ctx.clock.now(), ['CONFIRMED', 'START_FINISHING']]);
+      if (b) await tx.one(sql('TompSetLegState'), [row.id, 'FINISHED', ctx.clock.now()]);
     });
   }
   const after = await getBooking(ctx, caller, row.id);

@@ -4,7 +4,8 @@
  * external_id (the partner API may register duplicates), so concurrent first bookings of one
  * customer are serialised by a transaction-scoped advisory lock on (partner, externalId).
  */
-import { q, type Db } from '../db.js';
+import { type Db } from '../db.js';
+import { sql } from '../sql/typed.js';
 
 /** TOMP users have no e-mail of their own; the placeholder is unroutable by construction (RFC 2606 .invalid). */
 export function placeholderEmail(externalId: string): string {
@@ -13,9 +14,9 @@ export function placeholderEmail(externalId: string): string {
 
 export async function findOrCreateCustomer(db: Db, partnerId: string, externalId: string, now: Date): Promise<{ id: string; blocked: boolean }> {
   return db.tx(async (tx) => {
-    await tx.query(q('TompLockCustomer'), [partnerId, externalId]);
-    const found = await tx.maybeOne<{ id: string; blocked: boolean }>(q('TompFindCustomer'), [partnerId, externalId]);
+    await tx.query(sql('TompLockCustomer'), [partnerId, externalId]);
+    const found = await tx.maybeOne(sql('TompFindCustomer'), [partnerId, externalId]);
     if (found) return found;
-    return tx.one<{ id: string; blocked: boolean }>(q('TompInsertCustomer'), [partnerId, placeholderEmail(externalId), externalId, now]);
+    return tx.one(sql('TompInsertCustomer'), [partnerId, placeholderEmail(externalId), externalId, now]);
   });
 }

@@ -7,7 +7,8 @@
  * the expiry sweep is decided by Postgres: whoever locks first wins, the other sees the new state.
  */
 import type { AppContext } from '../context.js';
-import { q, type Tx } from '../db.js';
+import { type Tx } from '../db.js';
+import { sql, type RowOf } from '../sql/typed.js';
 import { recordEvent } from '../fleet/events.js';
 import { startRental, StartAborted } from '../rentals/engine.js';
 import { isSleeping } from '../zones.js';
@@ -31,7 +32,7 @@ const notPossible = (detail: string, type: string) => new TompError(406, detail,
 /** Creates the PENDING booking and holds the vehicle; returns the booking id. */
 export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string> {
   return ctx.db.tx(async (tx) => {
-    const c = await tx.maybeOne(q('TompHoldCheck'), [i.vehicleId, i.from.lng, i.from.lat]);
+    const c = await tx.maybeOne(sql('TompHoldCheck'), [i.vehicleId, i.from.lng, i.from.lat]);
     if (!c) throw notPossible('unknown asset', 'VehicleNotFound');
     if (isSleeping({ timezone: c.timezone, sleepWindows: c.sleep_windows, status: c.zone_status }, i.now)) {
       throw notPossible('the zone is sleeping: no trips can start now', 'ZoneIsSleeping');
@@ -41,9 +42,10 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
       throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
     }
     if (c.licence_verification_required && !i.licence.verified) throw notPossible(i.licence.missing, 'UserLicenceVerificationRequired');
-    if (c.distance_m > c.unlock_distance_m) throw notPossible('the departure location is too far from the vehicle', 'UserTooFarFromVehicle');
+    // no distance without a `from` position: nothing to refuse
+    if (c.distance_m !== null && c.distance_m > c.unlock_distance_m) throw notPossible('the departure location is too far from the vehicle', 'UserTooFarFromVehicle');
     // the race is decided here: only one transaction can turn a ready vehicle into a booked one
-    const v = await tx.maybeOne(q('TompHoldVehicle'), [i.vehicleId]);
+    const v = await tx.maybeOne(sql('TompHoldVehicle'), [i.vehicleId]);
     if (!v) throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
     await recordEvent(tx, {
       deviceId: i.vehicleId,
@@ -54,32 +56,22 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
       location: { lat: v.lat, lng: v.lng },
       batteryPercent: v.battery_percent,
     });
-    const b = await tx.one<{ id: string }>(q('TompInsertBooking'), [
+    const b = await tx.one(sql('TompInsertBooking'), [
       i.partnerId, i.userId, i.vehicleId, null, 'PENDING', i.from.lng, i.from.lat, i.externalId, i.language, i.expiresAt, i.now, i.licence.verified,
     ]);
-    await tx.one(q('TompInsertLeg'), [b.id, i.now, i.now]);
+    await tx.one(sql('TompInsertLeg'), [b.id, i.now, i.now]);
     return b.id;
   });
 }
 
-interface LockedBooking {
-  id: string;
-  partner_id: string;
-  user_id: string;
-  vehicle_id: string;
-  rental_id: string | null;
-  state: string;
-  expires_at: Date;
-  from_lng: number;
-  from_lat: number;
-  licence_verified: boolean;
-}
+/** A booking under its row lock: what TompLockBooking, TompLockBookingNowait and TompLockBookingForExpiry all read. */
+type LockedBooking = RowOf<'TompLockBookingForExpiry'>;
 
 /** Ends a hold under the booking's lock: booking → `state`, leg CANCELLED, vehicle ready/available again. */
 async function release(tx: Tx, b: LockedBooking, state: 'CANCELLED' | 'EXPIRED', now: Date): Promise<void> {
-  await tx.one(q('TompSetBookingState'), [b.id, state, now, ['PENDING']]);
-  await tx.one(q('TompSetLegState'), [b.id, 'CANCELLED', now]);
-  const v = await tx.maybeOne(q('TompReleaseVehicle'), [b.vehicle_id]);
+  await tx.one(sql('TompSetBookingState'), [b.id, state, now, ['PENDING']]);
+  await tx.one(sql('TompSetLegState'), [b.id, 'CANCELLED', now]);
+  const v = await tx.maybeOne(sql('TompReleaseVehicle'), [b.vehicle_id]);
   // only a vehicle still reserved goes back to available (one taken meanwhile by a trip is left alone)
   if (v && v.mds_state === 'reserved') {
     await recordEvent(tx, {
@@ -99,7 +91,7 @@ const isDue = (b: LockedBooking, now: Date) => b.state === 'PENDING' && b.expire
 /** Releases one booking if it is (still) a PENDING booking past its expiry. */
 export async function expireIfDue(ctx: AppContext, bookingId: string): Promise<boolean> {
   return ctx.db.tx(async (tx) => {
-    const b = await tx.maybeOne<LockedBooking>(q('TompLockBookingForExpiry'), [bookingId]);
+    const b = await tx.maybeOne(sql('TompLockBookingForExpiry'), [bookingId]);
     const now = ctx.clock.now();
     if (!b || !isDue(b, now)) return false;
     await release(tx, b, 'EXPIRED', now);
@@ -112,7 +104,7 @@ export async function expireIfDue(ctx: AppContext, bookingId: string): Promise<b
  * (each booking is re-checked under its row lock, locked rows are skipped). Returns how many it released.
  */
 export async function expirePendingBookings(ctx: AppContext, batch = 200): Promise<number> {
-  const due = await ctx.db.many<{ id: string }>(q('TompExpiredPending'), [ctx.clock.now(), batch]);
+  const due = await ctx.db.many(sql('TompExpiredPending'), [ctx.clock.now(), batch]);
   let released = 0;
   for (const { id } of due) {
     try {
@@ -136,8 +128,8 @@ type Outcome = { ok: true } | { ok: false; error: TompError };
  * hold (503, retry).
  */
 export async function operateBooking(ctx: AppContext, partnerId: string, bookingId: string, operation: 'COMMIT' | 'CANCEL'): Promise<void> {
-  const decided = await ctx.db.tx<Outcome | { commit: LockedBooking }>(async (tx) => {
-    const b = await tx.maybeOne<LockedBooking>(q('TompLockBooking'), [bookingId, partnerId]);
+  const decided = await ctx.db.tx<Outcome | { commit: RowOf<'TompLockBooking'> }>(async (tx) => {
+    const b = await tx.maybeOne(sql('TompLockBooking'), [bookingId, partnerId]);
     if (!b) throw new TompError(404, 'booking not found');
     const now = ctx.clock.now();
     if (isDue(b, now)) {
@@ -167,11 +159,11 @@ export async function operateBooking(ctx: AppContext, partnerId: string, booking
       within: async (tx, rental) => {
         // NOWAIT: a CANCEL or sweep holding the booking makes the engine retry its transaction
         // (lock_not_available is retryable) instead of waiting with the vehicle locked
-        const locked = await tx.maybeOne<LockedBooking>(q('TompLockBookingNowait'), [b.id, partnerId]);
+        const locked = await tx.maybeOne(sql('TompLockBookingNowait'), [b.id, partnerId]);
         const now = ctx.clock.now();
         if (!locked || locked.state !== 'PENDING') throw new StartAborted(notPending(operation));
         if (isDue(locked, now)) throw new StartAborted(expired());
-        await tx.one(q('TompConfirmBooking'), [b.id, rental.id, now, rental.startedAt]);
+        await tx.one(sql('TompConfirmBooking'), [b.id, rental.id, now, rental.startedAt]);
       },
     });
   } catch (err) {
@@ -179,7 +171,7 @@ export async function operateBooking(ctx: AppContext, partnerId: string, booking
     const mapped = mapEngineError(err, 'start');
     if (mapped instanceof TompError && mapped.status === 406) {
       await ctx.db.tx(async (tx) => {
-        const still = await tx.maybeOne<LockedBooking>(q('TompLockBooking'), [b.id, partnerId]);
+        const still = await tx.maybeOne(sql('TompLockBooking'), [b.id, partnerId]);
         if (still?.state === 'PENDING') await release(tx, still, 'CANCELLED', ctx.clock.now());
       });
     }

@@ -7,7 +7,8 @@
  * that source in one pass (`renderingOf` per file, `sourceOf` per source).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { q, type NamedQuery } from '../../lib/db.js';
+import { type NamedQuery } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import type { HourlyFeed } from '../../lib/feeds/publications.js';
 import type { EventRow, Provider, TelemetryRow, TripRow } from '../../lib/feeds/mds/rows.js';
 import { toMdsEvent, toMdsTelemetry, toMdsTrip } from '../../lib/feeds/mds/records.js';
@@ -64,11 +65,11 @@ function compileOnce(schema: object): ValidateFunction {
 export function sourceOf(source: HourlyFeed['source'], opts: SourceOptions): Source {
   switch (source) {
     case 'trips':
-      return { rowsQuery: q('MdsTripsOfHour'), statsQuery: q('PubTripStats'), extraParams: [] };
+      return { rowsQuery: sql('MdsTripsOfHour'), statsQuery: sql('PubTripStats'), extraParams: [] };
     case 'events':
-      return { rowsQuery: q('MdsEventsOfHour'), statsQuery: q('PubEventStats'), extraParams: [] };
+      return { rowsQuery: sql('MdsEventsOfHour'), statsQuery: sql('PubEventStats'), extraParams: [] };
     case 'telemetry':
-      return { rowsQuery: q('MdsTelemetryOfHour'), statsQuery: q('PubTelemetryStats'), extraParams: [opts.now, opts.telemetryTripDelayMinutes] };
+      return { rowsQuery: sql('MdsTelemetryOfHour'), statsQuery: sql('PubTelemetryStats'), extraParams: [opts.now, opts.telemetryTripDelayMinutes] };
   }
 }
 

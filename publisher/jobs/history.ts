@@ -7,7 +7,7 @@
  * creation and dropping are decided in Postgres under locks, so concurrent runs are safe.
  */
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 
 export type HistoryTable = 'events' | 'telemetry' | 'trips';
 export const HISTORY_TABLES: readonly HistoryTable[] = ['events', 'telemetry', 'trips'];
@@ -38,7 +38,7 @@ export async function ensurePartitions(ctx: AppContext, from: Date, to: Date): P
   const last = Date.parse(`${utcDay(to)}T00:00:00Z`);
   for (const table of HISTORY_TABLES) {
     for (let day = Date.parse(`${utcDay(from)}T00:00:00Z`); day <= last; day += DAY_MS) {
-      const row = await ctx.db.one<{ created: boolean }>(q('HistoryEnsurePartition'), [table, utcDay(new Date(day))]);
+      const row = await ctx.db.one(sql('HistoryEnsurePartition'), [table, utcDay(new Date(day))]);
       if (row.created) created++;
     }
   }
@@ -49,8 +49,8 @@ export async function maintainPartitions(ctx: AppContext): Promise<PartitionRun>
   const now = ctx.clock.now();
   const ahead = await ensurePartitions(ctx, now, new Date(now.getTime() + ctx.config.partitionsAheadDays * DAY_MS));
   let onDemand = 0;
-  for (const r of await ctx.db.many<{ parent: HistoryTable; day: string }>(q('HistoryDefaultDays'))) {
-    const { created } = await ctx.db.one<{ created: boolean }>(q('HistoryEnsurePartition'), [r.parent, r.day]);
+  for (const r of await ctx.db.many(sql('HistoryDefaultDays'))) {
+    const { created } = await ctx.db.one(sql('HistoryEnsurePartition'), [r.parent, r.day]);
     if (created) onDemand++;
   }
   if (ahead || onDemand) ctx.log.info({ ahead, onDemand }, 'history partitions created');
@@ -78,13 +78,13 @@ export async function applyRetention(ctx: AppContext): Promise<RetentionRun> {
   const today = Date.parse(`${utcDay(ctx.clock.now())}T00:00:00Z`);
   for (const table of HISTORY_TABLES) {
     const cutoff = utcDay(new Date(today - retentionDays(ctx, table) * DAY_MS));
-    for (const { day } of await ctx.db.many<{ day: string }>(q('HistoryRetentionCandidates'), [table, cutoff])) {
-      const { dropped } = await ctx.db.one<{ dropped: boolean }>(q('HistoryDropPartition'), [table, day]);
+    for (const { day } of await ctx.db.many(sql('HistoryRetentionCandidates'), [table, cutoff])) {
+      const { dropped } = await ctx.db.one(sql('HistoryDropPartition'), [table, day]);
       if (dropped) {
         run.dropped.push(`${table}/${day}`);
         continue;
       }
-      const { hours } = await ctx.db.one<{ hours: number }>(q('HistoryUnpublishedHours'), [table, day]);
+      const { hours } = await ctx.db.one(sql('HistoryUnpublishedHours'), [table, day]);
       run.held.push({ table, day, unpublishedHours: hours });
       break;
     }
@@ -117,8 +117,8 @@ export interface HistoryTableStatus {
 
 /** What each history table retains: `make publish-status` and the history_* metrics. */
 export async function historyStatus(ctx: { db: AppContext['db']; config: AppContext['config'] }): Promise<HistoryTableStatus[]> {
-  const parts = await ctx.db.many<{ parent: HistoryTable; day: string | null; bytes: string }>(q('HistoryPartitions'));
-  const marks = await ctx.db.many<{ source: HistoryTable; dropped_before: Date; dropped_partitions: number }>(q('HistoryRetention'));
+  const parts = await ctx.db.many(sql('HistoryPartitions'));
+  const marks = await ctx.db.many(sql('HistoryRetention'));
   return HISTORY_TABLES.map((table) => {
     const mine = parts.filter((p) => p.parent === table);
     const days = mine.map((p) => p.day).filter((d): d is string => d !== null).sort();

@@ -4,7 +4,7 @@
  * lock (a rental ends once), and the photo expiry is one UPDATE over SKIP LOCKED rows.
  */
 import type { AppContext } from '../../lib/context.js';
-import { q } from '../../lib/db.js';
+import { sql } from '../../lib/sql/typed.js';
 import { endRental } from '../../lib/rentals/engine.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 
@@ -19,7 +19,7 @@ const BATCH = 500;
  */
 export async function autoEndIdleRentals(ctx: AppContext): Promise<number> {
   const idleBefore = new Date(ctx.clock.now().getTime() - IDLE_AUTO_END_MS);
-  const candidates = await ctx.db.many<{ id: string }>(q('RentalIdleCandidates'), [idleBefore, BATCH]);
+  const candidates = await ctx.db.many(sql('RentalIdleCandidates'), [idleBefore, BATCH]);
   let ended = 0;
   for (const { id } of candidates) {
     try {
@@ -40,7 +40,7 @@ export async function autoEndIdleRentals(ctx: AppContext): Promise<number> {
 export async function expirePhotoWindows(ctx: AppContext): Promise<number> {
   let total = 0;
   for (;;) {
-    const rows = await ctx.db.many(q('RentalExpirePhotoWindows'), [ctx.clock.now(), BATCH]);
+    const rows = await ctx.db.many(sql('RentalExpirePhotoWindows'), [ctx.clock.now(), BATCH]);
     total += rows.length;
     if (rows.length < BATCH) return total;
   }

@@ -83,6 +83,8 @@ SELECT coalesce(t.id, gen_random_uuid()), t.zone_id, t.name, t.area_type, ARRAY(
 
 -- name: AdminGeometryProblems
 -- The invalid ones among GeoJSON geometries (1-based position in $1, and why).
+-- i: WITH ORDINALITY numbers every element.
+-- not null: i
 SELECT s.i::int AS i, ST_IsValidReason(s.g) AS problem
   FROM (SELECT t.i, ST_SetSRID(ST_GeomFromGeoJSON(t.j), 4326) AS g FROM unnest($1::text[]) WITH ORDINALITY AS t (j, i)) s
  WHERE NOT ST_IsValid(s.g)

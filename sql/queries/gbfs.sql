@@ -3,7 +3,9 @@
 
 -- name: GbfsZones
 -- $1 text[]: zone ids, or NULL for every zone
--- global_*: the rule outside every area, from the zone-rules decision (zone_global_rule, 000081)
+-- global_*: the rule outside every area, from the zone-rules decision (zone_global_rule, 000081):
+-- one row per existing zone, each permission computed from NOT NULL columns, so never null.
+-- not null: global_start, global_end, global_through, global_station_parking
 SELECT id, name, city, country, timezone, currency, language, parking_mode, max_speed_kph, reduced_speed_kph,
        min_battery_percent, sleep_windows, status, support_email, created_at, updated_at,
        g.ride_start_allowed AS global_start, g.ride_end_allowed AS global_end,
@@ -15,6 +17,8 @@ SELECT id, name, city, country, timezone, currency, language, parking_mode, max_
 
 -- name: GbfsVehicleTypes
 -- The types a zone publishes: those it prices and those of its vehicles.
+-- zone_id: both branches of the UNION read a NOT NULL zone_id.
+-- not null: zone_id
 SELECT u.zone_id, t.id, t.form_factor, t.propulsion_type, t.name, t.make, t.model, t.color, t.max_range_meters,
        t.max_speed_kph, t.rated_power_w, t.wheel_count, t.rider_capacity
   FROM (SELECT zone_id, vehicle_type_id FROM pricing WHERE zone_id = ANY ($1::text[])
@@ -33,6 +37,10 @@ SELECT zone_id, vehicle_type_id, start_price, price_per_minute
 -- lat/lon: a point guaranteed inside the area (the centroid of a C-shaped area can lie outside).
 -- precedence and the rule_* permissions come from the zone-rules decision (zone_area_precedence,
 -- zone_area_rule, migration 000081) the rental engine enforces.
+-- Never null: the GeoJSON of a NOT NULL geometry; the precedence of a type areas' CHECK allows
+-- (zone_area_precedence lists them all); zone_area_rule's permissions of NOT NULL inputs. lat/lon
+-- can be: ST_PointOnSurface of an empty geometry has no coordinates.
+-- not null: geometry, precedence, rule_start, rule_end, rule_through, rule_station_parking
 SELECT a.id, a.zone_id, a.name, a.area_type, a.vehicle_types, a.capacity, a.max_speed_kph, a.created_at,
        ST_AsGeoJSON(a.geom, 7)::json AS geometry,
        ST_Y(ST_PointOnSurface(a.geom)) AS lat, ST_X(ST_PointOnSurface(a.geom)) AS lon,
@@ -58,6 +66,8 @@ SELECT id, zone_id, created_at
 -- found by one spatial join of the zones' parking spots with their listed vehicles (the GiST index of
 -- vehicles.location per spot), not by a lookup per vehicle; the first spot by id when spots overlap.
 -- last_seen_ms: epoch milliseconds (a number is what the builders need; no date parsing per row).
+-- last_seen_ms, lat, lon: of the NOT NULL last_seen_at and location.
+-- not null: last_seen_ms, lat, lon
 SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
        (extract(epoch FROM v.last_seen_at) * 1000)::float8 AS last_seen_ms,
        ST_Y(v.location) AS lat, ST_X(v.location) AS lon, t.max_range_meters, s.station_id

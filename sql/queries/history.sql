@@ -12,6 +12,8 @@ SELECT history_ensure_partition($1, $2::date) AS created;
 -- name: HistoryDefaultDays
 -- UTC days that have rows in a DEFAULT partition (written before their partition existed): the
 -- maintenance job gives each its own partition. The DEFAULT partitions stay small, so this is cheap.
+-- parent: a literal in every branch; day: of a NOT NULL timestamp.
+-- not null: parent, day
 SELECT 'events' AS parent, to_char(d, 'YYYY-MM-DD') AS day FROM (SELECT DISTINCT (ts AT TIME ZONE 'UTC')::date AS d FROM events_default) e
 UNION ALL
 SELECT 'telemetry', to_char(d, 'YYYY-MM-DD') FROM (SELECT DISTINCT (ts AT TIME ZONE 'UTC')::date AS d FROM telemetry_default) t
@@ -34,6 +36,8 @@ SELECT p.relname AS parent, c.relname AS partition,
 -- name: HistoryRetentionCandidates
 -- Daily partitions of $1 older than the retention cut-off $2 (a UTC day: partitions of days before
 -- it go), oldest first: the retention job drops them in this order and stops at the first it may not.
+-- day: of a partition name the WHERE clause matched.
+-- not null: day
 SELECT to_char(to_date(right(c.relname, 8), 'YYYYMMDD'), 'YYYY-MM-DD') AS day
   FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
  WHERE i.inhparent = $1::regclass AND c.relname ~ '_p[0-9]{8}$' AND to_date(right(c.relname, 8), 'YYYYMMDD') < $2::date
@@ -44,6 +48,8 @@ SELECT to_char(to_date(right(c.relname, 8), 'YYYYMMDD'), 'YYYY-MM-DD') AS day
 SELECT history_drop_partition($1, $2::date) AS dropped;
 
 -- name: HistoryUnpublishedHours
+-- history_unpublished_hours (migration 000160) is a sum of two counts: never null.
+-- not null: hours
 SELECT history_unpublished_hours($1, $2::date) AS hours;
 
 -- name: HistoryRetention

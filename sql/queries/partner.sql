@@ -65,6 +65,8 @@ SELECT a.id, a.name, a.area_type, a.vehicle_types, ST_AsGeoJSON(a.geom, 7)::json
 -- The requirement's record: occupancy = parked scooters, capacity = the spot's scooter capacity.
 -- Scooters standing (not riding) inside each parking-spot area, computed in PostGIS; a bicycle in a
 -- spot that admits both is not occupancy of its scooter capacity (docs/partner-api.md).
+-- A parking spot always has a capacity (CHECK on areas: parking-spot exactly when capacity is set).
+-- not null: capacity
 SELECT a.id, a.capacity, count(v.id)::int AS occupancy
   FROM areas a
   LEFT JOIN (vehicles v JOIN vehicle_types vt ON vt.id = v.vehicle_type_id AND vt.form_factor = 'scooter')
@@ -120,4 +122,6 @@ SELECT z.timezone, z.sleep_windows, z.status AS zone_status, COALESCE(zv.version
 -- name: PartnerZoneVersion
 -- The zone's current version (migration 000140): a cached vehicle list rendered at an older one is
 -- out of date. No row: no such zone.
+-- zone_versions (migration 000190) sums a zone's NOT NULL shard counters per group: never null.
+-- not null: version
 SELECT version FROM zone_versions WHERE zone_id = $1;

@@ -100,6 +100,9 @@ SELECT id, created_at FROM zones ORDER BY id;
 -- every (feed, version) pair given in $1/$2: what the cron enqueues. The repeated window bound in
 -- the anti-join lets the planner read only the window's rows (feed_publications_hour_scope) when it
 -- hashes them, instead of every hour ever published.
+-- feed, version: the pairs of $1/$2, which callers give whole (HOURLY_FEEDS' two columns); hour: a
+-- generate_series step.
+-- not null: feed, version, hour
 SELECT z.id AS zone_id, f.feed, f.version, (h AT TIME ZONE 'UTC') AS hour
   FROM zones z
  CROSS JOIN unnest($1::text[], $2::text[]) AS f (feed, version)
@@ -115,6 +118,9 @@ SELECT z.id AS zone_id, f.feed, f.version, (h AT TIME ZONE 'UTC') AS hour
 -- zone's first hour) up to $3 hours ahead, never into the cron's look-back (before $4). Moves each
 -- mark to its chunk's first hour without a publication row, or past the chunk when none is missing
 -- (monotonic, so concurrent ticks agree), and returns the missing hours, oldest first, at most $5.
+-- The rows come through the CTEs: zone_id a zones.id, feed and version the pairs of $1/$2 (given
+-- whole, as in PubMissingHours), hour a generate_series step.
+-- not null: zone_id, feed, version, hour
 WITH chunk AS (
   SELECT z.id AS zone_id, f.feed, f.version,
          coalesce(c.complete_before, date_trunc('hour', z.created_at AT TIME ZONE 'UTC')) AS from_hour,
@@ -145,6 +151,8 @@ SELECT zone_id, feed, version, (hour AT TIME ZONE 'UTC') AS hour FROM missing OR
 
 -- name: PubCatchupStatus
 -- Per zone: the oldest catch-up mark over the feeds (null: never scanned), for make publish-status.
+-- first_hour: of the NOT NULL zones.created_at.
+-- not null: first_hour
 SELECT z.id AS zone_id, (date_trunc('hour', z.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AS first_hour,
        (SELECT min(c.complete_before) AT TIME ZONE 'UTC' FROM feed_catchup c WHERE c.zone_id = z.id AND (c.feed, c.version) IN (SELECT * FROM unnest($1::text[], $2::text[]))) AS complete_before,
        (SELECT count(*) FROM feed_catchup c WHERE c.zone_id = z.id AND (c.feed, c.version) IN (SELECT * FROM unnest($1::text[], $2::text[])))::int AS feeds_marked
@@ -157,6 +165,8 @@ SELECT z.id AS zone_id, (date_trunc('hour', z.created_at AT TIME ZONE 'UTC') AT 
 -- hour); pending hours left behind by a crashed publisher (the advisory lock is gone with it).
 -- The WHERE clause matches the predicate of feed_publications_outstanding arm by arm, so the scan
 -- reads only outstanding rows whatever the history.
+-- hour: of the NOT NULL feed_publications.hour.
+-- not null: hour
 SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
   FROM feed_publications
  WHERE (dirty AND status <> 'failed')
@@ -168,6 +178,8 @@ SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
 -- name: PubStatusRows
 -- With each file's writes from the publication log (first, last, how many): the publications index
 -- and make publish-status read the same figures.
+-- hour: of the NOT NULL feed_publications.hour.
+-- not null: hour
 SELECT p.feed, p.version, p.scope, (p.hour AT TIME ZONE 'UTC') AS hour, p.status, p.dirty, p.record_count, p.bytes,
        p.last_error, p.published_at, p.attempts, p.sha256, p.object_key,
        (extract(epoch FROM l.first_at) * 1000)::int8 AS first_published_ms, (extract(epoch FROM l.last_at) * 1000)::int8 AS last_published_ms,

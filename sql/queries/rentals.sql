@@ -3,12 +3,22 @@
 
 -- name: RentalGet
 -- $2 null: any partner (engine, jobs); otherwise only that partner's rental.
+-- rental_records (migration 000020) joins rentals to vehicles, so these are NOT NULL columns of
+-- theirs (a view's columns carry no NOT NULL); vehicle_start_*: ST_X/ST_Y of a NOT NULL point.
+-- not null: id, partner_id, user_id, vehicle_id, vehicle_code, zone_id, trip_id, source, state, beginners_mode
+-- not null: licence_validated, ride_type, currency, vat_rate, started_at, vehicle_start_lng, vehicle_start_lat
 SELECT * FROM rental_records WHERE id = $1 AND ($2::uuid IS NULL OR partner_id = $2);
 
 -- name: RentalListByUser
+-- rental_records' NOT NULL columns, as in RentalGet.
+-- not null: id, partner_id, user_id, vehicle_id, vehicle_code, zone_id, trip_id, source, state, beginners_mode
+-- not null: licence_validated, ride_type, currency, vat_rate, started_at, vehicle_start_lng, vehicle_start_lat
 SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 ORDER BY started_at DESC, id LIMIT $3;
 
 -- name: RentalActiveByUser
+-- rental_records' NOT NULL columns, as in RentalGet.
+-- not null: id, partner_id, user_id, vehicle_id, vehicle_code, zone_id, trip_id, source, state, beginners_mode
+-- not null: licence_validated, ride_type, currency, vat_rate, started_at, vehicle_start_lng, vehicle_start_lat
 SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 AND state = 'RUNNING';
 
 -- name: RentalUserForStart
@@ -22,6 +32,8 @@ SELECT u.id, EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = u.id AND r.state 
 -- name: RentalLockVehicleForStart
 -- The vehicle row lock serialises every start on one vehicle; the checks below it are decided
 -- against a state nobody else can change until we commit. $2/$3: user position or nulls; $6 the user.
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
 SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.battery_percent,
        ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
        CASE WHEN $2::float8 IS NULL OR $3::float8 IS NULL THEN NULL
@@ -62,6 +74,8 @@ SELECT id, trip_id FROM ins;
 
 -- name: RentalLockForEnd
 -- Locks the rental and its vehicle. A second concurrent end waits here and then reads the ended row.
+-- start_*, lng, lat: of NOT NULL points; ride_distance_m is COALESCE(…, 0) over one aggregate row.
+-- not null: start_lng, start_lat, lng, lat, distance_m
 SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.state, r.started_at,
        r.start_price, r.price_per_minute, r.vat_rate, r.ride_type,
        ST_X(r.vehicle_start_location) AS start_lng, ST_Y(r.vehicle_start_location) AS start_lat,
@@ -79,6 +93,8 @@ SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.stat
 -- name: RentalRideDistance
 -- A running ride's distance so far: from its start through its telemetry to where the vehicle is now
 -- (ride_distance_m, migration 000131), as the end will count it.
+-- ride_distance_m is COALESCE(…, 0) over one aggregate row: never null.
+-- not null: distance_m
 SELECT ride_distance_m(r.trip_id, r.vehicle_start_location, v.location) AS distance_m
   FROM rentals r JOIN vehicles v ON v.id = r.vehicle_id
  WHERE r.id = $1;
@@ -115,6 +131,9 @@ SELECT id FROM ended;
 -- name: ZoneRulesAt
 -- The zone rules at a point for a vehicle type (zone_rules_at, migration 000081: the decision the
 -- GBFS geofencing rules are published from) plus the areas a parking photo decision looks at.
+-- The permissions are never null: zone_rules_at (migration 000081) of an existing zone gives the
+-- deciding area's rule or the zone's global rule, both computed from NOT NULL columns.
+-- not null: ride_start_allowed, ride_end_allowed, ride_through_allowed
 SELECT z.parking_mode, zr.ride_start_allowed, zr.ride_end_allowed, zr.ride_through_allowed, zr.area_type,
        EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'parking-spot' AND ST_Intersects(a.geom, pt.g)
                  AND (cardinality(a.vehicle_types) = 0 OR $4 = ANY (a.vehicle_types) OR vt.form_factor = ANY (a.vehicle_types))) AS in_parking_spot,

@@ -5,6 +5,8 @@
 -- Closed months (up to the month starting $1) of each zone, from the month it was created, that have
 -- no report yet or a dirty one, oldest first, at most $2. A month some of whose trips retention has
 -- dropped is left out: its report, if any, is the archive.
+-- month: to_char of a generate_series step.
+-- not null: month
 SELECT z.id AS zone_id, to_char(m, 'YYYY-MM') AS month
   FROM zones z
  CROSS JOIN LATERAL generate_series(date_trunc('month', z.created_at AT TIME ZONE 'UTC'), $1::timestamp, interval '1 month') AS m
@@ -22,6 +24,8 @@ UPDATE feed_reports SET dirty = false WHERE scope = $1 AND month = $2::date RETU
 -- all_riders counts of rider trips (rider, MaaS) that started in the month: per vehicle form factor
 -- (those the zone prices, and any that rode), for the zone (area_id null) and each of its areas
 -- (trips that started inside it). Riders are the distinct users of those trips' rentals.
+-- form_factor: both branches of f read the NOT NULL vehicle_types.form_factor.
+-- not null: form_factor
 WITH t AS (
   SELECT t.trip_id, t.start_location, vt.form_factor, r.user_id
     FROM trips t

@@ -2,6 +2,8 @@
 -- these are the reads and the set-based writes around it.
 
 -- name: SimZones
+-- boundary_geojson: of the NOT NULL boundary.
+-- not null: boundary_geojson
 SELECT id, timezone, currency, vat_rate, parking_mode, min_battery_percent, sleep_windows,
        ST_AsGeoJSON(boundary) AS boundary_geojson
   FROM zones
@@ -10,6 +12,9 @@ SELECT id, timezone, currency, vat_rate, parking_mode, min_battery_percent, slee
 
 -- name: SimAreas
 -- Every area, plus one synthetic 'operations-union' row per zone: where vehicles may be at all.
+-- Both branches read NOT NULL columns (or a literal); geojson: of a NOT NULL geometry, or of the
+-- union of a group's (a group has rows).
+-- not null: zone_id, area_type, geojson
 SELECT zone_id, area_type, capacity, ST_AsGeoJSON(geom) AS geojson
   FROM areas WHERE zone_id = ANY($1::text[])
 UNION ALL
@@ -61,6 +66,8 @@ SELECT id, name, kind, trip_type FROM partners WHERE kind IN ('rental', 'maas') 
 
 -- name: SimUsers
 -- Users that can ride: not erased, not blocked; with when they are free again and how many rides they had.
+-- external_id: users' CHECK sets it on every user not erased.
+-- not null: external_id
 SELECT u.id, u.partner_id, u.external_id,
        (SELECT max(COALESCE(r.ended_at, 'infinity'::timestamptz)) FROM rentals r WHERE r.user_id = u.id) AS busy_until,
        (SELECT count(*)::int FROM rentals r WHERE r.user_id = u.id) AS rides
@@ -71,6 +78,8 @@ SELECT u.id, u.partner_id, u.external_id,
 -- name: SimLockVehicles
 -- The simulated vehicles with their state and their last event/rental; locked for the whole run so
 -- that live rentals cannot interleave with the history being written.
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
 SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.mds_state, v.battery_percent,
        ST_X(v.location) AS lng, ST_Y(v.location) AS lat, v.last_seen_at, v.last_moved_at,
        e.ts AS last_event_at, e.event_types AS last_event_types,
@@ -121,6 +130,8 @@ ON CONFLICT (zone_id, vehicle_type_id) DO NOTHING;
 
 -- name: SimSeedUpsertPartner
 -- Returns the partner, created or already there (same name).
+-- Both UNION branches read partners.id (NOT NULL) and a literal.
+-- not null: id, created
 WITH ins AS (
   INSERT INTO partners (id, name, kind, trip_type, created_at) VALUES ($1, $2, $3, $4, $5)
   ON CONFLICT (name) DO NOTHING RETURNING id
@@ -140,6 +151,8 @@ SELECT count(*)::int AS n FROM users WHERE partner_id = $1;
 
 -- name: SimLiveCandidates
 -- Ready vehicles of a zone that a rider could take (shuffled by a salt so that picks spread out).
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
 SELECT v.id, v.vehicle_type_id, v.battery_percent, ST_X(v.location) AS lng, ST_Y(v.location) AS lat
   FROM vehicles v JOIN zones z ON z.id = v.zone_id
  WHERE v.zone_id = $1 AND v.status = 'ready' AND v.mds_state = 'available' AND v.battery_percent >= z.min_battery_percent + 10
@@ -174,6 +187,8 @@ SELECT id FROM rentals WHERE state = 'RUNNING' AND source = 'simulator' ORDER BY
 
 -- name: SimLiveOutOfService
 -- Vehicles waiting for the operator (charging, maintenance, rebalancing, lost contact) since before $2.
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
 SELECT v.id, v.zone_id, v.mds_state, v.battery_percent, ST_X(v.location) AS lng, ST_Y(v.location) AS lat, e.event_types AS last_types
   FROM vehicles v
   LEFT JOIN LATERAL (SELECT event_types, ts FROM events WHERE device_id = v.id ORDER BY ts DESC LIMIT 1) e ON true

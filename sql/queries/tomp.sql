@@ -57,11 +57,15 @@ SELECT v.status, v.mds_state, v.battery_percent, v.zone_id, ST_X(v.location) AS 
 
 -- name: TompHoldVehicle
 -- the race-deciding step of a pending booking: only a ready vehicle can be held
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
 UPDATE vehicles SET status = 'booked'
  WHERE id = $1 AND status = 'ready' AND mds_state = 'available'
 RETURNING id, zone_id, battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat;
 
 -- name: TompReleaseVehicle
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
 UPDATE vehicles SET status = 'ready'
  WHERE id = $1 AND status = 'booked'
 RETURNING id, zone_id, mds_state, battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat;
@@ -77,6 +81,8 @@ VALUES ($1, 'NOT_STARTED', $2, $3, $3)
 RETURNING id;
 
 -- name: TompLockBooking
+-- from_lng, from_lat: of tomp_bookings.from_location, a NOT NULL point.
+-- not null: from_lng, from_lat
 SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expires_at, b.licence_verified,
        ST_X(b.from_location) AS from_lng, ST_Y(b.from_location) AS from_lat
   FROM tomp_bookings b
@@ -85,6 +91,8 @@ SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expi
 
 -- name: TompLockBookingNowait
 -- inside the rental engine's transaction (COMMIT): never wait for the booking with the vehicle locked
+-- from_lng, from_lat: of tomp_bookings.from_location, a NOT NULL point.
+-- not null: from_lng, from_lat
 SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expires_at,
        ST_X(b.from_location) AS from_lng, ST_Y(b.from_location) AS from_lat
   FROM tomp_bookings b
@@ -127,6 +135,8 @@ VALUES ($1, $2, $3, $4, $5, $6, 'PROCESSING', $7)
 RETURNING id, status;
 
 -- name: TompBookingById
+-- from_lng, from_lat: of tomp_bookings.from_location, a NOT NULL point.
+-- not null: from_lng, from_lat
 SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state AS booking_state, b.customer_external_id, b.language,
        b.expires_at, b.created_at, ST_X(b.from_location) AS from_lng, ST_Y(b.from_location) AS from_lat,
        l.id AS leg_id, l.state AS leg_state, l.departure_time,
@@ -152,6 +162,8 @@ SELECT b.id FROM tomp_legs l JOIN tomp_bookings b ON b.id = l.booking_id
 
 -- name: TompLockBookingForExpiry
 -- SKIP LOCKED: a booking being committed or cancelled right now is left to that transaction
+-- from_lng, from_lat: of tomp_bookings.from_location, a NOT NULL point.
+-- not null: from_lng, from_lat
 SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expires_at,
        ST_X(b.from_location) AS from_lng, ST_Y(b.from_location) AS from_lat
   FROM tomp_bookings b

@@ -4,7 +4,8 @@
  * zone's summary, what a GBFS 2.2 system of many zones needs of each zone besides its vehicles and
  * areas (stored with the zone's parts, docs/gbfs.md "GBFS 2.2 at breadth").
  */
-import { q, type Queryable, type Row } from '../../db.js';
+import type { Queryable } from '../../db.js';
+import { sql } from '../../sql/typed.js';
 import { currentSleepWindow } from './time.js';
 
 export interface MultiPolygon {
@@ -119,7 +120,7 @@ export interface LoadOptions {
   vehicles: boolean;
 }
 
-function group<R>(rows: Row[], key: (r: Row) => string, map: (r: Row) => R, into: Map<string, ZoneData>, pick: (z: ZoneData) => R[]): void {
+function group<T, R>(rows: readonly T[], key: (r: T) => string, map: (r: T) => R, into: Map<string, ZoneData>, pick: (z: ZoneData) => R[]): void {
   for (const r of rows) {
     const z = into.get(key(r));
     if (z) pick(z).push(map(r));
@@ -128,7 +129,7 @@ function group<R>(rows: Row[], key: (r: Row) => string, map: (r: Row) => R, into
 
 /** Loads the zones of `opts.zoneIds` (ordered by id) with what their GBFS files need. */
 export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Map<string, ZoneData>> {
-  const zones = await db.many(q('GbfsZones'), [opts.zoneIds]);
+  const zones = await db.many(sql('GbfsZones'), [opts.zoneIds]);
   const out = new Map<string, ZoneData>();
   for (const r of zones) {
     const zone: GbfsZone = {
@@ -164,11 +165,13 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
   if (ids.length === 0) return out;
 
   // one after the other: `db` is a job's transaction (one connection) as often as the pool
-  const types = await db.many(q('GbfsVehicleTypes'), [ids]);
-  const prices = await db.many(q('GbfsPricing'), [ids]);
-  const areas = await db.many(q(opts.areas ? 'GbfsAreas' : 'GbfsStations'), [ids]);
-  const vehicles = opts.vehicles ? await db.many(q('GbfsVehicles'), [ids]) : [];
-  const byZone = (r: Row): string => r.zone_id;
+  const types = await db.many(sql('GbfsVehicleTypes'), [ids]);
+  const prices = await db.many(sql('GbfsPricing'), [ids]);
+  // the static files need every area (the stations among them), the status files only the stations
+  const areas = opts.areas ? await db.many(sql('GbfsAreas'), [ids]) : [];
+  const stations = opts.areas ? areas.filter((a) => a.area_type === 'parking-spot') : await db.many(sql('GbfsStations'), [ids]);
+  const vehicles = opts.vehicles ? await db.many(sql('GbfsVehicles'), [ids]) : [];
+  const byZone = (r: { zone_id: string }): string => r.zone_id;
   group(types, byZone, (r): GbfsVehicleType => ({
     id: r.id,
     formFactor: r.form_factor,
@@ -184,28 +187,27 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
     riderCapacity: r.rider_capacity,
   }), out, (z) => z.types);
   group(prices, byZone, (r): GbfsPrice => ({ vehicleTypeId: r.vehicle_type_id, startPrice: r.start_price, pricePerMinute: r.price_per_minute }), out, (z) => z.prices);
-  if (opts.areas) {
-    group(areas, byZone, (r): GbfsArea => ({
-      id: r.id,
-      name: r.name,
-      areaType: r.area_type,
-      vehicleTypes: r.vehicle_types,
-      capacity: r.capacity,
-      maxSpeedKph: r.max_speed_kph,
-      geometry: r.geometry,
-      lat: r.lat,
-      lon: r.lon,
-      precedence: r.precedence,
-      rule: { rideStartAllowed: r.rule_start, rideEndAllowed: r.rule_end, rideThroughAllowed: r.rule_through, stationParking: r.rule_station_parking },
-    }), out, (z) => z.areas);
-    group(areas.filter((a) => a.area_type === 'parking-spot'), byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
-  } else {
-    group(areas, byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
-  }
+  group(areas, byZone, (r): GbfsArea => ({
+    id: r.id,
+    name: r.name,
+    areaType: r.area_type,
+    vehicleTypes: r.vehicle_types,
+    capacity: r.capacity,
+    maxSpeedKph: r.max_speed_kph,
+    // areas.geom is a MultiPolygon column (ST_Multi on import)
+    geometry: r.geometry as unknown as MultiPolygon,
+    // null only for an empty geometry, which has no point on its surface (gbfs.sql GbfsAreas)
+    lat: r.lat!,
+    lon: r.lon!,
+    precedence: r.precedence,
+    rule: { rideStartAllowed: r.rule_start, rideEndAllowed: r.rule_end, rideThroughAllowed: r.rule_through, stationParking: r.rule_station_parking },
+  }), out, (z) => z.areas);
+  group(stations, byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
   group(vehicles, byZone, (r): GbfsVehicle => ({
     gbfsId: r.gbfs_id,
     vehicleTypeId: r.vehicle_type_id,
-    status: r.status,
+    // GbfsVehicles lists only ready and booked vehicles
+    status: r.status as GbfsVehicle['status'],
     batteryPercent: r.battery_percent,
     lastSeenAt: new Date(r.last_seen_ms),
     lat: r.lat,

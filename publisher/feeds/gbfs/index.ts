@@ -17,8 +17,7 @@
  *                                        due): the bench, and tests of the cadence.
  */
 import type { AppContext } from '../../../lib/context.js';
-import { q } from '../../../lib/db.js';
-import type { Role } from '../../../lib/feeds/roles.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
@@ -70,7 +69,7 @@ async function run(ctx: AppContext, zones: readonly string[], scopes: (changed: 
 }
 
 export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsPublishMode } = {}): Promise<GbfsPublishResult> {
-  const [zones, clients] = await Promise.all([ctx.db.many<{ id: string }>(q('GbfsZoneIds'), [null]), ctx.db.many<{ role: Role; zones: string[] | null }>(q('GbfsFeedClientScopes'))]);
+  const [zones, clients] = await Promise.all([ctx.db.many(sql('GbfsZoneIds'), [null]), ctx.db.many(sql('GbfsFeedClientScopes'))]);
   const { written, unchanged, failed } = await run(ctx, zones.map((z) => z.id), () => scopesOf(clients), opts.only);
   ctx.log.debug({ written, unchanged, failed, only: opts.only ?? 'auto' }, 'gbfs snapshots');
   return { written, unchanged, failed };

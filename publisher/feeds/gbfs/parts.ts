@@ -12,7 +12,8 @@
  * from memory while its zones do not change.
  */
 import { LRUCache } from 'lru-cache';
-import { q, type Queryable } from '../../../lib/db.js';
+import { type Queryable } from '../../../lib/db.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 
 export const V3_STATUS_PARTS = ['v3/vehicle_status', 'v3/station_status', 'v3/system_alerts'] as const;
@@ -60,7 +61,7 @@ export async function readParts(db: Queryable, zoneIds: readonly string[], parts
       }
     }
   }
-  const rows = await db.many(q('GbfsZonePartsGet'), [zoneIds, parts, held.map((h) => h[0]), held.map((h) => h[1]), held.map((h) => h[2]), bodies]);
+  const rows = await db.many(sql('GbfsZonePartsGet'), [zoneIds, parts, held.map((h) => h[0]), held.map((h) => h[1]), held.map((h) => h[2]), bodies]);
   const out: Parts = new Map();
   for (const r of rows) {
     let ref: PartRef = { sha256: r.sha256 };
@@ -99,7 +100,7 @@ export async function storeParts(tx: Queryable, zoneId: string, changed: Readonl
   const out: string[] = [];
   // one statement per part: a Buffer parameter goes to Postgres binary (an array of bytea would be hex text)
   for (const c of changed) {
-    const row = await tx.maybeOne<{ part: string }>(q('GbfsZonePartUpsert'), [zoneId, c.part, c.fragment.sha256, c.fragment.crc, c.fragment.length, c.fragment.deflate]);
+    const row = await tx.maybeOne(sql('GbfsZonePartUpsert'), [zoneId, c.part, c.fragment.sha256, c.fragment.crc, c.fragment.length, c.fragment.deflate]);
     if (row) out.push(row.part);
     rememberPart(zoneId, c.part, c.fragment);
   }

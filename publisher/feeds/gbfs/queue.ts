@@ -9,8 +9,7 @@
  */
 import type PgBoss from 'pg-boss';
 import type { AppContext } from '../../../lib/context.js';
-import { q } from '../../../lib/db.js';
-import type { Role } from '../../../lib/feeds/roles.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { buildGbfsZone } from './zone.js';
@@ -57,7 +56,7 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
   let scopes: { at: number; list: GbfsScope[] } | undefined;
   const clientScopes = async () => {
     const now = Date.now();
-    if (!scopes || now - scopes.at > SCOPES_TTL_MS) scopes = { at: now, list: scopesOf(await ctx.db.many<{ role: Role; zones: string[] | null }>(q('GbfsFeedClientScopes'))) };
+    if (!scopes || now - scopes.at > SCOPES_TTL_MS) scopes = { at: now, list: scopesOf(await ctx.db.many(sql('GbfsFeedClientScopes'))) };
     return scopes.list;
   };
 

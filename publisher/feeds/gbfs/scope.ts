@@ -13,7 +13,7 @@
  * hourly rebuild; unchanged inputs and fresh files write nothing.
  */
 import type { AppContext } from '../../../lib/context.js';
-import { q } from '../../../lib/db.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import { GBFS_REBUILD_SECONDS, MANIFEST_FILE, STATIC_TTL, STATUS_REFRESH_SECONDS, V2_FILES, gbfsTtl, isStatusFile, v2LanguageScope, type V2File } from '../../../lib/feeds/gbfs/files.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
@@ -58,7 +58,7 @@ const COMMA = ',';
 
 export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
   const result: GbfsBuildResult = { written: 0, unchanged: 0, failed: 0 };
-  const zoneIds = (await ctx.db.many<{ id: string }>(q('GbfsZoneIds'), [scope.zoneIds])).map((r) => r.id);
+  const zoneIds = (await ctx.db.many(sql('GbfsZoneIds'), [scope.zoneIds])).map((r) => r.id);
   if (!zoneIds.length) return result;
   // a zone never built has no parts yet (a new zone in a new scope): build it first
   const summaries = await readParts(ctx.db, zoneIds, [SUMMARY_PART], false);
@@ -78,7 +78,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
     const built = zoneIds.filter((z) => parts.get(z)?.has(SUMMARY_PART));
     if (!built.length) return result;
     const inputs = contentDigest([{ sha256: scope.id }, ...built.flatMap((z) => PART_NAMES.map((p) => ({ sha256: `${z}:${parts.get(z)?.get(p)?.sha256 ?? '-'}` })))]);
-    const b = await tx.maybeOne(q('GbfsScopeBuildGet'), [scope.id]);
+    const b = await tx.maybeOne(sql('GbfsScopeBuildGet'), [scope.id]);
     const rebuild = opts.force === 'all' || opts.force === 'static' || !b || b.rebuild_due_at <= now;
     const changed = opts.force !== undefined || !b || b.inputs !== inputs;
     const refreshDue = !b || now.getTime() - b.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
@@ -119,7 +119,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
     await writer.flush(tx);
     const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(scope.id)) * 1000) : null;
     // a failed file: the inputs are not recorded, so the next run tries again
-    await tx.query(q('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
+    await tx.query(sql('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
     return { written: result.written + writer.result.written, unchanged: result.unchanged + writer.result.unchanged, failed: result.failed + writer.result.failed };
   }));
   return built.locked ? built.value : result;

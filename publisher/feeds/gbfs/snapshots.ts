@@ -17,7 +17,8 @@
  * collected in its transaction (`flush`).
  */
 import type { AppContext } from '../../../lib/context.js';
-import { q, type Queryable } from '../../../lib/db.js';
+import { type Queryable } from '../../../lib/db.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { STATUS_REFRESH_SECONDS, gbfsObjectKey, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
 import { contentDigest, fragment, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
@@ -96,7 +97,7 @@ const rowKey = (version: string, scope: string, file: string) => `${version}/${s
 
 /** The stored snapshots of `scopes` (zone ids, 2.2 scopes and their language scopes), by version/scope/file. */
 export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<string, StoredRow>> {
-  const rows = await db.many(q('PublicationGbfsRows'), [scopes]);
+  const rows = await db.many(sql('PublicationGbfsRows'), [scopes]);
   return new Map(rows.map((r) => [rowKey(r.version, r.scope, r.file), {
     sha256: r.sha256, contentDigest: r.content_digest, lastUpdated: r.last_updated, objectKey: r.object_key, bytes: Number(r.bytes),
   }]));

@@ -6,8 +6,7 @@
  * job per zone and per scope (zone.ts, scope.ts), which any number of publisher processes share.
  */
 import type { AppContext } from '../../../lib/context.js';
-import { q } from '../../../lib/db.js';
-import type { Role } from '../../../lib/feeds/roles.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { STATUS_REFRESH_SECONDS } from '../../../lib/feeds/gbfs/files.js';
 import { scopesOf, type GbfsScope } from './scope.js';
 
@@ -21,9 +20,9 @@ export interface GbfsTickPlan {
 export async function planGbfsTick(ctx: AppContext): Promise<GbfsTickPlan> {
   const now = ctx.clock.now();
   const [zones, clients, builds] = await Promise.all([
-    ctx.db.many<{ id: string }>(q('GbfsDueZones'), [now, STATUS_REFRESH_SECONDS]),
-    ctx.db.many<{ role: Role; zones: string[] | null }>(q('GbfsFeedClientScopes')),
-    ctx.db.many<{ scope: string; status_written_at: Date; rebuild_due_at: Date }>(q('GbfsScopeBuilds')),
+    ctx.db.many(sql('GbfsDueZones'), [now, STATUS_REFRESH_SECONDS]),
+    ctx.db.many(sql('GbfsFeedClientScopes')),
+    ctx.db.many(sql('GbfsScopeBuilds')),
   ]);
   const built = new Map(builds.map((b) => [b.scope, b]));
   const refreshBefore = now.getTime() - STATUS_REFRESH_SECONDS * 1000;
