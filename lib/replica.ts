@@ -38,7 +38,8 @@
  * primary, which has nothing else to do then.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DbError, q, type Db, type DbErrorKind, type NamedQuery, type Queryable, type Row } from './db.js';
+import { DbError, type Db, type DbErrorKind, type NamedQuery, type Queryable, type Row } from './db.js';
+import { sql, type TypedQuery, type UntypedQuery } from './sql/typed.js';
 import type { Logger } from './log.js';
 
 /**
@@ -140,10 +141,12 @@ export async function* streamOnReplica<T>(db: Db, open: (db: Db) => AsyncGenerat
  * primary) is looked up on the primary, so only the primary ever says "no such row". Also returns
  * the pool that found it: what belongs to the row is read from the same one.
  */
-export async function lookupOnReplica<T extends Row = Row>(db: Db, query: NamedQuery, params: unknown[]): Promise<{ row: T | undefined; db: Db }> {
-  const found = await readOnReplica(db, async (pool) => ({ row: await pool.maybeOne<T>(query, params), db: pool }));
+export function lookupOnReplica<P extends readonly unknown[], R extends Row>(db: Db, query: TypedQuery<P, R>, params: NoInfer<P>): Promise<{ row: R | undefined; db: Db }>;
+export function lookupOnReplica<T extends Row = Row>(db: Db, query: UntypedQuery, params: readonly unknown[]): Promise<{ row: T | undefined; db: Db }>;
+export async function lookupOnReplica(db: Db, query: NamedQuery, params: readonly unknown[]): Promise<{ row: Row | undefined; db: Db }> {
+  const found = await readOnReplica(db, async (pool) => ({ row: await pool.maybeOne(query, params), db: pool }));
   if (found.row !== undefined || found.db === db) return found;
-  return { row: await db.maybeOne<T>(query, params), db };
+  return { row: await db.maybeOne(query, params), db };
 }
 
 export interface ReplayOptions {
@@ -162,13 +165,13 @@ interface ReplayCheck {
 }
 
 async function replayCheck(db: Db, opts: ReplayOptions): Promise<ReplayCheck> {
-  const { lsn } = await (opts.primary ?? db).one<{ lsn: string }>(q('ReplicaPrimaryWalPosition'));
+  const { lsn } = await (opts.primary ?? db).one(sql('ReplicaPrimaryWalPosition'));
   const waitMs = opts.waitMs ?? REPLAY_WAIT_MS;
   // a streaming replica passes the position within a few milliseconds: poll at a tenth of the wait
   const pollMs = Math.min(20, Math.max(2, waitMs / 10));
   const deadline = performance.now() + waitMs;
   for (;;) {
-    const r = await db.replica.one<{ replayed: boolean; behind_bytes: number }>(q('ReplicaReplayedTo'), [lsn]);
+    const r = await db.replica.one(sql('ReplicaReplayedTo'), [lsn]);
     if (r.replayed || performance.now() >= deadline) return { replayed: r.replayed, behindBytes: r.behind_bytes };
     await sleep(pollMs);
   }

@@ -20,7 +20,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppContext } from '../lib/context.js';
-import { q, type DbRole, type Row } from '../lib/db.js';
+import type { DbRole } from '../lib/db.js';
+import { sql, type RowOf } from '../lib/sql/typed.js';
 import { describeErrors } from '../lib/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
@@ -127,12 +128,8 @@ class FileSink {
   }
 }
 
-interface Claimed {
-  feed: string;
-  version: string;
-  sha256: string | null;
-  object_key: string | null;
-}
+/** The publication row of a file before this publication (PubClaim). */
+type Claimed = RowOf<'PubClaim'>;
 
 interface FileJob {
   feed: HourlyFeed;
@@ -193,10 +190,10 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
     await withPublicationLock(ctx, jobs.map((j) => j.key), async (held) => {
       const onC = held.conn;
       try {
-        const claimed = (await onC.query(q('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows as Claimed[];
+        const claimed = await onC.many(sql('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText]);
         for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
-        const logged = (await onC.query(q('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText])).rows;
-        for (const j of jobs) j.pub = publicationTimes(logged.filter((x: Row) => x.feed === j.feed.feed && x.version === j.feed.version).map((x: Row) => Number(x.published_ms)), now.getTime());
+        const logged = await onC.many(sql('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText]);
+        for (const j of jobs) j.pub = publicationTimes(logged.filter((x) => x.feed === j.feed.feed && x.version === j.feed.version).map((x) => Number(x.published_ms)), now.getTime());
         dir = await mkdtemp(join(tmpdir(), 'feed-'));
 
         // One snapshot for every source (reading them on several connections at once measured no faster:
@@ -219,7 +216,7 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
         await sink.flush(onC, ctx.clock.now());
         const written = jobs.filter((j) => j.result?.outcome === 'written');
         if (written.length) {
-          await onC.query(q('PubLogWritten'), [
+          await onC.query(sql('PubLogWritten'), [
             written.map((j) => j.feed.feed), written.map((j) => j.feed.version), zoneId, hourText, written.map((j) => j.result!.sha256), written.map((j) => j.records), now,
           ]);
         }
@@ -253,7 +250,7 @@ async function recordOutcomes(
     }
     log.warn({ feed: j.feed.id, err: j.error.message, pool }, 'feed hour publication failed');
     // through the pool: the locking connection may be the thing that broke
-    await ctx.db.query(q('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
+    await ctx.db.query(sql('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
       .catch((e) => log.error({ feed: j.feed.id, err: String(e) }, 'could not record the failure'));
   }
 }
@@ -275,7 +272,7 @@ async function hourSnapshot(ctx: AppContext, held: HeldLock, hour: Date, now: Da
 
 /** The files of the set whose source rows of `hour` are gone (history_retention), as failures. */
 async function archivedFiles(ctx: AppContext, jobs: readonly FileJob[], zoneId: string, hour: Date): Promise<PublishFailure[]> {
-  const marks = await ctx.db.many<{ source: string; dropped_before: Date }>(q('HistoryRetention'));
+  const marks = await ctx.db.many(sql('HistoryRetention'));
   const out: PublishFailure[] = [];
   for (const j of jobs) {
     const m = marks.find((x) => x.source === j.feed.source);
@@ -295,8 +292,7 @@ async function renderSource(
   snap: Snapshot, source: HourlyFeed['source'], opts: SourceOptions, group: FileJob[], zoneId: string, hour: Date, dir: string, provider: Provider,
 ): Promise<void> {
   const src = sourceOf(source, opts);
-  const params = [zoneId, hourParam(hour), ...src.extraParams];
-  const [stats] = await snap.query<{ records: number; watermark_ms: number | null }>(src.statsQuery, params);
+  const [stats] = await src.stats(snap, zoneId, hour);
   const watermarkMs = stats?.watermark_ms ?? null;
   // last_updated: when the hour's data last changed, never before the hour closed; derived from
   // the data so that republishing unchanged data produces identical bytes.
@@ -318,7 +314,7 @@ async function renderSource(
 
   let i = 0;
   try {
-    for await (const row of snap.stream(src.rowsQuery, params)) {
+    for await (const row of src.rows(snap, zoneId, hour)) {
       i++;
       let waits: Promise<void>[] | undefined;
       let dropped = false;

@@ -17,7 +17,8 @@ import { vehicleListsOf } from '../api/partner/vehicle-list.js';
 import { TOMP_PREFIX } from '../api/tomp/router.js';
 import type { AppContext } from '../lib/context.js';
 import { gunzipSync } from 'node:zlib';
-import { Db, DbError, q } from '../lib/db.js';
+import { Db, DbError } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { createLogger } from '../lib/log.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
 import { HOUR_MS } from '../lib/feeds/hours.js';
@@ -186,7 +187,7 @@ describe('reads on a streaming replica', function () {
     const started = await request(server).post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user, vehicleId: v.id });
     expect(started.status, JSON.stringify(started.body)).to.equal(200);
     // the replica still has the vehicle available: a list rendered there would show it
-    const stale = await app.db.replica.many(q('PartnerAvailableVehicles'), [zone.id, t.ctx.clock.now(), null]);
+    const stale = await app.db.replica.many(sql('PartnerAvailableVehicles'), [zone.id, t.ctx.clock.now(), null]);
     expect(
       stale.map((r) => r.id),
       'the paused replica',

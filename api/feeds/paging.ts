@@ -17,9 +17,9 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
-import { q, type Db } from '../../lib/db.js';
+import type { Db } from '../../lib/db.js';
+import { sql, type RowOf } from '../../lib/sql/typed.js';
 import { readCaughtUp } from '../../lib/replica.js';
-import type { EventRow } from '../../lib/feeds/mds/rows.js';
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-limits.js';
 import { badParam } from './errors.js';
 import { single } from './params.js';
@@ -78,7 +78,7 @@ export function pageLimit(query: Record<string, string | string[] | undefined>):
 }
 
 export interface EventsPage {
-  rows: Array<EventRow & { ts_us: string }>;
+  rows: Array<RowOf<'MdsEventsPage'>>;
   /** the query string of the next page, or null after the last */
   next: string | null;
 }
@@ -107,8 +107,8 @@ export async function eventsPage(
   const rawCursor = single(ctx.query, 'cursor');
   let cursor: Cursor;
   if (rawCursor === undefined) {
-    const { now_us } = await db.one<{ now_us: string }>(q('MdsEventsCutoff'));
-    cursor = { z: zoneId, s: window.start.getTime(), e: window.end.getTime(), n: limit, c: Number(now_us), t: window.start.getTime() * 1000, i: NIL_UUID };
+    const { now_us } = await db.one(sql('MdsEventsCutoff'));
+    cursor = { z: zoneId, s: window.start.getTime(), e: window.end.getTime(), n: limit, c: now_us, t: window.start.getTime() * 1000, i: NIL_UUID };
   } else {
     cursor = decode(secret, rawCursor);
     if (cursor.z !== zoneId || cursor.s !== window.start.getTime() || cursor.e !== window.end.getTime() || cursor.n !== limit) {
@@ -117,12 +117,11 @@ export async function eventsPage(
   }
   // the cut-off is the primary's (its open transactions), and every event it admits was committed
   // before it was read: a replica that has replayed the primary's position read after it has them all
-  const params = [zoneId, window.start, window.end, cursor.t, cursor.i, cursor.c, limit + 1];
-  const page = (pool: Db) => pool.many<EventRow & { ts_us: string }>(q('MdsEventsPage'), params);
+  const page = (pool: Db) => pool.many(sql('MdsEventsPage'), [zoneId, window.start, window.end, cursor.t, cursor.i, cursor.c, limit + 1]);
   const rows = opts.replicaWaitMs === undefined ? await page(db) : await readCaughtUp(db, opts.replicaWaitMs, page);
   if (rows.length <= limit) return { rows, next: null };
   rows.length = limit;
   const last = rows[limit - 1]!;
-  const next = encode(secret, { ...cursor, t: Number(last.ts_us), i: last.event_id });
+  const next = encode(secret, { ...cursor, t: last.ts_us, i: last.event_id });
   return { rows, next: `start_time=${cursor.s}&end_time=${cursor.e}&limit=${limit}&cursor=${next}` };
 }

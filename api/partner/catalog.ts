@@ -44,7 +44,7 @@ function presentZoneInfo(z: ZoneRow, now: Date) {
 async function zoneFor(app: AppContext, ctx: Koa.Context, id: string, where: 'replica' | 'primary'): Promise<{ zone: ZoneRow; db: Db }> {
   const params: ParamsOf<'PartnerZone'> = [id, principalOf(ctx).zones];
   const found =
-    where === 'replica' ? await lookupOnReplica<ZoneRow>(app.db, sql('PartnerZone'), params) : { row: await app.db.maybeOne(sql('PartnerZone'), params), db: app.db };
+    where === 'replica' ? await lookupOnReplica(app.db, sql('PartnerZone'), params) : { row: await app.db.maybeOne(sql('PartnerZone'), params), db: app.db };
   if (!found.row) throw new RentalError('ZoneNotFound');
   return { zone: found.row, db: found.db };
 }

@@ -6,6 +6,7 @@
 import { rfc3339Utc } from '../../lib/clock.js';
 import type { Config } from '../../lib/config.js';
 import type { Row } from '../../lib/db.js';
+import type { RowOf } from '../../lib/sql/typed.js';
 import { signPath } from '../../lib/signing.js';
 import { PHOTO_WINDOW_MS } from '../../lib/rentals/photo.js';
 import type { Location, RentalRecord } from '../../lib/rentals/types.js';
@@ -14,7 +15,8 @@ const DAY_MS = 86_400_000;
 /** Receipt links live 7 to 8 days: the expiry is a day boundary, so a link is stable for a day. */
 export const RECEIPT_LINK_DAYS = 8;
 
-export function presentUser(r: Row) {
+/** A user row: PartnerUserGet's, or the same columns returned by an insert or update. */
+export function presentUser(r: Pick<RowOf<'PartnerUserGet'>, 'id' | 'email' | 'external_id'>) {
   return { id: r.id as string, type: 'user', attributes: { email: r.email as string, externalId: r.external_id as string } };
 }
 
@@ -69,11 +71,12 @@ export function presentPrice(r: Row) {
   return { currency: String(r.currency).trim(), pricePerMinute: r.price_per_minute as number, startPrice: r.start_price as number, vat: Number(r.vat_rate) };
 }
 
-export function presentPricing(r: Row) {
+export function presentPricing(r: RowOf<'PartnerVehicleById'>) {
   return { id: r.id as string, type: 'pricing', attributes: presentPrice(r) };
 }
 
-export function presentVehicle(r: Row) {
+/** A vehicle by id or code, or one of a zone's available vehicles (whose vehicle columns are null only on a zone's row without any). */
+export function presentVehicle(r: RowOf<'PartnerVehicleById'> | RowOf<'PartnerVehicleByCode'> | RowOf<'PartnerAvailableVehicles'>) {
   return {
     id: r.id as string,
     type: 'vehicle',

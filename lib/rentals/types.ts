@@ -1,5 +1,5 @@
 /** The rental as the engine returns it: a `rental_records` row (migration 000020) in camelCase. */
-import type { Row } from '../db.js';
+import type { RowOf } from '../sql/typed.js';
 
 export interface Location {
   latitude: number;
@@ -52,7 +52,8 @@ function loc(lng: unknown, lat: unknown): Location | null {
   return typeof lng === 'number' && typeof lat === 'number' ? { latitude: lat, longitude: lng } : null;
 }
 
-export function toRentalRecord(r: Row): RentalRecord {
+/** A rental_records row (RentalGet, and the queries reading the same columns): the view's text columns hold only the values their CHECKs allow. */
+export function toRentalRecord(r: RowOf<'RentalGet'>): RentalRecord {
   return {
     id: r.id,
     partnerId: r.partner_id,
@@ -61,12 +62,12 @@ export function toRentalRecord(r: Row): RentalRecord {
     vehicleCode: String(r.vehicle_code).trim(),
     zoneId: r.zone_id,
     tripId: r.trip_id,
-    source: r.source,
-    state: r.state,
+    source: r.source as RentalRecord['source'],
+    state: r.state as RentalState,
     beginnersMode: r.beginners_mode,
     licenceValidated: r.licence_validated,
     groupId: r.group_id,
-    rideType: r.ride_type,
+    rideType: r.ride_type as RentalRecord['rideType'],
     currency: String(r.currency).trim(),
     vatRate: Number(r.vat_rate),
     startPrice: r.start_price,
@@ -86,7 +87,7 @@ export function toRentalRecord(r: Row): RentalRecord {
     vatAmount: r.vat_amount,
     receiptKey: r.receipt_key,
     photoKey: r.photo_key,
-    photoDecision: r.photo_decision,
+    photoDecision: r.photo_decision as PhotoDecision | null,
     photoDecidedAt: r.photo_decided_at,
   };
 }

@@ -655,12 +655,12 @@ export interface Queries {
       form_factor: 'scooter' | 'bicycle';
       propulsion_type: 'electric' | 'electric_assist' | 'human';
       trip_type: 'rider' | 'maas' | 'operator';
-      start_ms: number | null;
-      end_ms: number | null;
-      start_lat: number | null;
-      start_lng: number | null;
-      end_lat: number | null;
-      end_lng: number | null;
+      start_ms: number;
+      end_ms: number;
+      start_lat: number;
+      start_lng: number;
+      end_lat: number;
+      end_lng: number;
       distance_m: number;
       duration_s: number;
       is_group_ride: boolean;
@@ -668,7 +668,7 @@ export interface Queries {
       user_ride_count: number;
       city: string;
       country: string;
-      recorded_ms: number | null;
+      recorded_ms: number;
     };
   };
   /** sql/queries/mds.sql */
@@ -679,22 +679,22 @@ export interface Queries {
       device_id: string;
       event_types: string[];
       vehicle_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
-      ts_ms: number | null;
-      lat: number | null;
-      lng: number | null;
+      ts_ms: number;
+      lat: number;
+      lng: number;
       battery_percent: number | null;
       trip_ids: string[] | null;
       vehicle_code: string;
       form_factor: 'scooter' | 'bicycle';
       propulsion_type: 'electric' | 'electric_assist' | 'human';
-      recorded_ms: number | null;
+      recorded_ms: number;
     };
   };
   /** sql/queries/mds.sql */
   MdsEventsCutoff: {
     params: [];
     row: {
-      now_us: number | null;
+      now_us: number;
     };
   };
   /** sql/queries/mds.sql */
@@ -705,16 +705,16 @@ export interface Queries {
       device_id: string;
       event_types: string[];
       vehicle_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
-      ts_ms: number | null;
-      ts_us: number | null;
-      lat: number | null;
-      lng: number | null;
+      ts_ms: number;
+      ts_us: number;
+      lat: number;
+      lng: number;
       battery_percent: number | null;
       trip_ids: string[] | null;
       vehicle_code: string;
       form_factor: 'scooter' | 'bicycle';
       propulsion_type: 'electric' | 'electric_assist' | 'human';
-      recorded_ms: number | null;
+      recorded_ms: number;
     };
   };
   /** sql/queries/mds.sql */
@@ -739,20 +739,20 @@ export interface Queries {
       form_factor: 'scooter' | 'bicycle';
       propulsion_type: 'electric' | 'electric_assist' | 'human';
       vehicle_battery_percent: number;
-      vehicle_lat: number | null;
-      vehicle_lng: number | null;
-      event_id: string | null;
-      event_types: string[] | null;
-      vehicle_state: string | null;
-      ts_ms: number | null;
-      lat: number | null;
-      lng: number | null;
+      vehicle_lat: number;
+      vehicle_lng: number;
+      event_id: string;
+      event_types: string[];
+      vehicle_state: string;
+      ts_ms: number;
+      lat: number;
+      lng: number;
       battery_percent: number | null;
       trip_ids: string[] | null;
-      telemetry_id: string | null;
-      telemetry_ms: number | null;
-      telemetry_lat: number | null;
-      telemetry_lng: number | null;
+      telemetry_id: string;
+      telemetry_ms: number;
+      telemetry_lat: number;
+      telemetry_lng: number;
       telemetry_battery_percent: number | null;
       telemetry_trip_id: string | null;
     };
@@ -1432,7 +1432,7 @@ export interface Queries {
   ReplicaPrimaryWalPosition: {
     params: [];
     row: {
-      lsn: string | null;
+      lsn: string;
     };
   };
   /** sql/queries/replica.sql */
@@ -1440,7 +1440,7 @@ export interface Queries {
     params: [$1: string | null];
     row: {
       replayed: boolean;
-      behind_bytes: number | null;
+      behind_bytes: number;
     };
   };
   /** sql/queries/reports.sql */

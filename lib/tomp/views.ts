@@ -15,49 +15,11 @@
  * "Moved" means the vehicle's last_moved_at (kept by telemetry, > 5 m) is after the rental start.
  */
 import { toMajor } from '../money.js';
+import type { RowOf } from '../sql/typed.js';
 import { rfc3339Utc } from '../clock.js';
 
-export interface BookingRow {
-  id: string;
-  partner_id: string;
-  user_id: string;
-  vehicle_id: string;
-  rental_id: string | null;
-  booking_state: string;
-  customer_external_id: string;
-  language: string;
-  expires_at: Date;
-  created_at: Date;
-  from_lng: number;
-  from_lat: number;
-  leg_id: string;
-  leg_state: string;
-  departure_time: Date;
-  battery_percent: number;
-  last_moved_at: Date;
-  vehicle_type_id: string;
-  zone_id: string;
-  form_factor: string;
-  propulsion_type: string;
-  max_range_meters: number;
-  currency: string;
-  vat_rate: number;
-  country: string;
-  plan_start_price: number | null;
-  plan_price_per_minute: number | null;
-  rental_state: string | null;
-  started_at: Date | null;
-  ended_at: Date | null;
-  start_price: number | null;
-  price_per_minute: number | null;
-  duration_min: number | null;
-  distance_m: number | null;
-  total_amount: number | null;
-  rental_currency: string | null;
-  rental_vat_rate: number | null;
-  end_lng: number | null;
-  end_lat: number | null;
-}
+/** A booking with its leg, vehicle, prices and the rental behind it, as TompBookingById reads it. */
+export type BookingRow = RowOf<'TompBookingById'>;
 
 export type LegState = 'NOT_STARTED' | 'IN_USE' | 'START_FINISHING' | 'FINISHED' | 'CANCELLED';
 export type BookingState = 'PENDING' | 'CONFIRMED' | 'STARTED' | 'START_FINISHING' | 'FINISHED' | 'CANCELLED' | 'EXPIRED';

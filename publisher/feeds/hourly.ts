@@ -7,8 +7,9 @@
  * that source in one pass (`renderingOf` per file, `sourceOf` per source).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import { type NamedQuery } from '../../lib/db.js';
-import { sql } from '../../lib/sql/typed.js';
+import type { NamedQuery, Row } from '../../lib/db.js';
+import { sql, type RowOf, type TypedQuery } from '../../lib/sql/typed.js';
+import { hourParam, type Snapshot } from '../../lib/feeds/mds/sources.js';
 import type { HourlyFeed } from '../../lib/feeds/publications.js';
 import type { EventRow, Provider, TelemetryRow, TripRow } from '../../lib/feeds/mds/rows.js';
 import { toMdsEvent, toMdsTelemetry, toMdsTrip } from '../../lib/feeds/mds/records.js';
@@ -33,13 +34,23 @@ export interface Rendering {
   tail?: object;
 }
 
+/** Record count and watermark (latest recorded_at, ms) of a source's hour: the same row for every source. */
+export type SourceStats = RowOf<'PubTripStats'>;
+
+/** One source of the hourly files: its queries take `$1` zone, `$2` hour, then `extraParams`. */
 export interface Source {
+  /** the rows query (its text is also what bench/publisher.bench.ts copies out) */
   rowsQuery: NamedQuery;
-  /** record count and watermark (latest recorded_at, ms) of the hour */
-  statsQuery: NamedQuery;
   /** parameters of both queries after ($1 zone, $2 hour) */
-  extraParams: unknown[];
+  extraParams: readonly unknown[];
+  /** the record count and watermark of zone `zoneId`'s UTC hour starting at `hour` (one row) */
+  stats(snap: Snapshot, zoneId: string, hour: Date): Promise<SourceStats[]>;
+  /** the rows of that hour, for the record mappers */
+  rows(snap: Snapshot, zoneId: string, hour: Date): AsyncGenerator<Row>;
 }
+
+/** The parameters every source query starts with: `$1` zone, `$2` hour. */
+type HourParams<E extends readonly unknown[]> = [zoneId: string | null, hour: Date | string | null, ...E];
 
 export interface SourceOptions {
   /** when this publication runs (the telemetry privacy cut) */
@@ -62,14 +73,29 @@ function compileOnce(schema: object): ValidateFunction {
   return fn;
 }
 
+/** A source whose rows query and stats query take the same parameters (`$1` zone, `$2` hour, then its own). */
+function hourSource<E extends readonly unknown[]>(
+  rowsQuery: TypedQuery<HourParams<E>, Row>,
+  statsQuery: NoInfer<TypedQuery<HourParams<E>, SourceStats>>,
+  extraParams: NoInfer<Readonly<E>>,
+): Source {
+  const params = (zoneId: string, hour: Date): HourParams<E> => [zoneId, hourParam(hour), ...extraParams];
+  return {
+    rowsQuery,
+    extraParams,
+    stats: (snap, zoneId, hour) => snap.query(statsQuery, params(zoneId, hour)),
+    rows: (snap, zoneId, hour) => snap.stream(rowsQuery, params(zoneId, hour)),
+  };
+}
+
 export function sourceOf(source: HourlyFeed['source'], opts: SourceOptions): Source {
   switch (source) {
     case 'trips':
-      return { rowsQuery: sql('MdsTripsOfHour'), statsQuery: sql('PubTripStats'), extraParams: [] };
+      return hourSource(sql('MdsTripsOfHour'), sql('PubTripStats'), []);
     case 'events':
-      return { rowsQuery: sql('MdsEventsOfHour'), statsQuery: sql('PubEventStats'), extraParams: [] };
+      return hourSource(sql('MdsEventsOfHour'), sql('PubEventStats'), []);
     case 'telemetry':
-      return { rowsQuery: sql('MdsTelemetryOfHour'), statsQuery: sql('PubTelemetryStats'), extraParams: [opts.now, opts.telemetryTripDelayMinutes] };
+      return hourSource(sql('MdsTelemetryOfHour'), sql('PubTelemetryStats'), [opts.now, opts.telemetryTripDelayMinutes]);
   }
 }
 

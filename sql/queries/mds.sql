@@ -4,6 +4,8 @@
 -- time zone never matters.
 
 -- name: MdsTripsOfHour
+-- start_ms … recorded_ms: of trips' NOT NULL start_time, end_time, start_location, end_location, recorded_at.
+-- not null: start_ms, end_ms, start_lat, start_lng, end_lat, end_lng, recorded_ms
 SELECT t.trip_id, t.device_id, v.code AS vehicle_code, v.license_plate, v.license_plate_id,
        vt.form_factor, vt.propulsion_type, t.trip_type,
        (extract(epoch FROM t.start_time) * 1000)::int8 AS start_ms,
@@ -22,6 +24,8 @@ SELECT t.trip_id, t.device_id, v.code AS vehicle_code, v.license_plate, v.licens
  ORDER BY t.end_time, t.trip_id;
 
 -- name: MdsEventsOfHour
+-- ts_ms, lat, lng, recorded_ms: of events' NOT NULL ts, location, recorded_at.
+-- not null: ts_ms, lat, lng, recorded_ms
 SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
        (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms,
        ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
@@ -44,6 +48,8 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
 -- Transactions open for more than ten minutes (a forgotten psql session, say) are not waited for:
 -- the platform's own writers finish in seconds, and one idle session must not freeze every window.
 -- Sessions of other roles are visible here only with pg_read_all_stats (docs/feeds-access.md).
+-- now_us: least() skips a null min (no other transaction), and statement_timestamp() is never null.
+-- not null: now_us
 SELECT (extract(epoch FROM least(statement_timestamp(),
                                  (SELECT min(a.xact_start) FROM pg_stat_activity a
                                    WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
@@ -54,6 +60,8 @@ SELECT (extract(epoch FROM least(statement_timestamp(),
 -- One page of a zone's window [$2, $3) in (ts, event_id) order: after the position ($4 ts in µs,
 -- $5 event id), only events recorded before the cut-off ($6, µs), at most $7. The row comparison is an
 -- index condition on events (zone_id, ts, event_id): each page is an ordered range scan with a LIMIT.
+-- ts_ms, ts_us, lat, lng, recorded_ms: of events' NOT NULL ts, location, recorded_at.
+-- not null: ts_ms, ts_us, lat, lng, recorded_ms
 SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
        (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms, (extract(epoch FROM e.ts) * 1000000)::int8 AS ts_us,
        ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
@@ -85,6 +93,11 @@ SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_
 -- $2: device id or null; $3: vehicle states to keep (null = all); $4: the MDS 2.0 90-minute rule's
 -- now (null = no rule): a vehicle whose last state is elsewhere, removed or missing is listed for 90
 -- minutes after that event, then dropped.
+-- vehicle_lat, vehicle_lng: of vehicles' NOT NULL location. The event columns of vehicle_current_state
+-- are copied together from one events row (NOT NULL there), and event_id IS NOT NULL is required.
+-- telemetry_id, telemetry_ms, telemetry_lat, telemetry_lng: COALESCEd with NOT NULL vehicle columns.
+-- not null: vehicle_lat, vehicle_lng, event_id, event_types, vehicle_state, ts_ms, lat, lng
+-- not null: telemetry_id, telemetry_ms, telemetry_lat, telemetry_lng
 SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
        v.battery_percent AS vehicle_battery_percent,
        ST_Y(v.location) AS vehicle_lat, ST_X(v.location) AS vehicle_lng,

@@ -10,7 +10,8 @@
  *   for await (const row of streamTrips(ctx.db, zone, hour)) out.push(toMdsTrip(row, ctx.config));
  */
 import type pg from 'pg';
-import { classify, onConnection, q, type Db, type DbRole, type NamedQuery, type Row } from '../../db.js';
+import { classify, onConnection, type Db, type DbRole, type NamedQuery, type Row } from '../../db.js';
+import { sql, type TypedQuery, type UntypedQuery } from '../../sql/typed.js';
 import type { Logger } from '../../log.js';
 import { LEGACY_VEHICLE_STATES } from './legacy.js';
 import { MDS_VEHICLE, MDS_VEHICLE_STATUS } from './records.js';
@@ -85,7 +86,9 @@ export class Snapshot {
   }
 
   /** Through the named, timed runner of lib/db.ts. */
-  async query<T extends Row = Row>(query: NamedQuery, params: unknown[]): Promise<T[]> {
+  query<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>): Promise<R[]>;
+  query<T extends Row = Row>(query: UntypedQuery, params: readonly unknown[]): Promise<T[]>;
+  async query<T extends Row = Row>(query: NamedQuery, params: readonly unknown[]): Promise<T[]> {
     try {
       return (await this.runner.query<T>(query, params)).rows;
     } catch (err) {
@@ -95,7 +98,9 @@ export class Snapshot {
   }
 
   /** Rows of `query` through a cursor. Stopping early is fine: the connection is then discarded. */
-  async *stream<T extends Row = Row>(query: NamedQuery, params: unknown[]): AsyncGenerator<T> {
+  stream<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>): AsyncGenerator<R>;
+  stream<T extends Row = Row>(query: UntypedQuery, params: readonly unknown[]): AsyncGenerator<T>;
+  async *stream<T extends Row = Row>(query: NamedQuery, params: readonly unknown[]): AsyncGenerator<T> {
     let done = false;
     try {
       yield* this.runner.stream<T>(query, params, this.batchSize);
@@ -126,10 +131,10 @@ export class Snapshot {
 }
 
 /** Runs one cursor query in its own snapshot. */
-async function* streamOne<T extends Row>(db: Db, query: NamedQuery, params: unknown[], opts?: SnapshotOptions): AsyncGenerator<T> {
+async function* streamOne<P extends readonly unknown[], R extends Row>(db: Db, query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>, opts?: SnapshotOptions): AsyncGenerator<R> {
   const snap = await Snapshot.open(db, opts);
   try {
-    yield* snap.stream<T>(query, params);
+    yield* snap.stream(query, params);
   } finally {
     await snap.close();
   }
@@ -137,17 +142,17 @@ async function* streamOne<T extends Row>(db: Db, query: NamedQuery, params: unkn
 
 /** Trips of a zone that ended in the UTC hour starting at `hour`, by end_time. */
 export function streamTrips(db: Db, zoneId: string, hour: Date, opts?: SnapshotOptions): AsyncGenerator<TripRow> {
-  return streamOne<TripRow & Row>(db, q('MdsTripsOfHour'), [zoneId, hourParam(hour)], opts);
+  return streamOne(db, sql('MdsTripsOfHour'), [zoneId, hourParam(hour)], opts);
 }
 
 /** Events of a zone in the UTC hour starting at `hour` (the historical events / status changes file). */
 export function streamEventsOfHour(db: Db, zoneId: string, hour: Date, opts?: SnapshotOptions): AsyncGenerator<EventRow> {
-  return streamOne<EventRow & Row>(db, q('MdsEventsOfHour'), [zoneId, hourParam(hour)], opts);
+  return streamOne(db, sql('MdsEventsOfHour'), [zoneId, hourParam(hour)], opts);
 }
 
 /** Vehicles of a zone (or the one device) with their type. */
 export function streamVehicles(db: Db, zoneId: string, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleRow> {
-  return streamOne<VehicleRow & Row>(db, q('MdsVehicles'), [zoneId, deviceId ?? null], opts);
+  return streamOne(db, sql('MdsVehicles'), [zoneId, deviceId ?? null], opts);
 }
 
 /**
@@ -156,7 +161,7 @@ export function streamVehicles(db: Db, zoneId: string, deviceId?: string, opts?:
  * after that event.
  */
 export function streamVehicleStatus(db: Db, zoneId: string, now: Date, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
-  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, deviceId ?? null, null, now], opts);
+  return streamOne(db, sql('MdsVehicleStatus'), [zoneId, deviceId ?? null, null, now], opts);
 }
 
 /** A row of a records query: one record as compact JSON text. */
@@ -211,7 +216,7 @@ async function* recordRuns(db: Db, query: NamedQuery, params: unknown[], opts?: 
 
 /** The realtime /vehicles: streamVehicles' rows as MDS 2.0 vehicle records, in runs of JSON text. */
 export function streamVehicleRecords(db: Db, p: Provider, zoneId: string, deviceId?: string, opts?: SnapshotOptions): AsyncGenerator<string> {
-  return recordRuns(db, recordsQuery(q('MdsVehicles'), 2, MDS_VEHICLE, 'device_id'), recordParams([zoneId, deviceId ?? null], p), opts);
+  return recordRuns(db, recordsQuery(sql('MdsVehicles'), 2, MDS_VEHICLE, 'device_id'), recordParams([zoneId, deviceId ?? null], p), opts);
 }
 
 /** The realtime /vehicles/status: streamVehicleStatus' rows as MDS 2.0 vehicle status records, in runs of JSON text. */
@@ -221,7 +226,7 @@ export function streamVehicleStatusRecords(db: Db, p: Provider, zoneId: string, 
 
 /** The query behind streamVehicleStatusRecords (parameters: zone, device or null, null, now, provider id as JSON). */
 export function vehicleStatusRecordsQuery(): NamedQuery {
-  return recordsQuery(q('MdsVehicleStatus'), 4, MDS_VEHICLE_STATUS, 'device_id');
+  return recordsQuery(sql('MdsVehicleStatus'), 4, MDS_VEHICLE_STATUS, 'device_id');
 }
 
 /**
@@ -229,5 +234,5 @@ export function vehicleStatusRecordsQuery(): NamedQuery {
  * state the legacy feeds show. toVehicle12/toVehicle04 may still return undefined: skip those.
  */
 export function streamLegacyVehicles(db: Db, zoneId: string, opts?: SnapshotOptions): AsyncGenerator<VehicleStatusRow> {
-  return streamOne<VehicleStatusRow & Row>(db, q('MdsVehicleStatus'), [zoneId, null, LEGACY_VEHICLE_STATES, null], opts);
+  return streamOne(db, sql('MdsVehicleStatus'), [zoneId, null, LEGACY_VEHICLE_STATES, null], opts);
 }

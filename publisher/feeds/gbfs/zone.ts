@@ -19,7 +19,7 @@
  * builds again (and logs again) until the data is fixed.
  */
 import type { AppContext } from '../../../lib/context.js';
-import { q } from '../../../lib/db.js';
+import { sql } from '../../../lib/sql/typed.js';
 import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { ROLES, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
@@ -75,15 +75,16 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
   const result: ZoneBuildResult = { written: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none' };
   // the zone's lock: one build of its files in the cluster; another process building it right now is left to it
   const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) => held.tx(async (tx) => {
-    const st = await tx.maybeOne(q('GbfsZoneState'), [zoneId]);
+    const st = await tx.maybeOne(sql('GbfsZoneState'), [zoneId]);
     if (!st) return result;
     const sleeping = currentSleepWindow(st.sleep_windows, st.timezone, now);
     const sleepKey = sleeping ? sleeping.start.toISOString() : '';
+    // no build row yet (LEFT JOIN): its columns are null, all NOT NULL in gbfs_zone_builds
     const neverBuilt = st.built_status_token === null;
-    const rebuild = force === 'all' || neverBuilt || st.rebuild_due_at <= now;
+    const rebuild = force === 'all' || neverBuilt || st.rebuild_due_at === null || st.rebuild_due_at <= now;
     const staticRun = rebuild || force === 'static' || Number(st.built_static_token) !== Number(st.static_token);
     let statusRun = rebuild || force === 'status' || Number(st.built_status_token) !== Number(st.status_token) || st.sleep_key !== sleepKey;
-    const refreshDue = neverBuilt || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
+    const refreshDue = neverBuilt || st.status_written_at === null || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
     if (!staticRun && !statusRun && !refreshDue) return result;
 
     const writer = new SnapshotWriter(ctx, now, await storedRows(tx, [zoneId]), staticRun);
@@ -152,7 +153,7 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
     // a failed build records no counters (-1: built again next tick); a refresh records only its time
     const tokens = staticRun || statusRun ? (ok ? [statusRun ? st.status_token : null, staticRun ? st.static_token : null] : [-1, -1]) : [null, null];
     const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : null;
-    await tx.query(q('GbfsZoneBuildUpsert'), [zoneId, tokens[0], tokens[1], statusRun ? sleepKey : null, writer.statusWrittenAt() ?? null, rebuildDueAt, now]);
+    await tx.query(sql('GbfsZoneBuildUpsert'), [zoneId, tokens[0], tokens[1], statusRun ? sleepKey : null, writer.statusWrittenAt() ?? null, rebuildDueAt, now]);
     result.written += writer.result.written;
     result.unchanged += writer.result.unchanged;
     result.failed += writer.result.failed;
