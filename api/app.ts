@@ -103,11 +103,21 @@ export function buildMetricsApp(ctx: AppContext): Koa {
 const hotPaths = new WeakMap<Koa, HotPath>();
 
 /**
+ * A Koa app's callback as the node:http listener it is used as. Koa settles every request's promise
+ * itself (its error handling answers and logs), so it never rejects, and node:http ignores what a
+ * listener returns: nothing is lost by not handing the promise on.
+ */
+export function listenerOf(app: Koa): RequestListener {
+  const callback = app.callback();
+  return (req, res) => void callback(req, res);
+}
+
+/**
  * The node:http listener of a host built here: the hot path first, `app.callback()` for whatever it
  * does not answer. For any other Koa app, just its callback.
  */
 export function withHotPath(app: Koa): RequestListener {
-  const koa = app.callback();
+  const koa = listenerOf(app);
   const hot = hotPaths.get(app);
   if (!hot) return koa;
   return (req, res) => hot(req, res, koa);

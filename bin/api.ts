@@ -17,12 +17,13 @@ import { listenOrExit } from '../lib/http/listen.js';
 import { availableParallelism } from 'node:os';
 import { loadConfigOrExit, ConfigError, type Config } from '../lib/config.js';
 import { createContext, closeContext } from '../lib/runtime.js';
-import { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } from '../api/app.js';
+import { buildApp, buildLegacyApp, buildMetricsApp, listenerOf, withHotPath } from '../api/app.js';
 
 function workerCount(raw: string | undefined): number {
   if (raw === undefined || raw === '') return 1;
   if (raw === 'auto') return availableParallelism();
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256) throw new ConfigError(`API_WORKERS must be an integer between 1 and 256 or "auto", got "${raw}"`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 256)
+    throw new ConfigError(`API_WORKERS must be an integer between 1 and 256 or "auto", got "${raw}"`);
   return Number(raw);
 }
 
@@ -51,12 +52,11 @@ function primary(config: Config, workers: number): void {
 async function worker(config: Config): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'api' });
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
-  const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
-    listenOrExit(withHotPath(app), port, config.host, variable, config.http);
+  const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) => listenOrExit(withHotPath(app), port, config.host, variable, config.http);
   const servers = [
     await listen(buildApp(ctx), config.port, 'PORT'),
     await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'),
-    await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http),
+    await listenOrExit(listenerOf(buildMetricsApp(ctx)), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http),
   ];
   if (cluster.isPrimary) console.log(`api on ${config.host}:${config.port} (legacy :${config.legacyPort})`);
   let stopping = false;
@@ -64,7 +64,15 @@ async function worker(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     setTimeout(() => process.exit(1), config.shutdownTimeoutMs).unref();
-    await Promise.all(servers.map((s) => new Promise<void>((r) => { s.close(() => r()); s.closeIdleConnections(); })));
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise<void>((r) => {
+            s.close(() => r());
+            s.closeIdleConnections();
+          }),
+      ),
+    );
     await closeContext(ctx);
     process.exit(0);
   };

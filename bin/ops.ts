@@ -10,7 +10,17 @@ import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import type { AppContext } from '../lib/context.js';
 import { sql } from '../lib/sql/typed.js';
-import { createKey, listKeys, revokeKey, rotateKey, createFeedClient, listFeedClients, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
+import {
+  createKey,
+  listKeys,
+  revokeKey,
+  rotateKey,
+  createFeedClient,
+  listFeedClients,
+  rotateFeedClient,
+  revokeFeedClient,
+  AdminError,
+} from '../lib/admin/credentials.js';
 import { importZones, ZoneImportError, type ZonesImported } from '../lib/admin/zones.js';
 import { readZoneDocuments, type ZoneDocument } from '../lib/admin/zone-file.js';
 import { listPrices, setPrices, type PriceRow } from '../lib/admin/prices.js';
@@ -20,24 +30,31 @@ import type { BackfillProgress, PublishStatus, CellState } from '../publisher/op
 import { isUuid } from '../lib/uuid.js';
 import type { SeedSummary } from '../lib/seed/index.js';
 import type { SimSummary } from '../lib/sim/index.js';
-import { KEY_SCOPES } from '../lib/auth/api-keys.js';
+import { KEY_SCOPES, type KeyScope } from '../lib/auth/api-keys.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
 function formatStatus(s: PublishStatus): string {
   const letter: Record<CellState, string> = { published: '✓', dirty: 'D', failed: 'F', pending: 'P', missing: '·', not_due: ' ' };
   const short = s.feeds.map((f, i) => `${String.fromCharCode(97 + i)}=${f}`);
   const head = `zone         hour           ${s.feeds.map((_, i) => String.fromCharCode(97 + i)).join(' ')}`;
-  const lines = [head, ...s.rows.map((r) => `${r.zone.padEnd(12)} ${r.hour}  ${s.feeds.map((f) => letter[r.states[f]!] ?? '?').join(' ')}`)];
+  const lines = [head, ...s.rows.map((r) => `${r.zone.padEnd(12)} ${r.hour}  ${s.feeds.map((f) => letter[r.states[f]] ?? '?').join(' ')}`)];
   lines.push('', `feeds: ${short.join('  ')}`, 'legend: ✓ published  D dirty (republish pending)  F failed  P pending  · missing', '');
-  lines.push(`totals: ${Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(', ')}; republished ${s.republished} times (content changed)`);
+  lines.push(
+    `totals: ${Object.entries(s.totals)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}; republished ${s.republished} times (content changed)`,
+  );
   for (const f of s.failures) lines.push(`FAILED ${f.feed} ${f.zone} ${f.hour}: ${f.error}`);
   lines.push('', `history catch-up (hours before the cron's look-back, at most PUBLISH_CATCHUP_HOURS_PER_TICK a tick):`);
-  for (const c of s.catchup) lines.push(`  ${c.zone.padEnd(12)} ${c.hoursLeft ? `catching up: ${c.hoursLeft} hours from ${c.completeBefore} still to confirm` : 'complete'}`);
+  for (const c of s.catchup)
+    lines.push(`  ${c.zone.padEnd(12)} ${c.hoursLeft ? `catching up: ${c.hoursLeft} hours from ${c.completeBefore} still to confirm` : 'complete'}`);
   lines.push('', 'history retained in Postgres (older hours are served from their published files):');
   for (const h of s.history) {
     const range = h.oldestDay ? `${h.oldestDay} … ${h.newestDay}` : 'no partitions';
     const archived = h.droppedBefore ? `, archived before ${h.droppedBefore.toISOString()} (${h.droppedPartitions} partitions dropped)` : '';
-    lines.push(`  ${h.table.padEnd(10)} ${String(h.partitions).padStart(4)} days ${range}, ${(h.bytes / 1048576).toFixed(1)} MiB, retention ${h.retentionDays} days${archived}`);
+    lines.push(
+      `  ${h.table.padEnd(10)} ${String(h.partitions).padStart(4)} days ${range}, ${(h.bytes / 1048576).toFixed(1)} MiB, retention ${h.retentionDays} days${archived}`,
+    );
   }
   return lines.join('\n');
 }
@@ -66,23 +83,68 @@ function simulateHints(): { end: string; vehicles: string; seed: string; freshDb
       end: 'END=YYYY-MM-DDTHH',
       vehicles: 'VEHICLES=',
       seed: 'SEED=',
-      freshDb: caller === 'make-embedded' ? 'a database of its own on the embedded cluster (EMBEDDED_PG_DB=sim make simulate …: created, migrated and seeded on first use)' : 'a database of its own (DATABASE_URL=…)',
+      freshDb:
+        caller === 'make-embedded'
+          ? 'a database of its own on the embedded cluster (EMBEDDED_PG_DB=sim make simulate …: created, migrated and seeded on first use)'
+          : 'a database of its own (DATABASE_URL=…)',
     };
   }
   return { end: '--end YYYY-MM-DDTHH', vehicles: '--vehicles', seed: '--seed', freshDb: 'a database of its own (DATABASE_URL=…)' };
 }
 
+/** `ops simulate`'s options, as its flags and their parsers (int, hour) give them. */
+interface SimulateOptions {
+  days: number;
+  vehicles: number;
+  seed: number;
+  /** comma-separated zone ids */
+  zones?: string;
+  end?: Date;
+}
+
+/** `ops backfill`'s options (addHourWindow's flags and --force). */
+interface BackfillCliOptions {
+  from: Date;
+  to: Date;
+  zone: string[] | 'all';
+  feeds: string[] | 'all';
+  force: boolean;
+}
+
+/** `ops publish-status`'s options. */
+interface PublishStatusCliOptions {
+  zone: string[] | 'all';
+  from?: Date;
+  to?: Date;
+}
+
+/** `ops clients create`'s options. */
+interface ClientCreateOptions {
+  role: string;
+  /** comma-separated zone ids; absent: every zone */
+  zones?: string;
+  label: string;
+}
+
 const program = new Command('ops').description('Operator tooling of the partner platform');
 
-/** Runs `fn` with a context built from the environment, closing it afterwards; errors exit non-zero. */
-function withContext(fn: (ctx: AppContext, ...args: any[]) => Promise<void>) {
-  return async (...args: any[]) => {
+/**
+ * Runs `fn` with a context built from the environment, closing it afterwards; errors exit non-zero.
+ * `args` are what commander passes the action: the command's arguments, then its options (each
+ * command's options interface below says what its flags and their parsers give).
+ */
+function withContext<A extends unknown[]>(fn: (ctx: AppContext, ...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
     const ctx = await createContext(loadConfigOrExit().config, { applicationName: 'ops', logLevel: process.env.LOG_LEVEL ?? 'warn' });
     try {
       await fn(ctx, ...args);
     } catch (err) {
       // expected operator mistakes: say what is wrong, no stack trace
-      if (err instanceof AdminError || err instanceof ZoneImportError || ['RentalError', 'OpsError', 'UnknownFeedError', 'SimulationRepeatedError', 'DemoSeedRefused'].includes((err as Error)?.constructor?.name)) {
+      if (
+        err instanceof AdminError ||
+        err instanceof ZoneImportError ||
+        ['RentalError', 'OpsError', 'UnknownFeedError', 'SimulationRepeatedError', 'DemoSeedRefused'].includes((err as Error)?.constructor?.name)
+      ) {
         console.error(`error: ${(err as Error).message}`);
         process.exitCode = 1;
       } else throw err;
@@ -106,7 +168,13 @@ const uuid = (v: string) => {
   if (!isUuid(v)) throw new InvalidArgumentError('must be a uuid (as printed by the list commands)');
   return v.toLowerCase();
 };
-const list = (v: string) => (v === 'all' ? 'all' : v.split(',').map((s) => s.trim()).filter(Boolean));
+const list = (v: string) =>
+  v === 'all'
+    ? 'all'
+    : v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
 /** A file's text; a missing or unreadable file is an operator mistake (one line), not a stack trace. */
 const readText = (file: string) => {
   try {
@@ -119,8 +187,9 @@ const readText = (file: string) => {
 const priceArg = (v: string): PriceRow => {
   const m = /^([a-z0-9_-]{1,32})=(\d+),(\d+)$/.exec(v);
   if (!m) throw new AdminError(`price ${v}: write <vehicle type>=<start price>,<price per minute> in minor units, VAT included (scooter=100,25)`);
-  return { vehicle_type_id: m[1]!, start_price: Number(m[2]), price_per_minute: Number(m[3]) };
+  return { vehicle_type_id: m[1], start_price: Number(m[2]), price_per_minute: Number(m[3]) };
 };
+const isKeyScope = (v: string): v is KeyScope => (KEY_SCOPES as readonly string[]).includes(v);
 const warn = (lines: string[]) => {
   for (const w of lines) console.error(`warning: ${w}`);
 };
@@ -135,11 +204,17 @@ function formatZones(r: ZonesImported): string {
     return `${z.created ? 'created' : 'updated'} zone ${z.zoneId} with ${z.areas} areas${extra.length ? `, ${extra.join(', ')}` : ''}`;
   });
   const t = r.vehicleTypes;
-  const types = [t.created.length ? `created ${t.created.join(', ')}` : '', t.updated.length ? `updated ${t.updated.join(', ')}` : '', t.unchanged.length ? `unchanged ${t.unchanged.join(', ')}` : ''].filter(Boolean);
+  const types = [
+    t.created.length ? `created ${t.created.join(', ')}` : '',
+    t.updated.length ? `updated ${t.updated.join(', ')}` : '',
+    t.unchanged.length ? `unchanged ${t.unchanged.join(', ')}` : '',
+  ].filter(Boolean);
   if (types.length) lines.push(`vehicle types: ${types.join('; ')}`);
   if (r.zones.length > 1) {
     const created = r.zones.filter((z) => z.created).length;
-    lines.push(`${r.zones.length} zones in one transaction: ${created} created, ${r.zones.length - created} updated, ${r.zones.reduce((n, z) => n + z.areas, 0)} areas`);
+    lines.push(
+      `${r.zones.length} zones in one transaction: ${created} created, ${r.zones.length - created} updated, ${r.zones.reduce((n, z) => n + z.areas, 0)} areas`,
+    );
   }
   return lines.join('\n');
 }
@@ -154,7 +229,9 @@ program
 
 program
   .command('seed')
-  .description('seed the demo zones, fleet, partners and demo credentials into an empty database (no-op when present; refused where real partners, clients or zones are)')
+  .description(
+    'seed the demo zones, fleet, partners and demo credentials into an empty database (no-op when present; refused where real partners, clients or zones are)',
+  )
   .action(
     withContext(async (ctx) => {
       await migrate(ctx.config.databaseUrl);
@@ -172,16 +249,18 @@ program
   .option('--zones <ids>', 'comma-separated zone ids (default: all)')
   .option('--end <hour>', 'UTC hour the history ends at, YYYY-MM-DDTHH (default: the current hour); same seed and end give the same rows', hour)
   .action(
-    withContext(async (ctx, opts) => {
+    withContext(async (ctx, opts: SimulateOptions) => {
       await migrate(ctx.config.databaseUrl);
       // the demo (zones, partners, public credentials) only where it is or nothing is
       const { seedDemoWhereDemo } = await import('../lib/seed/index.js');
       if (!(await seedDemoWhereDemo(ctx))) {
-        console.error('note: not the demo database: simulating the zones it holds, with the simulator\'s own partners (no key) and users; no demo data or credentials added');
+        console.error(
+          "note: not the demo database: simulating the zones it holds, with the simulator's own partners (no key) and users; no demo data or credentials added",
+        );
       }
       const known = (await ctx.db.many(sql('AdminListZoneIds'))).map((z) => z.id);
       if (!known.length) throw new AdminError('nothing written: the database holds no zones (ops zone import <file>)');
-      const unknown = ((opts.zones as string | undefined)?.split(',') ?? []).filter((z) => !known.includes(z));
+      const unknown = (opts.zones?.split(',') ?? []).filter((z) => !known.includes(z));
       if (unknown.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}; known zones: ${known.join(', ')}`);
       const { simulateHistory, SimulationRepeatedError } = await import('../lib/sim/index.js');
       const started = Date.now();
@@ -189,17 +268,27 @@ program
       const from = new Date(end.getTime() - opts.days * 86_400_000);
       const window = `${from.toISOString().slice(0, 13)} – ${end.toISOString().slice(0, 13)}`;
       const hint = simulateHints();
-      if (end.getTime() > ctx.clock.now().getTime()) throw new AdminError(`${hint.end.split(' ')[0]} ${end.toISOString().slice(0, 13)} is in the future: history ends at the latest at the current hour`);
+      if (end.getTime() > ctx.clock.now().getTime())
+        throw new AdminError(`${hint.end.split(' ')[0]} ${end.toISOString().slice(0, 13)} is in the future: history ends at the latest at the current hour`);
       let summary: SimSummary;
       try {
-        summary = await simulateHistory(ctx, { days: opts.days, vehicles: opts.vehicles, seed: opts.seed, end, ...(opts.zones ? { zones: opts.zones.split(',') } : {}) });
+        summary = await simulateHistory(ctx, {
+          days: opts.days,
+          vehicles: opts.vehicles,
+          seed: opts.seed,
+          end,
+          ...(opts.zones ? { zones: opts.zones.split(',') } : {}),
+        });
       } catch (err) {
         if (!(err instanceof SimulationRepeatedError)) throw err;
         // two causes, one error: the window's rides exist, or a run with this seed wrote the same ids
-        throw new AdminError(`nothing written: this database already holds simulated rides in ${window}, or the rows of an earlier run with seed ${opts.seed} (ids follow from the seed). ` +
-          `Simulate into ${hint.freshDb}, or another window (${hint.end}) with another seed (${hint.seed}) and more vehicles (${hint.vehicles}: new vehicles start at the window's start)`);
+        throw new AdminError(
+          `nothing written: this database already holds simulated rides in ${window}, or the rows of an earlier run with seed ${opts.seed} (ids follow from the seed). ` +
+            `Simulate into ${hint.freshDb}, or another window (${hint.end}) with another seed (${hint.seed}) and more vehicles (${hint.vehicles}: new vehicles start at the window's start)`,
+        );
       }
-      const unpriced = `${summary.unpricedZones.join(', ')} ${summary.unpricedZones.length === 1 ? 'has' : 'have'} no prices, so no vehicle is put into service or rides there ` +
+      const unpriced =
+        `${summary.unpricedZones.join(', ')} ${summary.unpricedZones.length === 1 ? 'has' : 'have'} no prices, so no vehicle is put into service or rides there ` +
         `(a zone file's "prices", or ops zone prices <zone> <type>=<start>,<per minute>)`;
       if (summary.events === 0 && summary.unpricedZones.length === summary.zones.length) throw new AdminError(`nothing written: ${unpriced}`);
       if (summary.unpricedZones.length) warn([unpriced]);
@@ -212,14 +301,20 @@ program
              SELECT (SELECT max(e.ts) FROM events e WHERE e.device_id = v.id) AS last,
                     row_number() OVER (PARTITION BY v.zone_id ORDER BY v.code) AS rank, count(*) OVER (PARTITION BY v.zone_id) AS n
                FROM vehicles v WHERE v.zone_id = ANY ($1::text[])) z
-            WHERE rank <= $2`, [summary.zones, opts.vehicles]);
-        throw new AdminError(`nothing written in ${window}: the simulator continues each vehicle from its last event, and every vehicle of ` +
-          `${summary.zones.join(', ')} has history up to ${last ? `${last.toISOString().slice(0, 16)}Z` : 'after the window'} already (make run's live simulator or an earlier simulate). ` +
-          `Simulate into ${hint.freshDb}, or add vehicles (${hint.vehicles} above the ${most} a zone has: new vehicles start at the window's start)`);
+            WHERE rank <= $2`,
+          [summary.zones, opts.vehicles],
+        );
+        throw new AdminError(
+          `nothing written in ${window}: the simulator continues each vehicle from its last event, and every vehicle of ` +
+            `${summary.zones.join(', ')} has history up to ${last ? `${last.toISOString().slice(0, 16)}Z` : 'after the window'} already (make run's live simulator or an earlier simulate). ` +
+            `Simulate into ${hint.freshDb}, or add vehicles (${hint.vehicles} above the ${most} a zone has: new vehicles start at the window's start)`,
+        );
       }
       const s = summary;
-      console.log(`simulated ${window} in ${s.zones.join(', ')}: ${s.vehicles} vehicles (${s.vehiclesAdded} added), ${s.rentals} rentals, ${s.trips} trips, ` +
-        `${s.events} events, ${s.telemetry} telemetry points, ${s.tompBookings} TOMP bookings, ${s.usersAdded} users added; ${s.rowsWritten} rows in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      console.log(
+        `simulated ${window} in ${s.zones.join(', ')}: ${s.vehicles} vehicles (${s.vehiclesAdded} added), ${s.rentals} rentals, ${s.trips} trips, ` +
+          `${s.events} events, ${s.telemetry} telemetry points, ${s.tompBookings} TOMP bookings, ${s.usersAdded} users added; ${s.rowsWritten} rows in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      );
     }),
   );
 
@@ -235,7 +330,7 @@ addHourWindow(program.command('backfill'))
   .description('publish every hour in the window that is missing, dirty or failed (safe to re-run)')
   .option('--force', 'rewrite every hour even when published (republish)', false)
   .action(
-    withContext(async (ctx, opts) => {
+    withContext(async (ctx, opts: BackfillCliOptions) => {
       const { backfill } = await import('../publisher/ops.js');
       const bar = new SingleBar({ format: ' {bar} {percentage}% | {value}/{total} files | {item}', hideCursor: true }, Presets.shades_classic);
       let started = false;
@@ -268,7 +363,7 @@ program
   .option('--from <hour>', 'first UTC hour (default: 24 hours ago)', hour)
   .option('--to <hour>', 'last UTC hour (default: the last closed hour)', hour)
   .action(
-    withContext(async (ctx, opts) => {
+    withContext(async (ctx, opts: PublishStatusCliOptions) => {
       const { publishStatus } = await import('../publisher/ops.js');
       const status = await publishStatus(ctx, { zones: opts.zone, from: opts.from, to: opts.to });
       console.log(formatStatus(status));
@@ -276,7 +371,9 @@ program
     }),
   );
 
-const keys = program.command('keys').description('API keys of partners (partner), MaaS providers (tomp), insurers (insurance) and operator staff (ops: the console)');
+const keys = program
+  .command('keys')
+  .description('API keys of partners (partner), MaaS providers (tomp), insurers (insurance) and operator staff (ops: the console)');
 keys
   .command('create')
   .description('create a key; the partner is created when it does not exist; the key is shown once')
@@ -284,8 +381,8 @@ keys
   .requiredOption('--scope <scope>', 'partner | tomp | insurance | ops (the operator console, /console)')
   .option('--label <text>', 'a note', '')
   .action(
-    withContext(async (ctx, opts) => {
-      if (!KEY_SCOPES.includes(opts.scope)) throw new AdminError(`scope must be one of ${KEY_SCOPES.join(', ')}`);
+    withContext(async (ctx, opts: { partner: string; scope: string; label: string }) => {
+      if (!isKeyScope(opts.scope)) throw new AdminError(`scope must be one of ${KEY_SCOPES.join(', ')}`);
       const k = await createKey(ctx.db, opts.partner, opts.scope, opts.label);
       console.log(`key id ${k.id} (${k.scope}, ${k.partner})\nAPI key (shown once): ${k.key}`);
     }),
@@ -294,7 +391,8 @@ keys
   .command('list')
   .description('list keys (prefixes only)')
   .option('--scope <scope>', 'partner | tomp | insurance | ops')
-  .action(withContext(async (ctx, opts) => console.table(await listKeys(ctx.db, opts.scope))));
+  // unchecked, as it always was: an unknown scope lists no key (AdminListApiKeys compares text)
+  .action(withContext(async (ctx, opts: { scope?: string }) => console.table(await listKeys(ctx.db, opts.scope as KeyScope | undefined))));
 keys
   .command('rotate')
   .argument('<keyId>', 'key id', uuid)
@@ -319,8 +417,19 @@ clients
   .option('--zones <ids>', 'comma-separated zone ids, each an existing zone (default: every zone)')
   .option('--label <text>', 'a note', '')
   .action(
-    withContext(async (ctx, clientId: string, opts) => {
-      const c = await createFeedClient(ctx.db, clientId, opts.role, opts.zones ? opts.zones.split(',').map((z: string) => z.trim()).filter(Boolean) : null, opts.label);
+    withContext(async (ctx, clientId: string, opts: ClientCreateOptions) => {
+      const c = await createFeedClient(
+        ctx.db,
+        clientId,
+        opts.role,
+        opts.zones
+          ? opts.zones
+              .split(',')
+              .map((z) => z.trim())
+              .filter(Boolean)
+          : null,
+        opts.label,
+      );
       console.log(`client ${c.client_id} (${c.role}, zones ${c.zones ? c.zones.join(',') : 'all'})\nsecret (shown once): ${c.secret}`);
     }),
   );
@@ -334,7 +443,10 @@ clients
       for (const c of made) console.log(`${c.client_id}\t${c.role}\t${c.zones ? c.zones.join(',') : 'all'}\t${c.secret}`);
     }),
   );
-clients.command('list').description('list feed clients').action(withContext(async (ctx) => console.table(await listFeedClients(ctx.db))));
+clients
+  .command('list')
+  .description('list feed clients')
+  .action(withContext(async (ctx) => console.table(await listFeedClients(ctx.db))));
 clients
   .command('rotate <clientId>')
   .description('replace the secret (the old one stops working at once; issued tokens run out within their lifetime)')
@@ -347,8 +459,10 @@ clients
 const zone = program.command('zone').description('operational zones');
 zone
   .command('import <files...>')
-  .description('import or update zones with their areas, prices, vehicle types and operating_since from GeoJSON FeatureCollections: ' +
-    'a file holds one, a JSON array of them, or one per line (NDJSON); every zone of every file in one transaction (see docs/operations.md)')
+  .description(
+    'import or update zones with their areas, prices, vehicle types and operating_since from GeoJSON FeatureCollections: ' +
+      'a file holds one, a JSON array of them, or one per line (NDJSON); every zone of every file in one transaction (see docs/operations.md)',
+  )
   .action(
     withContext(async (ctx, files: string[]) => {
       const docs: ZoneDocument[] = [];
@@ -364,18 +478,32 @@ zone
   );
 zone
   .command('prices <zoneId> [prices...]')
-  .description('show a zone\'s prices, or set some: <vehicle type>=<start price>,<price per minute> in minor units of the zone\'s currency, VAT included ' +
-    '(scooter=100,25); other types keep theirs. Refused when it would leave vehicles of the zone without a price')
-  .option('--remove <types>', 'comma-separated vehicle type ids whose price the zone drops', (v: string) => v.split(',').map((t) => t.trim()).filter(Boolean))
+  .description(
+    "show a zone's prices, or set some: <vehicle type>=<start price>,<price per minute> in minor units of the zone's currency, VAT included " +
+      '(scooter=100,25); other types keep theirs. Refused when it would leave vehicles of the zone without a price',
+  )
+  .option('--remove <types>', 'comma-separated vehicle type ids whose price the zone drops', (v: string) =>
+    v
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
+  )
   .action(
     withContext(async (ctx, zoneId: string, prices: string[], opts: { remove?: string[] }) => {
       const remove = opts.remove ?? [];
       let warnings: string[] = [];
       if (prices.length || remove.length) warnings = (await setPrices(ctx.db, ctx.clock, zoneId, prices.map(priceArg), remove)).warnings;
       const p = await listPrices(ctx.db, zoneId);
-      console.log(p.prices.length
-        ? [`zone ${zoneId} (minor units of ${p.currency}, VAT ${Math.round((p.vatRate ?? 0) * 10000) / 100} % included):`, ...p.prices.map((r) => `  ${r.vehicle_type_id.padEnd(12)} start ${String(r.start_price).padStart(6)}  per minute ${String(r.price_per_minute).padStart(6)}`)].join('\n')
-        : `zone ${zoneId} has no prices`);
+      console.log(
+        p.prices.length
+          ? [
+              `zone ${zoneId} (minor units of ${p.currency}, VAT ${Math.round((p.vatRate ?? 0) * 10000) / 100} % included):`,
+              ...p.prices.map(
+                (r) => `  ${r.vehicle_type_id.padEnd(12)} start ${String(r.start_price).padStart(6)}  per minute ${String(r.price_per_minute).padStart(6)}`,
+              ),
+            ].join('\n')
+          : `zone ${zoneId} has no prices`,
+      );
       warn(warnings);
     }),
   );
@@ -398,7 +526,7 @@ vehicle
 
 vehicle
   .command('types')
-  .description('list the vehicle types (shared by every zone; a zone file\'s vehicle_types declares them), with their vehicles and priced zones')
+  .description("list the vehicle types (shared by every zone; a zone file's vehicle_types declares them), with their vehicles and priced zones")
   .action(withContext(async (ctx) => console.table(await ctx.db.many(sql('AdminListVehicleTypes')))));
 
 const rental = program.command('rental').description('rentals');

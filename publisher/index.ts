@@ -95,7 +95,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5 };
   for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
     await boss.work<HourSetJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
-      const data = job!.data;
+      const data = job.data;
       const hour = parseHour(data.hour);
       const feeds = (data.feedIds ?? []).map(feedById);
       if (!hour || !feeds.length || feeds.some((f) => !f)) {
@@ -130,13 +130,17 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   if (clocks) {
     const every = (expr: string, name: string, fn: () => Promise<unknown>) => {
       tasks.push(
-        cron.schedule(expr, async () => {
-          try {
-            await fn();
-          } catch (err) {
-            log.warn({ err: (err as Error).message, task: name }, 'cron enqueue failed');
-          }
-        }, { name: `${name}-${Math.random().toString(36).slice(2, 8)}`, noOverlap: true }),
+        cron.schedule(
+          expr,
+          async () => {
+            try {
+              await fn();
+            } catch (err) {
+              log.warn({ err: (err as Error).message, task: name }, 'cron enqueue failed');
+            }
+          },
+          { name: `${name}-${Math.random().toString(36).slice(2, 8)}`, noOverlap: true },
+        ),
       );
     };
     every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));

@@ -12,12 +12,26 @@ import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours
 import { feedOf, selectFeeds, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
 import {
-  OpsError, publicationStatus, resolveZones, type HourFailure, type PublicationStatus, type PublishStatusOptions, type ZoneRow,
+  OpsError,
+  publicationStatus,
+  resolveZones,
+  type HourFailure,
+  type PublicationStatus,
+  type PublishStatusOptions,
+  type ZoneRow,
 } from '../lib/publication/status.js';
 import type { HourFileResult, PublishResult } from './publish.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
 
-export { OpsError, type CatchupStatus, type CellState, type FileFigures, type HourFailure, type PublishStatusOptions, type StatusRow } from '../lib/publication/status.js';
+export {
+  OpsError,
+  type CatchupStatus,
+  type CellState,
+  type FileFigures,
+  type HourFailure,
+  type PublishStatusOptions,
+  type StatusRow,
+} from '../lib/publication/status.js';
 
 export type BackfillProgress =
   | { kind: 'done'; done: number; total: number; result: PublishResult }
@@ -51,7 +65,7 @@ export interface BackfillSummary {
 function nothingDoneReason(o: BackfillOptions, zones: ZoneRow[], lastClosed: Date): string {
   if (floorHour(o.from) > lastClosed) return `the window starts after ${formatHour(lastClosed)}, the last closed hour (an hour is published once it has ended)`;
   if (!zones.length) return 'no zone selected';
-  const born = zones.map((z) => floorHour(z.created_at)).sort((a, b) => a.getTime() - b.getTime())[0]!;
+  const born = zones.map((z) => floorHour(z.created_at)).sort((a, b) => a.getTime() - b.getTime())[0];
   return `the window ends before ${formatHour(born)}, when the first selected zone was created`;
 }
 
@@ -85,7 +99,7 @@ export async function backfill(ctx: AppContext, o: BackfillOptions): Promise<Bac
   let next = 0;
   const worker = async () => {
     while (next < work.length) {
-      const w = work[next++]!;
+      const w = work[next++];
       const hour = formatHour(w.hour);
       const due = w.feeds.filter((f) => !current.has(`${f.id}|${w.zone}|${hour}`));
       for (const f of w.feeds) {

@@ -7,7 +7,13 @@ import type { HourlyFeed } from '../lib/feeds/publications.js';
 import { metrics } from '../lib/metrics.js';
 import { publishHourSet, type HourFileResult } from './publish.js';
 
-export async function publishSetWithMetrics(ctx: AppContext, zoneId: string, hour: Date, feeds: readonly HourlyFeed[], opts: { force?: boolean } = {}): Promise<HourFileResult[]> {
+export async function publishSetWithMetrics(
+  ctx: AppContext,
+  zoneId: string,
+  hour: Date,
+  feeds: readonly HourlyFeed[],
+  opts: { force?: boolean } = {},
+): Promise<HourFileResult[]> {
   const started = performance.now();
   const results = await publishHourSet(ctx, zoneId, hour, { feeds, ...opts });
   const seconds = (performance.now() - started) / 1000;

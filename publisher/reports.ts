@@ -40,10 +40,18 @@ export async function reportCsv(ctx: Pick<AppContext, 'config'>, db: Queryable, 
   const zoneGeo = zoneGeographyId(ctx.config.providerId, zoneId);
   const lines = [REPORT_HEADER];
   for (const c of counts) {
-    lines.push([
-      ctx.config.providerId, `${month}-01`, 'P1M', 'all_riders', c.area_id ?? zoneGeo, mdsVehicleType(c.form_factor),
-      privateCount(c.trip_count), privateCount(c.rider_count),
-    ].join(','));
+    lines.push(
+      [
+        ctx.config.providerId,
+        `${month}-01`,
+        'P1M',
+        'all_riders',
+        c.area_id ?? zoneGeo,
+        mdsVehicleType(c.form_factor),
+        privateCount(c.trip_count),
+        privateCount(c.rider_count),
+      ].join(','),
+    );
   }
   return { csv: lines.join('\n') + '\n', rows: counts.length };
 }
@@ -63,10 +71,12 @@ export async function publishReport(ctx: AppContext, zoneId: string, month: stri
       const prev = await tx.maybeOne(sql('ReportClaim'), [zoneId, `${month}-01`]);
       const { csv, rows } = await reportCsv(ctx, tx, zoneId, month);
       const stored = await sink.put(prev, { key, stored: gzipBytes(csv), contentType: REPORT_CONTENT_TYPE }, (o) =>
-        o.outcome === 'written' ? [{ zone: zoneId, month, key: o.key, sha256: o.sha256, bytes: o.bytes, rows }] : []);
+        o.outcome === 'written' ? [{ zone: zoneId, month, key: o.key, sha256: o.sha256, bytes: o.bytes, rows }] : [],
+      );
       await sink.flush(tx, ctx.clock.now());
       return stored.outcome;
-    }));
+    }),
+  );
 }
 
 /** The publisher's sweep: the reports of closed months that are missing or dirty. */

@@ -40,9 +40,7 @@ export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: numbe
   const to = latestDueHour(now, ctx.config.publishLatenessSeconds);
   const from = lookbackStart(now, ctx.config.publishLatenessSeconds, opts.lookbackHours);
   const jobs: HourJob[] = [];
-  const missing = await ctx.db.many(sql('PubMissingHours'), [
-    feeds.map((f) => f.feed), feeds.map((f) => f.version), hourParam(from), hourParam(to), limit,
-  ]);
+  const missing = await ctx.db.many(sql('PubMissingHours'), [feeds.map((f) => f.feed), feeds.map((f) => f.version), hourParam(from), hourParam(to), limit]);
   for (const m of missing) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour) });
   // history before the look-back: each (zone, feed) mark moves over what is published, scanning
   // four times the hours it may queue (so a stretch already published is crossed quickly), and at
@@ -50,7 +48,11 @@ export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: numbe
   const perTick = ctx.config.publishCatchupHoursPerTick;
   if (perTick > 0) {
     const older = await ctx.db.many(sql('PubCatchupScan'), [
-      feeds.map((f) => f.feed), feeds.map((f) => f.version), perTick * 4, hourParam(from), perTick * feeds.length,
+      feeds.map((f) => f.feed),
+      feeds.map((f) => f.version),
+      perTick * 4,
+      hourParam(from),
+      perTick * feeds.length,
     ]);
     for (const m of older) jobs.push({ feedId: feedOf(m.feed, m.version)!.id, zone: m.zone_id, hour: formatHour(m.hour), catchup: true });
   }

@@ -26,7 +26,9 @@ export interface HealthFigures {
 }
 
 export async function healthFigures(): Promise<HealthFigures> {
-  const byName = new Map((await registry.getMetricsAsJSON()).map((m) => [m.name, m.values as Array<{ value: number; labels: Record<string, string | number> }>]));
+  const byName = new Map(
+    (await registry.getMetricsAsJSON()).map((m) => [m.name, m.values as Array<{ value: number; labels: Record<string, string | number> }>]),
+  );
   const values = (name: string) => byName.get(name) ?? [];
   const families: HealthFigures['families'] = {};
   for (const v of values('http_requests_total')) {

@@ -41,7 +41,7 @@ export function consolePage(): Koa.Middleware {
     koa.body = html.body;
   });
   router.get('/console/assets/:file', (koa) => {
-    const a = assets[koa.params.file!];
+    const a = assets[koa.params.file];
     if (!a) {
       koa.status = 404;
       koa.type = 'text/plain';

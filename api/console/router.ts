@@ -12,7 +12,7 @@ import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
-import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.js';
+import { apiKeyGate, apiOfScope, bearerKey, principalOf } from '../../lib/http/api-key-gate.js';
 import { sql } from '../../lib/sql/typed.js';
 import { parseHour } from '../../lib/feeds/hours.js';
 import { UnknownFeedError } from '../../lib/feeds/publications.js';
@@ -21,6 +21,7 @@ import { OpsError, publicationStatus } from '../../lib/publication/status.js';
 import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
 import { healthFigures } from './health.js';
+import { requestLogOf } from '../middleware/request-envelope.js';
 import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
 import type { Logger } from '../../lib/log.js';
 
@@ -69,7 +70,11 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   router.get('/publishing', async (koa) => {
     const zone = typeof koa.query.zone === 'string' && koa.query.zone ? koa.query.zone : 'all';
     try {
-      const s = await publicationStatus(app, { zones: zone === 'all' ? 'all' : [zone], from: hourQuery(koa.query.from, 'from'), to: hourQuery(koa.query.to, 'to') });
+      const s = await publicationStatus(app, {
+        zones: zone === 'all' ? 'all' : [zone],
+        from: hourQuery(koa.query.from, 'from'),
+        to: hourQuery(koa.query.to, 'to'),
+      });
       koa.set('Cache-Control', 'no-store');
       koa.body = { feeds: s.feeds, rows: s.rows, totals: s.totals, failures: s.failures };
     } catch (err) {
@@ -91,15 +96,21 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
       if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
       throw err;
     })) as { zone?: unknown; cells?: unknown } | undefined;
-    const cells = Array.isArray(body?.cells) ? body.cells : undefined;
-    if (typeof body?.zone !== 'string' || !cells || !cells.length || cells.length > 500) throw badParam('body must be {"zone": id, "cells": [{"feed": id, "hour": "YYYY-MM-DDTHH"}, …]} with 1–500 cells');
-    const parsed = cells.map((c: any, i: number) => {
-      const hour = typeof c?.hour === 'string' ? parseHour(c.hour) : undefined;
-      if (!hour || typeof c?.feed !== 'string') throw badParam(`cells[${i}] must be {"feed": id, "hour": "YYYY-MM-DDTHH"}`);
-      return { feed: c.feed as string, hour };
+    const cells: unknown[] | undefined = Array.isArray(body?.cells) ? body.cells : undefined;
+    if (typeof body?.zone !== 'string' || !cells || !cells.length || cells.length > 500)
+      throw badParam('body must be {"zone": id, "cells": [{"feed": id, "hour": "YYYY-MM-DDTHH"}, …]} with 1–500 cells');
+    const parsed = cells.map((c, i) => {
+      const cell = c as { feed?: unknown; hour?: unknown } | null | undefined;
+      const hour = typeof cell?.hour === 'string' ? parseHour(cell.hour) : undefined;
+      const feed = cell?.feed;
+      if (!hour || typeof feed !== 'string') throw badParam(`cells[${i}] must be {"feed": id, "hour": "YYYY-MM-DDTHH"}`);
+      return { feed, hour };
     });
-    const principal = koa.state.principal;
-    audit(koa.state.log ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length }, 'console republish requested');
+    const principal = principalOf(koa);
+    audit(requestLogOf(koa) ?? app.log).info(
+      { keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, cells: cells.length },
+      'console republish requested',
+    );
     let queued: RepublishQueued;
     try {
       queued = await queueRepublish(app, await publicationQueue(app), body.zone, parsed);
@@ -107,8 +118,15 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
       if (err instanceof OpsError || err instanceof UnknownFeedError) throw badParam(err.message);
       throw err;
     }
-    audit(koa.state.log ?? app.log).info(
-      { keyId: principal.keyId, partner: principal.partnerName, zone: body.zone, jobs: queued.jobs.length, files: queued.jobs.reduce((n, j) => n + j.feeds.length, 0), skipped: queued.skipped.length },
+    audit(requestLogOf(koa) ?? app.log).info(
+      {
+        keyId: principal.keyId,
+        partner: principal.partnerName,
+        zone: body.zone,
+        jobs: queued.jobs.length,
+        files: queued.jobs.reduce((n, j) => n + j.feeds.length, 0),
+        skipped: queued.skipped.length,
+      },
       'console republish queued',
     );
     koa.set('Cache-Control', 'no-store');
@@ -135,7 +153,11 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
 
   // partners, keys and feed clients with scope, zones and last use; never a hash or a secret
   router.get('/credentials', async (koa) => {
-    const [partners, keys, clients] = await Promise.all([app.db.many(sql('ConsolePartners')), app.db.many(sql('AdminListApiKeys'), [null]), app.db.many(sql('AdminListFeedClients'))]);
+    const [partners, keys, clients] = await Promise.all([
+      app.db.many(sql('ConsolePartners')),
+      app.db.many(sql('AdminListApiKeys'), [null]),
+      app.db.many(sql('AdminListFeedClients')),
+    ]);
     koa.set('Cache-Control', 'no-store');
     koa.body = { partners, keys, feed_clients: clients };
   });

@@ -24,7 +24,7 @@ function parseAccept(header: string): MediaRange[] {
   const out: MediaRange[] = [];
   for (const part of header.split(',')) {
     const [type, ...rest] = part.split(';');
-    const t = type!.trim().toLowerCase();
+    const t = type.trim().toLowerCase();
     if (!t) continue;
     const params: Record<string, string> = {};
     let q = 1;
@@ -32,7 +32,10 @@ function parseAccept(header: string): MediaRange[] {
       const eq = p.indexOf('=');
       if (eq < 0) continue;
       const k = p.slice(0, eq).trim().toLowerCase();
-      const v = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      const v = p
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, '$1');
       if (k === 'q') q = Number(v);
       else params[k] = v;
     }

@@ -61,7 +61,11 @@ export function oauthMetadataEndpoint(operationId: string, host: TokenHost, toke
         content: { 'application/json': schemaRef('AuthorizationServerMetadata') },
         headers: {
           'Cache-Control': { description: `\`${CACHE_CONTROL}\``, schema: { type: 'string', maxLength: 64 }, required: true },
-          'Access-Control-Allow-Origin': { description: '`*`: public metadata, readable by browser-based tools', schema: { type: 'string', maxLength: 1 }, required: true },
+          'Access-Control-Allow-Origin': {
+            description: '`*`: public metadata, readable by browser-based tools',
+            schema: { type: 'string', maxLength: 1 },
+            required: true,
+          },
         },
       },
     },

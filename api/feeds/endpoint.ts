@@ -73,7 +73,8 @@ export function feedKit(deps: FeedDeps): FamilyKit<FeedDeps, string, FeedAuth> {
     auth: { feedToken: token, legacyToken: token, eitherToken: token, insurer: insurerAuth(deps), clientCredentials: clientCredentials(deps), none: null },
     render: feedErrors(),
     // only reached by a row that gives a parameter an `invalid` description (none does today)
-    invalidParam: (detail, name, _where, missing) => badParam(missing ? `missing ${name}` : `invalid ${name}`, detail ?? `${name} is ${missing ? 'missing' : 'malformed'}`),
+    invalidParam: (detail, name, _where, missing) =>
+      badParam(missing ? `missing ${name}` : `invalid ${name}`, detail ?? `${name} is ${missing ? 'missing' : 'malformed'}`),
     // no feed row has a JSON body (the token endpoint reads its form, the legacy events POST refuses one)
     readBody: () => Promise.reject(new Error('feed endpoints read their own bodies')),
   };
@@ -105,7 +106,7 @@ export function hotFilesOf(rows: readonly FeedEndpoint[]): FastHourFile[] {
     const parts = r.path.split(/\{zoneID\}/);
     if (parts.length !== 2 || /[{}]/.test(parts.join(''))) throw new Error(`hot path: ${r.path} must have exactly one parameter, {zoneID}`);
     const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const re = new RegExp(`^${escape(parts[0]!)}(${ZONE_SEGMENT.slice(1, -1)})${escape(parts[1]!)}(?:\\?([^#]*))?$`);
+    const re = new RegExp(`^${escape(parts[0])}(${ZONE_SEGMENT.slice(1, -1)})${escape(parts[1])}(?:\\?([^#]*))?$`);
     return [{ re, route: { pattern: koaPath(r.path), ...r.hourFile } }];
   });
 }

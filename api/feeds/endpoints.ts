@@ -31,7 +31,10 @@ const ms = (description: string): ParamSpec => ({
   required: true,
 });
 export const PAGE_PARAMS: Record<string, ParamSpec> = {
-  limit: { description: `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`, schema: { type: 'integer', format: 'int32', minimum: 1, maximum: EVENTS_PAGE_MAX } },
+  limit: {
+    description: `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`,
+    schema: { type: 'integer', format: 'int32', minimum: 1, maximum: EVENTS_PAGE_MAX },
+  },
   cursor: {
     description: 'from the previous page’s next link, unchanged (signed: it pins the zone, window, limit and the set of events of the first page)',
     // as api/feeds/paging.ts decodes it: base64url payload, a dot, base64url signature, 1024 characters at most
@@ -81,7 +84,8 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/trips`,
     summary: 'Trips of one UTC hour',
-    description: 'Trips that ended in the hour. A future hour, or one before the zone existed, is 404; a published hour without trips is 200 with an empty array.',
+    description:
+      'Trips that ended in the hour. A future hour, or one before the zone existed, is 404; a published hour without trips is 200 with an empty array.',
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
@@ -173,7 +177,8 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/events/historical`,
     summary: 'Events of one UTC hour',
-    description: 'The vehicle events whose timestamp falls in the hour, precomputed like trips. A future hour, or one before the zone existed, is 404; a published hour without events is 200 with an empty array.',
+    description:
+      'The vehicle events whose timestamp falls in the hour, precomputed like trips. A future hour, or one before the zone existed, is 404; a published hour without events is 200 with an empty array.',
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
@@ -213,7 +218,14 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
       'MaaS trips that started in the month (in the area: started inside it); riders are distinct users. Privacy: a count from 1 to 10 is `-1`.',
     tag: 'MDS 2.0',
     auth: 'feedToken',
-    params: { zoneID: ZONE_PARAM, file: { description: 'the month: YYYY-MM.csv', schema: { type: 'string', maxLength: 11, pattern: '^[0-9]{4}-(0[1-9]|1[0-2])\\.csv$' }, example: '2026-10.csv' } },
+    params: {
+      zoneID: ZONE_PARAM,
+      file: {
+        description: 'the month: YYYY-MM.csv',
+        schema: { type: 'string', maxLength: 11, pattern: '^[0-9]{4}-(0[1-9]|1[0-2])\\.csv$' },
+        example: '2026-10.csv',
+      },
+    },
     responses: { 200: { description: 'the report', content: { 'text/csv': { type: 'string' } } } },
     errors: [{ 400: ['a file name other than YYYY-MM.csv, malformed zone id'], 404: ['unknown zone, or a month not reported (yet)'] }],
     feed: { file: true },
@@ -241,7 +253,8 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: '/v1/partner-apis/gbfs/manifest.json',
     summary: 'GBFS 3.0 manifest.json',
-    description: 'The datasets the caller may read: one per zone of its client (3.0 discovery URL) and its 2.2 system; `system_information.manifest_url` of every zone points here.',
+    description:
+      'The datasets the caller may read: one per zone of its client (3.0 discovery URL) and its 2.2 system; `system_information.manifest_url` of every zone points here.',
     tag: 'GBFS 3.0',
     auth: 'feedToken',
     responses: { 200: { description: 'the manifest (version 3.0)', content: { 'application/json': schemaRef('GbfsV3Manifest') } } },
@@ -272,7 +285,13 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
       'A system whose zones speak several languages (Berlin de, Copenhagen da) is published once per language: its gbfs.json is keyed by language and lists these URLs, whose texts (price descriptions, alerts) are in that language. `/gbfs/v2/{file}.json` is the first zone’s language.',
     tag: 'GBFS 2.2',
     auth: 'eitherToken',
-    params: { language: { description: 'a language of the system, as its gbfs.json keys it', schema: { type: 'string', maxLength: 6, pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } }, file: gbfsFiles('2.2') },
+    params: {
+      language: {
+        description: 'a language of the system, as its gbfs.json keys it',
+        schema: { type: 'string', maxLength: 6, pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' },
+      },
+      file: gbfsFiles('2.2'),
+    },
     responses: gbfsOk('the file (version 2.2) in that language', '2.2'),
     errors: [{ 400: ['none expected'], 404: ['unknown file, or a language the caller’s system does not have'] }],
     feed: { file: true },
@@ -297,7 +316,8 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: '/v1/partner-apis/insurance/{zoneID}/trips',
     summary: 'Insurance trips of one UTC hour',
-    description: 'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current) or a Bearer token of an insurer feed client (deprecated).',
+    description:
+      'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current) or a Bearer token of an insurer feed client (deprecated).',
     tag: 'Insurance',
     auth: 'insurer',
     params: { zoneID: ZONE_PARAM },

@@ -6,17 +6,11 @@
 import { recordFault } from '../../lib/http/fault.js';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
+import { requestLogOf } from '../middleware/request-envelope.js';
 import { isClientAborted } from '../../lib/http/body.js';
 
 export type FeedErrorCode =
-  | 'invalid_token'
-  | 'insufficient_scope'
-  | 'bad_param'
-  | 'not_found'
-  | 'not_acceptable'
-  | 'not_published'
-  | 'service_unavailable'
-  | 'internal_error';
+  'invalid_token' | 'insufficient_scope' | 'bad_param' | 'not_found' | 'not_acceptable' | 'not_published' | 'service_unavailable' | 'internal_error';
 
 export class FeedError extends Error {
   constructor(
@@ -59,8 +53,10 @@ export function feedErrors(): Koa.Middleware {
       if (isClientAborted(err)) throw err;
       if (err instanceof FeedError) e = err;
       else if (isOutage(err)) {
-        ctx.state.log?.warn({ err: err.message }, 'database unavailable');
-        e = new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', undefined, { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) });
+        requestLogOf(ctx)?.warn({ err: err.message }, 'database unavailable');
+        e = new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', undefined, {
+          'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS),
+        });
       } else {
         recordFault(ctx, err);
         e = new FeedError(500, 'internal_error', 'internal server error');

@@ -7,6 +7,7 @@
  * published → 200 with the file (an empty hour is a file with an empty array).
  */
 import type Koa from 'koa';
+import { requestLogOf } from '../middleware/request-envelope.js';
 import { floorHour } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { serveObject } from '../../lib/http/serve-object.js';
@@ -45,7 +46,11 @@ export async function serveHourFile(deps: FeedDeps, ctx: Koa.Context, r: HourFil
  * switch): the object needs publishing again, which the caller tells the client.
  */
 export async function servePublished(
-  deps: FeedDeps, ctx: Koa.Context, row: { key: string; sha256: string | null } | { key: string; version: string }, cacheControl: string, contentType: string,
+  deps: FeedDeps,
+  ctx: Koa.Context,
+  row: { key: string; sha256: string | null } | { key: string; version: string },
+  cacheControl: string,
+  contentType: string,
 ): Promise<boolean> {
   const obj = 'version' in row ? row : servedObject({ object_key: row.key, sha256: row.sha256 })!;
   const served = await serveObject(ctx, deps.app.store, obj.key, {
@@ -53,14 +58,18 @@ export async function servePublished(
     contentType,
     ...(deps.files ? { cache: { cache: deps.files, version: obj.version } } : {}),
   });
-  if (!served) ctx.state.log?.warn({ key: obj.key }, 'published object missing from the store');
+  if (!served) requestLogOf(ctx)?.warn({ key: obj.key }, 'published object missing from the store');
   return served;
 }
 
 /** MDS 2.0 (and insurance): 202 with an error body (MDS 2.0 "Data is not yet available for this hour"). */
 export const notYetAvailable202 = (hour: Hour) =>
-  new FeedError(202, 'not_published', `data for hour ${hour.key} is not available yet; retry later`, [`hour ${hour.key} has not been published yet`], { 'Retry-After': '60' });
+  new FeedError(202, 'not_published', `data for hour ${hour.key} is not available yet; retry later`, [`hour ${hour.key} has not been published yet`], {
+    'Retry-After': '60',
+  });
 
 /** Legacy 1.2/0.4: 404 saying so (1.2's "102 Processing" breaks proxies). */
 export const notYetPublished404 = (hour: Hour) =>
-  new FeedError(404, 'not_published', `hour ${hour.key} is not published yet; retry later`, [`hour ${hour.key} has not been published yet`], { 'Retry-After': '60' });
+  new FeedError(404, 'not_published', `hour ${hour.key} is not published yet; retry later`, [`hour ${hour.key} has not been published yet`], {
+    'Retry-After': '60',
+  });

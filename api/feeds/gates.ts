@@ -5,6 +5,7 @@
  * and the zone (known, and within the client's zones).
  */
 import type Koa from 'koa';
+import { pathParam } from './params.js';
 import type { MdsEndpoint } from '../../lib/feeds/roles.js';
 import { authorize, claimsOf, resolveZone, type FeedDeps } from './auth.js';
 import { MDS_0_4, MDS_1_2, MDS_2_0, negotiate, type MediaOffer } from './accept.js';
@@ -17,7 +18,7 @@ export async function mdsGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEnd
   const claims = claimsOf(ctx);
   negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
   authorize(claims, { family: 'mds', version: '2.0', endpoint });
-  return resolveZone(deps, claims.zones, ctx.params.zoneID);
+  return resolveZone(deps, claims.zones, pathParam(ctx, 'zoneID'));
 }
 
 /** MDS 1.2 / 0.4 (legacy host): the version is required, by Accept. */
@@ -25,6 +26,6 @@ export async function legacyGate(deps: FeedDeps, ctx: Koa.Context, endpoint: Mds
   const claims = claimsOf(ctx);
   const offer = negotiate<LegacyVersion>(ctx.get('Accept') || undefined, [MDS_1_2, MDS_0_4], undefined);
   authorize(claims, { family: 'mds', version: offer.version, endpoint });
-  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+  const zone = await resolveZone(deps, claims.zones, pathParam(ctx, 'zoneID'));
   return { zone, offer };
 }

@@ -6,6 +6,7 @@
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
  */
 import type Koa from 'koa';
+import { pathParam } from './params.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
 import { servePublished } from './files.js';
@@ -42,9 +43,9 @@ export async function gbfsManifest(deps: FeedDeps, ctx: Koa.Context): Promise<vo
 export async function gbfsV3File(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-  const file = fileParam(ctx.params.file, V3_FILES);
+  const file = fileParam(pathParam(ctx, 'file'), V3_FILES);
   authorize(claims, { family: 'gbfs', version: '3.0', file });
-  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+  const zone = await resolveZone(deps, claims.zones, pathParam(ctx, 'zoneID'));
   await serveSnapshot(deps, ctx, '3.0', zone.id, gbfsSnapshotFile('3.0', file, claims.role));
 }
 
@@ -52,9 +53,9 @@ export async function gbfsV3File(deps: FeedDeps, ctx: Koa.Context): Promise<void
 export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-  const language = ctx.params.language ?? '';
+  const language = pathParam(ctx, 'language') ?? '';
   if (!LANGUAGE_TAG.test(language)) throw notFound('unknown GBFS language');
-  const file = fileParam(ctx.params.file, V2_FILES);
+  const file = fileParam(pathParam(ctx, 'file'), V2_FILES);
   authorize(claims, { family: 'gbfs', version: '2.2', file });
   const scope = gbfsV2Scope(claims.role, claims.zones);
   const stored = gbfsSnapshotFile('2.2', file, claims.role);
@@ -68,7 +69,7 @@ export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Pr
 export async function gbfsV2File(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const claims = claimsOf(ctx);
   if (!hasGbfs(claims.role)) throw forbidden('GBFS is outside the role of the client');
-  const file = fileParam(ctx.params.file, V2_FILES);
+  const file = fileParam(pathParam(ctx, 'file'), V2_FILES);
   authorize(claims, { family: 'gbfs', version: '2.2', file });
   await serveSnapshot(deps, ctx, '2.2', gbfsV2Scope(claims.role, claims.zones), gbfsSnapshotFile('2.2', file, claims.role));
 }

@@ -52,7 +52,6 @@ export interface FastHourFile {
   route: FastHourRoute;
 }
 
-
 /**
  * Small memo tables for the header and parameter values clients repeat on every request; bounded
  * (lru-cache), so hostile variety costs at most a re-parse. Values are boxed: lru-cache holds no
@@ -210,7 +209,14 @@ function headerBlock(answer: Answer): string[] {
  * it is made of, when the caches hold all it needs and its body is the stored bytes; undefined
  * otherwise (then nothing may be written). Synchronous: everything it reads is in memory.
  */
-function answerFromCaches(deps: FeedDeps, files: ObjectCache, req: IncomingMessage, s: Shape, now: number, head: boolean): { answer: Answer; obj: CachedObject } | undefined {
+function answerFromCaches(
+  deps: FeedDeps,
+  files: ObjectCache,
+  req: IncomingMessage,
+  s: Shape,
+  now: number,
+  head: boolean,
+): { answer: Answer; obj: CachedObject } | undefined {
   if (req.headers['x-access-token'] !== undefined || now >= s.claims.expiresAt * 1000) return undefined;
   const zone = deps.zones.peek(s.zoneId);
   if (!zone) return undefined;
@@ -226,7 +232,11 @@ function answerFromCaches(deps: FeedDeps, files: ObjectCache, req: IncomingMessa
   if (!obj) return undefined;
   const h = req.headers;
   // acceptsGzip: a shape admits only requests that accept gzip
-  const answer = answerOf(obj, { head, ifNoneMatch: h['if-none-match'] || undefined, ifModifiedSince: h['if-modified-since'] || undefined, acceptsGzip: true }, s.rule);
+  const answer = answerOf(
+    obj,
+    { head, ifNoneMatch: h['if-none-match'] || undefined, ifModifiedSince: h['if-modified-since'] || undefined, acceptsGzip: true },
+    s.rule,
+  );
   // decoding for the client streams: the ordinary route's to do
   if (answer.body === 'decoded') return undefined;
   // a client the loaded standings do not know as active (or a refresh due) is the ordinary path's to decide
@@ -292,7 +302,7 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
 function matchFile(files: readonly FastHourFile[], url: string): { route: FastHourRoute; zoneId: string; qs: string } | undefined {
   for (const { re, route } of files) {
     const m = re.exec(url);
-    if (m) return { route, zoneId: m[1]!, qs: m[2] ?? '' };
+    if (m) return { route, zoneId: m[1], qs: m[2] ?? '' };
   }
   return undefined;
 }

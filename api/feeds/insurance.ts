@@ -9,7 +9,7 @@ import { INSURANCE_2_0, negotiate } from './accept.js';
 import { forbidden, unauthorized } from './errors.js';
 import { apiOfScope, otherScopeOf } from '../../lib/http/api-key-gate.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
-import { single, timeHourParam } from './params.js';
+import { single, timeHourParam, pathParam } from './params.js';
 
 /**
  * The `insurer` auth kind: the key (401 unknown, 403 a key of another API), or else the token and
@@ -47,7 +47,7 @@ function insurerZonesOf(ctx: Koa.Context): string[] | null {
 export async function insuranceTrips(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const zones = insurerZonesOf(ctx);
   const offer = negotiate(ctx.get('Accept') || undefined, [INSURANCE_2_0], INSURANCE_2_0);
-  const zone = await resolveZone(deps, zones, ctx.params.zoneID);
+  const zone = await resolveZone(deps, zones, pathParam(ctx, 'zoneID'));
   const hour = timeHourParam('end_time', single(ctx.query, 'end_time'));
   await serveHourFile(deps, ctx, { feed: 'insurance_trips', version: '2.0', zone, hour, contentType: offer.contentType, notPublished: notYetAvailable202 });
 }

@@ -6,8 +6,15 @@ import { parseHour, TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
 import { badParam } from './errors.js';
 import { isUuid } from '../../lib/uuid.js';
 import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
+import type Koa from 'koa';
 
 const MS = /^\d{1,15}$/;
+
+/**
+ * A path parameter of the matched route, as @koa/router decoded it; undefined when the route has no
+ * such segment. The router sets `ctx.params`, which Koa's own Context type leaves as `any`.
+ */
+export const pathParam = (ctx: Koa.Context, name: string): string | undefined => (ctx.params as Record<string, string | undefined>)[name];
 
 export function zoneParam(raw: string | undefined): string {
   if (!isZoneId(raw)) throw badParam('invalid zone id', `zoneID must match ${ZONE_ID_SCHEMA.pattern}`);
@@ -38,7 +45,10 @@ export function timeHourParam(name: string, raw: unknown): Hour {
   const start = parseHour(raw);
   if (!start) {
     const shaped = new RegExp(TIME_HOUR_SCHEMA.pattern).test(raw);
-    throw badParam(`invalid ${name}`, shaped ? `${name} is not a valid UTC hour: ${raw}` : `${name} must be YYYY-MM-DDTHH (UTC hour), got ${JSON.stringify(raw.slice(0, 40))}`);
+    throw badParam(
+      `invalid ${name}`,
+      shaped ? `${name} is not a valid UTC hour: ${raw}` : `${name} must be YYYY-MM-DDTHH (UTC hour), got ${JSON.stringify(raw.slice(0, 40))}`,
+    );
   }
   if (start.getUTCFullYear() < 1970) throw badParam(`invalid ${name}`, `${name} is not a valid UTC hour: ${raw}`);
   return hourOf(start);

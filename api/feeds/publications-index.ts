@@ -13,7 +13,7 @@ import { publicationStatus, type CellState } from '../../lib/publication/status.
 import { authorize, claimsOf, resolveZone, type FeedDeps } from './auth.js';
 import { MDS_2_0, negotiate } from './accept.js';
 import { badParam } from './errors.js';
-import { single, timeHourParam } from './params.js';
+import { single, timeHourParam, pathParam } from './params.js';
 import type { MdsPublication } from '../../schemas/mds/publications.js';
 
 /** At most this many days per call (744 hours × 7 files stays a small answer). */
@@ -39,7 +39,7 @@ export async function publicationsIndex(deps: FeedDeps, ctx: Koa.Context): Promi
   const claims = claimsOf(ctx);
   negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
   authorize(claims, { family: 'mds', version: '2.0', endpoint: 'publications' });
-  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
+  const zone = await resolveZone(deps, claims.zones, pathParam(ctx, 'zoneID'));
   const from = timeHourParam('from', single(ctx.query, 'from'));
   const to = timeHourParam('to', single(ctx.query, 'to'));
   if (to.start < from.start) throw badParam('invalid range', 'to must not be before from');
@@ -50,7 +50,8 @@ export async function publicationsIndex(deps: FeedDeps, ctx: Koa.Context): Promi
   // hours after the current one do not exist yet
   const now = deps.app.clock.now();
   const last = new Date(Math.min(to.start.getTime(), now.getTime() - (now.getTime() % HOUR_MS)));
-  const status = last < from.start ? undefined : await publicationStatus(deps.app, { zones: [zone.id], from: from.start, to: last, feeds: feeds.map((f) => f.id) });
+  const status =
+    last < from.start ? undefined : await publicationStatus(deps.app, { zones: [zone.id], from: from.start, to: last, feeds: feeds.map((f) => f.id) });
   ctx.set('Cache-Control', 'private, no-cache');
   ctx.type = MDS_2_0.contentType;
   ctx.body = {

@@ -28,7 +28,7 @@ import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';
 import { notFound } from './errors.js';
 import { mdsGate } from './gates.js';
-import { recentWindow, uuidParam } from './params.js';
+import { recentWindow, uuidParam, pathParam } from './params.js';
 import { fromArray, streamFeed } from './stream.js';
 
 const noMorePages = { links: { next: null } };
@@ -38,7 +38,7 @@ const vehicleHead = (deps: FeedDeps) => ({ version: '2.0.0', last_updated: deps.
 export async function mdsVehicles(deps: FeedDeps, ctx: Koa.Context, single: boolean): Promise<void> {
   const { config, db } = deps.app;
   const zone = await mdsGate(deps, ctx, 'vehicles');
-  const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
+  const device = single ? uuidParam('device_id', pathParam(ctx, 'deviceID')) : undefined;
   await streamFeed(ctx, {
     contentType: MDS_2_0.contentType,
     head: vehicleHead(deps),
@@ -54,7 +54,7 @@ export async function mdsVehicles(deps: FeedDeps, ctx: Koa.Context, single: bool
 export async function mdsVehicleStatus(deps: FeedDeps, ctx: Koa.Context, single: boolean): Promise<void> {
   const { config, db, clock } = deps.app;
   const zone = await mdsGate(deps, ctx, 'vehicles_status');
-  const device = single ? uuidParam('device_id', ctx.params.deviceID) : undefined;
+  const device = single ? uuidParam('device_id', pathParam(ctx, 'deviceID')) : undefined;
   await streamFeed(ctx, {
     contentType: MDS_2_0.contentType,
     head: vehicleHead(deps),

@@ -6,6 +6,7 @@
  * (yet).
  */
 import type Koa from 'koa';
+import { pathParam } from './params.js';
 import { REPORT_CONTENT_TYPE } from '../../lib/publication/keys.js';
 import { servedObject } from '../../lib/publication/serve.js';
 import { authorize, claimsOf, resolveZone, type FeedDeps } from './auth.js';
@@ -20,8 +21,8 @@ export const REPORT_CACHE_CONTROL = 'private, max-age=300';
 export async function monthlyReport(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const claims = claimsOf(ctx);
   authorize(claims, { family: 'mds', version: '2.0', endpoint: 'reports' });
-  const zone = await resolveZone(deps, claims.zones, ctx.params.zoneID);
-  const m = MONTH_FILE.exec(String(ctx.params.file));
+  const zone = await resolveZone(deps, claims.zones, pathParam(ctx, 'zoneID'));
+  const m = MONTH_FILE.exec(String(pathParam(ctx, 'file')));
   if (!m) throw badParam('invalid report name', 'reports are named YYYY-MM.csv (a UTC month)');
   const month = `${m[1]}-${m[2]}`;
   const row = await deps.publications.report(zone.id, month);

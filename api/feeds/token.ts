@@ -14,6 +14,7 @@
  */
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type Koa from 'koa';
+import { requestLogOf } from '../middleware/request-envelope.js';
 import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
 import type { Reached } from '../../lib/auth/token-guard.js';
 import { AdmissionRefused } from '../../lib/http/admission.js';
@@ -76,7 +77,7 @@ function parseForm(body: string): Map<string, string> {
 function basicCredentials(header: string): { id: string; secret: string } | undefined {
   const m = /^Basic[ ]+([A-Za-z0-9+/]+=*)\s*$/i.exec(header);
   if (!m) return undefined;
-  const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   if (colon < 0) return undefined;
   return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
@@ -89,7 +90,10 @@ function basicCredentials(header: string): { id: string; secret: string } | unde
  */
 function logThrottle(ctx: Koa.Context, reached: Reached, clientId: string | undefined, address: string): void {
   if (!reached.pair && !reached.address) return;
-  ctx.state.log?.warn({ clientId: clientId?.slice(0, 129), address, limit: reached.address ? 'address' : 'client-address' }, 'failed client authentications throttled');
+  requestLogOf(ctx)?.warn(
+    { clientId: clientId?.slice(0, 129), address, limit: reached.address ? 'address' : 'client-address' },
+    'failed client authentications throttled',
+  );
 }
 
 type FeedClient = NonNullable<Awaited<ReturnType<typeof authenticateFeedClient>>>;
@@ -141,7 +145,8 @@ export function clientCredentials(deps: FeedDeps): Koa.Middleware {
       try {
         client = await authenticateFeedClient(deps.app.db, creds.id, creds.secret, now, (work) => guard.withHashSlot(work));
       } catch (err) {
-        if (err instanceof AdmissionRefused) throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
+        if (err instanceof AdmissionRefused)
+          throw new OAuthError(503, 'temporarily_unavailable', 'too many client authentications in progress; retry later', err.retryAfterSeconds);
         throw err;
       }
       if (!client) {
@@ -153,7 +158,9 @@ export function clientCredentials(deps: FeedDeps): Koa.Middleware {
       await next();
     } catch (caught) {
       // a database outage is RFC 6749's temporarily_unavailable, with the outage rule's Retry-After
-      const err = isOutage(caught) ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS) : caught;
+      const err = isOutage(caught)
+        ? new OAuthError(503, 'temporarily_unavailable', 'the service is temporarily unavailable; retry later', OUTAGE_RETRY_AFTER_SECONDS)
+        : caught;
       if (!(err instanceof OAuthError)) throw err;
       metrics.tokenFailures.inc({ error: err.error });
       ctx.status = err.status;
@@ -171,7 +178,7 @@ export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void
   const { client, grant } = request;
   if (grant !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
   const { accessToken, expiresIn } = await issueFeedToken(deps.app.config, deps.app.clock, client);
-  ctx.state.log?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
+  requestLogOf(ctx)?.info({ clientId: client.clientId, role: client.role }, 'feed token issued');
   metrics.tokensIssued.inc({ role: client.role });
   ctx.status = 200;
   ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };

@@ -83,14 +83,24 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
     query: {
-      start_time: { description: 'start of the window (inclusive), integer milliseconds since the Unix epoch', schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' }, required: true },
-      end_time: { description: 'end of the window (exclusive), integer milliseconds since the Unix epoch', schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' }, required: true },
+      start_time: {
+        description: 'start of the window (inclusive), integer milliseconds since the Unix epoch',
+        schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' },
+        required: true,
+      },
+      end_time: {
+        description: 'end of the window (exclusive), integer milliseconds since the Unix epoch',
+        schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' },
+        required: true,
+      },
       ...PAGE_PARAMS,
     },
     responses: ok('one page of the status changes of the window', 'LegacyStatusChanges'),
     errors: [
       {
-        400: ['missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back, limit out of range, a changed or foreign cursor'],
+        400: [
+          'missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back, limit out of range, a changed or foreign cursor',
+        ],
         404: ['unknown zone'],
       },
     ],

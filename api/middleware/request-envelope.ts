@@ -16,7 +16,11 @@ type Series = { count: client.Counter.Internal; duration: client.Histogram.Inter
 
 /** The request id of a request: the incoming X-Request-Id sanitized, else a random UUID. */
 export function requestIdOf(incoming: string | string[] | undefined): string {
-  return String(incoming ?? '').replace(/[^A-Za-z0-9._-]/g, '').slice(0, 64) || randomUUID();
+  return (
+    String(incoming ?? '')
+      .replace(/[^A-Za-z0-9._-]/g, '')
+      .slice(0, 64) || randomUUID()
+  );
 }
 
 /**
@@ -67,6 +71,13 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
   };
 }
 
+/**
+ * The request's logger (a child carrying its request id, set by `requestEnvelope`); undefined on an
+ * app built without the envelope. Koa types `ctx.state` as `any`: this is the one place that says
+ * what `ctx.state.log` holds.
+ */
+export const requestLogOf = (ctx: Pick<Koa.Context, 'state'>): Logger | undefined => ctx.state.log as Logger | undefined;
+
 export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
   const telemetry = requestTelemetry(log, host);
   return async (ctx, next) => {
@@ -104,7 +115,16 @@ export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
       // label by the matched route pattern, never the raw path (ids would explode cardinality)
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 && !aborted ? 'unmatched' : 'other');
       if (!aborted) closeIfBodyUnread(ctx);
-      telemetry.finish(started, ctx.method, String(route), aborted ? 499 : ctx.status, ctx.originalUrl, requestId, () => ctx.state.log, aborted ? undefined : faultOf(ctx));
+      telemetry.finish(
+        started,
+        ctx.method,
+        String(route),
+        aborted ? 499 : ctx.status,
+        ctx.originalUrl,
+        requestId,
+        () => requestLogOf(ctx) ?? log.child({ requestId }),
+        aborted ? undefined : faultOf(ctx),
+      );
     }
   };
 }

@@ -51,16 +51,20 @@ export function opsRoutes(ctx: AppContext): Koa.Middleware {
   const token = ctx.config.metrics.token;
   if (token) {
     const expected = Buffer.from(`Bearer ${token}`);
-    router.get('/metrics', async (koa, next) => {
-      const given = Buffer.from(koa.get('Authorization'));
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-        koa.status = 401;
-        koa.set('WWW-Authenticate', 'Bearer realm="metrics"');
-        koa.body = { status: 401, error: 'metrics require Authorization: Bearer <METRICS_TOKEN>' };
-        return;
-      }
-      await next();
-    }, serveMetrics);
+    router.get(
+      '/metrics',
+      async (koa, next) => {
+        const given = Buffer.from(koa.get('Authorization'));
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+          koa.status = 401;
+          koa.set('WWW-Authenticate', 'Bearer realm="metrics"');
+          koa.body = { status: 401, error: 'metrics require Authorization: Bearer <METRICS_TOKEN>' };
+          return;
+        }
+        await next();
+      },
+      serveMetrics,
+    );
   }
 
   return router.routes() as Koa.Middleware;

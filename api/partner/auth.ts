@@ -25,7 +25,8 @@ export function authenticate(app: AppContext): Koa.Middleware {
     errors: {
       missing: unauthorized,
       refused: unauthorized,
-      otherApi: (scope) => new RentalError('Forbidden', { detail: `this key does not give access to the partner rental API; it is a key of ${apiOfScope[scope]}` }),
+      otherApi: (scope) =>
+        new RentalError('Forbidden', { detail: `this key does not give access to the partner rental API; it is a key of ${apiOfScope[scope]}` }),
       rateLimited: (retryAfterSeconds) => new RentalError('RateLimitExceeded', { headers: { 'Retry-After': String(retryAfterSeconds) } }),
     },
   });

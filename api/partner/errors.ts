@@ -25,8 +25,11 @@ export function toRentalError(err: unknown): RentalError {
  * access line and http_requests_shed_total record it).
  */
 export const overloaded = (refusal: AdmissionRefused): RentalError =>
-  new RentalError('ServiceUnavailable', { detail: 'too many requests in progress; retry later', headers: { 'Retry-After': String(refusal.retryAfterSeconds) }, cause: refusal });
-
+  new RentalError('ServiceUnavailable', {
+    detail: 'too many requests in progress; retry later',
+    headers: { 'Retry-After': String(refusal.retryAfterSeconds) },
+    cause: refusal,
+  });
 
 export function renderError(ctx: Koa.Context, err: unknown): void {
   // nobody left to answer: the outermost middleware records it (api/middleware/request-envelope.ts)

@@ -33,7 +33,12 @@ const signed = {
       required: true,
       invalid: 'ErrInvalidURLSignature' as const,
     },
-    sig: { description: 'HMAC signature of the link (part of the signed URL)', schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9_-]{1,128}$' }, required: true, invalid: 'ErrInvalidURLSignature' as const },
+    sig: {
+      description: 'HMAC signature of the link (part of the signed URL)',
+      schema: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9_-]{1,128}$' },
+      required: true,
+      invalid: 'ErrInvalidURLSignature' as const,
+    },
   },
 };
 
@@ -50,7 +55,11 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     body: {
       schema: StartRentalBody,
       required: true,
-      example: { userId: '3f1c2a4e-8d2b-4c1e-9f7a-1b2c3d4e5f60', vehicleId: '9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5b', userStartLocation: { latitude: 40.4168, longitude: -3.7038 } },
+      example: {
+        userId: '3f1c2a4e-8d2b-4c1e-9f7a-1b2c3d4e5f60',
+        vehicleId: '9b2e4f7a-1c3d-4e5f-8a9b-0c1d2e3f4a5b',
+        userStartLocation: { latitude: 40.4168, longitude: -3.7038 },
+      },
     },
     responses: rentals('one rental in state RUNNING'),
     errors: [
@@ -88,7 +97,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     responses: rentals('the ended rental, including photoUploadURL'),
     errors: [{ 400: ['RentalAlreadyEnded'], 404: ['RentalIDDoesNotExist'], 405: ['FailedToEndRentalNoParking'], 500: ['FailedToEndRental'] }],
     handle: async (app, ctx, { params, body }) => {
-      const rental = await endRental(app, { partnerId: principalOf(ctx).partnerId, rentalId: params.rentalId!, userEndLocation: body.userEndLocation });
+      const rental = await endRental(app, { partnerId: principalOf(ctx).partnerId, rentalId: params.rentalId, userEndLocation: body.userEndLocation });
       ctx.body = { data: [presentRental(app.config, rental, app.clock.now())] };
     },
   }),
@@ -105,7 +114,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     errors: [{ 404: ['ActiveRentalNotFound'] }],
     handle: async (app, ctx, { params }) => {
       const now = app.clock.now();
-      const rental = await activeRental(app.db, params.id!, principalOf(ctx).partnerId, now);
+      const rental = await activeRental(app.db, params.id, principalOf(ctx).partnerId, now);
       if (!rental) throw new RentalError('ActiveRentalNotFound');
       ctx.body = { data: [presentRental(app.config, rental, now)] };
     },
@@ -119,7 +128,13 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     tag: 'Rentals',
     auth: 'apiKey',
     params: { id: idParam('user id (UUID v4)', 'InvalidUserId', '3f1c2a4e-8d2b-4c1e-9f7a-1b2c3d4e5f60') },
-    query: { limit: { description: 'at most this many rentals (default and maximum 1000)', schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1000 }, invalid: 'InvalidInput' } },
+    query: {
+      limit: {
+        description: 'at most this many rentals (default and maximum 1000)',
+        schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1000 },
+        invalid: 'InvalidInput',
+      },
+    },
     responses: rentals('the rentals of the user'),
     errors: [{ 404: ['ErrUserNotFound'] }],
     handle: async (app, ctx, { params, query }) => {
@@ -127,7 +142,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
       const { exists } = await app.db.one(sql('PartnerUserExists'), [params.id, partnerId]);
       if (!exists) throw new RentalError('ErrUserNotFound');
       const now = app.clock.now();
-      const list = await userRentals(app.db, params.id!, partnerId, now, (query.limit as number | undefined) ?? 1000);
+      const list = await userRentals(app.db, params.id, partnerId, now, (query.limit as number | undefined) ?? 1000);
       ctx.body = { data: list.map((r) => presentRental(app.config, r, now)) };
     },
   }),
@@ -144,7 +159,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     errors: [{ 404: ['RentalIDDoesNotExist'] }],
     handle: async (app, ctx, { params }) => {
       const now = app.clock.now();
-      const rental = await getRental(app.db, params.id!, principalOf(ctx).partnerId, now);
+      const rental = await getRental(app.db, params.id, principalOf(ctx).partnerId, now);
       if (!rental) throw new RentalError('RentalIDDoesNotExist');
       ctx.body = { data: [presentRental(app.config, rental, now)] };
     },
@@ -177,11 +192,11 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
       const check = verifySignedPath(app.config.signingSecret, 'photo', `/v1/rental/${params.id}/photo`, ctx.query, app.clock.now());
       if (check === 'invalid') throw new RentalError('ErrInvalidURLSignature');
       if (check === 'expired') throw new RentalError('ParkingPhotoUploadWindowExpired');
-      const type = (ctx.get('content-type') || '').split(';')[0]!.trim().toLowerCase();
+      const type = (ctx.get('content-type') || '').split(';')[0].trim().toLowerCase();
       if (type !== 'image/jpeg') throw new RentalError('InvalidParkingPhoto', { status: 415, detail: 'Content-Type must be image/jpeg' });
       const bytes = await readRaw(ctx, app.config.maxPhotoBytes, 'InvalidParkingPhoto');
       if (bytes.length === 0) throw new RentalError('InvalidParkingPhoto', { detail: 'empty photo' });
-      ctx.body = { decision: await submitParkingPhoto(app, params.id!.toLowerCase(), bytes) };
+      ctx.body = { decision: await submitParkingPhoto(app, params.id.toLowerCase(), bytes) };
     },
   }),
   endpoint({
@@ -204,7 +219,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
     handle: async (app, ctx, { params }) => {
       const check = verifySignedPath(app.config.signingSecret, 'receipt', `/v1/rental/${params.id}/receipt`, ctx.query, app.clock.now());
       if (check !== 'ok') throw new RentalError('ErrInvalidURLSignature', { detail: check === 'expired' ? 'receipt link expired' : undefined });
-      const row = await app.db.maybeOne(sql('RentalGet'), [params.id!.toLowerCase(), null]);
+      const row = await app.db.maybeOne(sql('RentalGet'), [params.id.toLowerCase(), null]);
       if (!row || row.state === 'RUNNING') throw new RentalError('RentalIDDoesNotExist');
       let obj = await app.store.get(receiptKey(row.id));
       if (!obj) {

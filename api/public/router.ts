@@ -10,7 +10,6 @@ import type { AppContext } from '../../lib/context.js';
 import { sql } from '../../lib/sql/typed.js';
 import { isUuid } from '../../lib/uuid.js';
 
-
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const ICONS: Record<string, string> = {
@@ -45,12 +44,15 @@ export function publicRoutes(ctx: AppContext): Koa.Middleware {
 
   router.get(['/app/android/', '/app/ios/', '/app/'], (koa) => {
     koa.type = 'text/html; charset=utf-8';
-    koa.body = page(ctx.config.providerName, `<h1>${escape(ctx.config.providerName)}</h1><p>Get the app from your platform's store to rent scooters and bicycles.</p>`);
+    koa.body = page(
+      ctx.config.providerName,
+      `<h1>${escape(ctx.config.providerName)}</h1><p>Get the app from your platform's store to rent scooters and bicycles.</p>`,
+    );
   });
 
   router.get('/assets/vehicle-types/:file', (koa) => {
     const m = /^([a-z0-9_-]{1,32})\.svg$/.exec(koa.params.file ?? '');
-    const svg = m ? ICONS[m[1]!] : undefined;
+    const svg = m ? ICONS[m[1]] : undefined;
     if (!svg) {
       koa.status = 404;
       koa.body = { error: 'not found' };

@@ -10,14 +10,7 @@ import { TompError } from '../../lib/tomp/errors.js';
 import { applyLegEvent, createOneStopBooking, getBooking, getBookingByLeg, readBooking, viewBooking, viewLeg, type Caller } from '../../lib/tomp/bookings.js';
 import { operateBooking } from '../../lib/tomp/holds.js';
 import { rfc3339Utc } from '../../lib/clock.js';
-import {
-  BookingOperation,
-  BOOKING_OPERATIONS,
-  LegEvent,
-  LEG_EVENTS,
-  OneStopBookingRequest,
-  SupportRequest,
-} from '../../schemas/tomp/requests.js';
+import { BookingOperation, BOOKING_OPERATIONS, LegEvent, LEG_EVENTS, OneStopBookingRequest, SupportRequest } from '../../schemas/tomp/requests.js';
 import { principalOf } from './auth.js';
 import { preferredLanguage } from './http.js';
 import type { Input } from '../../lib/http/endpoints.js';
@@ -31,7 +24,7 @@ const callerOf = (ctx: Koa.Context): Caller => {
 export async function oneStop(app: AppContext, ctx: Koa.Context, { body }: Input<OneStopBookingRequest>): Promise<void> {
   const language = preferredLanguage(ctx.get('accept-language'));
   const result = await createOneStopBooking(app, callerOf(ctx), {
-    assetId: body.useAssets[0]!,
+    assetId: body.useAssets[0],
     from: body.from.coordinates,
     externalId: body.customer.externalId,
     licences: body.customer.licenses,
@@ -46,13 +39,13 @@ export async function oneStop(app: AppContext, ctx: Koa.Context, { body }: Input
 }
 
 export async function bookingRead(app: AppContext, ctx: Koa.Context, { params }: Input<undefined>): Promise<void> {
-  const row = await getBooking(app, callerOf(ctx), params.id!);
+  const row = await getBooking(app, callerOf(ctx), params.id);
   ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
   ctx.body = viewBooking(app, row);
 }
 
 export async function bookingEvents(app: AppContext, ctx: Koa.Context, { params, body }: Input<BookingOperation>): Promise<void> {
-  const id = params.id!;
+  const id = params.id;
   const caller = callerOf(ctx);
   if (!(BOOKING_OPERATIONS as readonly string[]).includes(body.operation)) {
     throw new TompError(400, `operation ${body.operation} is not supported; use ${BOOKING_OPERATIONS.join(' or ')}`);
@@ -67,13 +60,13 @@ export async function bookingEvents(app: AppContext, ctx: Koa.Context, { params,
 }
 
 export async function legRead(app: AppContext, ctx: Koa.Context, { params }: Input<undefined>): Promise<void> {
-  const row = await getBookingByLeg(app, callerOf(ctx), params.id!);
+  const row = await getBookingByLeg(app, callerOf(ctx), params.id);
   ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language'), row.language));
   ctx.body = viewLeg(app, row);
 }
 
 export async function legEvents(app: AppContext, ctx: Koa.Context, { params, body }: Input<LegEvent>): Promise<void> {
-  const id = params.id!;
+  const id = params.id;
   const caller = callerOf(ctx);
   // 404 for an unknown leg wins over the event check
   await getBookingByLeg(app, caller, id);
@@ -96,7 +89,13 @@ export async function support(app: AppContext, ctx: Koa.Context, { body }: Input
     throw new TompError(400, 'invalid request body: time is not a representable date-time');
   }
   const ticket = await app.db.one(sql('TompInsertSupportTicket'), [
-    booking.id, caller.partnerId, body.supportType, time, body.contactInformationEndUser, body.comment, app.clock.now(),
+    booking.id,
+    caller.partnerId,
+    body.supportType,
+    time,
+    body.contactInformationEndUser,
+    body.comment,
+    app.clock.now(),
   ]);
   ctx.status = 200;
   ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));

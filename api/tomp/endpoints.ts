@@ -53,7 +53,11 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
         schema: { type: 'integer', format: 'int32', minimum: 0, maximum: 2147483647 },
         invalid: 'offset must be a non-negative integer, at most 2147483647',
       },
-      limit: { description: `page size, at most ${MAX_PAGE}`, schema: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_PAGE }, invalid: `limit must be a non-negative integer, at most ${MAX_PAGE}` },
+      limit: {
+        description: `page size, at most ${MAX_PAGE}`,
+        schema: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_PAGE },
+        invalid: `limit must be a non-negative integer, at most ${MAX_PAGE}`,
+      },
     },
     responses: { 200: ok('the regions', { type: 'array', items: RegionRecord }) },
     errors: [],
@@ -69,8 +73,16 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
     tag: 'Operator information',
     auth: 'accessToken',
     query: {
-      regionId: { description: 'only the plans of this region', schema: { type: 'string', maxLength: 64 }, invalid: 'regionId and stationId may be given once, at most 64 characters each' },
-      stationId: { description: 'matches nothing: there are no stations', schema: { type: 'string', maxLength: 64 }, invalid: 'regionId and stationId may be given once, at most 64 characters each' },
+      regionId: {
+        description: 'only the plans of this region',
+        schema: { type: 'string', maxLength: 64 },
+        invalid: 'regionId and stationId may be given once, at most 64 characters each',
+      },
+      stationId: {
+        description: 'matches nothing: there are no stations',
+        schema: { type: 'string', maxLength: 64 },
+        invalid: 'regionId and stationId may be given once, at most 64 characters each',
+      },
     },
     responses: { 200: ok('the pricing plans', { type: 'array', items: PricingPlanRecord }) },
     errors: [],
@@ -85,7 +97,13 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
       "Planning and booking in one step; `useAssets` holds exactly one vehicle id (the vehicle id, its GBFS vehicle_id or the printed code). With AUTO_COMMIT the rental starts at once (booking CONFIRMED, leg NOT_STARTED, estimated pricing); partners with postponed commit get a PENDING booking that must be committed (`POST /bookings/{id}/events`) before `Expires`. `from` is where the traveller stands: it must be within the zone's unlock distance (50 m) of the vehicle's own position (take it from GBFS vehicle_status), and within `radius` when one is sent (406 UserTooFarFromVehicle). In zones that require licence verification the booking needs a `customer.licenses` entry for the asset's class (STEP for kick scooters, BICYCLE for bicycles) whose `validUntil` is today or later, or absent; otherwise 406 UserLicenceVerificationRequired with a detail that says what is missing.",
     tag: 'Booking',
     auth: 'accessToken',
-    headers: { 'Accept-Language': { description: 'languages the user wants results in; keep it short, ideally one tag', schema: { type: 'string', maxLength: 256 }, example: 'en' } },
+    headers: {
+      'Accept-Language': {
+        description: 'languages the user wants results in; keep it short, ideally one tag',
+        schema: { type: 'string', maxLength: 256 },
+        example: 'en',
+      },
+    },
     body: {
       schema: OneStopBookingRequest,
       required: true,
@@ -151,7 +169,8 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
     method: 'get',
     path: '/legs/{id}',
     summary: 'A leg',
-    description: 'The leg of a booking: its state, the asset and the pricing (estimated until the leg is FINISHED, final then); a leg of another MaaS provider is 404.',
+    description:
+      'The leg of a booking: its state, the asset and the pricing (estimated until the leg is FINISHED, final then); a leg of another MaaS provider is 404.',
     tag: 'Trip execution',
     auth: 'accessToken',
     params: id('leg'),
@@ -191,7 +210,13 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
     body: {
       schema: SupportRequest,
       required: true,
-      example: { id: '0b8e2f4c-6a1d-4e3b-9c5f-7d2a1b3c4e5f', supportType: 'BROKEN_DOWN', time: '2026-11-21T10:00:00Z', contactInformationEndUser: '+34 600 000 000', comment: 'brake does not work' },
+      example: {
+        id: '0b8e2f4c-6a1d-4e3b-9c5f-7d2a1b3c4e5f',
+        supportType: 'BROKEN_DOWN',
+        time: '2026-11-21T10:00:00Z',
+        contactInformationEndUser: '+34 600 000 000',
+        comment: 'brake does not work',
+      },
     },
     responses: { 200: ok('the ticket with its status', SupportStatusRecord) },
     errors: [{ 404: ['unknown booking, or one of another partner'] }],

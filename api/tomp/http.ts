@@ -7,6 +7,7 @@ import type Koa from 'koa';
 import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
 import type { Logger } from '../../lib/log.js';
 import { recordFault } from '../../lib/http/fault.js';
+import { requestLogOf } from '../middleware/request-envelope.js';
 import { compile, describeErrors, containsNul } from '../../lib/validate.js';
 import { TompError } from '../../lib/tomp/errors.js';
 import { BodyRefused, MAX_JSON_DEPTH, isClientAborted, readJsonBody } from '../../lib/http/body.js';
@@ -17,7 +18,7 @@ export function renderErrors(log: Logger): Koa.Middleware {
     try {
       await next();
     } catch (err) {
-      const e = toTompError(ctx, err, (ctx.state.log as Logger | undefined) ?? log);
+      const e = toTompError(ctx, err, requestLogOf(ctx) ?? log);
       ctx.status = e.status;
       ctx.type = 'application/json';
       ctx.body = e.toBody();

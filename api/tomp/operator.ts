@@ -47,7 +47,7 @@ export async function regions(app: AppContext, ctx: Koa.Context, { query }: Inpu
     name: r.name,
     type: 'OPERATING',
     // no GeoJSON for a boundary without a polygon (ST_Dump yields none)
-    serviceArea: r.geojson === null ? null : JSON.parse(r.geojson),
+    serviceArea: r.geojson === null ? null : (JSON.parse(r.geojson) as unknown),
   }));
 }
 
@@ -98,7 +98,7 @@ export async function pricingPlans(app: AppContext, ctx: Koa.Context, { query }:
       name: `${r.vehicle_type_name} (${r.zone_name})`,
       // prices include VAT: no tax is added on top
       isTaxable: false,
-      description: `${kind} in ${r.zone_name}: ${parts[0]!.amount} ${currency} to unlock, then ${parts[1]!.amount} ${currency} per started minute (VAT included)`,
+      description: `${kind} in ${r.zone_name}: ${parts[0].amount} ${currency} to unlock, then ${parts[1].amount} ${currency} per started minute (VAT included)`,
       fare: { estimated: false, parts },
     };
   });

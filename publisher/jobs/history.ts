@@ -121,7 +121,10 @@ export async function historyStatus(ctx: { db: AppContext['db']; config: AppCont
   const marks = await ctx.db.many(sql('HistoryRetention'));
   return HISTORY_TABLES.map((table) => {
     const mine = parts.filter((p) => p.parent === table);
-    const days = mine.map((p) => p.day).filter((d): d is string => d !== null).sort();
+    const days = mine
+      .map((p) => p.day)
+      .filter((d): d is string => d !== null)
+      .sort();
     const mark = marks.find((m) => m.source === table);
     return {
       table,

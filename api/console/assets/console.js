@@ -5,10 +5,23 @@
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
-  const state = { key: sessionStorage.getItem('opsKey') || '', zones: [], selected: new Map(), map: null, layers: null, fitted: false, fleetTimer: null, pubFollow: null, lastHealth: null };
+  const state = {
+    key: sessionStorage.getItem('opsKey') || '',
+    zones: [],
+    selected: new Map(),
+    map: null,
+    layers: null,
+    fitted: false,
+    fleetTimer: null,
+    pubFollow: null,
+    lastHealth: null,
+  };
 
   async function api(path, init = {}) {
-    const res = await fetch(`/console/api${path}`, { ...init, headers: { 'X-Access-Token': state.key, 'Content-Type': 'application/json', ...(init.headers || {}) } });
+    const res = await fetch(`/console/api${path}`, {
+      ...init,
+      headers: { 'X-Access-Token': state.key, 'Content-Type': 'application/json', ...(init.headers || {}) },
+    });
     const body = await res.json().catch(() => ({}));
     // 401: no such key; 403: a key of another API (the message names which)
     if (res.status === 401 || res.status === 403) {
@@ -90,19 +103,28 @@
     const s = await api(`/publishing?${qs}`);
     const kept = keepSelection ? new Set(state.selected.keys()) : new Set();
     state.selected.clear();
-    $('pub-totals').textContent = Object.entries(s.totals).map(([k, v]) => `${k} ${v}`).join(' · ');
+    $('pub-totals').textContent = Object.entries(s.totals)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(' · ');
     const head = el('tr', {}, el('th', {}, 'hour'), ...s.feeds.map((f) => el('th', { title: f }, f.replace(/-/g, ' '))));
-    const rows = s.rows.filter((r) => r.zone === zone).map((r) =>
-      el('tr', {}, el('th', {}, r.hour), ...s.feeds.map((f) => {
-        const st = r.states[f];
-        const td = el('td', { class: `cell ${st}`, title: `${f} ${r.hour}: ${st}`, 'data-feed': f, 'data-hour': r.hour, 'data-state': st });
-        if (st === 'failed' || st === 'dirty') {
-          td.addEventListener('click', () => toggle(td));
-          if (kept.has(`${f}|${r.hour}`)) toggle(td);
-        }
-        return td;
-      })),
-    );
+    const rows = s.rows
+      .filter((r) => r.zone === zone)
+      .map((r) =>
+        el(
+          'tr',
+          {},
+          el('th', {}, r.hour),
+          ...s.feeds.map((f) => {
+            const st = r.states[f];
+            const td = el('td', { class: `cell ${st}`, title: `${f} ${r.hour}: ${st}`, 'data-feed': f, 'data-hour': r.hour, 'data-state': st });
+            if (st === 'failed' || st === 'dirty') {
+              td.addEventListener('click', () => toggle(td));
+              if (kept.has(`${f}|${r.hour}`)) toggle(td);
+            }
+            return td;
+          }),
+        ),
+      );
     $('heatmap').replaceChildren(el('thead', {}, head), el('tbody', {}, ...rows));
     updateRepublishButton();
   }
@@ -129,7 +151,8 @@
     const r = await api('/republish', { method: 'POST', body: JSON.stringify({ zone, cells }) });
     const files = r.jobs.reduce((n, j) => n + j.feeds.length, 0);
     const reasons = [...new Set(r.skipped.map((s) => s.reason))].join('; ');
-    $('pub-message').textContent = `queued: ${files} file(s) in ${r.jobs.length} job(s)` + (r.skipped.length ? `, ${r.skipped.length} skipped (${reasons})` : '');
+    $('pub-message').textContent =
+      `queued: ${files} file(s) in ${r.jobs.length} job(s)` + (r.skipped.length ? `, ${r.skipped.length} skipped (${reasons})` : '');
     // one follow at a time: a later republish takes over from an earlier one's
     const until = Date.now() + 20_000;
     const run = (state.pubFollow = {});
@@ -143,7 +166,15 @@
   }
 
   // Fleet: the zone's boundary and areas from its GeoJSON, vehicles by status, refreshed on the GBFS ttl
-  const AREA_COLORS = { operations: '#2271b1', 'no-parking': '#d63638', 'no-riding': '#8c1d1e', 'parking-spot': '#00a32a', 'slow-zone': '#dba617', incentive: '#9b59b6', 'free-floating': '#72aee6' };
+  const AREA_COLORS = {
+    operations: '#2271b1',
+    'no-parking': '#d63638',
+    'no-riding': '#8c1d1e',
+    'parking-spot': '#00a32a',
+    'slow-zone': '#dba617',
+    incentive: '#9b59b6',
+    'free-floating': '#72aee6',
+  };
   const STATUS_COLORS = { ready: '#00a32a', riding: '#2271b1', booked: '#9b59b6', unavailable: '#d63638' };
 
   async function loadFleet() {
@@ -155,19 +186,34 @@
       const legend = L.control({ position: 'bottomright' });
       legend.onAdd = () => {
         const d = L.DomUtil.create('div', 'map-legend');
-        d.innerHTML = '<b>areas</b><br>' + Object.entries(AREA_COLORS).map(([k, c]) => `<i style="background:${c}"></i>${k}`).join('<br>') +
-          '<br><b>vehicles</b><br>' + Object.entries(STATUS_COLORS).map(([k, c]) => `<i style="background:${c};border-radius:6px"></i>${k}`).join('<br>');
+        d.innerHTML =
+          '<b>areas</b><br>' +
+          Object.entries(AREA_COLORS)
+            .map(([k, c]) => `<i style="background:${c}"></i>${k}`)
+            .join('<br>') +
+          '<br><b>vehicles</b><br>' +
+          Object.entries(STATUS_COLORS)
+            .map(([k, c]) => `<i style="background:${c};border-radius:6px"></i>${k}`)
+            .join('<br>');
         return d;
       };
       legend.addTo(state.map);
     }
     state.layers?.remove();
     const boundary = L.geoJSON(f.boundary, { style: { color: '#1d2327', weight: 2, fill: false } });
-    const areas = L.geoJSON(f.areas, { style: (feat) => ({ color: AREA_COLORS[feat.properties.area_type] || '#50575e', weight: 1, fillOpacity: 0.2 }) })
-      .bindTooltip((layer) => `${esc(layer.feature.properties.area_type)}: ${esc(layer.feature.properties.name)}`);
+    const areas = L.geoJSON(f.areas, {
+      style: (feat) => ({ color: AREA_COLORS[feat.properties.area_type] || '#50575e', weight: 1, fillOpacity: 0.2 }),
+    }).bindTooltip((layer) => `${esc(layer.feature.properties.area_type)}: ${esc(layer.feature.properties.name)}`);
     const vehicles = f.vehicles.map((v) =>
-      L.circleMarker([v.lat, v.lon], { radius: 5, color: STATUS_COLORS[v.status] || '#50575e', fillOpacity: 0.9, className: `vehicle vehicle-${v.status}` })
-        .bindPopup(`<b>${esc(v.code)}</b><br>battery ${esc(v.battery_percent)} %<br>status ${esc(v.status)}` + (v.rental_id ? `<br>rental ${esc(v.rental_id)}<br>since ${esc(v.rental_started_at)}` : '<br>no running rental')),
+      L.circleMarker([v.lat, v.lon], {
+        radius: 5,
+        color: STATUS_COLORS[v.status] || '#50575e',
+        fillOpacity: 0.9,
+        className: `vehicle vehicle-${v.status}`,
+      }).bindPopup(
+        `<b>${esc(v.code)}</b><br>battery ${esc(v.battery_percent)} %<br>status ${esc(v.status)}` +
+          (v.rental_id ? `<br>rental ${esc(v.rental_id)}<br>since ${esc(v.rental_started_at)}` : '<br>no running rental'),
+      ),
     );
     // the view first: Leaflet draws a layer (and creates its element) only on a map that has one
     if (!state.fitted) {
@@ -181,7 +227,8 @@
       m.getElement()?.setAttribute('data-status', f.vehicles[i].status);
     });
     $('map').dataset.vehicles = String(f.vehicles.length);
-    $('fleet-status').textContent = `${f.name}: ${f.vehicles.length} vehicles, refreshed every ${f.ttl} s (GBFS ttl) · ${new Date().toISOString().slice(11, 19)} UTC`;
+    $('fleet-status').textContent =
+      `${f.name}: ${f.vehicles.length} vehicles, refreshed every ${f.ttl} s (GBFS ttl) · ${new Date().toISOString().slice(11, 19)} UTC`;
     state.fleetTimer = setTimeout(() => loadFleet().catch(report('fleet-status')), f.ttl * 1000);
   }
 
@@ -195,13 +242,25 @@
     $('health-body').replaceChildren(
       el('p', { id: 'rentals-running' }, `rentals running: ${h.rentals_running}`),
       el('h3', {}, 'requests per API family'),
-      table(['family', 'requests', '5xx', 'requests/s', '5xx/s'], Object.entries(h.families).map(([f, v]) => [f, v.requests, v.errors, rate(f, 'requests'), rate(f, 'errors')])),
+      table(
+        ['family', 'requests', '5xx', 'requests/s', '5xx/s'],
+        Object.entries(h.families).map(([f, v]) => [f, v.requests, v.errors, rate(f, 'requests'), rate(f, 'errors')]),
+      ),
       el('h3', {}, 'publish lag'),
-      table(['feed', 'version', 'seconds'], h.publish_lag_seconds.map((p) => [p.feed, p.version, Math.round(Number(p.seconds))])),
+      table(
+        ['feed', 'version', 'seconds'],
+        h.publish_lag_seconds.map((p) => [p.feed, p.version, Math.round(Number(p.seconds))]),
+      ),
       el('h3', {}, 'queue depth'),
-      table(['queue', 'queued'], h.queue_depth.map((q) => [q.queue, q.queued])),
+      table(
+        ['queue', 'queued'],
+        h.queue_depth.map((q) => [q.queue, q.queued]),
+      ),
       el('h3', {}, 'store errors'),
-      table(['operation', 'errors'], h.store_errors.map((s) => [s.op, s.errors])),
+      table(
+        ['operation', 'errors'],
+        h.store_errors.map((s) => [s.op, s.errors]),
+      ),
       el('p', {}, 'Rates appear from the second reading on; the view refreshes every 10 s while open.'),
     );
     if (!$('health').hidden) state.fleetTimer = setTimeout(() => loadHealth().catch(report('health-body')), 10_000);
@@ -213,11 +272,27 @@
     const when = (t) => (t ? String(t).slice(0, 19).replace('T', ' ') : 'never');
     $('credentials-body').replaceChildren(
       el('h3', {}, 'partners'),
-      table(['name', 'kind', 'zones', 'active keys', 'last use'], c.partners.map((p) => [p.name, p.kind, (p.zones || ['all']).join(', '), p.active_keys, when(p.last_used_at)])),
+      table(
+        ['name', 'kind', 'zones', 'active keys', 'last use'],
+        c.partners.map((p) => [p.name, p.kind, (p.zones || ['all']).join(', '), p.active_keys, when(p.last_used_at)]),
+      ),
       el('h3', {}, 'API keys'),
-      table(['prefix', 'partner', 'scope', 'label', 'revoked', 'last use'], c.keys.map((k) => [k.key_prefix ?? k.prefix, k.partner ?? k.partner_name, k.scope, k.label, k.revoked_at ? when(k.revoked_at) : '', when(k.last_used_at)])),
+      table(
+        ['prefix', 'partner', 'scope', 'label', 'revoked', 'last use'],
+        c.keys.map((k) => [
+          k.key_prefix ?? k.prefix,
+          k.partner ?? k.partner_name,
+          k.scope,
+          k.label,
+          k.revoked_at ? when(k.revoked_at) : '',
+          when(k.last_used_at),
+        ]),
+      ),
       el('h3', {}, 'feed clients'),
-      table(['client', 'role', 'zones', 'revoked', 'last use'], c.feed_clients.map((f) => [f.client_id, f.role, (f.zones || ['all']).join(', '), f.revoked_at ? when(f.revoked_at) : '', when(f.last_used_at)])),
+      table(
+        ['client', 'role', 'zones', 'revoked', 'last use'],
+        c.feed_clients.map((f) => [f.client_id, f.role, (f.zones || ['all']).join(', '), f.revoked_at ? when(f.revoked_at) : '', when(f.last_used_at)]),
+      ),
     );
   }
 

@@ -42,7 +42,7 @@ const CONCURRENCY = 2;
 async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (next < items.length) await fn(items[next++]!);
+    while (next < items.length) await fn(items[next++]);
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
@@ -53,7 +53,12 @@ function add(into: GbfsBuildResult, r: GbfsBuildResult): void {
   into.failed += r.failed;
 }
 
-async function run(ctx: AppContext, zones: readonly string[], scopes: (changed: Set<string>) => GbfsScope[], force: GbfsForce | undefined): Promise<GbfsTickResult> {
+async function run(
+  ctx: AppContext,
+  zones: readonly string[],
+  scopes: (changed: Set<string>) => GbfsScope[],
+  force: GbfsForce | undefined,
+): Promise<GbfsTickResult> {
   const result: GbfsTickResult = { written: 0, unchanged: 0, failed: 0, zones: zones.length, built: 0, scopes: 0 };
   const changed = new Set<string>();
   await eachLimited(zones, CONCURRENCY, async (zone) => {
@@ -70,7 +75,12 @@ async function run(ctx: AppContext, zones: readonly string[], scopes: (changed: 
 
 export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsPublishMode } = {}): Promise<GbfsPublishResult> {
   const [zones, clients] = await Promise.all([ctx.db.many(sql('GbfsZoneIds'), [null]), ctx.db.many(sql('GbfsFeedClientScopes'))]);
-  const { written, unchanged, failed } = await run(ctx, zones.map((z) => z.id), () => scopesOf(clients), opts.only);
+  const { written, unchanged, failed } = await run(
+    ctx,
+    zones.map((z) => z.id),
+    () => scopesOf(clients),
+    opts.only,
+  );
   ctx.log.debug({ written, unchanged, failed, only: opts.only ?? 'auto' }, 'gbfs snapshots');
   return { written, unchanged, failed };
 }

@@ -78,7 +78,7 @@ export async function readParts(db: Queryable, zoneIds: readonly string[], parts
       }
     }
     let zone = out.get(r.zone_id);
-    if (!zone) out.set(r.zone_id, (zone = new Map()));
+    if (!zone) out.set(r.zone_id, (zone = new Map<string, PartRef>()));
     zone.set(r.part, ref);
   }
   return out;

@@ -15,11 +15,30 @@
 import type { AppContext } from '../../../lib/context.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
-import { GBFS_REBUILD_SECONDS, MANIFEST_FILE, STATIC_TTL, STATUS_REFRESH_SECONDS, V2_FILES, gbfsTtl, isStatusFile, v2LanguageScope, type V2File } from '../../../lib/feeds/gbfs/files.js';
+import {
+  GBFS_REBUILD_SECONDS,
+  MANIFEST_FILE,
+  STATIC_TTL,
+  STATUS_REFRESH_SECONDS,
+  V2_FILES,
+  gbfsTtl,
+  isStatusFile,
+  v2LanguageScope,
+  type V2File,
+} from '../../../lib/feeds/gbfs/files.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { contentDigest } from '../../../lib/feeds/gbfs/fragments.js';
 import { zoneFromSummary } from '../../../lib/feeds/gbfs/model.js';
-import { V2_PART_FILES, buildV2, envelopeV2, isV2PartFile, systemLanguages, v2PartSkeleton, type V2PartFile, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
+import {
+  V2_PART_FILES,
+  buildV2,
+  envelopeV2,
+  isV2PartFile,
+  systemLanguages,
+  v2PartSkeleton,
+  type V2PartFile,
+  type V2Scope,
+} from '../../../lib/feeds/gbfs/v2.js';
 import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
@@ -71,57 +90,74 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
 
   const now = ctx.clock.now();
   // the scope's lock: one build of its files in the cluster; a build in progress elsewhere is left to it
-  const built = await tryPublicationLock(ctx, gbfsUnit('scope', scope.id), (held) => held.tx(async (tx): Promise<GbfsBuildResult> => {
-    // read under the lock: a scope job never assembles older parts than the one before it
-    const parts = await readParts(tx, zoneIds, PART_NAMES, true);
-    // a zone whose parts could not be built is left out until they can (its job logs why)
-    const built = zoneIds.filter((z) => parts.get(z)?.has(SUMMARY_PART));
-    if (!built.length) return result;
-    const inputs = contentDigest([{ sha256: scope.id }, ...built.flatMap((z) => PART_NAMES.map((p) => ({ sha256: `${z}:${parts.get(z)?.get(p)?.sha256 ?? '-'}` })))]);
-    const b = await tx.maybeOne(sql('GbfsScopeBuildGet'), [scope.id]);
-    const rebuild = opts.force === 'all' || opts.force === 'static' || !b || b.rebuild_due_at <= now;
-    const changed = opts.force !== undefined || !b || b.inputs !== inputs;
-    const refreshDue = !b || now.getTime() - b.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
-    if (!rebuild && !changed && !refreshDue) return result;
+  const built = await tryPublicationLock(ctx, gbfsUnit('scope', scope.id), (held) =>
+    held.tx(async (tx): Promise<GbfsBuildResult> => {
+      // read under the lock: a scope job never assembles older parts than the one before it
+      const parts = await readParts(tx, zoneIds, PART_NAMES, true);
+      // a zone whose parts could not be built is left out until they can (its job logs why)
+      const built = zoneIds.filter((z) => parts.get(z)?.has(SUMMARY_PART));
+      if (!built.length) return result;
+      const inputs = contentDigest([
+        { sha256: scope.id },
+        ...built.flatMap((z) => PART_NAMES.map((p) => ({ sha256: `${z}:${parts.get(z)?.get(p)?.sha256 ?? '-'}` }))),
+      ]);
+      const b = await tx.maybeOne(sql('GbfsScopeBuildGet'), [scope.id]);
+      const rebuild = opts.force === 'all' || opts.force === 'static' || !b || b.rebuild_due_at <= now;
+      const changed = opts.force !== undefined || !b || b.inputs !== inputs;
+      const refreshDue = !b || now.getTime() - b.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
+      if (!rebuild && !changed && !refreshDue) return result;
 
-    const zones = built.map((z) => parsedPart(z, SUMMARY_PART, parts.get(z)!.get(SUMMARY_PART)!, zoneFromSummary));
-    const languages = systemLanguages(zones);
-    const base: V2Scope = { id: scope.id, clientScope: scope.id, role: scope.role, zoneIds: scope.zoneIds, zones, language: languages[0]!, languages };
-    // one language: the plain scope; several: the plain scope in the first, and one scope per language
-    const variants: V2Scope[] = [base, ...(languages.length > 1 ? languages.map((l) => ({ ...base, id: v2LanguageScope(scope.id, l), language: l })) : [])];
-    const env = buildEnv(ctx, now);
-    const writer = new SnapshotWriter(ctx, now, await storedRows(tx, variants.map((v) => v.id)), rebuild);
+      const zones = built.map((z) => parsedPart(z, SUMMARY_PART, parts.get(z)!.get(SUMMARY_PART)!, zoneFromSummary));
+      const languages = systemLanguages(zones);
+      const base: V2Scope = { id: scope.id, clientScope: scope.id, role: scope.role, zoneIds: scope.zoneIds, zones, language: languages[0], languages };
+      // one language: the plain scope; several: the plain scope in the first, and one scope per language
+      const variants: V2Scope[] = [base, ...(languages.length > 1 ? languages.map((l) => ({ ...base, id: v2LanguageScope(scope.id, l), language: l })) : [])];
+      const env = buildEnv(ctx, now);
+      const writer = new SnapshotWriter(
+        ctx,
+        now,
+        await storedRows(
+          tx,
+          variants.map((v) => v.id),
+        ),
+        rebuild,
+      );
 
-    for (const file of V2_FILES) {
-      // static files only when their inputs changed (or rebuilt); status files every run (the refresh)
-      if (!isStatusFile(file) && !rebuild && !changed) continue;
-      const targets = LANGUAGE_FILES.has(file) ? variants.map((v) => [v]) : [variants];
-      for (const group of targets) {
-        const s = group[0]!;
-        const scopes = group.map((v) => v.id);
-        await writer.publish(isV2PartFile(file) ? partDoc(file, scopes, built, parts) : wholeDoc(file, scopes, s, env));
+      for (const file of V2_FILES) {
+        // static files only when their inputs changed (or rebuilt); status files every run (the refresh)
+        if (!isStatusFile(file) && !rebuild && !changed) continue;
+        const targets = LANGUAGE_FILES.has(file) ? variants.map((v) => [v]) : [variants];
+        for (const group of targets) {
+          const s = group[0];
+          const scopes = group.map((v) => v.id);
+          await writer.publish(isV2PartFile(file) ? partDoc(file, scopes, built, parts) : wholeDoc(file, scopes, s, env));
+        }
       }
-    }
-    // the caller's manifest.json (GBFS 3.0): per client scope, like the 2.2 files
-    if (rebuild || changed) {
-      const data = manifestV3(base, env);
-      await writer.publish({
-        version: '3.0',
-        scopes: [scope.id],
-        file: MANIFEST_FILE,
-        ttl: STATIC_TTL,
-        status: false,
-        data: [textSegment(JSON.stringify(data))],
-        document: (lu) => envelopeV3(lu, STATIC_TTL, data),
-        schema: manifestV3Schema,
-      });
-    }
-    await writer.flush(tx);
-    const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(scope.id)) * 1000) : null;
-    // a failed file: the inputs are not recorded, so the next run tries again
-    await tx.query(sql('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
-    return { written: result.written + writer.result.written, unchanged: result.unchanged + writer.result.unchanged, failed: result.failed + writer.result.failed };
-  }));
+      // the caller's manifest.json (GBFS 3.0): per client scope, like the 2.2 files
+      if (rebuild || changed) {
+        const data = manifestV3(base, env);
+        await writer.publish({
+          version: '3.0',
+          scopes: [scope.id],
+          file: MANIFEST_FILE,
+          ttl: STATIC_TTL,
+          status: false,
+          data: [textSegment(JSON.stringify(data))],
+          document: (lu) => envelopeV3(lu, STATIC_TTL, data),
+          schema: manifestV3Schema,
+        });
+      }
+      await writer.flush(tx);
+      const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(scope.id)) * 1000) : null;
+      // a failed file: the inputs are not recorded, so the next run tries again
+      await tx.query(sql('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
+      return {
+        written: result.written + writer.result.written,
+        unchanged: result.unchanged + writer.result.unchanged,
+        failed: result.failed + writer.result.failed,
+      };
+    }),
+  );
   return built.locked ? built.value : result;
 }
 
@@ -160,5 +196,14 @@ function partDoc(file: V2PartFile, scopes: string[], zoneIds: string[], parts: P
   }
   data.push(constantSegment(sk.close));
   const ttl = gbfsTtl(file);
-  return { version: '2.2', scopes, file, ttl, status: isStatusFile(file), data, document: (lu) => envelopeV2(lu, ttl, sk.empty), schema: GBFS_V2_SCHEMAS[file] };
+  return {
+    version: '2.2',
+    scopes,
+    file,
+    ttl,
+    status: isStatusFile(file),
+    data,
+    document: (lu) => envelopeV2(lu, ttl, sk.empty),
+    schema: GBFS_V2_SCHEMAS[file],
+  };
 }

@@ -98,9 +98,18 @@ const rowKey = (version: string, scope: string, file: string) => `${version}/${s
 /** The stored snapshots of `scopes` (zone ids, 2.2 scopes and their language scopes), by version/scope/file. */
 export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<string, StoredRow>> {
   const rows = await db.many(sql('PublicationGbfsRows'), [scopes]);
-  return new Map(rows.map((r) => [rowKey(r.version, r.scope, r.file), {
-    sha256: r.sha256, contentDigest: r.content_digest, lastUpdated: r.last_updated, objectKey: r.object_key, bytes: Number(r.bytes),
-  }]));
+  return new Map(
+    rows.map((r) => [
+      rowKey(r.version, r.scope, r.file),
+      {
+        sha256: r.sha256,
+        contentDigest: r.content_digest,
+        lastUpdated: r.last_updated,
+        objectKey: r.object_key,
+        bytes: Number(r.bytes),
+      },
+    ]),
+  );
 }
 
 /** The envelope before `data`: `{"last_updated":…,"ttl":…,"version":"…","data":` (the JSON of envelopeV2/V3). */
@@ -133,8 +142,12 @@ export class SnapshotWriter {
 
   /** Whether the stored file is this document's data (a refresh may reuse it). */
   holds(doc: GbfsDoc): boolean {
-    const prev = this.rows.get(rowKey(doc.version, doc.scopes[0]!, doc.file));
-    return prev !== undefined && prev.objectKey === gbfsObjectKey(doc.version, doc.scopes[0]!, doc.file) && this.digestAt(doc, prev.lastUpdated) === prev.contentDigest;
+    const prev = this.rows.get(rowKey(doc.version, doc.scopes[0], doc.file));
+    return (
+      prev !== undefined &&
+      prev.objectKey === gbfsObjectKey(doc.version, doc.scopes[0], doc.file) &&
+      this.digestAt(doc, prev.lastUpdated) === prev.contentDigest
+    );
   }
 
   /** Publishes one document; a failure is logged and counted, never thrown. */
@@ -145,7 +158,7 @@ export class SnapshotWriter {
     } catch (err) {
       outcome = 'failed';
       this.ctx.log.error({ err, version: doc.version, scope: doc.scopes[0], file: doc.file }, 'gbfs file not published');
-      if (doc.status) this.stored(this.rows.get(rowKey(doc.version, doc.scopes[0]!, doc.file))?.lastUpdated);
+      if (doc.status) this.stored(this.rows.get(rowKey(doc.version, doc.scopes[0], doc.file))?.lastUpdated);
     }
     this.result[outcome]++;
     return outcome;
@@ -162,21 +175,33 @@ export class SnapshotWriter {
   }
 
   private async publishOne(doc: GbfsDoc): Promise<Exclude<Outcome, 'failed'>> {
-    const scope = doc.scopes[0]!;
+    const scope = doc.scopes[0];
     const objectKey = gbfsObjectKey(doc.version, scope, doc.file);
     const prev = this.rows.get(rowKey(doc.version, scope, doc.file));
     const same = prev !== undefined && this.holds(doc);
     if (same) {
       const fresh = !doc.status || this.now.getTime() - prev.lastUpdated.getTime() < STATUS_REFRESH_SECONDS * 1000;
       // the same data: the same stored bytes, if the store still holds them
-      const present = !this.checkStore || (await unchangedObject(this.ctx.store, { sha256: prev.sha256, object_key: prev.objectKey }, { sha256: prev.sha256, key: objectKey }));
+      const present =
+        !this.checkStore ||
+        (await unchangedObject(this.ctx.store, { sha256: prev.sha256, object_key: prev.objectKey }, { sha256: prev.sha256, key: objectKey }));
       if (fresh && present) {
         if (doc.status) this.stored(prev.lastUpdated);
         // the language scopes name the same object: repair one that does not
         for (const other of doc.scopes.slice(1)) {
           const r = this.rows.get(rowKey(doc.version, other, doc.file));
           if (!r || r.sha256 !== prev.sha256 || r.objectKey !== objectKey) {
-            this.sink.note({ version: doc.version, scope: other, file: doc.file, key: objectKey, sha256: prev.sha256, contentDigest: prev.contentDigest!, bytes: prev.bytes, ttl: doc.ttl, lastUpdated: prev.lastUpdated });
+            this.sink.note({
+              version: doc.version,
+              scope: other,
+              file: doc.file,
+              key: objectKey,
+              sha256: prev.sha256,
+              contentDigest: prev.contentDigest!,
+              bytes: prev.bytes,
+              ttl: doc.ttl,
+              lastUpdated: prev.lastUpdated,
+            });
           }
         }
         return 'unchanged';
@@ -202,7 +227,18 @@ export class SnapshotWriter {
         contentType: 'application/json',
         metadata: { 'last-updated': lastUpdated.toISOString(), ttl: String(doc.ttl) },
       },
-      (o) => doc.scopes.map((scope) => ({ version: doc.version, scope, file: doc.file, key: o.key, sha256: o.sha256, contentDigest: digest, bytes: o.bytes, ttl: doc.ttl, lastUpdated })),
+      (o) =>
+        doc.scopes.map((scope) => ({
+          version: doc.version,
+          scope,
+          file: doc.file,
+          key: o.key,
+          sha256: o.sha256,
+          contentDigest: digest,
+          bytes: o.bytes,
+          ttl: doc.ttl,
+          lastUpdated,
+        })),
     );
     if (doc.status) this.stored(lastUpdated);
     return stored.outcome;
