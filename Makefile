@@ -20,13 +20,15 @@ DAYS ?= 1
 VEHICLES ?= 200
 SEED ?= 42
 
-.PHONY: window help setup deps db run test typecheck sql-types migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
+.PHONY: window help setup deps db run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
 
 help:
 	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
 	@echo "                     fleet simulator; Ctrl-C stops it all, the embedded Postgres included when run started it"
-	@echo "make test            type check, then the whole test suite"
+	@echo "make test            the query types, the type check, the linter and formatter check, then the whole test suite"
 	@echo "make typecheck       the generated query types against the migrated database, then tsc --noEmit"
+	@echo "make lint            the linter (typescript-eslint, type-checked) and the formatter check (prettier)"
+	@echo "make format          rewrite the sources in the formatter's style"
 	@echo "make sql-types       regenerate lib/sql/queries.gen.ts after changing sql/queries or sql/migrations"
 	@echo "make migrate         apply the database migrations"
 	@echo "make seed            the demo data on an empty database"
@@ -68,6 +70,7 @@ run: deps
 test: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
+	@npx eslint . && npx prettier --check --log-level warn .
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
 	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
@@ -78,6 +81,15 @@ test: deps
 typecheck: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
+
+# typescript-eslint with type information (and the layering rules of eslint.config.js), and the
+# formatter's check; `make format` rewrites what the check refuses
+lint: deps
+	@npx eslint .
+	@npx prettier --check --log-level warn .
+
+format: deps
+	@npx prettier --write --log-level warn .
 
 # regenerates lib/sql/queries.gen.ts after a change to sql/queries or sql/migrations
 sql-types: deps

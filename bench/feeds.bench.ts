@@ -45,7 +45,6 @@ import { openStore } from '../lib/store/index.js';
 import { ROOT } from '../lib/paths.js';
 import { cloneDatabase } from '../test/support/db.js';
 
-
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
 const CONNECTIONS = 32;
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
@@ -102,7 +101,13 @@ function ensureNginx(notes: string[]): string | undefined {
   return bin;
 }
 
-async function startNginx(bin: string, dir: string, body: Buffer, gz: Buffer, workers = 1): Promise<{ port: number; pid: number; stop: () => Promise<void> } | undefined> {
+async function startNginx(
+  bin: string,
+  dir: string,
+  body: Buffer,
+  gz: Buffer,
+  workers = 1,
+): Promise<{ port: number; pid: number; stop: () => Promise<void> } | undefined> {
   const root = join(dir, 'www');
   spawnSync('mkdir', ['-p', join(root, 'trips')]);
   // nginx workers drop root privileges (user nobody): the temp dir must be readable to them
@@ -159,7 +164,7 @@ function procCpuUs(pid: number): number {
   for (const p of pids) {
     try {
       // fields after the command (which may hold spaces): state is field 3, utime 14, stime 15
-      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
       ticks += Number(f[11]) + Number(f[12]);
     } catch {
       // gone
@@ -176,7 +181,7 @@ const selfCpuUs = () => {
 
 /** Polls `url` until it answers 200 (true) or `ms` pass (false). */
 async function waitUp(url: string, headers: Record<string, string>, ms: number): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; ) {
+  for (const end = Date.now() + ms; Date.now() < end;) {
     await new Promise((r) => setTimeout(r, 100));
     try {
       const res = await fetch(url, { headers: { 'Accept-Encoding': 'gzip', ...headers } });
@@ -201,7 +206,12 @@ async function freePort(): Promise<number> {
  * The API as its own process tree with `API_WORKERS=n` (bin/api.ts, node:cluster), against the same
  * database and store. Undefined when bin/api.ts does not exist or does not come up.
  */
-async function startApiWorkers(n: number, env: Record<string, string>, token: string, notes: string[]): Promise<{ port: number; stop: () => Promise<void> } | undefined> {
+async function startApiWorkers(
+  n: number,
+  env: Record<string, string>,
+  token: string,
+  notes: string[],
+): Promise<{ port: number; stop: () => Promise<void> } | undefined> {
   const entry = join(ROOT, 'bin', 'api.ts');
   if (!existsSync(entry)) {
     notes.push(`bin/api.ts not present: API_WORKERS=${n} not measured`);
@@ -223,7 +233,8 @@ async function startApiWorkers(n: number, env: Record<string, string>, token: st
     }
     await once(proc, 'exit');
   };
-  if (await waitUp(`http://127.0.0.1:${port}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, { Authorization: `Bearer ${token}` }, 30_000)) return { port, stop };
+  if (await waitUp(`http://127.0.0.1:${port}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, { Authorization: `Bearer ${token}` }, 30_000))
+    return { port, stop };
   notes.push(`bin/api.ts with API_WORKERS=${n} did not come up on port ${port}: not measured`);
   await stop();
   return undefined;
@@ -246,7 +257,11 @@ async function startBareNode(gz: Buffer): Promise<{ port: number; server: Server
  * fast server does when every answer is ~400 KB, which would flatter the ratio. autocannon is the
  * fallback when wrk cannot be installed.
  */
-async function cannon(url: string, headers: Record<string, string>, notes: string[]): Promise<{ rps: number; requests: number; bytesPerSec: number; errors: number; non2xx: number; tool: string }> {
+async function cannon(
+  url: string,
+  headers: Record<string, string>,
+  notes: string[],
+): Promise<{ rps: number; requests: number; bytesPerSec: number; errors: number; non2xx: number; tool: string }> {
   const wrk = ensureWrk(notes);
   if (wrk) {
     const args = ['-t', '2', '-c', String(CONNECTIONS), '-d', `${DURATION_S}s`];
@@ -283,7 +298,8 @@ function ensureWrk(notes: string[]): string | undefined {
     spawnSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: 'ignore', env, timeout: 300_000 });
   }
   wrkPath = existsSync('/usr/bin/wrk') ? '/usr/bin/wrk' : null;
-  if (!wrkPath) notes.push(`wrk ${APT ? 'could not be installed' : 'not found and BENCH_APT=0'}: autocannon (a Node client) generated the load, which can saturate first`);
+  if (!wrkPath)
+    notes.push(`wrk ${APT ? 'could not be installed' : 'not found and BENCH_APT=0'}: autocannon (a Node client) generated the load, which can saturate first`);
   return wrkPath ?? undefined;
 }
 
@@ -313,13 +329,23 @@ async function seedVehicles(db: Db, n: number): Promise<void> {
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
-  const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ');
   notes.push(`load average (1/5/15 min) at start: ${load()}`);
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'feeds-bench-'));
   const config = testConfig({ NODE_ENV: 'production', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
   const log = createLogger('silent');
-  const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 20 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
+  const ctx: AppContext = {
+    config,
+    db: new Db(config.databaseUrl, log, { max: 20 }),
+    store: await openStore(config),
+    log,
+    clock: systemClock,
+    gateway: new SimulatedGateway(),
+  };
   let server: Server | undefined;
   const stops: Array<() => Promise<void>> = [];
   try {
@@ -350,7 +376,9 @@ export async function run(): Promise<BenchResult> {
     {
       const t0 = performance.now();
       for (let i = 0; i < 20; i++) {
-        const res = await fetch(`http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, { headers: { Authorization: `Bearer ${accessToken}`, 'Accept-Encoding': 'gzip' } });
+        const res = await fetch(`http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`, {
+          headers: { Authorization: `Bearer ${accessToken}`, 'Accept-Encoding': 'gzip' },
+        });
         await res.arrayBuffer();
       }
       metrics.api_sequential_ms = Math.round(((performance.now() - t0) / 20) * 10) / 10;
@@ -363,7 +391,12 @@ export async function run(): Promise<BenchResult> {
     const bare = await startBareNode(gz);
     stops.push(() => new Promise((r) => bare.server.close(() => r())));
     // Several API processes (DESIGN.md: how the API scales), when bin/api.ts provides API_WORKERS.
-    const workers = await startApiWorkers(2, { NODE_ENV: 'production', SIGNING_SECRET: config.signingSecret, DATABASE_URL: database.url, STORE_URL: config.storeUrl, LOG_LEVEL: 'silent' }, accessToken, notes);
+    const workers = await startApiWorkers(
+      2,
+      { NODE_ENV: 'production', SIGNING_SECRET: config.signingSecret, DATABASE_URL: database.url, STORE_URL: config.storeUrl, LOG_LEVEL: 'silent' },
+      accessToken,
+      notes,
+    );
     if (workers) stops.push(workers.stop);
     const bin = ensureNginx(notes);
     const nginx1 = bin ? await startNginx(bin, dir, body, gz, 1) : undefined;
@@ -395,12 +428,15 @@ export async function run(): Promise<BenchResult> {
         if (r.errors || r.non2xx) notes.push(`${t.name} round ${round + 1}: ${r.errors} errors, ${r.non2xx} non-2xx`);
       }
     }
-    notes.push(`load generator: ${tool} (2 threads), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION_S} s per target (every other round in reverse order), medians; on the same machine as the servers (${availableParallelism()} CPUs): every figure is "server + load generator sharing these CPUs"`);
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    notes.push(
+      `load generator: ${tool} (2 threads), ${CONNECTIONS} connections, ${ROUNDS} rounds × ${DURATION_S} s per target (every other round in reverse order), medians; on the same machine as the servers (${availableParallelism()} CPUs): every figure is "server + load generator sharing these CPUs"`,
+    );
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     /** median over rounds of a/b measured in the same round */
     const ratio = (a: string, b: string) => {
-      const xs = rps.get(a), ys = rps.get(b);
-      return xs?.length && ys?.length ? Math.round(median(xs.map((x, i) => x / ys[i]!)) * 100) / 100 : null;
+      const xs = rps.get(a),
+        ys = rps.get(b);
+      return xs?.length && ys?.length ? Math.round(median(xs.map((x, i) => x / ys[i])) * 100) / 100 : null;
     };
     for (const t of targets) {
       metrics[`${t.name}_rps`] = Math.round(median(rps.get(t.name)!));
@@ -409,14 +445,21 @@ export async function run(): Promise<BenchResult> {
       if (cpu.length) metrics[`${t.name}_cpu_us_per_req`] = Math.round(median(cpu));
     }
     notes.push(`rps by round: ${targets.map((t) => `${t.name} ${rps.get(t.name)!.map(Math.round).join('/')}`).join('; ')}`);
-    notes.push(`server CPU µs per answer by round: ${targets.filter((t) => t.cpu).map((t) => `${t.name} ${cpuPerReq.get(t.name)!.map(Math.round).join('/')}`).join('; ')}`);
+    notes.push(
+      `server CPU µs per answer by round: ${targets
+        .filter((t) => t.cpu)
+        .map((t) => `${t.name} ${cpuPerReq.get(t.name)!.map(Math.round).join('/')}`)
+        .join('; ')}`,
+    );
     metrics.api_vs_nginx = ratio('api', 'nginx');
     metrics.api_vs_bare_node = ratio('api', 'bare_node');
     metrics.bare_node_vs_nginx = ratio('bare_node', 'nginx');
     // the ceiling of the goal: what one Node process answering the same bytes from memory and doing
     // nothing else reaches in the same rounds (Node has no sendfile: every answer is copied into the socket)
     if (metrics.bare_node_vs_nginx != null && metrics.api_vs_bare_node != null)
-      notes.push(`one Node process answering the same bytes from memory with nothing else (bare_node) reached ${metrics.bare_node_vs_nginx} of nginx in these rounds; the route reached ${metrics.api_vs_bare_node} of that`);
+      notes.push(
+        `one Node process answering the same bytes from memory with nothing else (bare_node) reached ${metrics.bare_node_vs_nginx} of nginx in these rounds; the route reached ${metrics.api_vs_bare_node} of that`,
+      );
     if (!workers) metrics.api_2_workers_rps = null;
     metrics.api_2_workers_vs_nginx = ratio('api_2_workers', 'nginx');
     metrics.api_2_workers_vs_nginx_2_workers = ratio('api_2_workers', 'nginx_2_workers');
@@ -435,7 +478,7 @@ export async function run(): Promise<BenchResult> {
     }
     times.sort((a, b) => a - b);
     metrics.vehicles_status_count = count;
-    metrics.vehicles_status_median_ms = Math.round(times[Math.floor(times.length / 2)]!);
+    metrics.vehicles_status_median_ms = Math.round(times[Math.floor(times.length / 2)]);
     metrics.peak_rss_mb = Math.round(process.resourceUsage().maxRSS / 1024);
     notes.push(`load average at end: ${load()}; peak_rss_mb is this process (bench + in-process API, FEED_CACHE_BYTES=${config.feedCacheBytes})`);
   } finally {

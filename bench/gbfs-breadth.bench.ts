@@ -40,7 +40,10 @@ import { cloneDatabase } from '../test/support/db.js';
 import { feedZone } from '../test/support/feed-fixtures.js';
 import type { BenchResult } from './types.js';
 
-const ZONES = (process.env.BENCH_GBFS_ZONES ?? '10,100').split(',').map(Number).filter((n) => n > 0);
+const ZONES = (process.env.BENCH_GBFS_ZONES ?? '10,100')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const VEHICLES = Number(process.env.BENCH_GBFS_VEHICLES ?? 1000);
 const RUNS = Number(process.env.BENCH_GBFS_RUNS ?? 3);
 const MOVED = 0.01;
@@ -60,9 +63,8 @@ async function startProfile(): Promise<(file: string) => Promise<void>> {
   };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const r2 = (x: number) => Math.round(x * 100) / 100;
-
 
 /** `n` vehicles in zone `zoneId`, codes from `first` on (4 base-36 characters, unique across zones). */
 async function vehicles(db: Db, zoneId: string, n: number, first: number): Promise<void> {
@@ -113,8 +115,11 @@ interface Figures {
 
 /** The planner's total cost of a named query. */
 async function planCost(db: Db, name: QueryName, params: unknown[]): Promise<number> {
-  const plan = await db.one<{ 'QUERY PLAN': Array<{ Plan: { 'Total Cost': number } }> }>({ name: `explain-${name}`, text: `EXPLAIN (FORMAT JSON) ${sql(name).text}` }, params);
-  return Math.round(plan['QUERY PLAN'][0]!.Plan['Total Cost']);
+  const plan = await db.one<{ 'QUERY PLAN': Array<{ Plan: { 'Total Cost': number } }> }>(
+    { name: `explain-${name}`, text: `EXPLAIN (FORMAT JSON) ${sql(name).text}` },
+    params,
+  );
+  return Math.round(plan['QUERY PLAN'][0].Plan['Total Cost']);
 }
 
 async function measure(zones: number): Promise<Figures> {
@@ -125,18 +130,31 @@ async function measure(zones: number): Promise<Figures> {
   const clock = new ManualClock('2026-11-21T10:00:00Z');
   let peakRss = process.memoryUsage().rss;
   const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50);
-  const ctx: AppContext = { config, log, db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 600_000 }), store: await openStore(config), clock, gateway: new SimulatedGateway({}) };
+  const ctx: AppContext = {
+    config,
+    log,
+    db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 600_000 }),
+    store: await openStore(config),
+    clock,
+    gateway: new SimulatedGateway({}),
+  };
   try {
     for (let z = 0; z < zones; z++) {
       const id = await feedZone(ctx.db, { id: `gb${String(z).padStart(3, '0')}` });
-      await ctx.db.query(`INSERT INTO pricing (zone_id, vehicle_type_id, start_price, price_per_minute) VALUES ($1, 'feed-scooter', 100, 25), ($1, 'feed-bike', 150, 30)`, [id]);
+      await ctx.db.query(
+        `INSERT INTO pricing (zone_id, vehicle_type_id, start_price, price_per_minute) VALUES ($1, 'feed-scooter', 100, 25), ($1, 'feed-bike', 150, 30)`,
+        [id],
+      );
       await ctx.db.query(
         `INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'Operating area', 'operations', (SELECT boundary FROM zones WHERE id = $1)),
                 ($1, 'Old town', 'slow-zone', ST_Multi(ST_Buffer(ST_SetSRID(ST_MakePoint(13.40, 52.51), 4326), 0.005)))`,
         [id],
       );
       if (z % 2 === 0) {
-        await ctx.db.query(`INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'Station', 'no-parking', ST_Multi(ST_Buffer(ST_SetSRID(ST_MakePoint(13.41, 52.52), 4326), 0.002)))`, [id]);
+        await ctx.db.query(
+          `INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'Station', 'no-parking', ST_Multi(ST_Buffer(ST_SetSRID(ST_MakePoint(13.41, 52.52), 4326), 0.002)))`,
+          [id],
+        );
       } else {
         // every other zone parks in spots: SPOTS stations on the vehicles' grid, a few vehicles in each
         await ctx.db.query(`UPDATE zones SET parking_mode = 'parking-spot' WHERE id = $1`, [id]);
@@ -193,7 +211,9 @@ async function measure(zones: number): Promise<Figures> {
     const idleMinute = await perMinute(false);
     const movingMinute = await perMinute(true);
 
-    const fbs = await ctx.db.maybeOne<{ bytes: number }>(`SELECT bytes FROM gbfs_snapshots WHERE version = '2.2' AND scope = 'gbfs' AND file = 'free_bike_status'`);
+    const fbs = await ctx.db.maybeOne<{ bytes: number }>(
+      `SELECT bytes FROM gbfs_snapshots WHERE version = '2.2' AND scope = 'gbfs' AND file = 'free_bike_status'`,
+    );
     const zoneIds = (await ctx.db.many<{ id: string }>(`SELECT id FROM zones ORDER BY id`)).map((r) => r.id);
     const costOne = await planCost(ctx.db, 'GbfsVehicles', [[zoneIds[1] ?? zoneIds[0]]]);
     const costAll = await planCost(ctx.db, 'GbfsVehicles', [zoneIds]);
@@ -261,7 +281,12 @@ async function measure(zones: number): Promise<Figures> {
 
 export async function run(): Promise<BenchResult> {
   const metrics: BenchResult['metrics'] = {};
-  const notes: string[] = [`load average (1/5/15 min) at start: ${loadavg().map((l) => l.toFixed(1)).join(' / ')}`, `${VEHICLES} vehicles per zone, ${RUNS} runs per median`];
+  const notes: string[] = [
+    `load average (1/5/15 min) at start: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}`,
+    `${VEHICLES} vehicles per zone, ${RUNS} runs per median`,
+  ];
   const goals: BenchResult['goals'] = [];
   const byZones = new Map<number, Figures>();
   for (const z of ZONES) {
@@ -270,10 +295,18 @@ export async function run(): Promise<BenchResult> {
     for (const [k, v] of Object.entries(f)) metrics[`z${z}_${k}`] = v;
     // a tick runs every 15 s: its CPU as a share of one core
     metrics[`z${z}_idle_core_percent`] = r2(((f.idle_cpu_s_per_min + f.idle_pg_cpu_s_per_min) / 60) * 100);
-    goals.push({ metric: `z${z}_idle_tick_ms`, goal: `< ${GBFS_RUN_SECONDS * 1000} (a tick within its interval)`, met: f.idle_tick_ms < GBFS_RUN_SECONDS * 1000 });
+    goals.push({
+      metric: `z${z}_idle_tick_ms`,
+      goal: `< ${GBFS_RUN_SECONDS * 1000} (a tick within its interval)`,
+      met: f.idle_tick_ms < GBFS_RUN_SECONDS * 1000,
+    });
     goals.push({ metric: `z${z}_moved_tick_ms`, goal: `< ${GBFS_RUN_SECONDS * 1000}`, met: f.moved_tick_ms < GBFS_RUN_SECONDS * 1000 });
     goals.push({ metric: `z${z}_jit_on`, goal: '= 0', met: f.jit_on === 0 });
-    goals.push({ metric: `z${z}_vehicles_query_cost_one_zone`, goal: `< jit_above_cost (${f.jit_above_cost}): no JIT even where it is on`, met: f.vehicles_query_cost_one_zone < f.jit_above_cost });
+    goals.push({
+      metric: `z${z}_vehicles_query_cost_one_zone`,
+      goal: `< jit_above_cost (${f.jit_above_cost}): no JIT even where it is on`,
+      met: f.vehicles_query_cost_one_zone < f.jit_above_cost,
+    });
     goals.push({ metric: `z${z}_queue_idle_tick_ms`, goal: `< ${GBFS_RUN_SECONDS * 1000}`, met: f.queue_idle_tick_ms < GBFS_RUN_SECONDS * 1000 });
   }
   const [small, large] = [Math.min(...ZONES), Math.max(...ZONES)];
@@ -285,9 +318,13 @@ export async function run(): Promise<BenchResult> {
     metrics.moved_tick_per_zone_ratio = r2(b.moved_tick_ms / k / a.moved_tick_ms);
     goals.push({ metric: 'idle_cpu_per_zone_ratio', goal: '<= 1.2', met: metrics.idle_cpu_per_zone_ratio <= 1.2 });
   }
-  notes.push('ticks run in this process, jobs inline (the per-zone and per-scope jobs the queue would hand to the publishers), with a manual clock advanced 15 s per tick');
+  notes.push(
+    'ticks run in this process, jobs inline (the per-zone and per-scope jobs the queue would hand to the publishers), with a manual clock advanced 15 s per tick',
+  );
   notes.push('CPU per minute = 4 ticks; core share = (this process + database backends) / 60 s');
-  notes.push('queue_*: the same ticks through pg-boss (startPublisher, cron off, one process): the tick job, its per-zone jobs, and the scope jobs sent 3 s later (their debounce), from send until no GBFS job is left; CPU of this process only');
+  notes.push(
+    'queue_*: the same ticks through pg-boss (startPublisher, cron off, one process): the tick job, its per-zone jobs, and the scope jobs sent 3 s later (their debounce), from send until no GBFS job is left; CPU of this process only',
+  );
   notes.push(`every other zone parks in ${SPOTS} parking spots (stations), the others are free-floating`);
   return { name: 'gbfs-breadth', metrics, goals, notes };
 }

@@ -12,7 +12,8 @@ export function runIfMain(moduleUrl: string, run: () => Promise<BenchResult>): v
   run()
     .then((r) => {
       console.log(JSON.stringify(r.metrics, null, 2));
-      for (const g of r.goals) console.log(`goal ${g.metric} ${g.goal}: ${g.met === null ? 'not measured' : g.met ? 'met' : 'NOT met'} (${r.metrics[g.metric]})`);
+      for (const g of r.goals)
+        console.log(`goal ${g.metric} ${g.goal}: ${g.met === null ? 'not measured' : g.met ? 'met' : 'NOT met'} (${r.metrics[g.metric]})`);
       for (const n of r.notes) console.log(`- ${n}`);
       process.exit(0);
     })

@@ -53,7 +53,6 @@ import { openStore } from '../lib/store/index.js';
 import { cloneDatabase } from '../test/support/db.js';
 import { insertPartner, insertUser, insertVehicle, insertZone } from '../test/support/partner-fixtures.js';
 
-
 export interface BenchResult {
   name: string;
   metrics: Record<string, number | null>;
@@ -105,7 +104,14 @@ async function serve(databaseUrl: string, storeDir: string): Promise<void> {
   }
   const config = benchConfig(databaseUrl, storeDir);
   const log = createLogger('silent');
-  const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 20 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
+  const ctx: AppContext = {
+    config,
+    db: new Db(config.databaseUrl, log, { max: 20 }),
+    store: await openStore(config),
+    log,
+    clock: systemClock,
+    gateway: new SimulatedGateway(),
+  };
   const server = buildApp(ctx).listen(0, '127.0.0.1');
   await once(server, 'listening');
   process.on('SIGTERM', () => process.exit(0));
@@ -126,7 +132,7 @@ function startFloor(databaseUrl: string): Promise<{ port: number; proc: ChildPro
 async function spawnListening(args: string[]): Promise<{ port: number; proc: ChildProcess }> {
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  for await (const chunk of proc.stdout!) {
+  for await (const chunk of proc.stdout) {
     out += String(chunk);
     const m = /listening (\d+)/.exec(out);
     if (m) return { port: Number(m[1]), proc };
@@ -157,19 +163,22 @@ type Ctx = { slot?: Slot; rentalId?: string; key?: string };
 function loop(zoneId: string, listed: string[], slots: Slot[], refuse: (what: string) => void, only?: 'list'): autocannon.Request[] {
   const free = [...slots];
   let rr = 0;
-  const keyOf = (c: Ctx) => (c.key ??= slots[rr++ % slots.length]!.key);
-  const authed = (c: Ctx, req: autocannon.Request) => ({ ...req, headers: { ...req.headers, 'X-Auth-Token': c.slot?.key ?? keyOf(c), 'Content-Type': 'application/json' } });
-  const list: autocannon.Request = { method: 'GET', path: `/v1/vehicles?zoneID=${zoneId}`, setupRequest: (req, c) => authed(c as Ctx, req) };
+  const keyOf = (c: Ctx) => (c.key ??= slots[rr++ % slots.length].key);
+  const authed = (c: Ctx, req: autocannon.Request) => ({
+    ...req,
+    headers: { ...req.headers, 'X-Auth-Token': c.slot?.key ?? keyOf(c), 'Content-Type': 'application/json' },
+  });
+  const list: autocannon.Request = { method: 'GET', path: `/v1/vehicles?zoneID=${zoneId}`, setupRequest: (req, c) => authed(c, req) };
   const pricing: autocannon.Request = {
     method: 'GET',
-    setupRequest: (req, c) => authed(c as Ctx, { ...req, path: `/v1/pricing/vehicle/${listed[rr++ % listed.length]}` }),
+    setupRequest: (req, c) => authed(c, { ...req, path: `/v1/pricing/vehicle/${listed[rr++ % listed.length]}` }),
   };
   const start: autocannon.Request = {
     method: 'POST',
     path: '/v1/rental/start',
     setupRequest: (req, c) => {
       const s = ((c as Ctx).slot = free.pop()!);
-      return authed(c as Ctx, { ...req, body: JSON.stringify({ userId: s.userId, vehicleId: s.vehicleId }) });
+      return authed(c, { ...req, body: JSON.stringify({ userId: s.userId, vehicleId: s.vehicleId }) });
     },
     onResponse: (status, body, c) => {
       (c as Ctx).rentalId = status === 200 ? JSON.parse(body).data[0].id : undefined;
@@ -178,7 +187,7 @@ function loop(zoneId: string, listed: string[], slots: Slot[], refuse: (what: st
   };
   const end: autocannon.Request = {
     method: 'POST',
-    setupRequest: (req, c) => authed(c as Ctx, { ...req, path: `/v1/rental/${(c as Ctx).rentalId ?? 'none'}/end`, body: '{}' }),
+    setupRequest: (req, c) => authed(c, { ...req, path: `/v1/rental/${(c as Ctx).rentalId ?? 'none'}/end`, body: '{}' }),
     onResponse: (status, body, c) => {
       if ((c as Ctx).slot) free.push((c as Ctx).slot!);
       if (status !== 200) refuse(`end ${status} ${body.slice(0, 120)}`);
@@ -205,7 +214,6 @@ function apiCpuSeconds(pid: number): number {
   }
 }
 
-
 function withSocket(url: string, dir: string): string {
   const u = new URL(url);
   return `postgres://${u.username}@${encodeURIComponent(dir)}:${u.port}${u.pathname}`;
@@ -220,13 +228,23 @@ interface Session {
 
 function send(agent: http.Agent, port: number, method: string, path: string, key: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers: { 'X-Auth-Token': key, 'Content-Type': 'application/json', ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
+        headers: { 'X-Auth-Token': key, 'Content-Type': 'application/json', ...(body ? { 'Content-Length': Buffer.byteLength(body) } : {}) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -299,10 +317,13 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
     while (due.length && idle.length) void step(idle.shift()!, due.shift()!);
     if (answered === total) finish();
     else if (scheduled < total && !timer) {
-      timer = setTimeout(() => {
-        timer = undefined;
-        pump();
-      }, Math.max(0, t0 + (scheduled * 1000) / rate - performance.now()));
+      timer = setTimeout(
+        () => {
+          timer = undefined;
+          pump();
+        },
+        Math.max(0, t0 + (scheduled * 1000) / rate - performance.now()),
+      );
     }
   }
   pump();
@@ -311,10 +332,19 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
   agent.destroy();
   latencies.sort((a, b) => a - b);
   shedLatencies.sort((a, b) => a - b);
-  const pct = (l: number[], p: number) => (l.length ? Math.round(l[Math.min(l.length - 1, Math.floor((p / 100) * l.length))]! * 10) / 10 : null);
+  const pct = (l: number[], p: number) => (l.length ? Math.round(l[Math.min(l.length - 1, Math.floor((p / 100) * l.length))] * 10) / 10 : null);
   return {
-    total, perSecond: Math.round((total - shed) / elapsedS), p50: pct(latencies, 50), p90: pct(latencies, 90), p99: pct(latencies, 99),
-    max: Math.round(latencies[latencies.length - 1] ?? 0), non2xx, shed, shedP99: pct(shedLatencies, 99), shedMax: Math.round(shedLatencies[shedLatencies.length - 1] ?? 0), errors,
+    total,
+    perSecond: Math.round((total - shed) / elapsedS),
+    p50: pct(latencies, 50),
+    p90: pct(latencies, 90),
+    p99: pct(latencies, 99),
+    max: Math.round(latencies[latencies.length - 1] ?? 0),
+    non2xx,
+    shed,
+    shedP99: pct(shedLatencies, 99),
+    shedMax: Math.round(shedLatencies[shedLatencies.length - 1] ?? 0),
+    errors,
   };
 }
 
@@ -343,7 +373,7 @@ export async function run(): Promise<BenchResult> {
     const slotsFor = async (n: number): Promise<Slot[]> => {
       const slots: Slot[] = [];
       for (let i = 0; i < n; i++, placed++) {
-        const partner = partners[i % PARTNERS]!;
+        const partner = partners[i % PARTNERS];
         const v = await insertVehicle(db, rentZone, { eastM: -200 - (placed % 10) * 20, northM: -300 + Math.floor(placed / 10) * 15 });
         slots.push({ key: partner.key, userId: await insertUser(db, partner.id), vehicleId: v.id });
       }
@@ -362,15 +392,30 @@ export async function run(): Promise<BenchResult> {
     const saturate = async (port: number, pid: number, slots: Slot[], only?: 'list') => {
       const cpu0 = apiCpuSeconds(pid);
       const pg0 = await pgCpuSeconds(db, datname).catch(() => NaN);
-      const r = await autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: only ? LIST_DURATION_S : DURATION_S, requests: loop(zone.id, listed, slots, refuse, only) });
+      const r = await autocannon({
+        url: `http://127.0.0.1:${port}`,
+        connections: CONNECTIONS,
+        duration: only ? LIST_DURATION_S : DURATION_S,
+        requests: loop(zone.id, listed, slots, refuse, only),
+      });
       const per = (seconds: number) => Math.round((seconds * 1000 * 100) / r['2xx']) / 100;
       return {
         // answered requests only: a 503 of admission control is not work done
-        rps: Math.round(r['2xx'] / r.duration), shed: r.statusCodeStats?.['503']?.count ?? 0, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors,
-        cpu: per(apiCpuSeconds(pid) - cpu0), pg: per((await pgCpuSeconds(db, datname).catch(() => NaN)) - pg0),
+        rps: Math.round(r['2xx'] / r.duration),
+        shed: r.statusCodeStats?.['503']?.count ?? 0,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        total: r.requests.total,
+        non2xx: r.non2xx,
+        errors: r.errors,
+        cpu: per(apiCpuSeconds(pid) - cpu0),
+        pg: per((await pgCpuSeconds(db, datname).catch(() => NaN)) - pg0),
       };
     };
-    const warm = (port: number, slots: Slot[]) => WARMUP_S > 0 ? autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: WARMUP_S, requests: loop(zone.id, listed, slots, () => undefined) }) : undefined;
+    const warm = (port: number, slots: Slot[]) =>
+      WARMUP_S > 0
+        ? autocannon({ url: `http://127.0.0.1:${port}`, connections: CONNECTIONS, duration: WARMUP_S, requests: loop(zone.id, listed, slots, () => undefined) })
+        : undefined;
 
     // BENCH_PG_SOCKET=dir: the API reaches Postgres over its Unix socket instead of loopback TCP
     const apiDbUrl = process.env.BENCH_PG_SOCKET ? withSocket(database.url, process.env.BENCH_PG_SOCKET) : database.url;
@@ -396,7 +441,7 @@ export async function run(): Promise<BenchResult> {
     metrics.postgres_cpu_ms_per_request = closed.pg;
     metrics.list_requests_per_s = apiList.rps;
     metrics.saturated_shed_503 = closed.shed + apiList.shed;
-    metrics.load_average_1m = Math.round(loadavg()[0]! * 10) / 10;
+    metrics.load_average_1m = Math.round(loadavg()[0] * 10) / 10;
 
     // (a) 70 % of the machine's capacity: everything answered, promptly
     const rateA = Math.round(0.7 * floor.rps);
@@ -457,13 +502,21 @@ export async function run(): Promise<BenchResult> {
     name: 'partner-api',
     metrics,
     goals: [
-      { metric: 'a_latency_p99_ms', goal: '< 50 at 0.7 × the floor\'s capacity', met: (metrics.a_latency_p99_ms ?? Infinity) < 50 },
-      { metric: 'a_refused_503', goal: '= 0 at 0.7 × the floor\'s capacity', met: metrics.a_refused_503 === 0 },
-      { metric: 'b_slowest_ms', goal: `<= ${DEADLINE_MS} at 2 × (every request answered or refused within the deadline)`, met: (metrics.b_slowest_ms ?? Infinity) <= DEADLINE_MS },
+      { metric: 'a_latency_p99_ms', goal: "< 50 at 0.7 × the floor's capacity", met: (metrics.a_latency_p99_ms ?? Infinity) < 50 },
+      { metric: 'a_refused_503', goal: "= 0 at 0.7 × the floor's capacity", met: metrics.a_refused_503 === 0 },
+      {
+        metric: 'b_slowest_ms',
+        goal: `<= ${DEADLINE_MS} at 2 × (every request answered or refused within the deadline)`,
+        met: (metrics.b_slowest_ms ?? Infinity) <= DEADLINE_MS,
+      },
       { metric: 'b_refused_p99_ms', goal: '< 50 at 2 × (a refusal is fast)', met: (metrics.b_refused_p99_ms ?? 0) < 50 },
       { metric: 'b_answered_p99_ms', goal: '< 1000 at 2 ×', met: (metrics.b_answered_p99_ms ?? Infinity) < 1000 },
       { metric: 'mixed_throughput_ratio', goal: '>= 0.5 (saturated mixed req/s, API / floor, same run)', met: (metrics.mixed_throughput_ratio ?? 0) >= 0.5 },
-      { metric: 'list_throughput_ratio', goal: '>= 0.7 (saturated vehicle list req/s, API / floor, same run)', met: (metrics.list_throughput_ratio ?? 0) >= 0.7 },
+      {
+        metric: 'list_throughput_ratio',
+        goal: '>= 0.7 (saturated vehicle list req/s, API / floor, same run)',
+        met: (metrics.list_throughput_ratio ?? 0) >= 0.7,
+      },
     ],
     notes,
   };
@@ -471,7 +524,7 @@ export async function run(): Promise<BenchResult> {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   if (process.argv[2] === '--serve') {
-    serve(process.argv[3]!, process.argv[4]!).catch((err) => {
+    serve(process.argv[3], process.argv[4]).catch((err) => {
       console.error(err);
       process.exit(1);
     });

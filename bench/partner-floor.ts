@@ -67,10 +67,30 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
       const user = (await c.query(prepared('RentalUserForStart', [body.userId, partnerId]))).rows[0];
       const v = (await c.query(prepared('RentalLockVehicleForStart', [body.vehicleId, null, null, now, partnerId, body.userId]))).rows[0];
       if (!user || user.running || !v || !v.start_allowed || v.status !== 'ready' || v.has_running_rental) return undefined;
-      const ins = (await c.query(prepared('RentalInsert', [
-        partnerId, body.userId, body.vehicleId, 'partner', false, false, null, 'solo', v.currency, v.vat_rate, v.start_price, v.price_per_minute, now, null, null,
-      ]))).rows[0];
-      await c.query(prepared('FleetInsertEventSetState', [body.vehicleId, v.zone_id, ['trip_start'], 'on_trip', now, v.lng, v.lat, v.battery_percent, [ins.trip_id], null]));
+      const ins = (
+        await c.query(
+          prepared('RentalInsert', [
+            partnerId,
+            body.userId,
+            body.vehicleId,
+            'partner',
+            false,
+            false,
+            null,
+            'solo',
+            v.currency,
+            v.vat_rate,
+            v.start_price,
+            v.price_per_minute,
+            now,
+            null,
+            null,
+          ]),
+        )
+      ).rows[0];
+      await c.query(
+        prepared('FleetInsertEventSetState', [body.vehicleId, v.zone_id, ['trip_start'], 'on_trip', now, v.lng, v.lat, v.battery_percent, [ins.trip_id], null]),
+      );
       return (await c.query(prepared('RentalGet', [ins.id, null]))).rows[0];
     });
   }
@@ -84,14 +104,35 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
       if (!parking || !parking.ride_end_allowed) return undefined;
       const durationMs = now.getTime() - (r.started_at as Date).getTime();
       const cost = computeCost({
-        startPrice: r.start_price ?? 0, pricePerMinute: r.price_per_minute ?? 0, vatRate: Number(r.vat_rate), durationSeconds: durationMs / 1000,
-        distanceMeters: r.distance_m, endedAt: now, charge: true,
+        startPrice: r.start_price ?? 0,
+        pricePerMinute: r.price_per_minute ?? 0,
+        vatRate: Number(r.vat_rate),
+        durationSeconds: durationMs / 1000,
+        distanceMeters: r.distance_m,
+        endedAt: now,
+        charge: true,
       });
-      await c.query(prepared('RentalEnd', [
-        r.id, 'ENDED', now, null, null, cost.durationMin, r.distance_m, cost.subtotal, cost.total, cost.vat, `receipts/${r.id}.pdf`,
-        r.vehicle_type_id, r.trip_type, Math.ceil(durationMs / 1000),
-      ]));
-      await c.query(prepared('FleetInsertEventSetState', [r.vehicle_id, r.zone_id, ['trip_end'], 'available', now, r.lng, r.lat, r.battery_percent, [r.trip_id], null]));
+      await c.query(
+        prepared('RentalEnd', [
+          r.id,
+          'ENDED',
+          now,
+          null,
+          null,
+          cost.durationMin,
+          r.distance_m,
+          cost.subtotal,
+          cost.total,
+          cost.vat,
+          `receipts/${r.id}.pdf`,
+          r.vehicle_type_id,
+          r.trip_type,
+          Math.ceil(durationMs / 1000),
+        ]),
+      );
+      await c.query(
+        prepared('FleetInsertEventSetState', [r.vehicle_id, r.zone_id, ['trip_end'], 'available', now, r.lng, r.lat, r.battery_percent, [r.trip_id], null]),
+      );
       return (await c.query(prepared('RentalGet', [r.id, null]))).rows[0];
     });
   }
@@ -125,7 +166,7 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
           }
           const m = /^\/v1\/rental\/([0-9a-f-]{36})\/end$/.exec(path);
           if (req.method === 'POST' && m) {
-            const rental = await end(partnerId, m[1]!);
+            const rental = await end(partnerId, m[1]);
             return rental ? answer(200, { data: [rental] }) : answer(400, { error: 'RentalAlreadyEnded' });
           }
           return answer(404, { error: 'NotFound' });
@@ -142,7 +183,7 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
-  serveFloor(process.argv[2]!).then(
+  serveFloor(process.argv[2]).then(
     (server) => {
       process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);
       process.on('SIGTERM', () => process.exit(0));

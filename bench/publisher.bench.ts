@@ -34,7 +34,6 @@ import { GZIP_LEVEL, publishHour, publishHourSet, type HourFileResult } from '..
 import { cloneDatabase } from '../test/support/db.js';
 import { bulkHistory, bulkTelemetry, bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
 
-
 export interface BenchResult {
   name: string;
   metrics: Record<string, number | null>;
@@ -71,7 +70,7 @@ async function copyFloor(db: Db, zone: string, hour: Date, perFile: boolean): Pr
       // the publisher's own source query with its parameters inlined (telemetry: published now, no delay)
       const { rowsQuery, extraParams } = sourceOf(source, { now: new Date(), telemetryTripDelayMinutes: 0 });
       const params = [zone, hourParam(hour), ...extraParams].map((p) => `'${p instanceof Date ? p.toISOString() : String(p)}'`);
-      const sql = rowsQuery.text.replace(/\$(\d+)/g, (_m, i: string) => params[Number(i) - 1]!).replace(/;\s*$/, '');
+      const sql = rowsQuery.text.replace(/\$(\d+)/g, (_m, i: string) => params[Number(i) - 1]).replace(/;\s*$/, '');
       const sink = new Writable({ write: (_c, _e, cb) => cb() });
       await pipeline(client.query(copyStreams.to(`COPY (SELECT row_to_json(s) FROM (${sql}) s) TO STDOUT`)), sink);
     }
@@ -96,8 +95,12 @@ export async function run(): Promise<BenchResult> {
   const config = testConfig({ DATABASE_URL: database.url, STORE_URL: `file://${storeDir}`, LOG_LEVEL: 'silent' });
   const log = createLogger(config.logLevel);
   const ctx: AppContext = {
-    config, log, db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 600000 }), store: await openStore(config),
-    clock: new ManualClock('2026-11-22T00:00:00Z'), gateway: new SimulatedGateway({}),
+    config,
+    log,
+    db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 600000 }),
+    store: await openStore(config),
+    clock: new ManualClock('2026-11-22T00:00:00Z'),
+    gateway: new SimulatedGateway({}),
   };
   const rss = new PeakRss();
   try {
@@ -125,7 +128,10 @@ export async function run(): Promise<BenchResult> {
     for (let h = 0; h < 24; h++) bytes += sumSet(await publishHourSet(ctx, zone, addHours(DAY, h)), 'bytes');
     const daySeconds = (performance.now() - dayStart) / 1000;
     const dayRss = rss.peak;
-    const rowsRead = (['trips', 'events', 'telemetry'] as const).reduce((n, src) => n + Number(counts[src]) * HOURLY_FEEDS.filter((f) => f.source === src).length, 0);
+    const rowsRead = (['trips', 'events', 'telemetry'] as const).reduce(
+      (n, src) => n + Number(counts[src]) * HOURLY_FEEDS.filter((f) => f.source === src).length,
+      0,
+    );
 
     // the same day again, unchanged content: read, render and hash everything, write nothing
     const sameStart = performance.now();

@@ -34,7 +34,9 @@ function report(results: Array<{ file: string; result?: BenchResult; error?: str
   lines.push('| benchmark | goal | measured | met |', '|---|---|---|---|');
   for (const r of results) {
     for (const g of r.result?.goals ?? []) {
-      lines.push(`| ${r.result!.name} | ${g.metric} ${g.goal} | ${fmt(r.result!.metrics[g.metric])} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`);
+      lines.push(
+        `| ${r.result!.name} | ${g.metric} ${g.goal} | ${fmt(r.result!.metrics[g.metric])} | ${g.met === null ? 'not measured' : g.met ? 'yes' : '**no**'} |`,
+      );
     }
     if (r.error) lines.push(`| ${basename(r.file, '.bench.ts')} | — | failed: ${r.error.split('\n')[0]} | **no** |`);
   }
@@ -53,7 +55,7 @@ function report(results: Array<{ file: string; result?: BenchResult; error?: str
 
 async function main(): Promise<void> {
   const oneIdx = process.argv.indexOf('--one');
-  if (oneIdx > 0) return runOne(process.argv[oneIdx + 1]!, process.argv[oneIdx + 2]!);
+  if (oneIdx > 0) return runOne(process.argv[oneIdx + 1], process.argv[oneIdx + 2]);
   const only = process.env.BENCH?.split(',').map((s) => s.trim());
   const files = readdirSync(BENCH_DIR)
     .filter((f) => f.endsWith('.bench.ts'))
@@ -66,7 +68,11 @@ async function main(): Promise<void> {
     console.log(`\n=== ${file}`);
     const out = join(tmp, `${file}.json`);
     const started = Date.now();
-    const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(BENCH_DIR, 'run.ts'), '--one', file, out], { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8', env: process.env });
+    const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(BENCH_DIR, 'run.ts'), '--one', file, out], {
+      stdio: ['ignore', 'inherit', 'pipe'],
+      encoding: 'utf8',
+      env: process.env,
+    });
     const seconds = (Date.now() - started) / 1000;
     try {
       results.push({ file, result: JSON.parse(readFileSync(out, 'utf8')) as BenchResult, seconds });

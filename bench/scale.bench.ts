@@ -124,7 +124,8 @@ export const PROBES: ScaleProbe[] = [
       return withServer(ctx, async (base, auth) => {
         const now = ctx.clock.now().getTime();
         const hour: number[] = [];
-        for (let i = 0; i < 7; i++) hour.push((await fetchTimed(`${base}/v1/partner-apis/mds/${zone}/events/recent?start_time=${now - 3_600_000}&end_time=${now}`, auth)).total);
+        for (let i = 0; i < 7; i++)
+          hour.push((await fetchTimed(`${base}/v1/partner-apis/mds/${zone}/events/recent?start_time=${now - 3_600_000}&end_time=${now}`, auth)).total);
         let url: string | null = `${base}/v1/partner-apis/mds/${zone}/events/recent?start_time=${now - 14 * DAY_MS + 60_000}&end_time=${now}&limit=5000`;
         const ttfbs: number[] = [];
         let events = 0;
@@ -164,7 +165,7 @@ function median(xs: number[]): number {
 
 function quantile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(s.length * p))]!;
+  return s[Math.min(s.length - 1, Math.floor(s.length * p))];
 }
 
 /** Median ms of `n` runs after one unmeasured warm-up run (caches, plans). */
@@ -207,7 +208,9 @@ async function sourceQueryCost(ctx: AppContext, zone: string): Promise<number> {
   for (let i = 0; i < 8; i++) {
     let ms = 0;
     for (const name of ['MdsTripsOfHour', 'MdsEventsOfHour'] as const) {
-      const text = sql(name).text.replace('$1', `'${zone}'`).replaceAll('$2', `'${hourParam(HOUR)}'`);
+      const text = sql(name)
+        .text.replace('$1', `'${zone}'`)
+        .replaceAll('$2', `'${hourParam(HOUR)}'`);
       const res = await ctx.db.many(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`);
       ms += (res[0] as any)['QUERY PLAN'][0]['Execution Time'] as number;
     }
@@ -248,7 +251,8 @@ async function sweepCosts(ctx: AppContext, zone: string, device: string): Promis
     ctx.db.query(
       `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location) VALUES ($1, $2, '{comms_lost}', 'non_contactable', $3, ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326))`,
       [device, zone, new Date(LAST_DAY.getTime() - i * 3_600_000 + 60_000)],
-    ));
+    ),
+  );
   await ctx.db.query(`UPDATE feed_publications SET dirty = false WHERE dirty`);
   return { missing, republish, insert };
 }
@@ -259,8 +263,12 @@ export async function run(): Promise<BenchResult> {
   const config = testConfig({ DATABASE_URL: database.url, STORE_URL: `file://${storeDir}`, LOG_LEVEL: 'silent' });
   const log = createLogger(config.logLevel);
   const ctx: AppContext = {
-    config, log, db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 1_800_000 }), store: await openStore(config),
-    clock: new ManualClock(new Date(LAST_DAY.getTime() + DAY_MS + 3_600_000)), gateway: new SimulatedGateway({}),
+    config,
+    log,
+    db: new Db(config.databaseUrl, log, { max: 10, statementTimeoutMs: 1_800_000 }),
+    store: await openStore(config),
+    clock: new ManualClock(new Date(LAST_DAY.getTime() + DAY_MS + 3_600_000)),
+    gateway: new SimulatedGateway({}),
   };
   const metrics: Record<string, number | null> = {};
   const notes: string[] = [];
@@ -287,13 +295,15 @@ export async function run(): Promise<BenchResult> {
     const genStart = performance.now();
     for (let d = 1; d < DAYS; d++) await simulateDay(ctx, zone, new Date(LAST_DAY.getTime() - d * DAY_MS));
     await ctx.db.query('ANALYZE');
-    notes.push(`history generated: ${DAYS} days × ${VEHICLES} vehicles × ${TRIPS_PER_VEHICLE} trips (+2 events, ${TELEMETRY_PER_TRIP} telemetry points each) in ${Math.round((performance.now() - genStart) / 1000)} s`);
+    notes.push(
+      `history generated: ${DAYS} days × ${VEHICLES} vehicles × ${TRIPS_PER_VEHICLE} trips (+2 events, ${TELEMETRY_PER_TRIP} telemetry points each) in ${Math.round((performance.now() - genStart) / 1000)} s`,
+    );
     const bytesN = await tableBytes(ctx.db);
     ratio('hourly publish ms', publish1, await publishCost(ctx, zone));
     ratio('hour source queries ms (Postgres execution)', source1, await sourceQueryCost(ctx, zone));
     for (const p of PROBES) {
       const many = await p.measure(ctx, zone);
-      for (const [k, v] of Object.entries(many)) ratio(`${p.name}: ${k}`, probes1.get(p.name)![k]!, v);
+      for (const [k, v] of Object.entries(many)) ratio(`${p.name}: ${k}`, probes1.get(p.name)![k], v);
     }
 
     // bytes per day and the steady state under the default retention
@@ -305,7 +315,9 @@ export async function run(): Promise<BenchResult> {
     }
     metrics['database MB per day'] = HISTORY_TABLES.reduce((n, t) => n + (metrics[`${t} MB per day`] ?? 0), 0);
     metrics['steady-state history MB under default retention'] = Math.round(steady / 1048576);
-    notes.push(`default retention: telemetry ${config.retention.telemetryDays} d, events ${config.retention.eventsDays} d, trips ${config.retention.tripsDays} d; the steady state is bounded by it whatever the years of operation`);
+    notes.push(
+      `default retention: telemetry ${config.retention.telemetryDays} d, events ${config.retention.eventsDays} d, trips ${config.retention.tripsDays} d; the steady state is bounded by it whatever the years of operation`,
+    );
 
     // publication rows of PUB_ZONES zones: 14 days vs PUB_DAYS days
     for (let i = 1; i < PUB_ZONES; i++) await feedZone(ctx.db, { id: `scale${i}`, createdAt: new Date(LAST_DAY.getTime() - 400 * DAY_MS) });
@@ -315,7 +327,11 @@ export async function run(): Promise<BenchResult> {
     const rows = (await ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM feed_publications`)).n;
     const big = await sweepCosts(ctx, zone, device);
     notes.push(`publication rows: ${PUB_ZONES} zones × 7 files × 14 days, then ${PUB_DAYS} days (${rows.toLocaleString('en-US')} rows)`);
-    for (const [k, label] of [['missing', 'missing-hours scan ms'], ['republish', 'republish sweep ms'], ['insert', 'event insert with trigger ms']] as const) {
+    for (const [k, label] of [
+      ['missing', 'missing-hours scan ms'],
+      ['republish', 'republish sweep ms'],
+      ['insert', 'event insert with trigger ms'],
+    ] as const) {
       metrics[`${label} 14 days`] = Math.round(small[k] * 100) / 100;
       metrics[`${label} ${PUB_DAYS} days`] = Math.round(big[k] * 100) / 100;
       metrics[`${label} ratio`] = Math.round((big[k] / small[k]) * 100) / 100;
@@ -330,7 +346,7 @@ export async function run(): Promise<BenchResult> {
   return {
     name: `scale (${VEHICLES} vehicles, 1 vs ${DAYS} days; publications of ${PUB_ZONES} zones, 14 vs ${PUB_DAYS} days)`,
     metrics,
-    goals: ratios.map((m) => ({ metric: m, goal: '≤ 1.2', met: metrics[m] === null ? null : (metrics[m] as number) <= 1.2 })),
+    goals: ratios.map((m) => ({ metric: m, goal: '≤ 1.2', met: metrics[m] === null ? null : metrics[m] <= 1.2 })),
     notes,
   };
 }

@@ -22,7 +22,6 @@ import { seedDemo } from '../lib/seed/index.js';
 import { simulateHistory } from '../lib/sim/index.js';
 import { cloneDatabase } from '../test/support/db.js';
 
-
 const VEHICLES_PER_ZONE = Number(process.env.BENCH_SIM_VEHICLES_PER_ZONE ?? 5000);
 const GOAL_S = 180;
 
@@ -32,7 +31,14 @@ export async function run(): Promise<BenchResult> {
   const config = testConfig({ DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
   const log = createLogger('silent');
   const db = new Db(config.databaseUrl, log, { statementTimeoutMs: 600000 });
-  const ctx: AppContext = { config, db, store: await openStore(config), log, clock: new ManualClock('2026-03-10T12:00:00Z'), gateway: new SimulatedGateway({}) };
+  const ctx: AppContext = {
+    config,
+    db,
+    store: await openStore(config),
+    log,
+    clock: new ManualClock('2026-03-10T12:00:00Z'),
+    gateway: new SimulatedGateway({}),
+  };
   try {
     await seedDemo(ctx, { vehiclesPerZone: 50 });
     const started = performance.now();
@@ -42,7 +48,15 @@ export async function run(): Promise<BenchResult> {
     const figures = { 'wall time (s)': Math.round(seconds * 10) / 10 };
     return {
       name: 'simulator',
-      metrics: { vehicles: s.vehicles, rentals: s.rentals, events: s.events, telemetry: s.telemetry, rows_written: s.rowsWritten, wall_s: figures['wall time (s)'], rows_per_s: rowsPerSecond },
+      metrics: {
+        vehicles: s.vehicles,
+        rentals: s.rentals,
+        events: s.events,
+        telemetry: s.telemetry,
+        rows_written: s.rowsWritten,
+        wall_s: figures['wall time (s)'],
+        rows_per_s: rowsPerSecond,
+      },
       goals: [{ metric: 'wall_s', goal: `one day of ${s.vehicles} vehicles ≤ ${GOAL_S} s`, met: seconds <= GOAL_S }],
       notes: ['wall time includes putting the added vehicles into service, users, the COPY of every table and the final vehicle update, in one transaction'],
     };

@@ -44,8 +44,8 @@ const WARMUP = env('BENCH_VS_WARMUP', 3);
 const GOAL_MS = 100;
 const ZONE = 'vsbench';
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /**
@@ -70,17 +70,26 @@ function get(port: number, path: string, headers: Record<string, string>, keep =
 }
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
-  const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ');
   notes.push(`load average (1/5/15 min) at start: ${load()}`);
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'vs-bench-'));
   const config = testConfig({ NODE_ENV: 'production', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
   const log = createLogger('silent');
-  const ctx: AppContext = { config, db: new Db(config.databaseUrl, log, { max: 10 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway() };
+  const ctx: AppContext = {
+    config,
+    db: new Db(config.databaseUrl, log, { max: 10 }),
+    store: await openStore(config),
+    log,
+    clock: systemClock,
+    gateway: new SimulatedGateway(),
+  };
   let server: http.Server | undefined;
   try {
     const t0 = performance.now();
@@ -146,13 +155,21 @@ export async function run(): Promise<BenchResult> {
     const { text } = vehicleStatusRecordsQuery();
     const exec: number[] = [];
     for (let i = 0; i < 5; i++) {
-      const plan = await ctx.db.many<{ 'QUERY PLAN': Array<{ 'Execution Time': number }> }>(`EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ${text}`, [ZONE, null, null, new Date(), JSON.stringify(config.providerId)]);
-      exec.push(plan[0]!['QUERY PLAN'][0]!['Execution Time']);
+      const plan = await ctx.db.many<{ 'QUERY PLAN': Array<{ 'Execution Time': number }> }>(`EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) ${text}`, [
+        ZONE,
+        null,
+        null,
+        new Date(),
+        JSON.stringify(config.providerId),
+      ]);
+      exec.push(plan[0]['QUERY PLAN'][0]['Execution Time']);
     }
     metrics.query_execution_median_ms = round1(median(exec));
     notes.push(`identity ms by request: ${plain.map((x) => Math.round(x)).join(' ')}`);
     notes.push(`gzip ms by request: ${zipped.map((x) => Math.round(x)).join(' ')}`);
-    notes.push(`${REQUESTS} sequential requests per encoding on one keep-alive connection after ${WARMUP} warm-up each; load average at end: ${load()} (2 shared CPUs: figures move with other work)`);
+    notes.push(
+      `${REQUESTS} sequential requests per encoding on one keep-alive connection after ${WARMUP} warm-up each; load average at end: ${load()} (2 shared CPUs: figures move with other work)`,
+    );
   } finally {
     keepAlive.destroy();
     if (server) await new Promise((r) => server!.close(r));
@@ -165,7 +182,11 @@ export async function run(): Promise<BenchResult> {
     name: 'vehicles-status',
     metrics,
     goals: [
-      { metric: 'vehicles_status_median_ms', goal: `<= ${GOAL_MS}`, met: metrics.vehicles_status_median_ms == null ? null : metrics.vehicles_status_median_ms <= GOAL_MS },
+      {
+        metric: 'vehicles_status_median_ms',
+        goal: `<= ${GOAL_MS}`,
+        met: metrics.vehicles_status_median_ms == null ? null : metrics.vehicles_status_median_ms <= GOAL_MS,
+      },
       { metric: 'jit_on', goal: '= 0', met: metrics.jit_on === 0 },
     ],
     notes,

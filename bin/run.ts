@@ -1,25 +1,109 @@
 /**
- * `make run`: the whole system in one process on one machine — migrate, seed the demo data on an
- * empty database (with the last 24 hours of simulated operation), then the API (main + legacy host),
- * the publisher and the live fleet simulator; the demo's older history is published in the
- * background. Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: the servers stop accepting and
- * finish in-flight requests, the publisher finishes its running jobs. (`make run` then stops the
- * embedded Postgres it started: scripts/pg.sh with.)
+ * `make run`: the whole system on one machine, in processes as production runs it. This process
+ * migrates, seeds the demo data on an empty database (with the last 24 hours of simulated operation
+ * and their files), serves the API (main host, legacy host, metrics) and supervises one child: this
+ * file again with the argument `background`, which runs the publisher (pg-boss workers and cron, as
+ * bin/publisher.ts does), the live fleet simulator and the publication of the demo's older history.
+ * The child's CPU (GBFS runs, the mapping and gzip of hourly files, the demo's month of backfill)
+ * never runs on the event loop that answers partners.
+ *
+ * A child process rather than a worker thread: production runs the publisher as a process of its
+ * own, and a worker thread would share this process's libuv thread pool (gzip, file writes, the
+ * token endpoints' secret hashing), its heap limit and its fate when it crashes.
+ *
+ * One terminal: the child writes to the same stdout and stderr (pino lines carry the pid; the banner
+ * names both). Ctrl-C (SIGINT, which the terminal sends to both) or SIGTERM (to this process, passed
+ * on to the child) stops everything cleanly: the servers stop accepting and finish in-flight
+ * requests, the child finishes its running jobs, and this process exits after it, so that no
+ * session is left when `make run`'s scripts/pg.sh stops the embedded Postgres it started. A child
+ * that dies otherwise stops the run with exit code 1 and one line saying so: restarting it would
+ * hide a crash that a demo should show. A child whose supervisor dies stops on its own (the IPC
+ * channel closes).
  */
+import { fork, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { listenOrExit } from '../lib/http/listen.js';
 import { loadConfigOrExit, type Config } from '../lib/config.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
-import { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } from '../api/app.js';
 import type { AppContext } from '../lib/context.js';
-import { q } from '../lib/db.js';
+import { sql } from '../lib/sql/typed.js';
 import { addHours, floorHour, formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 
-async function main(): Promise<void> {
+/** The argument that makes this file the background process. */
+const BACKGROUND = 'background';
+
+/** What the two processes tell each other over the IPC channel. */
+type ToBackground = { type: 'start' };
+type FromBackground = { type: 'ready' } | { type: 'stopping'; signal: string };
+
+/** A child's exit as 'exit' reports it. */
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+async function supervise(): Promise<void> {
   const { config } = loadConfigOrExit();
   const ctx = await createContext(config, { applicationName: 'run' });
   const { log } = ctx;
+
+  // forked first: the child loads its modules while this process migrates and seeds, and starts
+  // its work when told to (the database is ready then)
+  const child = fork(fileURLToPath(import.meta.url), [BACKGROUND], {
+    // the parent's loader (tsx) without a debugger flag: two processes cannot share its port
+    execArgv: process.execArgv.filter((a) => !a.startsWith('--inspect')),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  // this process's own modules load meanwhile too
+  const api = import('../api/app.js');
+  // (a send to a child that is gone, or a failed kill: its exit says the rest)
+  child.on('error', (err) => log.error({ err: err.message }, 'publisher process'));
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const ready = new Promise<void>((resolve) => child.on('message', (m: FromBackground) => m.type === 'ready' && resolve()));
+  const servers: Server[] = [];
+
+  let stopping = false;
+  const stop = async (why: string, failed: boolean) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ why }, 'stopping');
+    const deadline = setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      child.kill('SIGKILL');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + 10_000);
+    deadline.unref();
+    // stop accepting at once; requests in flight finish while the child winds down
+    const closed = Promise.all(
+      servers.map(
+        (s) =>
+          new Promise<void>((r) => {
+            s.close(() => r());
+            s.closeIdleConnections();
+          }),
+      ),
+    );
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const exit = await exited;
+    await closed;
+    await closeContext(ctx);
+    console.log('stopped');
+    process.exit(failed || !stoppedCleanly(exit) ? 1 : 0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT', false));
+  process.on('SIGTERM', () => void stop('SIGTERM', false));
+  // Ctrl-C may reach the child first: it says so before it stops
+  child.on('message', (m: FromBackground) => {
+    if (m.type === 'stopping') void stop(m.signal, false);
+  });
+  void exited.then((exit) => {
+    if (stopping) return;
+    const clean = stoppedCleanly(exit);
+    if (!clean)
+      console.error(
+        `run: the publisher process (pid ${child.pid}) exited unexpectedly (${exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`}); stopping everything`,
+      );
+    void stop(exit.signal ?? 'publisher process exited', !clean);
+  });
 
   const { applied } = await migrate(config.databaseUrl);
   if (applied.length) log.info({ applied }, 'migrations applied');
@@ -34,69 +118,91 @@ async function main(): Promise<void> {
       const { simulateHistory } = await import('../lib/sim/index.js');
       await simulateHistory(ctx, { days: 1, seed: 42, end: ctx.clock.now() });
       // publish the simulated day now, so that every feed has history to show from the first minute
+      // (nothing answers partners yet: the one heavy work this process does)
       const { backfill } = await import('../publisher/ops.js');
       const now = ctx.clock.now();
       const r = await backfill(ctx, { zones: 'all', from: new Date(now.getTime() - 25 * 3_600_000), to: now, feeds: 'all', force: false });
       log.info({ written: r.written, failed: r.failed.length }, 'simulated day published');
     }
   }
+  if (stopping) return;
+  child.send({ type: 'start' } satisfies ToBackground);
 
-  const servers: Server[] = [];
+  const { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } = await api;
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
-  const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) =>
-    listenOrExit(withHotPath(app), port, config.host, variable, config.http);
+  const listen = (app: ReturnType<typeof buildApp>, port: number, variable: string) => listenOrExit(withHotPath(app), port, config.host, variable, config.http);
   servers.push(await listen(buildApp(ctx), config.port, 'PORT'));
   servers.push(await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'));
-  servers.push(await listenOrExit(buildMetricsApp(ctx).callback(), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http));
+  const metrics = buildMetricsApp(ctx).callback();
+  servers.push(await listenOrExit((req, res) => void metrics(req, res), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http));
 
-  const { startPublisher } = await import('../publisher/index.js');
-  const publisher = await startPublisher(ctx, { cron: true });
-  const { startLiveSimulator } = await import('../lib/sim/live.js');
-  const sim = config.liveSimulator ? startLiveSimulator(ctx, {}) : { stop: async () => undefined };
+  await ready;
+  if (!stopping) printBanner(config, seeded, child);
+}
 
-  printBanner(config, seeded);
-  // PUBLISH_CATCHUP_HOURS_PER_TICK=0 turns the history catch-up off, this one included
-  const history = process.env.SEED_DEMO === '1' && config.publishCatchupHoursPerTick > 0 ? publishDemoHistory(ctx, publisher.tick) : { stop: async () => undefined };
+/** A child that ended by its own clean stop (exit 0) or by the signal of a stop (a Ctrl-C that reached it before its handlers). */
+function stoppedCleanly(exit: Exit): boolean {
+  return exit.code === 0 || exit.signal === 'SIGINT' || exit.signal === 'SIGTERM';
+}
 
+/**
+ * The child: the publisher with its cron, the live simulator and the demo's history, once the
+ * supervisor says start. It stops on SIGINT or SIGTERM, and when its supervisor is gone; running
+ * jobs finish within SHUTDOWN_TIMEOUT_MS.
+ */
+async function background(): Promise<void> {
+  const { config } = loadConfigOrExit();
+  const tell = (m: FromBackground) => {
+    if (process.connected) process.send!(m);
+  };
   let stopping = false;
+  const work: { stop?: () => Promise<void> } = {};
+  // a stop before the work started simply exits: nothing is running yet
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'stopping');
-    const deadline = setTimeout(() => {
-      log.error('shutdown took too long; exiting');
-      process.exit(1);
-    }, config.shutdownTimeoutMs + 5000);
-    deadline.unref();
-    // stop accepting at once; requests in flight finish while the simulator and publisher wind down
-    const closed = Promise.all(servers.map((s) => new Promise<void>((r) => { s.close(() => r()); s.closeIdleConnections(); })));
-    await sim.stop();
-    await history.stop();
-    await closed;
-    await publisher.stop();
-    await closeContext(ctx);
-    console.log('stopped');
+    tell({ type: 'stopping', signal });
+    setTimeout(() => process.exit(1), config.shutdownTimeoutMs + 5000).unref();
+    await work.stop?.();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('disconnect', () => void stop('supervisor gone'));
+
+  const modules = Promise.all([import('../publisher/index.js'), import('../lib/sim/live.js')]);
+  await new Promise<void>((resolve) => process.on('message', (m: ToBackground) => m.type === 'start' && resolve()));
+  const [{ startPublisher }, { startLiveSimulator }] = await modules;
+  if (stopping) return;
+  const ctx = await createContext(config, { applicationName: 'run-publisher' });
+  const publisher = await startPublisher(ctx, { cron: true });
+  const sim = config.liveSimulator ? startLiveSimulator(ctx, {}) : undefined;
+  // PUBLISH_CATCHUP_HOURS_PER_TICK=0 turns the history catch-up off, this one included
+  const history = process.env.SEED_DEMO === '1' && config.publishCatchupHoursPerTick > 0 ? publishDemoHistory(ctx, () => publisher.tick()) : undefined;
+  work.stop = async () => {
+    await sim?.stop();
+    await history?.stop();
+    await publisher.stop();
+    await closeContext(ctx);
+  };
+  tell({ type: 'ready' });
 }
 
 /**
  * The demo's zones began 30 days before the first start (lib/seed), its simulated rides cover the
  * last day, and the publisher's catch-up publishes history older than its look-back at
  * PUBLISH_CATCHUP_HOURS_PER_TICK hours a minute, oldest first: half an hour for this month, with
- * older hours answering 202 meanwhile. Here the demo publishes those hours at once, in the
- * background, a day at a time from the newest (so the catch-up, coming from the oldest, meets few of
- * them twice): about half a minute on two cores. Hours already published are skipped, so a later
- * start only finishes what an interrupted one left.
+ * older hours answering 202 meanwhile. Here the demo's publisher process publishes those hours at
+ * once, beside its jobs, a day at a time from the newest (so the catch-up, coming from the oldest,
+ * meets few of them twice): about half a minute on two cores. Hours already published are skipped,
+ * so a later start only finishes what an interrupted one left.
  */
 function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { stop(): Promise<void> } {
   let stopping = false;
   const run = (async () => {
     const { backfill } = await import('../publisher/ops.js');
     const { lookbackStart } = await import('../publisher/schedule.js');
-    const zones = await ctx.db.many<{ id: string; created_at: Date }>(q('PubZones'));
+    const zones = await ctx.db.many(sql('PubZones'));
     if (!zones.length) return;
     const first = floorHour(new Date(Math.min(...zones.map((z) => z.created_at.getTime()))));
     // the cron's look-back publishes the newer hours itself
@@ -116,7 +222,8 @@ function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { st
     for (let i = 0; i < ticks && !stopping; i++) await tick();
     if (stopping) return;
     if (failed) ctx.log.warn({ failed }, 'demo history: files failed; the publisher retries them');
-    if (written) console.log(`demo history published: every hour since ${formatHour(first)} (${written} files) in ${Math.round((Date.now() - started) / 1000)} s`);
+    if (written)
+      console.log(`demo history published: every hour since ${formatHour(first)} (${written} files) in ${Math.round((Date.now() - started) / 1000)} s`);
   })().catch((err) => ctx.log.warn({ err: (err as Error).message }, 'demo history not published; the publisher catches it up'));
   return {
     async stop() {
@@ -126,7 +233,7 @@ function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { st
   };
 }
 
-function printBanner(config: Config, seeded: boolean): void {
+function printBanner(config: Config, seeded: boolean, child: ChildProcess): void {
   const b = config.publicBaseUrl;
   const l = config.publicLegacyUrl;
   console.log(`
@@ -143,12 +250,13 @@ function printBanner(config: Config, seeded: boolean): void {
   Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)
   Health               ${b}/healthz  ${b}/readyz
   Metrics              http://${config.metrics.host}:${config.metrics.port}/metrics (not on the public host${config.metrics.token ? '; there with METRICS_TOKEN' : ''})
+  Processes            API ${process.pid}; publisher${config.liveSimulator ? ' and fleet simulator' : ''} ${child.pid} (log lines carry the pid)
 
   Demo zones: berlin (free-floating), copenhagen (parking spots). Ctrl-C stops everything.
 `);
 }
 
-main().catch((err) => {
+(process.argv[2] === BACKGROUND ? background() : supervise()).catch((err) => {
   console.error(err);
   process.exit(1);
 });

@@ -60,13 +60,24 @@ export interface Config {
    * Token endpoints (lib/auth/token-guard.ts): failed authentications per minute before 429, per (client id, address) and per
    * address; the reverse proxies whose X-Forwarded-For entries are believed (0: the socket's peer); the bound of concurrent secret checks.
    */
-  readonly tokenAuth: { readonly failuresPerClientAddress: number; readonly failuresPerAddress: number; readonly trustedProxyHops: number; readonly hashConcurrency: number; readonly hashQueue: number };
+  readonly tokenAuth: {
+    readonly failuresPerClientAddress: number;
+    readonly failuresPerAddress: number;
+    readonly trustedProxyHops: number;
+    readonly hashConcurrency: number;
+    readonly hashQueue: number;
+  };
   readonly rateLimitPerMinute: number;
   readonly maxBodyBytes: number;
   readonly maxPhotoBytes: number;
   readonly shutdownTimeoutMs: number;
   /** Server timeouts of every listener (lib/http/listen.ts): no client holds a connection past them. */
-  readonly http: { readonly headersTimeoutMs: number; readonly requestTimeoutMs: number; readonly keepAliveTimeoutMs: number; readonly connectionsCheckingIntervalMs: number };
+  readonly http: {
+    readonly headersTimeoutMs: number;
+    readonly requestTimeoutMs: number;
+    readonly keepAliveTimeoutMs: number;
+    readonly connectionsCheckingIntervalMs: number;
+  };
   /** `make run` drives the demo fleet with the live simulator unless LIVE_SIMULATOR=false */
   readonly liveSimulator: boolean;
   /** Bytes of hot feed files (stored gzip) each API process keeps in memory; 0 disables the cache. */
@@ -143,7 +154,8 @@ function signingSecretOf(env: Env): string {
   let secret = env.SIGNING_SECRET;
   if (secret === undefined || secret === '') {
     const file = env.SIGNING_SECRET_FILE;
-    if (file === undefined || file === '') throw new ConfigError('SIGNING_SECRET is required (at least 32 characters), or SIGNING_SECRET_FILE naming a file that holds it');
+    if (file === undefined || file === '')
+      throw new ConfigError('SIGNING_SECRET is required (at least 32 characters), or SIGNING_SECRET_FILE naming a file that holds it');
     secret = secretFromFile(file);
   }
   if (secret.length < 32) throw new ConfigError('SIGNING_SECRET must be at least 32 characters');
@@ -154,7 +166,8 @@ function httpTimeouts(env: Env): Config['http'] {
   const headersTimeoutMs = int(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
   // a 10 MB parking photo over a slow mobile link still fits in a minute
   const requestTimeoutMs = int(env, 'HTTP_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
-  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
   return Object.freeze({
     headersTimeoutMs,
     requestTimeoutMs,
@@ -261,7 +274,12 @@ export function loadConfig(env: Env = process.env): Config {
     tokenAuth: Object.freeze({
       // per (client id, address), never per client id alone: ids are not secret, and a count per id let
       // anyone lock a client out. The old name, TOKEN_AUTH_FAILURES_PER_CLIENT, is still read.
-      failuresPerClientAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT_ADDRESS', int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT', envName === 'test' ? 1_000_000 : 5, 1), 1),
+      failuresPerClientAddress: int(
+        env,
+        'TOKEN_AUTH_FAILURES_PER_CLIENT_ADDRESS',
+        int(env, 'TOKEN_AUTH_FAILURES_PER_CLIENT', envName === 'test' ? 1_000_000 : 5, 1),
+        1,
+      ),
       failuresPerAddress: int(env, 'TOKEN_AUTH_FAILURES_PER_ADDRESS', envName === 'test' ? 1_000_000 : 30, 1),
       // reverse proxies in front of the API whose X-Forwarded-For entries are believed; 0: none
       trustedProxyHops: int(env, 'TOKEN_AUTH_TRUSTED_PROXY_HOPS', 0, 0, 10),
@@ -301,7 +319,13 @@ export function loadConfig(env: Env = process.env): Config {
 /** A config for tests and tools: the environment plus overrides. */
 export function testConfig(overrides: Env = {}): Config {
   // tests that never touch the database (store, mappers) need no DATABASE_URL
-  return loadConfig({ NODE_ENV: 'test', SIGNING_SECRET: randomBytes(24).toString('hex'), DATABASE_URL: 'postgres://unused.invalid/none', ...process.env, ...overrides });
+  return loadConfig({
+    NODE_ENV: 'test',
+    SIGNING_SECRET: randomBytes(24).toString('hex'),
+    DATABASE_URL: 'postgres://unused.invalid/none',
+    ...process.env,
+    ...overrides,
+  });
 }
 
 /**

@@ -104,7 +104,10 @@ export function classify(err: unknown, query: string, role: DbRole = 'primary'):
       kind = 'unavailable';
       break;
     default:
-      if ((code && CONNECTION_CODES.has(code)) || /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Client has encountered a connection error/i.test(e?.message ?? '')) {
+      if (
+        (code && CONNECTION_CODES.has(code)) ||
+        /Connection terminated|timeout exceeded when trying to connect|connect ECONNREFUSED|Client has encountered a connection error/i.test(e?.message ?? '')
+      ) {
         kind = 'unavailable';
       }
   }
@@ -121,7 +124,8 @@ export function q(name: string): NamedQuery {
   return found;
 }
 
-export type Row = Record<string, any>;
+/** An untyped row: the driver's (its members are `any` in pg's typings); a typed query's rows have their own types. */
+export type Row = pg.QueryResultRow;
 
 /**
  * Something that runs queries: the pool or a client inside a transaction. A typed query
@@ -174,7 +178,11 @@ abstract class Runner implements Queryable {
   async one<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T> {
     const res = await this.query<T>(query, paramsOf(args));
     if (res.rows.length !== 1) {
-      throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
+      throw new DbError(
+        `${typeof query === 'string' ? 'adhoc' : query.name}: expected one row, got ${res.rows.length}`,
+        'row_count',
+        typeof query === 'string' ? 'adhoc' : query.name,
+      );
     }
     return res.rows[0];
   }
@@ -184,7 +192,11 @@ abstract class Runner implements Queryable {
   async maybeOne<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T | undefined> {
     const res = await this.query<T>(query, paramsOf(args));
     if (res.rows.length > 1) {
-      throw new DbError(`${typeof query === 'string' ? 'adhoc' : query.name}: expected at most one row, got ${res.rows.length}`, 'row_count', typeof query === 'string' ? 'adhoc' : query.name);
+      throw new DbError(
+        `${typeof query === 'string' ? 'adhoc' : query.name}: expected at most one row, got ${res.rows.length}`,
+        'row_count',
+        typeof query === 'string' ? 'adhoc' : query.name,
+      );
     }
     return res.rows[0];
   }

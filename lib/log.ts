@@ -2,6 +2,7 @@
  * Structured logging (pino). Credentials never reach a log: headers and fields that carry keys,
  * tokens, secrets or signatures are redacted wherever they appear in a logged object.
  */
+import type Koa from 'koa';
 import { pino, type Logger } from 'pino';
 
 export type { Logger };
@@ -66,6 +67,14 @@ export function redactUrl(url: string): string {
     .join('&');
   return `${url.slice(0, q)}?${redacted}`;
 }
+
+/**
+ * The request's logger (a child carrying its request id, set by api/middleware/request-envelope.ts,
+ * replaced by a family's gate with one carrying more ids); undefined on an app built without the
+ * envelope. Koa types `ctx.state` as `any`: this is the one place that says what `ctx.state.log`
+ * holds, in lib/ because the shared HTTP helpers (lib/http/) read it as well as the API.
+ */
+export const requestLogOf = (ctx: Pick<Koa.Context, 'state'>): Logger | undefined => ctx.state.log as Logger | undefined;
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const opts = { level, redact: { paths: REDACT_PATHS, censor: '[Redacted]' }, base: { pid: process.pid } };

@@ -62,6 +62,14 @@ export const metrics = {
  * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs, what
  * each history table retains (history_*), and how far the streaming replica is behind.
  */
+/**
+ * Has `collect` run at each scrape of `gauge`: prom-client calls a metric's `collect` before reading
+ * it, but types it only as a constructor option, and these gauges exist before the database does.
+ */
+function onScrape(gauge: client.Gauge, collect: () => Promise<void>): void {
+  Object.assign(gauge, { collect });
+}
+
 export function registerDbCollectors(db: Db): void {
   const safe = async (fn: () => Promise<void>) => {
     try {
@@ -70,30 +78,38 @@ export function registerDbCollectors(db: Db): void {
       // a scrape during a database outage reports the last values rather than failing /metrics
     }
   };
-  (metrics.dirtyHours as any).collect = () =>
+  onScrape(metrics.dirtyHours, () =>
     safe(async () => {
-      const [r] = await db.many('SELECT count(*)::int AS n FROM feed_publications WHERE dirty');
+      const [r] = await db.many<{ n: number }>('SELECT count(*)::int AS n FROM feed_publications WHERE dirty');
       metrics.dirtyHours.set(r?.n ?? 0);
-    });
-  (metrics.publishLag as any).collect = () =>
+    }),
+  );
+  onScrape(metrics.publishLag, () =>
     safe(async () => {
       // per file of the catalogue (hourly_feeds, synced from HOURLY_FEEDS), the latest published row:
       // a backward walk of feed_publications_hour_scope from the newest hour, not a sort of every
       // hour ever published
-      const rows = await db.many(`SELECT f.feed, f.version, l.lag
+      const rows = await db.many<{ feed: string; version: string; lag: number }>(`SELECT f.feed, f.version, l.lag
                                     FROM hourly_feeds f
                                     JOIN LATERAL (SELECT extract(epoch FROM p.published_at - (p.hour + interval '1 hour') AT TIME ZONE 'UTC')::float8 AS lag
                                                     FROM feed_publications p
                                                    WHERE p.feed = f.feed AND p.version = f.version AND p.status = 'published' AND p.published_at IS NOT NULL
                                                    ORDER BY p.hour DESC LIMIT 1) l ON true`);
       for (const r of rows) metrics.publishLag.set({ feed: r.feed, version: r.version }, r.lag);
-    });
+    }),
+  );
   // the four history gauges come from one catalogue query, shared by their collects of one scrape
   let historyScrape: Promise<void> | undefined;
   const collectHistory = () =>
     (historyScrape ??= safe(async () => {
       // one catalogue query: partitions per history table with their day and size (sql/queries/history.sql)
-      const rows = await db.many(`SELECT p.relname AS parent,
+      const rows = await db.many<{
+        parent: string;
+        partitions: number;
+        oldest: number | null;
+        bytes: number | null;
+        dropped_before: number | null;
+      }>(`SELECT p.relname AS parent,
                                          count(*) FILTER (WHERE c.relname ~ '_p[0-9]{8}$')::int AS partitions,
                                          extract(epoch FROM min(to_date(right(c.relname, 8), 'YYYYMMDD')) FILTER (WHERE c.relname ~ '_p[0-9]{8}$')::timestamp)::float8 AS oldest,
                                          sum(pg_total_relation_size(c.oid))::float8 AS bytes,
@@ -110,9 +126,8 @@ export function registerDbCollectors(db: Db): void {
     }).finally(() => {
       historyScrape = undefined;
     }));
-  for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore])
-    (g as any).collect = collectHistory;
-  (metrics.replicaLag as any).collect = async () => {
+  for (const g of [metrics.historyPartitions, metrics.historyBytes, metrics.historyOldestDay, metrics.historyDroppedBefore]) onScrape(g, collectHistory);
+  onScrape(metrics.replicaLag, async () => {
     // the primary's WAL position, then the replica's replay position against it (lib/replica.ts); when
     // either does not answer the lag is unknown, and its last value would hide a replica gone astray
     try {
@@ -120,20 +135,26 @@ export function registerDbCollectors(db: Db): void {
     } catch {
       metrics.replicaLag.set(Number.NaN);
     }
-  };
-  (metrics.rentalsRunning as any).collect = () =>
+  });
+  onScrape(metrics.rentalsRunning, () =>
     safe(async () => {
-      const [r] = await db.many(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`);
+      const [r] = await db.many<{ n: number }>(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`);
       metrics.rentalsRunning.set(r?.n ?? 0);
-    });
-  (metrics.queueDepth as any).collect = () =>
+    }),
+  );
+  onScrape(metrics.queueDepth, () =>
     safe(async () => {
-      const rows = await db.many(`SELECT name, count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,
+      const rows = await db.many<{
+        name: string;
+        queued: number;
+        failed: number;
+      }>(`SELECT name, count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,
                                          count(*) FILTER (WHERE state = 'failed')::int AS failed
                                     FROM pgboss.job GROUP BY name`);
       for (const r of rows) {
         metrics.queueDepth.set({ queue: r.name }, r.queued);
         metrics.jobFailures.set({ queue: r.name }, r.failed);
       }
-    });
+    }),
+  );
 }

@@ -23,4 +23,3 @@ export function toMajor(minor: number, currency: string): number {
   const digits = currencyDigits(currency);
   return Number((minor / 10 ** digits).toFixed(digits));
 }
-

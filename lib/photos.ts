@@ -56,8 +56,9 @@ export async function checkPhoto(bytes: Buffer): Promise<PhotoCheck> {
   const height = rotated ? meta.width : meta.height;
   let focalLength35mm: number | undefined;
   try {
-    const exif = await exifr.parse(bytes, { pick: ['FocalLengthIn35mmFormat'] });
-    const v = exif?.FocalLengthIn35mmFormat;
+    // exifr types its result `any`: only the one tag asked for is read, and checked below
+    const exif: unknown = await exifr.parse(bytes, { pick: ['FocalLengthIn35mmFormat'] });
+    const v = (exif as { FocalLengthIn35mmFormat?: unknown } | null | undefined)?.FocalLengthIn35mmFormat;
     if (typeof v === 'number' && v > 0) focalLength35mm = v;
   } catch {
     // unreadable EXIF: treated like absent EXIF

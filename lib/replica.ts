@@ -141,7 +141,11 @@ export async function* streamOnReplica<T>(db: Db, open: (db: Db) => AsyncGenerat
  * primary) is looked up on the primary, so only the primary ever says "no such row". Also returns
  * the pool that found it: what belongs to the row is read from the same one.
  */
-export function lookupOnReplica<P extends readonly unknown[], R extends Row>(db: Db, query: TypedQuery<P, R>, params: NoInfer<P>): Promise<{ row: R | undefined; db: Db }>;
+export function lookupOnReplica<P extends readonly unknown[], R extends Row>(
+  db: Db,
+  query: TypedQuery<P, R>,
+  params: NoInfer<P>,
+): Promise<{ row: R | undefined; db: Db }>;
 export function lookupOnReplica<T extends Row = Row>(db: Db, query: UntypedQuery, params: readonly unknown[]): Promise<{ row: T | undefined; db: Db }>;
 export async function lookupOnReplica(db: Db, query: NamedQuery, params: readonly unknown[]): Promise<{ row: Row | undefined; db: Db }> {
   const found = await readOnReplica(db, async (pool) => ({ row: await pool.maybeOne(query, params), db: pool }));

@@ -15,7 +15,11 @@ import type { AppContext } from './context.js';
 
 export async function createContext(config: Config, opts: { applicationName?: string; logLevel?: string } = {}): Promise<AppContext> {
   const log = createLogger(opts.logLevel ?? config.logLevel);
-  const db = new Db(config.databaseUrl, log, { max: config.databasePoolSize, applicationName: opts.applicationName ?? 'platform' });
+  const db = new Db(config.databaseUrl, log, {
+    max: config.databasePoolSize,
+    applicationName: opts.applicationName ?? 'platform',
+    replicaUrl: config.databaseReplicaUrl,
+  });
   const store = instrumentStore(await openStore(config));
   registerDbCollectors(db);
   const gateway = new SimulatedGateway({

@@ -26,13 +26,7 @@ export type SignatureCheck = 'ok' | 'invalid' | 'expired';
  * the canonical one we issue, so a base64url signature with other unused trailing bits (it decodes
  * to the same bytes) or an `expires` with a leading zero is as invalid as any other wrong signature.
  */
-export function verifySignedPath(
-  secret: string,
-  purpose: SignedPurpose,
-  path: string,
-  query: { expires?: unknown; sig?: unknown },
-  now: Date,
-): SignatureCheck {
+export function verifySignedPath(secret: string, purpose: SignedPurpose, path: string, query: { expires?: unknown; sig?: unknown }, now: Date): SignatureCheck {
   const { expires, sig } = query;
   if (typeof expires !== 'string' || !/^(0|[1-9]\d{0,11})$/.test(expires) || typeof sig !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(sig)) {
     return 'invalid';

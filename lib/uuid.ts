@@ -11,7 +11,12 @@ import { createHash } from 'node:crypto';
  */
 export const UUID_SCHEMA = { type: 'string', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' } as const;
 /** A UUID version 4 in lower case, as we write the ids we generate (the partner records' schema). */
-export const UUID_V4_LOWER_SCHEMA = { type: 'string', format: 'uuid', maxLength: 36, pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' } as const;
+export const UUID_V4_LOWER_SCHEMA = {
+  type: 'string',
+  format: 'uuid',
+  maxLength: 36,
+  pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$',
+} as const;
 const UUID = new RegExp(UUID_SCHEMA.pattern, 'i');
 
 export function isUuid(s: string): boolean {
@@ -26,9 +31,12 @@ export function isUuid(s: string): boolean {
  */
 export function uuidV5(name: string, namespace: string): string {
   if (!isUuid(namespace)) throw new Error(`uuidV5: namespace ${namespace} is not a UUID`);
-  const hash = createHash('sha1').update(Buffer.from(namespace.replace(/-/g, ''), 'hex')).update(name, 'utf8').digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const hash = createHash('sha1')
+    .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))
+    .update(name, 'utf8')
+    .digest();
+  hash[6] = (hash[6] & 0x0f) | 0x50;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
   const h = hash.subarray(0, 16).toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }

@@ -7,7 +7,7 @@ import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 
 // ajv-formats is CommonJS with a default export; normalise the interop shape once.
-const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
+const addFormats = ((addFormatsImport as { default?: unknown }).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
 export const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
 addFormats(ajv);
@@ -31,8 +31,8 @@ export function describeErrors(errors: ErrorObject[] | null | undefined, max = 3
     .slice(0, max)
     .map((e) => {
       const where = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : 'body';
-      if (e.keyword === 'additionalProperties') return `${where}: unknown field ${(e.params as any).additionalProperty}`;
-      if (e.keyword === 'required') return `${where}: missing ${(e.params as any).missingProperty}`;
+      if (e.keyword === 'additionalProperties') return `${where}: unknown field ${(e.params as { additionalProperty: string }).additionalProperty}`;
+      if (e.keyword === 'required') return `${where}: missing ${(e.params as { missingProperty: string }).missingProperty}`;
       return `${where} ${e.message}`;
     })
     .join('; ');
@@ -48,7 +48,7 @@ export function containsNul(root: unknown): boolean {
     const v = stack.pop();
     if (typeof v === 'string') {
       if (v.includes('\u0000')) return true;
-    } else if (Array.isArray(v)) stack.push(...v);
+    } else if (Array.isArray(v)) stack.push(...(v as readonly unknown[]));
     else if (v && typeof v === 'object') {
       for (const [k, x] of Object.entries(v)) {
         if (k.includes('\u0000')) return true;

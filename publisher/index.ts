@@ -23,7 +23,7 @@ import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
 import { dueHourJobs } from './schedule.js';
-import { groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
+import { ensureQueues, groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
 import { expirePendingBookings } from '../lib/tomp/holds.js';
@@ -81,15 +81,10 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
 
   // the options are lib/publication/queue.ts's (the API sends to this queue too); updateQueue moves
   // databases created with older options
-  await boss.createQueue(QUEUES.hour, HOUR_QUEUE_OPTIONS);
-  await boss.updateQueue(QUEUES.hour, HOUR_QUEUE_OPTIONS);
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
-  // must not pause them until it expires
-  for (const name of [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports]) {
-    const sweepQueue = { name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 } as const;
-    await boss.createQueue(name, sweepQueue);
-    await boss.updateQueue(name, sweepQueue);
-  }
+  // must not pause them until it expires; one lock for the cluster's queue creation (ensureQueues)
+  const sweeps = [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports];
+  await ensureQueues(ctx.db, boss, [HOUR_QUEUE_OPTIONS, ...sweeps.map((name) => ({ name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 }) as const)]);
 
   // pg-boss waits one polling interval between jobs of a worker: keep it short so a backlog drains fast
   const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5 };

@@ -89,8 +89,10 @@ export class FeedValidationError extends Error {
  */
 export class ArchivedHourError extends Error {
   constructor(feedId: string, zoneId: string, hour: Date, source: string, droppedBefore: Date) {
-    super(`${feedId} ${zoneId} ${formatHour(hour)}: the ${source} of this hour were dropped by retention (everything before ` +
-      `${droppedBefore.toISOString()}); its published file is the archive and is kept as it is, not republished`);
+    super(
+      `${feedId} ${zoneId} ${formatHour(hour)}: the ${source} of this hour were dropped by retention (everything before ` +
+        `${droppedBefore.toISOString()}); its published file is the archive and is kept as it is, not republished`,
+    );
     this.name = 'ArchivedHourError';
   }
 }
@@ -100,7 +102,11 @@ class FileSink {
   private first = true;
   private readonly spool: GzipSpool;
 
-  constructor(path: string, open: string, private readonly close: string) {
+  constructor(
+    path: string,
+    open: string,
+    private readonly close: string,
+  ) {
     this.spool = new GzipSpool(path, open);
   }
 
@@ -153,8 +159,8 @@ const asError = (err: unknown): Error => (err instanceof Error ? err : new Error
 /** Publishes one file. Throws (after recording the failure in its row) when it is not published. */
 export async function publishHour(ctx: AppContext, feed: HourlyFeed, zoneId: string, hour: Date, opts: PublishOptions = {}): Promise<PublishResult> {
   const [r] = await publishHourSet(ctx, zoneId, hour, { ...opts, feeds: [feed] });
-  if (r!.outcome === 'failed') throw r!.error;
-  return r!;
+  if (r.outcome === 'failed') throw r.error;
+  return r;
 }
 
 /**
@@ -168,14 +174,19 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   // this publication's time: the publication_time of records it is the first to carry
   const now = ctx.clock.now();
   const jobs: FileJob[] = feeds.map((feed) => ({
-    feed, r: renderingOf(feed), key: objectKey(feed, zoneId, hour),
-    records: 0, pub: () => now.getTime(), watermarkMs: null, lastUpdatedMs: hour.getTime() + HOUR_MS,
+    feed,
+    r: renderingOf(feed),
+    key: objectKey(feed, zoneId, hour),
+    records: 0,
+    pub: () => now.getTime(),
+    watermarkMs: null,
+    lastUpdatedMs: hour.getTime() + HOUR_MS,
   }));
   if (!jobs.length) return [];
   const log = ctx.log.child({ zone: zoneId, hour: formatHour(hour) });
   const archived = await archivedFiles(ctx, jobs, zoneId, hour);
   if (archived.length) {
-    log.warn({ feeds: archived.map((a) => a.feed), err: archived[0]!.error.message }, 'publication of an archived hour refused');
+    log.warn({ feeds: archived.map((a) => a.feed), err: archived[0].error.message }, 'publication of an archived hour refused');
     const rest = jobs.filter((j) => !archived.some((a) => a.feed === j.feed.id));
     const results = rest.length ? await publishHourSet(ctx, zoneId, hour, { ...opts, feeds: rest.map((j) => j.feed) }) : [];
     return [...archived, ...results];
@@ -187,47 +198,61 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
   let readFrom: DbRole | undefined;
   try {
     // one lock per file (its object key), held on this connection for every statement of the set
-    await withPublicationLock(ctx, jobs.map((j) => j.key), async (held) => {
-      const onC = held.conn;
-      try {
-        const claimed = await onC.many(sql('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText]);
-        for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
-        const logged = await onC.many(sql('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText]);
-        for (const j of jobs) j.pub = publicationTimes(logged.filter((x) => x.feed === j.feed.feed && x.version === j.feed.version).map((x) => Number(x.published_ms)), now.getTime());
-        dir = await mkdtemp(join(tmpdir(), 'feed-'));
-
-        // One snapshot for every source (reading them on several connections at once measured no faster:
-        // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
-        const snap = await hourSnapshot(ctx, held, hour, now, log);
-        readFrom = snap.role;
+    await withPublicationLock(
+      ctx,
+      jobs.map((j) => j.key),
+      async (held) => {
+        const onC = held.conn;
         try {
-          const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
-          for (const source of ['trips', 'events', 'telemetry'] as const) {
-            const group = jobs.filter((j) => j.feed.source === source);
-            if (group.length) await renderSource(snap, source, sourceOpts, group, zoneId, hour, dir, ctx.config);
-          }
-        } finally {
-          await snap.close();
-          // a replica's snapshot had a connection of its own, which close() has dropped if broken
-          if (snap.broken && snap.role === 'primary') held.discard();
-        }
+          const claimed = await onC.many(sql('PubClaim'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText]);
+          for (const j of jobs) j.prev = claimed.find((x) => x.feed === j.feed.feed && x.version === j.feed.version);
+          const logged = await onC.many(sql('PubLogTimes'), [jobs.map((j) => j.feed.feed), jobs.map((j) => j.feed.version), zoneId, hourText]);
+          for (const j of jobs)
+            j.pub = publicationTimes(
+              logged.filter((x) => x.feed === j.feed.feed && x.version === j.feed.version).map((x) => Number(x.published_ms)),
+              now.getTime(),
+            );
+          dir = await mkdtemp(join(tmpdir(), 'feed-'));
 
-        await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(sink, j, zoneId, hourText, opts.force ?? false)));
-        await sink.flush(onC, ctx.clock.now());
-        const written = jobs.filter((j) => j.result?.outcome === 'written');
-        if (written.length) {
-          await onC.query(sql('PubLogWritten'), [
-            written.map((j) => j.feed.feed), written.map((j) => j.feed.version), zoneId, hourText, written.map((j) => j.result!.sha256), written.map((j) => j.records), now,
-          ]);
+          // One snapshot for every source (reading them on several connections at once measured no faster:
+          // mapping and writing, not Postgres, is the bottleneck; see docs/feeds.md "Performance").
+          const snap = await hourSnapshot(ctx, held, hour, now, log);
+          readFrom = snap.role;
+          try {
+            const sourceOpts: SourceOptions = { now, telemetryTripDelayMinutes: ctx.config.telemetryTripDelayMinutes };
+            for (const source of ['trips', 'events', 'telemetry'] as const) {
+              const group = jobs.filter((j) => j.feed.source === source);
+              if (group.length) await renderSource(snap, source, sourceOpts, group, zoneId, hour, dir, ctx.config);
+            }
+          } finally {
+            await snap.close();
+            // a replica's snapshot had a connection of its own, which close() has dropped if broken
+            if (snap.broken && snap.role === 'primary') held.discard();
+          }
+
+          await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(sink, j, zoneId, hourText, opts.force ?? false)));
+          await sink.flush(onC, ctx.clock.now());
+          const written = jobs.filter((j) => j.result?.outcome === 'written');
+          if (written.length) {
+            await onC.query(sql('PubLogWritten'), [
+              written.map((j) => j.feed.feed),
+              written.map((j) => j.feed.version),
+              zoneId,
+              hourText,
+              written.map((j) => j.result!.sha256),
+              written.map((j) => j.records),
+              now,
+            ]);
+          }
+        } catch (err) {
+          held.discard();
+          for (const j of jobs) j.error ??= asError(err);
+        } finally {
+          // while still holding the locks, so that a failure is never written over a newer publication
+          await recordOutcomes(ctx, log, jobs, zoneId, hourText, started, readFrom);
         }
-      } catch (err) {
-        held.discard();
-        for (const j of jobs) j.error ??= asError(err);
-      } finally {
-        // while still holding the locks, so that a failure is never written over a newer publication
-        await recordOutcomes(ctx, log, jobs, zoneId, hourText, started, readFrom);
-      }
-    });
+      },
+    );
   } catch (err) {
     // no connection or no lock: nothing was claimed or written
     for (const j of jobs) j.error ??= asError(err);
@@ -236,21 +261,32 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
     if (dir) await rm(dir, { recursive: true, force: true });
   }
   return jobs.map((j) =>
-    j.error ? { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed' as const, error: j.error } : j.result!);
+    j.error ? { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed' as const, error: j.error } : j.result!,
+  );
 }
 
 /** Logs each file's outcome; a failed file's row says 'failed' with its error. */
 async function recordOutcomes(
-  ctx: AppContext, log: AppContext['log'], jobs: readonly FileJob[], zoneId: string, hourText: string, started: number, pool?: DbRole,
+  ctx: AppContext,
+  log: AppContext['log'],
+  jobs: readonly FileJob[],
+  zoneId: string,
+  hourText: string,
+  started: number,
+  pool?: DbRole,
 ): Promise<void> {
   for (const j of jobs) {
     if (!j.error) {
-      log.info({ feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, pool, ms: Math.round(performance.now() - started) }, 'feed hour published');
+      log.info(
+        { feed: j.feed.id, records: j.records, bytes: j.result!.bytes, outcome: j.result!.outcome, pool, ms: Math.round(performance.now() - started) },
+        'feed hour published',
+      );
       continue;
     }
     log.warn({ feed: j.feed.id, err: j.error.message, pool }, 'feed hour publication failed');
     // through the pool: the locking connection may be the thing that broke
-    await ctx.db.query(sql('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
+    await ctx.db
+      .query(sql('PubFailed'), [j.feed.feed, j.feed.version, zoneId, hourText, j.error.message, ctx.clock.now()])
       .catch((e) => log.error({ feed: j.feed.id, err: String(e) }, 'could not record the failure'));
   }
 }
@@ -267,7 +303,11 @@ async function hourSnapshot(ctx: AppContext, held: HeldLock, hour: Date, now: Da
   const opts = { statementTimeoutMs: HOUR_SNAPSHOT_TIMEOUT_MS };
   const closedAt = new Date(hour.getTime() + HOUR_MS + ctx.config.publishLatenessSeconds * 1000);
   const reader = await readerPast(ctx.db, closedAt, now, log, { primary: held.conn });
-  return readOnReader(reader, (replica) => Snapshot.open(replica, opts), () => Snapshot.begin(held.conn.client, ctx.log, opts));
+  return readOnReader(
+    reader,
+    (replica) => Snapshot.open(replica, opts),
+    () => Snapshot.begin(held.conn.client, ctx.log, opts),
+  );
 }
 
 /** The files of the set whose source rows of `hour` are gone (history_retention), as failures. */
@@ -277,7 +317,14 @@ async function archivedFiles(ctx: AppContext, jobs: readonly FileJob[], zoneId: 
   for (const j of jobs) {
     const m = marks.find((x) => x.source === j.feed.source);
     if (m && hour.getTime() < m.dropped_before.getTime()) {
-      out.push({ feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'failed', error: new ArchivedHourError(j.feed.id, zoneId, hour, j.feed.source, m.dropped_before) });
+      out.push({
+        feed: j.feed.id,
+        zone: zoneId,
+        hour: formatHour(hour),
+        key: j.key,
+        outcome: 'failed',
+        error: new ArchivedHourError(j.feed.id, zoneId, hour, j.feed.source, m.dropped_before),
+      });
     }
   }
   return out;
@@ -289,7 +336,14 @@ async function archivedFiles(ctx: AppContext, jobs: readonly FileJob[], zoneId: 
  * A source error (the cursor, a mapper throwing) fails every file of the group.
  */
 async function renderSource(
-  snap: Snapshot, source: HourlyFeed['source'], opts: SourceOptions, group: FileJob[], zoneId: string, hour: Date, dir: string, provider: Provider,
+  snap: Snapshot,
+  source: HourlyFeed['source'],
+  opts: SourceOptions,
+  group: FileJob[],
+  zoneId: string,
+  hour: Date,
+  dir: string,
+  provider: Provider,
 ): Promise<void> {
   const src = sourceOf(source, opts);
   const [stats] = await src.stats(snap, zoneId, hour);
@@ -346,7 +400,16 @@ async function renderSource(
     live.map(async (j) => {
       try {
         j.stored = await j.sink!.end();
-        j.result = { feed: j.feed.id, zone: zoneId, hour: formatHour(hour), key: j.key, outcome: 'written', sha256: j.stored.sha256, records: j.records, bytes: j.stored.bytes };
+        j.result = {
+          feed: j.feed.id,
+          zone: zoneId,
+          hour: formatHour(hour),
+          key: j.key,
+          outcome: 'written',
+          sha256: j.stored.sha256,
+          records: j.records,
+          bytes: j.stored.bytes,
+        };
       } catch (err) {
         j.error ??= asError(err);
       }
@@ -374,10 +437,21 @@ async function storeFile(sink: PublicationSink<HourlyIndexRow>, j: FileJob, zone
     const stored = await sink.put(
       j.prev,
       { key: j.key, stored: j.stored!, contentType: 'application/json', metadata: { records: String(j.records), 'last-updated': String(j.lastUpdatedMs) } },
-      (o) => [{
-        feed: j.feed.feed, version: j.feed.version, zone: zoneId, hour: hourText, key: o.key, sha256: o.sha256, bytes: o.bytes, records: j.records,
-        lastUpdated: new Date(j.lastUpdatedMs), watermark: j.watermarkMs === null ? null : new Date(j.watermarkMs), written: o.outcome === 'written',
-      }],
+      (o) => [
+        {
+          feed: j.feed.feed,
+          version: j.feed.version,
+          zone: zoneId,
+          hour: hourText,
+          key: o.key,
+          sha256: o.sha256,
+          bytes: o.bytes,
+          records: j.records,
+          lastUpdated: new Date(j.lastUpdatedMs),
+          watermark: j.watermarkMs === null ? null : new Date(j.watermarkMs),
+          written: o.outcome === 'written',
+        },
+      ],
       { force },
     );
     res.outcome = stored.outcome;

@@ -96,7 +96,10 @@ describe('access rules', function () {
         ['leg', asB(api.get(`/edge/tomp/legs/${legs[0].id}`))],
         ['booking event', asB(api.post(`/edge/tomp/bookings/${id}/events`)).send({ operation: 'CANCEL' })],
         ['leg event', asB(api.post(`/edge/tomp/legs/${legs[0].id}/events`)).send({ event: 'FINISH' })],
-        ['support', asB(api.post('/edge/tomp/support')).send({ id, supportType: 'OTHER', time: '2026-11-21T09:00:00Z', contactInformationEndUser: 'x', comment: 'y' })],
+        [
+          'support',
+          asB(api.post('/edge/tomp/support')).send({ id, supportType: 'OTHER', time: '2026-11-21T09:00:00Z', contactInformationEndUser: 'x', comment: 'y' }),
+        ],
       ];
       for (const [what, req] of probes) {
         count(ROW, 'inputs');
@@ -143,7 +146,12 @@ describe('access rules', function () {
         [city, `/v1/partner-apis/insurance/${z1}/trips?end_time=2026-11-21T08`, INS, [403]],
         // the gbfs role reads no MDS and no insurance
         [gbfs, `/v1/partner-apis/mds/${z1}/trips?end_time=2026-11-21T08`, MDS, [403]],
-        [gbfs, `/v1/partner-apis/mds/${z1}/events/recent?start_time=${Date.parse('2026-11-21T09:00:00Z')}&end_time=${Date.parse('2026-11-21T10:00:00Z')}`, MDS, [403]],
+        [
+          gbfs,
+          `/v1/partner-apis/mds/${z1}/events/recent?start_time=${Date.parse('2026-11-21T09:00:00Z')}&end_time=${Date.parse('2026-11-21T10:00:00Z')}`,
+          MDS,
+          [403],
+        ],
         [gbfs, `/v1/partner-apis/insurance/${z1}/trips?end_time=2026-11-21T08`, INS, [403]],
         // the insurer reads no MDS, and no zone outside its list
         [ins, `/v1/partner-apis/mds/${z1}/vehicles`, MDS, [403]],
@@ -165,12 +173,17 @@ describe('access rules', function () {
       const tampered = [
         // the signature's first character: all six of its bits are signature bits (the last
         // character's lowest two are padding, so changing only those could leave it valid)
-        `${h}.${p}.${s![0] === 'A' ? 'B' : 'A'}${s!.slice(1)}`,
-        p ? `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), role: 'city', zones: null })).toString('base64url')}.${s}` : token + 'x',
+        `${h}.${p}.${s[0] === 'A' ? 'B' : 'A'}${s.slice(1)}`,
+        p
+          ? `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), role: 'city', zones: null })).toString('base64url')}.${s}`
+          : token + 'x',
       ];
       for (const bad of tampered) {
         count(ROW, 'inputs');
-        const res = await api.get(`/v1/partner-apis/mds/${z1}/vehicles`).set('Authorization', `Bearer ${bad}`).set('Accept', 'application/vnd.mds+json;version=2.0');
+        const res = await api
+          .get(`/v1/partner-apis/mds/${z1}/vehicles`)
+          .set('Authorization', `Bearer ${bad}`)
+          .set('Accept', 'application/vnd.mds+json;version=2.0');
         expect(res.status, res.text).to.equal(401);
       }
       const clock = t.ctx.clock;
@@ -178,7 +191,10 @@ describe('access rules', function () {
       clock.set(new Date(was.getTime() + (t.ctx.config.tokenTtlSeconds + 1) * 1000));
       try {
         count(ROW, 'inputs');
-        const res = await api.get(`/v1/partner-apis/mds/${z1}/vehicles`).set('Authorization', `Bearer ${token}`).set('Accept', 'application/vnd.mds+json;version=2.0');
+        const res = await api
+          .get(`/v1/partner-apis/mds/${z1}/vehicles`)
+          .set('Authorization', `Bearer ${token}`)
+          .set('Accept', 'application/vnd.mds+json;version=2.0');
         expect(res.status, res.text).to.equal(401);
       } finally {
         clock.set(was);
@@ -200,7 +216,11 @@ describe('access rules', function () {
       const photo = new URL(rec.photoUploadURL ?? r.photoUploadURL);
       const receipt = new URL((rec.receipt ?? r.receipt).url);
       const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xd9]);
-      const put = (u: URL) => api.put(u.pathname + u.search).set('Content-Type', 'image/jpeg').send(jpeg);
+      const put = (u: URL) =>
+        api
+          .put(u.pathname + u.search)
+          .set('Content-Type', 'image/jpeg')
+          .send(jpeg);
       const flip = (sig: string) => (sig[0] === 'A' ? 'B' : 'A') + sig.slice(1);
 
       const otherRental = new URL(photo);
@@ -264,7 +284,7 @@ describe('access rules', function () {
       const second: AppContext = { ...t.ctx, db: new Db(t.ctx.config.databaseUrl, log, { max: 10 }) };
       try {
         const apps = [supertest(buildApp(t.ctx).callback()), supertest(buildApp(second).callback())];
-        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => apps[i % 2]!.get('/v1/zone/info').set('X-Auth-Token', p.key)));
+        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => apps[i % 2].get('/v1/zone/info').set('X-Auth-Token', p.key)));
         count(ROW, 'races');
         count(ROW, 'inputs', answers.length);
         const ok = answers.filter((r) => r.status === 200).length;

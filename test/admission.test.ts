@@ -15,7 +15,15 @@ import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixtu
 import { insertMaasPartner } from './support/tomp-fixtures.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const limits = (l: Partial<AdmissionLimits>): AdmissionLimits => ({ maxInFlight: 1, deadlineMs: 2000, overloadWaitMs: 250, burstMs: 1000, maxLagMs: 0, maxQueue: 10_000, ...l });
+const limits = (l: Partial<AdmissionLimits>): AdmissionLimits => ({
+  maxInFlight: 1,
+  deadlineMs: 2000,
+  overloadWaitMs: 250,
+  burstMs: 1000,
+  maxLagMs: 0,
+  maxQueue: 10_000,
+  ...l,
+});
 /** Resolves to the outcome of one run of `work` under `a`, and how long until it was known. */
 async function outcome(a: Admission, work: () => Promise<unknown>): Promise<{ ok: boolean; ms: number; retryAfter?: number }> {
   const t0 = performance.now();
@@ -35,11 +43,18 @@ describe('admission control', function () {
     it('queues a burst far beyond the slots and serves all of it in arrival order', async () => {
       const a = new Admission(limits({ maxInFlight: 2 }));
       const order: number[] = [];
-      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => outcome(a, async () => {
-        order.push(i);
-        await sleep(2);
-      })));
-      expect(results.every((r) => r.ok), 'every request of the burst is served').to.equal(true);
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          outcome(a, async () => {
+            order.push(i);
+            await sleep(2);
+          }),
+        ),
+      );
+      expect(
+        results.every((r) => r.ok),
+        'every request of the burst is served',
+      ).to.equal(true);
       expect(order).to.deep.equal([...order].sort((x, y) => x - y));
       expect(a.refused).to.equal(0);
       expect(a.running + a.waiting).to.equal(0);
@@ -74,16 +89,22 @@ describe('admission control', function () {
       const late = await outcome(a, () => sleep(10));
       expect(late.ok, 'its predicted wait is past the overload budget').to.equal(false);
       expect(late.ms).to.be.below(10);
-      expect((await Promise.all(burst)).every((r) => r.ok), 'what the burst queued is still served').to.equal(true);
+      expect(
+        (await Promise.all(burst)).every((r) => r.ok),
+        'what the burst queued is still served',
+      ).to.equal(true);
       expect(a.overloaded, 'drained').to.equal(false);
       const again = await Promise.all(Array.from({ length: 10 }, () => outcome(a, () => sleep(10))));
-      expect(again.every((r) => r.ok), 'the next burst gets the whole deadline again').to.equal(true);
+      expect(
+        again.every((r) => r.ok),
+        'the next burst gets the whole deadline again',
+      ).to.equal(true);
     });
 
     it('a waiter still waiting at its deadline is refused then (a slot held far longer than predicted)', async () => {
       const a = new Admission(limits({ maxInFlight: 1, deadlineMs: 80 }));
       const holder = outcome(a, () => sleep(300));
-      const waiter = await outcome(a, async () => undefined);
+      const waiter = await outcome(a, () => Promise.resolve());
       expect(waiter.ok).to.equal(false);
       expect(waiter.ms).to.be.within(70, 200);
       expect((await holder).ok).to.equal(true);
@@ -92,14 +113,14 @@ describe('admission control', function () {
 
     it('under overload, a late event loop refuses new requests until it catches up', async () => {
       const a = new Admission(limits({ maxInFlight: 100, burstMs: 0, overloadWaitMs: 1000, maxLagMs: 20 }));
-      expect((await outcome(a, async () => undefined)).ok).to.equal(true); // starts the sampler
+      expect((await outcome(a, () => Promise.resolve())).ok).to.equal(true); // starts the sampler
       const until = performance.now() + 150;
       while (performance.now() < until); // a blocked loop, as a CPU-bound process has
       await new Promise((r) => setImmediate(r));
       await sleep(0);
-      expect((await outcome(a, async () => undefined)).ok, 'late loop, standing pressure').to.equal(false);
+      expect((await outcome(a, () => Promise.resolve())).ok, 'late loop, standing pressure').to.equal(false);
       await sleep(100);
-      expect((await outcome(a, async () => undefined)).ok, 'recovered').to.equal(true);
+      expect((await outcome(a, () => Promise.resolve())).ok, 'recovered').to.equal(true);
     });
   });
 
@@ -123,7 +144,11 @@ describe('admission control', function () {
       const v = await insertVehicle(t.ctx.db, zone);
       const maas = await insertMaasPartner(t.ctx.db);
       // the start holds the only slot while the vehicle unlocks
-      const holding = request(server).post('/v1/rental/start').set('X-Auth-Token', p.key).send({ userId: user, vehicleId: v.id }).then((r) => r);
+      const holding = request(server)
+        .post('/v1/rental/start')
+        .set('X-Auth-Token', p.key)
+        .send({ userId: user, vehicleId: v.id })
+        .then((r) => r);
       await sleep(50);
       let t0 = performance.now();
       const partner = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);

@@ -64,12 +64,15 @@ describe('bursts within the contract are queued, never refused', function () {
 
   function send(agent: Agent, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
     return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, method, path, agent, headers: body ? { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } : headers }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-      });
+      const req = httpRequest(
+        { host: '127.0.0.1', port, method, path, agent, headers: body ? { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } : headers },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -101,7 +104,15 @@ describe('bursts within the contract are queued, never refused', function () {
     for (let i = 0; i < 50; i++) slots.push({ user: await insertUser(db, partner.id), vehicle: (await insertVehicle(db, zone, { eastM: i * 3 })).id });
     const agent = new Agent({ keepAlive: true, maxSockets: 50 });
     const answers = await Promise.all(
-      slots.map((s) => send(agent, 'POST', '/v1/rental/start', { 'X-Auth-Token': partner.key, 'Content-Type': 'application/json' }, JSON.stringify({ userId: s.user, vehicleId: s.vehicle }))),
+      slots.map((s) =>
+        send(
+          agent,
+          'POST',
+          '/v1/rental/start',
+          { 'X-Auth-Token': partner.key, 'Content-Type': 'application/json' },
+          JSON.stringify({ userId: s.user, vehicleId: s.vehicle }),
+        ),
+      ),
     );
     agent.destroy();
     expect(statuses(answers), answers.find((a) => a.status !== 200)?.body).to.deep.equal({ 200: 50 });
@@ -137,8 +148,13 @@ describe('bursts within the contract are queued, never refused', function () {
   it('the feeds: a burst of realtime MDS reads is answered in full, and 50 clients renewing tokens at once all get one', async () => {
     await insertClient(db, 'burst-city', 'city');
     // the child's signing secret is this process's (test/support/global.ts sets it for both)
-    const token = (await issueFeedToken(testConfig({ DATABASE_URL: database.url }), systemClock, { clientId: 'burst-city', role: 'city', zones: null })).accessToken;
-    const reads = await flood(2000, 64, () => ['GET', `/v1/partner-apis/mds/${zone.id}/vehicles/status`, { Authorization: `Bearer ${token}`, Accept: 'application/vnd.mds+json;version=2.0' }]);
+    const token = (await issueFeedToken(testConfig({ DATABASE_URL: database.url }), systemClock, { clientId: 'burst-city', role: 'city', zones: null }))
+      .accessToken;
+    const reads = await flood(2000, 64, () => [
+      'GET',
+      `/v1/partner-apis/mds/${zone.id}/vehicles/status`,
+      { Authorization: `Bearer ${token}`, Accept: 'application/vnd.mds+json;version=2.0' },
+    ]);
     expect(statuses(reads), reads.find((a) => a.status !== 200)?.body).to.deep.equal({ 200: 2000 });
 
     for (let i = 0; i < 50; i++) await insertClient(db, `renewing-${i}`, 'gbfs');
@@ -146,7 +162,13 @@ describe('bursts within the contract are queued, never refused', function () {
     const askAll = (n: number) =>
       Promise.all(
         Array.from({ length: n }, (_, i) =>
-          send(agent, 'POST', '/v1/partner-apis/token', { Authorization: basic(`renewing-${i}`, `renewing-${i}-secret`), 'Content-Type': 'application/x-www-form-urlencoded' }, 'grant_type=client_credentials'),
+          send(
+            agent,
+            'POST',
+            '/v1/partner-apis/token',
+            { Authorization: basic(`renewing-${i}`, `renewing-${i}-secret`), 'Content-Type': 'application/x-www-form-urlencoded' },
+            'grant_type=client_credentials',
+          ),
         ),
       );
     // first authentications at once: each one scrypt, queued behind the hash gate
@@ -154,7 +176,13 @@ describe('bursts within the contract are queued, never refused', function () {
     expect(statuses(first), first.find((a) => a.status !== 200)?.body).to.deep.equal({ 200: 20 });
     // the other 30 got their first tokens earlier, one at a time
     for (let i = 20; i < 50; i++) {
-      const one = await send(agent, 'POST', '/v1/partner-apis/token', { Authorization: basic(`renewing-${i}`, `renewing-${i}-secret`), 'Content-Type': 'application/x-www-form-urlencoded' }, 'grant_type=client_credentials');
+      const one = await send(
+        agent,
+        'POST',
+        '/v1/partner-apis/token',
+        { Authorization: basic(`renewing-${i}`, `renewing-${i}-secret`), 'Content-Type': 'application/x-www-form-urlencoded' },
+        'grant_type=client_credentials',
+      );
       expect(one.status).to.equal(200);
     }
     // 15 minutes later, all 50 renew in the same instant

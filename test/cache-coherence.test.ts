@@ -97,7 +97,12 @@ describe('cache coherence across two API processes', function () {
     const leg = booked.body.legs[0].id;
     const time = new Date().toISOString();
     expect((await post(two, `/edge/tomp/legs/${leg}/events`, { 'X-Access-Token': maas.key }, { event: 'START_FINISHING', time })).status).to.equal(200);
-    const finished = await post(two, `/edge/tomp/legs/${leg}/events`, { 'X-Access-Token': maas.key }, { event: 'FINISH', time, userLocation: { coordinates: { lng: v.lng, lat: v.lat + 0.002 } } });
+    const finished = await post(
+      two,
+      `/edge/tomp/legs/${leg}/events`,
+      { 'X-Access-Token': maas.key },
+      { event: 'FINISH', time, userLocation: { coordinates: { lng: v.lng, lat: v.lat + 0.002 } } },
+    );
     expect(finished.status, JSON.stringify(finished.body)).to.equal(200);
     expect(await listed(one, a.key), 'finished: back in the list').to.include(v.id);
   });
@@ -114,7 +119,8 @@ describe('cache coherence across two API processes', function () {
 
     // between writes the list comes from each process's cache: a change made behind the version
     // (its trigger switched off for the test) does not show, in either process
-    const battery = async (api: Api) => (await get(api, `/v1/vehicles?zoneID=${zoneId}`, a.key)).body.data.find((x: { id: string }) => x.id === v.id).attributes.batteryLevel;
+    const battery = async (api: Api) =>
+      (await get(api, `/v1/vehicles?zoneID=${zoneId}`, a.key)).body.data.find((x: { id: string }) => x.id === v.id).attributes.batteryLevel;
     const shown = [await battery(one), await battery(two)];
     await db.query(`ALTER TABLE vehicles DISABLE TRIGGER vehicles_zone_version_update`);
     try {

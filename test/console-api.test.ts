@@ -84,8 +84,38 @@ describe('console API: ops key and figures', () => {
 
   it('republish: queues one forced job per hour and answers 202 at once with what it queued; a publisher then rewrites the files', async function () {
     this.timeout(60000);
-    const square = { type: 'Polygon', coordinates: [[[13.3, 52.4], [13.5, 52.4], [13.5, 52.6], [13.3, 52.6], [13.3, 52.4]]] };
-    await importZone(t.ctx.db, t.ctx.clock, { type: 'FeatureCollection', features: [{ type: 'Feature', geometry: square, properties: { kind: 'zone', id: 'consoleville', name: 'C', city: 'C', country: 'DE', timezone: 'Europe/Berlin', currency: 'EUR', vat_rate: 0.19, parking_mode: 'free-floating' } }] });
+    const square = {
+      type: 'Polygon',
+      coordinates: [
+        [
+          [13.3, 52.4],
+          [13.5, 52.4],
+          [13.5, 52.6],
+          [13.3, 52.6],
+          [13.3, 52.4],
+        ],
+      ],
+    };
+    await importZone(t.ctx.db, t.ctx.clock, {
+      type: 'FeatureCollection',
+      features: [
+        {
+          type: 'Feature',
+          geometry: square,
+          properties: {
+            kind: 'zone',
+            id: 'consoleville',
+            name: 'C',
+            city: 'C',
+            country: 'DE',
+            timezone: 'Europe/Berlin',
+            currency: 'EUR',
+            vat_rate: 0.19,
+            parking_mode: 'free-floating',
+          },
+        },
+      ],
+    });
     await t.ctx.db.query(`UPDATE zones SET created_at = $1::timestamptz - interval '1 day' WHERE id = 'consoleville'`, [t.ctx.clock.now()]);
     const ago = (h: number) => formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - h * 3_600_000)));
     const [hour, earlier, current] = [ago(3), ago(4), ago(0)];
@@ -94,7 +124,12 @@ describe('console API: ops key and figures', () => {
     expect((await app.post('/console/api/republish').send({ zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour }] })).status).to.equal(401);
 
     // two cells of one hour are one job; a prefix names both files of a version; an open hour is skipped
-    const cells = [{ feed: 'mds-2.0-trips', hour }, { feed: 'mds-1.2', hour }, { feed: 'mds-2.0-trips', hour: earlier }, { feed: 'mds-2.0-events', hour: current }];
+    const cells = [
+      { feed: 'mds-2.0-trips', hour },
+      { feed: 'mds-1.2', hour },
+      { feed: 'mds-2.0-trips', hour: earlier },
+      { feed: 'mds-2.0-events', hour: current },
+    ];
     const res = await post({ zone: 'consoleville', cells });
     expect(res.status, res.text).to.equal(202);
     expect(res.headers['cache-control']).to.equal('no-store');
@@ -108,12 +143,22 @@ describe('console API: ops key and figures', () => {
     expect(res.body.skipped).to.deep.equal([{ feed: 'mds-2.0-events', hour: current, reason: 'the hour has not closed yet' }]);
     const queued = await t.ctx.db.many(`SELECT id::text, data FROM pgboss.job WHERE name = $1 AND state = 'created' ORDER BY data->>'hour'`, [HOUR_QUEUE]);
     expect(queued.map((j) => j.id)).to.deep.equal(res.body.jobs.map((j: any) => j.id));
-    expect(queued[1]!.data).to.deep.equal({ zone: 'consoleville', hour, feedIds: ['mds-2.0-trips', 'mds-1.2-trips', 'mds-1.2-status_changes'], force: true });
+    expect(queued[1].data).to.deep.equal({ zone: 'consoleville', hour, feedIds: ['mds-2.0-trips', 'mds-1.2-trips', 'mds-1.2-status_changes'], force: true });
     // nothing was published inside the request
-    expect((await publicationStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${hour}:00:00Z`), to: new Date(`${hour}:00:00Z`) })).rows[0]!.states['mds-2.0-trips']).to.equal('missing');
+    expect(
+      (await publicationStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${hour}:00:00Z`), to: new Date(`${hour}:00:00Z`) })).rows[0].states[
+        'mds-2.0-trips'
+      ],
+    ).to.equal('missing');
 
     // the same republish again while it waits queues nothing more
-    const again = await post({ zone: 'consoleville', cells: [{ feed: 'mds-1.2', hour }, { feed: 'mds-2.0-trips', hour }] });
+    const again = await post({
+      zone: 'consoleville',
+      cells: [
+        { feed: 'mds-1.2', hour },
+        { feed: 'mds-2.0-trips', hour },
+      ],
+    });
     expect(again.status).to.equal(202);
     expect(again.body.jobs).to.deep.equal([{ hour, feeds: ['mds-2.0-trips', 'mds-1.2-trips', 'mds-1.2-status_changes'], id: null }]);
 
@@ -131,16 +176,21 @@ describe('console API: ops key and figures', () => {
     }
     const status = await publicationStatus(t.ctx, { zones: ['consoleville'], from: new Date(`${earlier}:00:00Z`), to: new Date(`${hour}:00:00Z`) });
     expect(status.rows.map((r) => r.states['mds-2.0-trips'])).to.deep.equal(['published', 'published']);
-    expect(status.rows[1]!.states['mds-1.2-status_changes']).to.equal('published');
-    expect(status.rows[1]!.states['mds-2.0-events']).to.equal('missing');
+    expect(status.rows[1].states['mds-1.2-status_changes']).to.equal('published');
+    expect(status.rows[1].states['mds-2.0-events']).to.equal('missing');
   });
 
   it('republish refuses a malformed body, an unknown zone or feed with 400, before queueing anything', async () => {
     const hour = formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - 3 * 3_600_000)));
     const app = request(buildApp(t.ctx).callback());
     const before = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1`, [HOUR_QUEUE])).n;
-    for (const body of [{}, { zone: 'consoleville', cells: [] }, { zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour: 'soon' }] },
-      { zone: 'atlantis', cells: [{ feed: 'mds-2.0-trips', hour }] }, { zone: 'consoleville', cells: [{ feed: 'mds-9.9-trips', hour }] }]) {
+    for (const body of [
+      {},
+      { zone: 'consoleville', cells: [] },
+      { zone: 'consoleville', cells: [{ feed: 'mds-2.0-trips', hour: 'soon' }] },
+      { zone: 'atlantis', cells: [{ feed: 'mds-2.0-trips', hour }] },
+      { zone: 'consoleville', cells: [{ feed: 'mds-9.9-trips', hour }] },
+    ]) {
       const bad = await app.post('/console/api/republish').set('X-Access-Token', ops).send(body);
       expect(bad.status, JSON.stringify(body)).to.equal(400);
       expect(bad.body.error).to.equal('bad_param');

@@ -45,8 +45,14 @@ describe('the /console page in a browser', function () {
     await backfill(t.ctx, { zones: ['berlin'], from: new Date(`${hours[0]}:00:00Z`), to: new Date(`${hours.at(-1)}:00:00Z`), feeds: 'all', force: false });
     // one failed file, and one dirty (late data) file, as a publisher would leave them
     failedHour = hours.at(-2)!;
-    await t.ctx.db.query(`UPDATE feed_publications SET status = 'failed', last_error = 'store unavailable (injected)' WHERE scope = 'berlin' AND feed = 'mds_trips' AND version = '2.0' AND hour = $1::timestamp`, [`${failedHour}:00:00`]);
-    await t.ctx.db.query(`UPDATE feed_publications SET dirty = true WHERE scope = 'berlin' AND feed = 'mds_events' AND version = '2.0' AND hour = $1::timestamp`, [`${hours.at(-1)}:00:00`]);
+    await t.ctx.db.query(
+      `UPDATE feed_publications SET status = 'failed', last_error = 'store unavailable (injected)' WHERE scope = 'berlin' AND feed = 'mds_trips' AND version = '2.0' AND hour = $1::timestamp`,
+      [`${failedHour}:00:00`],
+    );
+    await t.ctx.db.query(
+      `UPDATE feed_publications SET dirty = true WHERE scope = 'berlin' AND feed = 'mds_events' AND version = '2.0' AND hour = $1::timestamp`,
+      [`${hours.at(-1)}:00:00`],
+    );
 
     const v = await t.ctx.db.one(`SELECT id, code FROM vehicles WHERE zone_id = 'berlin' AND status = 'ready' ORDER BY code LIMIT 1`);
     const user = await t.ctx.db.one(`SELECT u.id FROM users u JOIN partners p ON p.id = u.partner_id WHERE p.name = 'Demo Partner App' ORDER BY u.id LIMIT 1`);
@@ -83,7 +89,9 @@ describe('the /console page in a browser', function () {
     await page.locator('#heatmap td.cell').first().waitFor({ timeout: 10000 });
     expect(await page.locator('#pub-zone').inputValue()).to.equal('berlin');
     const status = await publishStatus(t.ctx, { zones: ['berlin'] });
-    const cells = await page.locator('#heatmap td.cell').evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-feed'), td.getAttribute('data-hour'), td.getAttribute('data-state')]));
+    const cells = await page
+      .locator('#heatmap td.cell')
+      .evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-feed'), td.getAttribute('data-hour'), td.getAttribute('data-state')]));
     const expected = status.rows.flatMap((r) => status.feeds.map((f) => [f, r.hour, r.states[f]]));
     expect(cells).to.deep.equal(expected);
     expect(cells.map((c) => c[2])).to.include.members(['published', 'failed', 'dirty']);
@@ -103,7 +111,7 @@ describe('the /console page in a browser', function () {
     // the publisher runs the job; the page reads the table again until the cell turns
     await page.locator(`#heatmap td[data-feed="mds-2.0-trips"][data-hour="${failedHour}"][data-state="published"]`).waitFor({ timeout: 15000 });
     const after = await publishStatus(t.ctx, { zones: ['berlin'], from: new Date(`${failedHour}:00:00Z`), to: new Date(`${failedHour}:00:00Z`) });
-    expect(after.rows[0]!.states['mds-2.0-trips']).to.equal('published');
+    expect(after.rows[0].states['mds-2.0-trips']).to.equal('published');
     expect(after.totals.failed).to.equal(0);
   });
 
@@ -111,12 +119,18 @@ describe('the /console page in a browser', function () {
     await tab('fleet');
     await page.locator('#map[data-vehicles]:not([data-vehicles="0"])').waitFor({ state: 'attached', timeout: 15000 });
     const db = await t.ctx.db.many(`SELECT code, status FROM vehicles WHERE zone_id = 'berlin' ORDER BY code`);
-    const markers = await page.locator('#map path.vehicle').evaluateAll((ps) => ps.map((p) => [p.getAttribute('data-code'), p.getAttribute('data-status')]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
+    const markers = await page
+      .locator('#map path.vehicle')
+      .evaluateAll((ps) =>
+        ps.map((p) => [p.getAttribute('data-code'), p.getAttribute('data-status')]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+      );
     expect(markers).to.deep.equal(db.map((v) => [v.code, v.status]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
     const areas = await t.ctx.db.one(`SELECT count(*)::int AS n FROM areas WHERE zone_id = 'berlin'`);
     // the boundary plus one shape per area, under the vehicles
     expect(await page.locator('#map path.leaflet-interactive:not(.vehicle)').count()).to.be.at.least(areas.n);
-    expect(await page.locator('.map-legend').textContent()).to.contain('no-parking').and.to.contain('riding');
+    expect(await page.locator('.map-legend').textContent())
+      .to.contain('no-parking')
+      .and.to.contain('riding');
     expect(await page.locator('#fleet-status').textContent()).to.match(/\d+ vehicles, refreshed every 30 s/);
 
     await page.locator(`#map path.vehicle[data-code="${rental.code}"]`).dispatchEvent('click');

@@ -54,9 +54,13 @@ describe('vehicle current state', function () {
       t.ctx.clock.advance(1000);
       rentals.forEach((id, i) => {
         work.push(
-          app.post(`/v1/rental/${id}/end`).set('X-Auth-Token', partner.key).send({}).then((e) => expect(e.status, JSON.stringify(e.body)).to.equal(200)),
+          app
+            .post(`/v1/rental/${id}/end`)
+            .set('X-Auth-Token', partner.key)
+            .send({})
+            .then((e) => expect(e.status, JSON.stringify(e.body)).to.equal(200)),
         );
-        work.push(telemetry(vehicles[i]!.id, Math.random() * 30));
+        work.push(telemetry(vehicles[i].id, Math.random() * 30));
       });
       // and one batch statement for every vehicle, older and newer points mixed
       work.push(

@@ -37,7 +37,7 @@ describe('the /docs page in a browser', function () {
   it('renders the partner rental API first, and saves a screenshot', async () => {
     await page.goto(`${session!.base}/docs`);
     await operation('/v1/rental/start').waitFor({ state: 'visible', timeout: 30000 });
-    await expect(await page.locator('.info .title').first().textContent()).to.include('Partner Rental API');
+    expect(await page.locator('.info .title').first().textContent()).to.include('Partner Rental API');
     expect(await page.locator('.opblock').count()).to.be.greaterThan(20);
     await screenshot(page, 'docs');
   });

@@ -82,7 +82,10 @@ const FEED_TOKEN: Refusal = {
 /** Every auth kind of every family; a kind missing here fails the walk. */
 const REFUSALS: Record<string, Record<string, Refusal>> = {
   partner: {
-    apiKey: { other: (k) => ({ 'X-Auth-Token': k.tomp }), expect: (res, sent) => (sent === 'none' ? jsonApi(401, 'Unauthorized') : jsonApi(403, 'Forbidden'))(res) },
+    apiKey: {
+      other: (k) => ({ 'X-Auth-Token': k.tomp }),
+      expect: (res, sent) => (sent === 'none' ? jsonApi(401, 'Unauthorized') : jsonApi(403, 'Forbidden'))(res),
+    },
     // the signed URL is the credential: the partner's API key does not stand in for it
     signedUrl: { other: (k) => ({ 'X-Auth-Token': k.partner }), expect: (res) => jsonApi(403, 'ErrInvalidURLSignature')(res) },
   },
@@ -93,7 +96,10 @@ const REFUSALS: Record<string, Record<string, Refusal>> = {
     feedToken: FEED_TOKEN,
     eitherToken: FEED_TOKEN,
     legacyToken: FEED_TOKEN,
-    insurer: { other: (k) => ({ 'X-Access-Token': k.partner }), expect: (res, sent) => (sent === 'none' ? feed(401, 'invalid_token') : feed(403, 'insufficient_scope'))(res) },
+    insurer: {
+      other: (k) => ({ 'X-Access-Token': k.partner }),
+      expect: (res, sent) => (sent === 'none' ? feed(401, 'invalid_token') : feed(403, 'insufficient_scope'))(res),
+    },
     clientCredentials: { other: (k) => ({ Authorization: `Bearer ${k.partner}` }), expect: (res) => oauth(res) },
   },
 };
@@ -116,7 +122,10 @@ const FAMILIES: Family[] = [
 /** The row's path with every parameter filled (its example, else a UUID). */
 function urlOf(f: Family, row: Row): string {
   const example = (name: string) => row.params?.[name]?.example;
-  return f.prefix + row.path.replace(/\{([^}]+)\}/g, (_m, name: string) => encodeURIComponent(typeof example(name) === 'string' ? (example(name) as string) : SOME_ID));
+  return (
+    f.prefix +
+    row.path.replace(/\{([^}]+)\}/g, (_m, name: string) => encodeURIComponent(typeof example(name) === 'string' ? (example(name) as string) : SOME_ID))
+  );
 }
 
 function send(server: ReturnType<Koa['callback']>, f: Family, row: Row, headers: Record<string, string>): supertest.Test {
@@ -175,7 +184,10 @@ describe('the kit enforces every row’s auth kind', function () {
         }
         for (const sent of ['none', 'other'] as const) {
           const headers = sent === 'none' ? {} : refusal.other(keys);
-          for (const [where, server] of [['kit', kitOnly], ['host', hosts[f.host]]] as const) {
+          for (const [where, server] of [
+            ['kit', kitOnly],
+            ['host', hosts[f.host]],
+          ] as const) {
             const res = await send(server, f, row, headers);
             try {
               refusal.expect(res, sent);
@@ -192,7 +204,9 @@ describe('the kit enforces every row’s auth kind', function () {
 
   it('a row whose auth kind the family’s kit does not name is refused when the routes are built', () => {
     const row = { ...PARTNER_ENDPOINTS[0], auth: 'cookie' } as unknown as Row;
-    expect(() => mountEndpoints(new Router(), [row], t.ctx, partnerKit(t.ctx, admissionFor(t.ctx.config)) as FamilyKit<unknown, string, string>)).to.throw(/auth kind cookie/);
+    expect(() => mountEndpoints(new Router(), [row], t.ctx, partnerKit(t.ctx, admissionFor(t.ctx.config)) as FamilyKit<unknown, string, string>)).to.throw(
+      /auth kind cookie/,
+    );
   });
 });
 
@@ -204,9 +218,17 @@ describe('the root router of a host', function () {
   const PROBES: Array<{ method: 'get' | 'delete'; path: string; check: (res: Res) => void }> = [
     { method: 'get', path: '/v1/partner-apis/nope', check: (res) => expect([res.status, res.body.error]).to.deep.equal([404, 'not_found']) },
     { method: 'get', path: '/v1/partner-apis', check: (res) => expect([res.status, res.body.error]).to.deep.equal([404, 'not_found']) },
-    { method: 'delete', path: '/v1/partner-apis/token', check: (res) => expect([res.status, res.body.error, res.headers.allow]).to.deep.equal([405, 'bad_param', 'POST']) },
+    {
+      method: 'delete',
+      path: '/v1/partner-apis/token',
+      check: (res) => expect([res.status, res.body.error, res.headers.allow]).to.deep.equal([405, 'bad_param', 'POST']),
+    },
     { method: 'get', path: '/v1/nope', check: (res) => expect([res.status, res.body.errors?.[0]?.code]).to.deep.equal([404, 'NotFound']) },
-    { method: 'delete', path: '/v1/zone/info', check: (res) => expect([res.status, res.body.errors?.[0]?.code, res.headers.allow]).to.deep.equal([405, 'MethodNotAllowed', 'HEAD, GET']) },
+    {
+      method: 'delete',
+      path: '/v1/zone/info',
+      check: (res) => expect([res.status, res.body.errors?.[0]?.code, res.headers.allow]).to.deep.equal([405, 'MethodNotAllowed', 'HEAD, GET']),
+    },
     { method: 'get', path: `${TOMP_PREFIX}/nope`, check: (res) => expect([res.status, res.body.status]).to.deep.equal([404, 404]) },
     { method: 'get', path: '/gbfs/v2/nope', check: (res) => expect([res.status, res.body.error]).to.deep.equal([404, 'not_found']) },
     { method: 'get', path: '/v1/partner-apis/gbfs/manifest.json', check: (res) => expect([res.status, res.body.error]).to.deep.equal([401, 'invalid_token']) },

@@ -55,7 +55,14 @@ describe('faults: Postgres restarted under load', function () {
     storeDir = mkdtempSync(join(tmpdir(), 'store-pgfault-'));
     const config = testConfig({ DATABASE_URL: pg.url, STORE_URL: `file://${storeDir}` });
     const log = createLogger(config.logLevel);
-    ctx = { config, db: new Db(config.databaseUrl, log, { max: 10 }), store: await openStore(config), log, clock: systemClock, gateway: new SimulatedGateway({ timeoutMs: 200 }) };
+    ctx = {
+      config,
+      db: new Db(config.databaseUrl, log, { max: 10 }),
+      store: await openStore(config),
+      log,
+      clock: systemClock,
+      gateway: new SimulatedGateway({ timeoutMs: 200 }),
+    };
     partner = await insertPartner(ctx.db);
     const zone = await insertZone(ctx.db);
     for (let i = 0; i < PAIRS; i++) pairs.push({ user: await insertUser(ctx.db, partner.id), vehicle: (await insertVehicle(ctx.db, zone, { eastM: i })).id });
@@ -110,13 +117,25 @@ describe('faults: Postgres restarted under load', function () {
       await new Promise((r) => setTimeout(r, 200));
       await tx.query('SELECT 1');
     });
-    const outcome = pending.then(() => 'committed', (err: any) => `${err?.name}:${err?.kind}`);
+    const outcome = pending.then(
+      () => 'committed',
+      (err: any) => `${err?.name}:${err?.kind}`,
+    );
     await new Promise((r) => setTimeout(r, 100));
     pg!.stopImmediate();
     stopped();
     expect(await outcome).to.equal('DbError:unavailable');
     pg!.start();
-    await waitFor('postgres back', () => ctx.db.query('SELECT 1').then(() => true, () => false), 20_000, 100);
+    await waitFor(
+      'postgres back',
+      () =>
+        ctx.db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+      20_000,
+      100,
+    );
     survivedCrash = true;
   });
 
@@ -133,7 +152,7 @@ describe('faults: Postgres restarted under load', function () {
       let i = 0;
       const running = new Map<string, string>(); // user → rental id
       while (!stop) {
-        const p = mine[i++ % mine.length]!;
+        const p = mine[i++ % mine.length];
         const current = running.get(p.user);
         const what: Answer['what'] = current ? 'end' : 'start';
         const at = phase;
@@ -151,7 +170,9 @@ describe('faults: Postgres restarted under load', function () {
           running.delete(p.user); // ended meanwhile (a 2xx we did not see is impossible: we always read the answer)
         } else if (!current && res.status === 409) {
           // RentalAlreadyExists: a start committed whose answer was lost cannot happen with a live socket; find it
-          const active = await fetch(`${base}/v1/rental/user/${p.user}/active`, { headers: { 'X-Auth-Token': partner.key } }).then((r) => r.json() as Promise<any>).catch(() => undefined);
+          const active = await fetch(`${base}/v1/rental/user/${p.user}/active`, { headers: { 'X-Auth-Token': partner.key } })
+            .then((r) => r.json() as Promise<any>)
+            .catch(() => undefined);
           if (active?.data?.[0]?.id) running.set(p.user, active.data[0].id);
         }
         if (phase === 'down') await new Promise((r) => setTimeout(r, 50));
@@ -163,7 +184,10 @@ describe('faults: Postgres restarted under load', function () {
     count(ROW, 'faults');
     pg!.stopImmediate();
     phase = 'down';
-    const healthDown = await fetch(`${base}/readyz`).then((r) => r.status, () => 0);
+    const healthDown = await fetch(`${base}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    );
     await new Promise((r) => setTimeout(r, OUTAGE_MS));
     pg!.start();
     phase = 'after';
@@ -184,7 +208,10 @@ describe('faults: Postgres restarted under load', function () {
     expect(bad, 'answers other than 503 among the 5xx').to.deep.equal([]);
     expect(slow, `answers slower than ${ANSWER_WITHIN_MS} ms (or none) while down`).to.deep.equal([]);
     const downStatuses = [...new Set(down.map((a) => `${a.status} ${a.code ?? ''}`))];
-    expect(down.filter((a) => a.status !== 503 && a.status !== 200), `outage answers: ${downStatuses.join(', ')}`).to.deep.equal([]);
+    expect(
+      down.filter((a) => a.status !== 503 && a.status !== 200),
+      `outage answers: ${downStatuses.join(', ')}`,
+    ).to.deep.equal([]);
     expect(down.filter((a) => a.status === 503).every((a) => a.code === 'ServiceUnavailable')).to.equal(true);
     expect(healthDown, '/readyz while the database is down').to.equal(503);
 
@@ -197,7 +224,9 @@ describe('faults: Postgres restarted under load', function () {
     expect(trips.n).to.equal(ended.size);
 
     const max = Math.round(Math.max(...down.map((a) => a.ms)));
-    console.log(`      [faults] ${answers.length} requests: ${started.size} starts and ${ended.size} ends acknowledged, all in the database; `
-      + `${down.length} answers while down (${downStatuses.join(', ')}; slowest ${max} ms); first success ${Math.round(recoveryMs)} ms after the restart`);
+    console.log(
+      `      [faults] ${answers.length} requests: ${started.size} starts and ${ended.size} ends acknowledged, all in the database; ` +
+        `${down.length} answers while down (${downStatuses.join(', ')}; slowest ${max} ms); first success ${Math.round(recoveryMs)} ms after the restart`,
+    );
   });
 });

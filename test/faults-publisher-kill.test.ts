@@ -39,9 +39,9 @@ function spawnPublisher(env: Record<string, string>): Child {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
-  createInterface({ input: proc.stdout! }).on('line', (l) => lines.push(l));
+  createInterface({ input: proc.stdout }).on('line', (l) => lines.push(l));
   let stderr = '';
-  proc.stderr!.on('data', (d) => (stderr += String(d)));
+  proc.stderr.on('data', (d) => (stderr += String(d)));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     proc.on('exit', (code, signal) => {
       if (code) console.error(stderr.slice(-2000));
@@ -54,7 +54,7 @@ function spawnPublisher(env: Record<string, string>): Child {
 describe('faults: publisher killed with SIGKILL mid-write', function () {
   this.timeout(120_000);
   const t = useTestContext();
-  let keys: string[] = [];
+  const keys: string[] = [];
   let dueTo: Date;
   let deployedAt: Date;
   let zones: string[];
@@ -88,7 +88,12 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
         await new Promise((r) => setTimeout(r, 5));
       }
     })();
-    await waitFor('the child to begin writing', () => child.lines.filter((l) => l.startsWith('put-start')).length >= afterPuts || child.proc.exitCode !== null, 60_000, 20);
+    await waitFor(
+      'the child to begin writing',
+      () => child.lines.filter((l) => l.startsWith('put-start')).length >= afterPuts || child.proc.exitCode !== null,
+      60_000,
+      20,
+    );
     expect(child.proc.exitCode, 'the child finished before it could be killed').to.equal(null);
     child.proc.kill('SIGKILL');
     const exit = await child.exited;
@@ -139,9 +144,10 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
           const r = await readObject(reader, objectKey(f, z, h));
           expect(r.kind, objectKey(f, z, h)).to.equal('complete');
           const recs = recordsOf((r as { body: unknown }).body);
-          const row = await t.ctx.db.one(`SELECT record_count, status FROM feed_publications WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp`, [
-            f.feed, f.version, z, h.toISOString().slice(0, 13) + ':00:00',
-          ]);
+          const row = await t.ctx.db.one(
+            `SELECT record_count, status FROM feed_publications WHERE feed = $1 AND version = $2 AND scope = $3 AND hour = $4::timestamp`,
+            [f.feed, f.version, z, h.toISOString().slice(0, 13) + ':00:00'],
+          );
           expect(row).to.deep.include({ status: 'published', record_count: recs.length });
           const ids = seen.get(f.id) ?? new Map<string, number>();
           seen.set(f.id, ids);
@@ -154,11 +160,16 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
     }
     const hourTo = new Date(dueTo.getTime() + HOUR_MS);
     const trips = (await t.ctx.db.many(`SELECT trip_id FROM trips WHERE end_time < $1`, [hourTo])).map((r) => r.trip_id as string);
-    const events = (await t.ctx.db.many(`SELECT event_id FROM events WHERE hour < $1::timestamp`, [hourTo.toISOString().slice(0, 19)])).map((r) => r.event_id as string);
+    const events = (await t.ctx.db.many(`SELECT event_id FROM events WHERE hour < $1::timestamp`, [hourTo.toISOString().slice(0, 19)])).map(
+      (r) => r.event_id as string,
+    );
     // the demand curve follows the zones' local time: at night three hours hold only a few trips
     // (or none), but the deployment alone gives every vehicle events, so records exist to check
     expect(trips.length + events.length, 'the simulation produced records').to.be.greaterThan(20);
-    for (const [feedId, expected] of [['mds-2.0-trips', trips], ['mds-2.0-events', events]] as const) {
+    for (const [feedId, expected] of [
+      ['mds-2.0-trips', trips],
+      ['mds-2.0-events', events],
+    ] as const) {
       const got = seen.get(feedId)!;
       const twice = [...got.entries()].filter(([, n]) => n > 1);
       expect(twice, `${feedId}: records in more than one file`).to.deep.equal([]);
@@ -179,7 +190,9 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
     expect(st.totals.published).to.be.lessThan(keys.length);
     await restartAndFinish();
     const figures = await checkPublished();
-    console.log(`      [faults] first kill after ${first.putsBegun} puts began; reads ${first.reads.complete} complete, ${first.reads.missing} 404, 0 partial; ${figures.trips} trips, ${figures.events} events in exactly one file each`);
+    console.log(
+      `      [faults] first kill after ${first.putsBegun} puts began; reads ${first.reads.complete} complete, ${first.reads.missing} 404, 0 partial; ${figures.trips} trips, ${figures.events} events in exactly one file each`,
+    );
   });
 
   it('killed while replacing published files: readers see the old or the new file, never a mix', async () => {

@@ -45,8 +45,20 @@ function walk(node: unknown, refs: Set<string>, members: string[][]): void {
 
 describe('feed records: one shape each', () => {
   it('each record component is its JSON Schema in the OpenAPI dialect, nested records by $ref', () => {
-    expect(RECORDS).to.include.members(['MdsTrip', 'MdsEvent', 'MdsTelemetry', 'MdsVehicle', 'MdsVehicleStatus', 'InsuranceTrip', 'Trip12', 'Trip04',
-      'StatusChange12', 'StatusChange04', 'Vehicle12', 'Vehicle04']);
+    expect(RECORDS).to.include.members([
+      'MdsTrip',
+      'MdsEvent',
+      'MdsTelemetry',
+      'MdsVehicle',
+      'MdsVehicleStatus',
+      'InsuranceTrip',
+      'Trip12',
+      'Trip04',
+      'StatusChange12',
+      'StatusChange04',
+      'Vehicle12',
+      'Vehicle04',
+    ]);
     for (const name of RECORDS) {
       expect(FEED_SCHEMAS[name], name).to.not.equal(undefined);
       expect(inline(FEED_SCHEMAS[name]), name).to.deep.equal(oas(FEED_RECORD_SCHEMAS[name]));
@@ -58,14 +70,31 @@ describe('feed records: one shape each', () => {
 
   it('the feed answers list record components and describe no record of their own', () => {
     const answers = Object.keys(FEED_SCHEMAS).filter((n) => /^(Mds|Insurance|Legacy)/.test(n) && !(n in FEED_RECORD_SCHEMAS));
-    expect(answers).to.include.members(['MdsTrips', 'MdsEvents', 'MdsEventsRecent', 'MdsTelemetryFile', 'MdsVehicles', 'MdsVehiclesStatus', 'MdsPublications',
-      'InsuranceTrips', 'LegacyTrips', 'LegacyStatusChanges', 'LegacyVehicles']);
+    expect(answers).to.include.members([
+      'MdsTrips',
+      'MdsEvents',
+      'MdsEventsRecent',
+      'MdsTelemetryFile',
+      'MdsVehicles',
+      'MdsVehiclesStatus',
+      'MdsPublications',
+      'InsuranceTrips',
+      'LegacyTrips',
+      'LegacyStatusChanges',
+      'LegacyVehicles',
+    ]);
     const refs = new Set<string>();
     const members: string[][] = [];
     for (const name of answers) walk(FEED_SCHEMAS[name], refs, members);
-    expect([...refs].filter((r) => !(r in FEED_RECORD_SCHEMAS)), 'answers refer only to records').to.deep.equal([]);
+    expect(
+      [...refs].filter((r) => !(r in FEED_RECORD_SCHEMAS)),
+      'answers refer only to records',
+    ).to.deep.equal([]);
     for (const name of RECORDS) walk(FEED_SCHEMAS[name], refs, []);
-    expect(RECORDS.filter((r) => !refs.has(r)), 'every record is in an answer').to.deep.equal([]);
+    expect(
+      RECORDS.filter((r) => !refs.has(r)),
+      'every record is in an answer',
+    ).to.deep.equal([]);
     // a hand-written copy of a record would show as an object with a record's id members
     const copies = members.filter((m) => m.some((k) => ['device_id', 'trip_id', 'event_id', 'telemetry_id'].includes(k)));
     expect(copies).to.deep.equal([]);
@@ -106,12 +135,20 @@ describe('feed records: one shape each', () => {
 
   it('telemetry journey_id is a UUID or null, as in the official model', function () {
     const point = {
-      telemetry_id: 'cccccccc-1111-4222-8333-444455556666', device_id: '0b0b0b0b-1111-4222-8333-444455556666', provider_id: '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10',
-      timestamp: Date.UTC(2026, 10, 21, 9), location: { lat: 52.5, lng: 13.4 }, trip_ids: null,
+      telemetry_id: 'cccccccc-1111-4222-8333-444455556666',
+      device_id: '0b0b0b0b-1111-4222-8333-444455556666',
+      provider_id: '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10',
+      timestamp: Date.UTC(2026, 10, 21, 9),
+      location: { lat: 52.5, lng: 13.4 },
+      trip_ids: null,
     };
     const ours = compile(MdsTelemetrySchema);
     const official = specOrSkip(this, 'mds/2.0/telemetry.json');
-    for (const [journey_id, valid] of [[null, true], ['dddddddd-1111-4222-8333-444455556666', true], ['not-a-uuid', false]] as const) {
+    for (const [journey_id, valid] of [
+      [null, true],
+      ['dddddddd-1111-4222-8333-444455556666', true],
+      ['not-a-uuid', false],
+    ] as const) {
       expect(ours({ ...point, journey_id }), String(journey_id)).to.equal(valid);
       expect(official({ version: '2.0.0', telemetry: [{ ...point, journey_id }] }), `${journey_id} ${describeSpecErrors(official)}`).to.equal(valid);
     }

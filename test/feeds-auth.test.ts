@@ -32,19 +32,116 @@ interface Route {
 }
 
 const ROUTES: Route[] = [
-  { name: 'MDS trips', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/mds/${z}/trips?end_time=${HOUR}`, roles: ['city'], zoned: true , spec: '2.0/micromobility/trips' },
-  { name: 'MDS historical events', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/mds/${z}/events/historical?event_time=${HOUR}`, roles: ['city'], zoned: true , spec: '2.0/micromobility/events_historical' },
-  { name: 'MDS recent events', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/mds/${z}/events/recent?start_time=${NOW - 3600_000}&end_time=${NOW}`, roles: ['city'], zoned: true , spec: '2.0/micromobility/events_recent' },
-  { name: 'MDS vehicles', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/mds/${z}/vehicles`, roles: ['city', 'data'], zoned: true , spec: '2.0/micromobility/vehicles' },
-  { name: 'MDS vehicle status', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/mds/${z}/vehicles/status`, roles: ['city', 'data'], zoned: true , spec: '2.0/micromobility/vehicles_status' },
-  { name: 'GBFS 3.0 file', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/gbfs/${z}/vehicle_status.json`, roles: ['city', 'gbfs', 'data'], zoned: true },
-  { name: 'GBFS 3.0 discovery', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/gbfs/${z}/gbfs.json`, roles: ['city', 'gbfs', 'data'], zoned: true },
+  {
+    name: 'MDS trips',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/mds/${z}/trips?end_time=${HOUR}`,
+    roles: ['city'],
+    zoned: true,
+    spec: '2.0/micromobility/trips',
+  },
+  {
+    name: 'MDS historical events',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/mds/${z}/events/historical?event_time=${HOUR}`,
+    roles: ['city'],
+    zoned: true,
+    spec: '2.0/micromobility/events_historical',
+  },
+  {
+    name: 'MDS recent events',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/mds/${z}/events/recent?start_time=${NOW - 3600_000}&end_time=${NOW}`,
+    roles: ['city'],
+    zoned: true,
+    spec: '2.0/micromobility/events_recent',
+  },
+  {
+    name: 'MDS vehicles',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/mds/${z}/vehicles`,
+    roles: ['city', 'data'],
+    zoned: true,
+    spec: '2.0/micromobility/vehicles',
+  },
+  {
+    name: 'MDS vehicle status',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/mds/${z}/vehicles/status`,
+    roles: ['city', 'data'],
+    zoned: true,
+    spec: '2.0/micromobility/vehicles_status',
+  },
+  {
+    name: 'GBFS 3.0 file',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/gbfs/${z}/vehicle_status.json`,
+    roles: ['city', 'gbfs', 'data'],
+    zoned: true,
+  },
+  {
+    name: 'GBFS 3.0 discovery',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/gbfs/${z}/gbfs.json`,
+    roles: ['city', 'gbfs', 'data'],
+    zoned: true,
+  },
   { name: 'GBFS 2.2 file', host: 'main', method: 'get', path: () => `/gbfs/v2/free_bike_status.json`, roles: ['city', 'gbfs', 'data'], zoned: false },
-  { name: 'insurance trips (bearer)', host: 'main', method: 'get', path: (z) => `/v1/partner-apis/insurance/${z}/trips?end_time=${HOUR}`, roles: ['insurer'], zoned: true },
-  { name: 'legacy trips', host: 'legacy', method: 'get', path: (z) => `/en/${z}/trips?end_time=${HOUR}`, accept: V12, roles: ['city'], zoned: true , spec: '1.2.0/trips' },
-  { name: 'legacy status changes', host: 'legacy', method: 'get', path: (z) => `/en/${z}/status_changes?event_time=${HOUR}`, accept: V12, roles: ['city'], zoned: true , spec: '1.2.0/status_changes' },
-  { name: 'legacy events', host: 'legacy', method: 'post', path: (z) => `/en/${z}/events?start_time=${NOW - 3600_000}&end_time=${NOW}`, accept: V12, roles: ['city'], zoned: true , spec: '1.2.0/events' },
-  { name: 'legacy vehicles', host: 'legacy', method: 'get', path: (z) => `/en/${z}/vehicles`, accept: V12, roles: ['city'], zoned: true , spec: '1.2.0/vehicles' },
+  {
+    name: 'insurance trips (bearer)',
+    host: 'main',
+    method: 'get',
+    path: (z) => `/v1/partner-apis/insurance/${z}/trips?end_time=${HOUR}`,
+    roles: ['insurer'],
+    zoned: true,
+  },
+  {
+    name: 'legacy trips',
+    host: 'legacy',
+    method: 'get',
+    path: (z) => `/en/${z}/trips?end_time=${HOUR}`,
+    accept: V12,
+    roles: ['city'],
+    zoned: true,
+    spec: '1.2.0/trips',
+  },
+  {
+    name: 'legacy status changes',
+    host: 'legacy',
+    method: 'get',
+    path: (z) => `/en/${z}/status_changes?event_time=${HOUR}`,
+    accept: V12,
+    roles: ['city'],
+    zoned: true,
+    spec: '1.2.0/status_changes',
+  },
+  {
+    name: 'legacy events',
+    host: 'legacy',
+    method: 'post',
+    path: (z) => `/en/${z}/events?start_time=${NOW - 3600_000}&end_time=${NOW}`,
+    accept: V12,
+    roles: ['city'],
+    zoned: true,
+    spec: '1.2.0/events',
+  },
+  {
+    name: 'legacy vehicles',
+    host: 'legacy',
+    method: 'get',
+    path: (z) => `/en/${z}/vehicles`,
+    accept: V12,
+    roles: ['city'],
+    zoned: true,
+    spec: '1.2.0/vehicles',
+  },
 ];
 
 describe('feeds: auth matrix', () => {
@@ -86,7 +183,12 @@ describe('feeds: auth matrix', () => {
       });
 
       it('bad token → 401 invalid_token', async () => {
-        for (const auth of ['Bearer nonsense', 'Bearer a.b.c', 'Basic Zm9vOmJhcg==', `Bearer ${(await tokenFor(t.ctx, `${r.roles[0]}-munich`, r.roles[0]!, ['munich'])).slice(0, -2)}xx`]) {
+        for (const auth of [
+          'Bearer nonsense',
+          'Bearer a.b.c',
+          'Basic Zm9vOmJhcg==',
+          `Bearer ${(await tokenFor(t.ctx, `${r.roles[0]}-munich`, r.roles[0], ['munich'])).slice(0, -2)}xx`,
+        ]) {
           const res = await call(r, auth);
           expect(res.status, auth).to.equal(401);
           expect(res.headers['www-authenticate']).to.match(/^Bearer .*error="invalid_token"/);
@@ -95,7 +197,7 @@ describe('feeds: auth matrix', () => {
 
       it('expired token → 401 invalid_token', async () => {
         const past = { now: () => new Date(NOW - t.ctx.config.tokenTtlSeconds * 1000 - 1000) };
-        const { accessToken } = await issueFeedToken(t.ctx.config, past, { clientId: `${r.roles[0]}-munich`, role: r.roles[0]!, zones: ['munich'] });
+        const { accessToken } = await issueFeedToken(t.ctx.config, past, { clientId: `${r.roles[0]}-munich`, role: r.roles[0], zones: ['munich'] });
         const res = await call(r, `Bearer ${accessToken}`);
         expect(res.status).to.equal(401);
         expect(res.headers['www-authenticate']).to.match(/error="invalid_token"/);
@@ -113,7 +215,7 @@ describe('feeds: auth matrix', () => {
 
       if (r.zoned) {
         it('other zone → 403; unknown zone → 404', async () => {
-          const token = `Bearer ${await tokenFor(t.ctx, `${r.roles[0]}-augsburg`, r.roles[0]!, ['augsburg'])}`;
+          const token = `Bearer ${await tokenFor(t.ctx, `${r.roles[0]}-augsburg`, r.roles[0], ['augsburg'])}`;
           expect((await call(r, token, 'munich')).status).to.equal(403);
           expect((await call(r, token, 'atlantis')).status).to.equal(404);
         });

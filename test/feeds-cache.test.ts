@@ -129,7 +129,8 @@ describe('feeds: caches of the file route', () => {
   });
 
   describe('the body cache', () => {
-    const put = (key: string, bytes: number) => t.ctx.store.put(key, gzipSync(randomBytes(bytes), { level: 0 }), { contentType: 'application/json', contentEncoding: 'gzip' });
+    const put = (key: string, bytes: number) =>
+      t.ctx.store.put(key, gzipSync(randomBytes(bytes), { level: 0 }), { contentType: 'application/json', contentEncoding: 'gzip' });
 
     it('never holds more than its byte bound, evicting the least recently used', async () => {
       const cache = new ObjectCache({ maxBytes: 250_000, clock: t.ctx.clock });

@@ -33,7 +33,12 @@ describe('feeds: history catch-up', function () {
     // other test files' zones are not in this database: only this zone has history
     zone = await feedZone(t.ctx.db, { createdAt: ZONE_START });
     const v = await feedVehicle(t.ctx.db, zone);
-    oldTrip = await feedTrip(t.ctx.db, { deviceId: v.id, zoneId: zone, start: new Date(oldHour.getTime() + 60_000), end: new Date(oldHour.getTime() + 20 * 60_000) });
+    oldTrip = await feedTrip(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone,
+      start: new Date(oldHour.getTime() + 60_000),
+      end: new Date(oldHour.getTime() + 20 * 60_000),
+    });
   });
 
   it('a tick queues the current hours and at most PUBLISH_CATCHUP_HOURS_PER_TICK of the oldest history, behind them', async () => {
@@ -47,7 +52,6 @@ describe('feeds: history catch-up', function () {
     // each catch-up hour for every feed, grouped in one job per hour
     expect(jobs.filter((j) => j.catchup).length).to.equal(PER_TICK * HOURLY_FEEDS.length);
     expect(groupByHour(jobs).filter((s) => s.catchup).length).to.equal(PER_TICK);
-
   });
 
   it('the cron queues the current hours ahead of the history (pg-boss priority)', async () => {
@@ -73,7 +77,7 @@ describe('feeds: history catch-up', function () {
   it('publish-status shows the catch-up left; ticks publish the whole history, a bounded chunk each', async () => {
     const before = await publishStatus(t.ctx, { zones: [zone] });
     expect(before.catchup).to.have.length(1);
-    expect(before.catchup[0]!.hoursLeft).to.be.greaterThan(0);
+    expect(before.catchup[0].hoursLeft).to.be.greaterThan(0);
 
     let ticks = 0;
     const lefts: number[] = [];
@@ -83,14 +87,14 @@ describe('feeds: history catch-up', function () {
       expect(catchup.length).to.be.at.most(PER_TICK);
       if (!sets.length) break;
       for (const s of sets) await publishHourSet(t.ctx, s.zone, parseHour(s.hour)!, { feeds: s.feedIds.map((id) => feedById(id)!) });
-      lefts.push((await publishStatus(t.ctx, { zones: [zone] })).catchup[0]!.hoursLeft);
+      lefts.push((await publishStatus(t.ctx, { zones: [zone] })).catchup[0].hoursLeft);
       expect(++ticks).to.be.below(20);
     }
     // 192 hours before the look-back at 24 a tick: 8 ticks of history (the first with the 48 current hours)
     expect(ticks).to.be.within(8, 10);
-    expect(lefts.every((l, i) => i === 0 || l <= lefts[i - 1]!)).to.equal(true);
+    expect(lefts.every((l, i) => i === 0 || l <= lefts[i - 1])).to.equal(true);
     const after = await publishStatus(t.ctx, { zones: [zone], from: ZONE_START });
-    expect(after.catchup[0]!.hoursLeft).to.equal(0);
+    expect(after.catchup[0].hoursLeft).to.equal(0);
     expect(after.totals.missing).to.equal(0);
     expect(after.rows).to.have.length(240);
   });
@@ -112,7 +116,10 @@ describe('feeds: history catch-up', function () {
     // three days pass without a tick: 72 hours, 24 of them now older than the look-back
     t.ctx.clock.set(new Date(NOW.getTime() + 72 * HOUR_MS));
     const sets = groupByHour(await dueHourJobs(t.ctx));
-    const older = sets.filter((s) => s.catchup).map((s) => s.hour).sort();
+    const older = sets
+      .filter((s) => s.catchup)
+      .map((s) => s.hour)
+      .sort();
     const start = lookbackStart(t.ctx.clock.now(), t.ctx.config.publishLatenessSeconds);
     expect(older).to.have.length(PER_TICK);
     expect(older[0]).to.equal(formatHour(floorHour(NOW)));

@@ -50,7 +50,7 @@ const comparable = (h: IncomingHttpHeaders) => {
 /** The header names in the order sent, with the values of those that do not vary per request. */
 const ordered = (raw: string[]) => {
   const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push(VARYING.has(raw[i]!.toLowerCase()) ? raw[i]! : `${raw[i]}: ${raw[i + 1]}`);
+  for (let i = 0; i < raw.length; i += 2) out.push(VARYING.has(raw[i].toLowerCase()) ? raw[i] : `${raw[i]}: ${raw[i + 1]}`);
   return out;
 };
 
@@ -74,7 +74,9 @@ function hotListener(app: Koa, counter: { koa: number }) {
 }
 
 const requestCount = async (host: string, route: string, status: number) =>
-  (await metrics.httpRequests.get()).values.find((v) => v.labels.host === host && v.labels.method === 'GET' && v.labels.route === route && v.labels.status === String(status))?.value ?? 0;
+  (await metrics.httpRequests.get()).values.find(
+    (v) => v.labels.host === host && v.labels.method === 'GET' && v.labels.route === route && v.labels.status === String(status),
+  )?.value ?? 0;
 
 describe('feeds: the hot path answers exactly as the ordinary route', () => {
   const t = useTestContext({ now: NOW });
@@ -91,7 +93,13 @@ describe('feeds: the hot path answers exactly as the ordinary route', () => {
     await insertClient(t.ctx.db, 'fast-city', 'city');
     auth = `Bearer ${await tokenFor(t.ctx, 'fast-city', 'city')}`;
     await publishHour(t.ctx, { feed: 'mds_trips', version: '2.0', zone: 'fastzone', hour: HOUR, body: { version: '2.0.0', trips: [{ trip_id: 'a' }] } });
-    await publishHour(t.ctx, { feed: 'mds_status_changes', version: '1.2', zone: 'fastzone', hour: HOUR, body: { version: '1.2.0', data: { status_changes: [] } } });
+    await publishHour(t.ctx, {
+      feed: 'mds_status_changes',
+      version: '1.2',
+      zone: 'fastzone',
+      hour: HOUR,
+      body: { version: '1.2.0', data: { status_changes: [] } },
+    });
     // Koa alone (the ordinary route for every request) ...
     main = buildApp(t.ctx).listen(0, '127.0.0.1');
     legacy = buildLegacyApp(t.ctx).listen(0, '127.0.0.1');
@@ -112,8 +120,20 @@ describe('feeds: the hot path answers exactly as the ordinary route', () => {
   });
 
   const cases = [
-    { name: 'MDS 2.0 trips', host: 'main' as const, route: '/v1/partner-apis/mds/:zoneID/trips', path: `/v1/partner-apis/mds/fastzone/trips?end_time=${HOUR}`, headers: {} as Record<string, string> },
-    { name: 'legacy 1.2 status_changes', host: 'legacy' as const, route: '/en/:zoneID/status_changes', path: `/en/fastzone/status_changes?event_time=${HOUR}`, headers: { Accept: 'application/vnd.mds+json;version=1.2' } as Record<string, string> },
+    {
+      name: 'MDS 2.0 trips',
+      host: 'main' as const,
+      route: '/v1/partner-apis/mds/:zoneID/trips',
+      path: `/v1/partner-apis/mds/fastzone/trips?end_time=${HOUR}`,
+      headers: {} as Record<string, string>,
+    },
+    {
+      name: 'legacy 1.2 status_changes',
+      host: 'legacy' as const,
+      route: '/en/:zoneID/status_changes',
+      path: `/en/fastzone/status_changes?event_time=${HOUR}`,
+      headers: { Accept: 'application/vnd.mds+json;version=1.2' } as Record<string, string>,
+    },
   ];
 
   for (const c of cases) {
@@ -152,7 +172,11 @@ describe('feeds: the hot path answers exactly as the ordinary route', () => {
       const count304 = await requestCount(c.host, c.route, 304);
       lines.length = 0;
 
-      for (const [method, extra] of [['GET', {}], ['HEAD', {}], ['GET', { 'If-None-Match': 'x' }]] as const) {
+      for (const [method, extra] of [
+        ['GET', {}],
+        ['HEAD', {}],
+        ['GET', { 'If-None-Match': 'x' }],
+      ] as const) {
         const viaKoa = await get(koaServer, c.path, { ...h, ...extra }, method);
         const viaHot = await get(hotServer, c.path, { ...h, ...extra }, method);
         expect(viaHot.status).to.equal(viaKoa.status);
@@ -188,7 +212,7 @@ describe('feeds: the hot path answers exactly as the ordinary route', () => {
       expect(miss.status).to.equal((await get(koaServer, c.path.replace('T08', 'T07'), h)).status);
     });
   }
-  it('one keep-alive connection repeating its request: answered from the connection\'s memo, and every freshness check still applies', async () => {
+  it("one keep-alive connection repeating its request: answered from the connection's memo, and every freshness check still applies", async () => {
     // every request on one socket: the hot path's per-connection memo of the request's strings
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const sockets = new Set<unknown>();

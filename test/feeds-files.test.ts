@@ -36,7 +36,13 @@ describe('feeds: hourly files through the authenticating route', () => {
     await publishHour(t.ctx, { feed: 'mds_trips', version: '2.0', zone: 'berlin', hour: '2026-11-21T05', body: trips, status: 'failed' });
     await publishHour(t.ctx, { feed: 'mds_events', version: '2.0', zone: 'berlin', hour: '2026-11-21T08', body: { version: '2.0.0', events: [] } });
     await publishHour(t.ctx, { feed: 'mds_trips', version: '1.2', zone: 'berlin', hour: '2026-11-21T08', body: { version: '1.2.0', data: { trips: [] } } });
-    await publishHour(t.ctx, { feed: 'mds_status_changes', version: '0.4', zone: 'berlin', hour: '2026-11-21T08', body: { version: '0.4.1', data: { status_changes: [] } } });
+    await publishHour(t.ctx, {
+      feed: 'mds_status_changes',
+      version: '0.4',
+      zone: 'berlin',
+      hour: '2026-11-21T08',
+      body: { version: '0.4.1', data: { status_changes: [] } },
+    });
     app = request(buildApp(t.ctx).callback());
     legacy = request(buildLegacyApp(t.ctx).callback());
   });
@@ -60,16 +66,25 @@ describe('feeds: hourly files through the authenticating route', () => {
       expect(res.body.trips).to.deep.equal([]);
     });
 
-    for (const [label, hour] of [['not yet published (inside the lateness)', '2026-11-21T09'], ['dirty, waiting for republish', '2026-11-21T06'], ['failed', '2026-11-21T05'], ['never published', '2026-11-20T10']]) {
+    for (const [label, hour] of [
+      ['not yet published (inside the lateness)', '2026-11-21T09'],
+      ['dirty, waiting for republish', '2026-11-21T06'],
+      ['failed', '2026-11-21T05'],
+      ['never published', '2026-11-20T10'],
+    ]) {
       it(`${label}: 202 with an MDS error body`, async () => {
         const res = await trip(hour);
         expect(res.status).to.equal(202);
         expect(res.body).to.have.keys('error', 'error_description', 'error_details');
-        expect(res.body.error_details).to.be.an('array').that.is.not.empty;
+        expect(res.body.error_details).to.be.an('array').with.lengthOf.above(0);
       });
     }
 
-    for (const [label, hour] of [['the current hour', '2026-11-21T10'], ['a future hour', '2026-11-22T10'], ['an hour before the zone existed', '2026-11-01T11']]) {
+    for (const [label, hour] of [
+      ['the current hour', '2026-11-21T10'],
+      ['a future hour', '2026-11-22T10'],
+      ['an hour before the zone existed', '2026-11-01T11'],
+    ]) {
       it(`${label}: 404`, async () => {
         const res = await trip(hour);
         expect(res.status).to.equal(404);
@@ -89,7 +104,17 @@ describe('feeds: hourly files through the authenticating route', () => {
   });
 
   describe('bad input is a 400, never a 500', () => {
-    for (const q of ['', 'end_time=', 'end_time=2026-02-30T10', 'end_time=2026-11-21T24', 'end_time=2026-11-21', 'end_time=2026-11-21T8', 'end_time=1700000000000', 'end_time=2026-11-21T08&end_time=2026-11-21T09', 'end_time=..%2F..%2Fetc']) {
+    for (const q of [
+      '',
+      'end_time=',
+      'end_time=2026-02-30T10',
+      'end_time=2026-11-21T24',
+      'end_time=2026-11-21',
+      'end_time=2026-11-21T8',
+      'end_time=1700000000000',
+      'end_time=2026-11-21T08&end_time=2026-11-21T09',
+      'end_time=..%2F..%2Fetc',
+    ]) {
       it(`trips?${q}`, async () => {
         const res = await app.get(`/v1/partner-apis/mds/berlin/trips?${q}`).set('Authorization', city);
         expect(res.status).to.equal(400);
@@ -110,7 +135,15 @@ describe('feeds: hourly files through the authenticating route', () => {
   });
 
   describe('version negotiation', () => {
-    for (const accept of [undefined, '*/*', MDS2, 'application/vnd.mds+json;version=2.0.1', 'application/vnd.mds+json', 'application/json', 'text/html, application/vnd.mds+json; version="2.0"; q=0.9']) {
+    for (const accept of [
+      undefined,
+      '*/*',
+      MDS2,
+      'application/vnd.mds+json;version=2.0.1',
+      'application/vnd.mds+json',
+      'application/json',
+      'text/html, application/vnd.mds+json; version="2.0"; q=0.9',
+    ]) {
       it(`Accept ${accept ?? '(absent)'} → 2.0`, async () => {
         const r = trip('2026-11-21T08');
         if (accept) r.set('Accept', accept);
@@ -119,7 +152,12 @@ describe('feeds: hourly files through the authenticating route', () => {
         expect(res.headers['content-type']).to.equal(MDS2);
       });
     }
-    for (const accept of ['application/vnd.mds+json;version=1.2', 'application/vnd.mds+json;version=3.0', 'text/html', 'application/vnd.mds+json;version=2.0;q=0']) {
+    for (const accept of [
+      'application/vnd.mds+json;version=1.2',
+      'application/vnd.mds+json;version=3.0',
+      'text/html',
+      'application/vnd.mds+json;version=2.0;q=0',
+    ]) {
       it(`Accept ${accept} → 406 listing the supported version`, async () => {
         const res = await trip('2026-11-21T08').set('Accept', accept);
         expect(res.status).to.equal(406);
@@ -154,7 +192,15 @@ describe('feeds: hourly files through the authenticating route', () => {
       try {
         const { port } = server.address() as AddressInfo;
         const res = await new Promise<IncomingMessage>((resolve, reject) =>
-          get({ port, host: '127.0.0.1', path: '/v1/partner-apis/mds/berlin/trips?end_time=2026-11-21T08', headers: { Authorization: city, 'Accept-Encoding': 'gzip, deflate' } }, resolve).on('error', reject),
+          get(
+            {
+              port,
+              host: '127.0.0.1',
+              path: '/v1/partner-apis/mds/berlin/trips?end_time=2026-11-21T08',
+              headers: { Authorization: city, 'Accept-Encoding': 'gzip, deflate' },
+            },
+            resolve,
+          ).on('error', reject),
         );
         const chunks: Buffer[] = [];
         for await (const c of res) chunks.push(c as Buffer);

@@ -89,10 +89,17 @@ describe('feeds: GBFS and insurance', () => {
       expect(mine.status).to.equal(200);
       expectGbfs('3.0', 'manifest', mine.body);
       // the one-zone client: munich only, its 2.2 and 3.0 in one dataset
-      expect(mine.body.data.datasets.map((d: any) => [d.system_id, d.versions.map((v: any) => v.version)])).to.deep.equal([[`${t.ctx.config.providerId}:munich`, ['2.2', '3.0']]]);
+      expect(mine.body.data.datasets.map((d: any) => [d.system_id, d.versions.map((v: any) => v.version)])).to.deep.equal([
+        [`${t.ctx.config.providerId}:munich`, ['2.2', '3.0']],
+      ]);
       const all = await app.get(url).set('Authorization', gbfs);
-      expect(all.body.data.datasets.map((d: any) => d.system_id)).to.deep.equal([`${t.ctx.config.providerId}:augsburg`, `${t.ctx.config.providerId}:munich`, t.ctx.config.providerId]);
-      for (const d of all.body.data.datasets) for (const v of d.versions) expect((await app.get(local(v.url)).set('Authorization', gbfs)).status, v.url).to.equal(200);
+      expect(all.body.data.datasets.map((d: any) => d.system_id)).to.deep.equal([
+        `${t.ctx.config.providerId}:augsburg`,
+        `${t.ctx.config.providerId}:munich`,
+        t.ctx.config.providerId,
+      ]);
+      for (const d of all.body.data.datasets)
+        for (const v of d.versions) expect((await app.get(local(v.url)).set('Authorization', gbfs)).status, v.url).to.equal(200);
       expect((await app.get(url)).status).to.equal(401);
     });
 
@@ -123,7 +130,7 @@ describe('feeds: GBFS and insurance', () => {
 
     it('gbfs.json URLs work as written', async () => {
       const res = await app.get('/gbfs/v2/gbfs.json').set('Authorization', gbfs);
-      for (const lang of Object.values(res.body.data) as Array<{ feeds: Array<{ url: string }> }>) {
+      for (const lang of Object.values<{ feeds: Array<{ url: string }> }>(res.body.data)) {
         for (const f of lang.feeds) expect((await app.get(local(f.url)).set('Authorization', gbfs)).status, f.url).to.equal(200);
       }
     });
@@ -182,10 +189,10 @@ describe('feeds: GBFS and insurance', () => {
       const path = '/v1/partner-apis/gbfs/munich/system_information.json';
       let queries = 0;
       const maybeOne = t.ctx.db.maybeOne.bind(t.ctx.db);
-      t.ctx.db.maybeOne = ((query: unknown, ...rest: unknown[]) => {
+      t.ctx.db.maybeOne = (query: unknown, ...rest: unknown[]) => {
         if ((query as { name?: string }).name === 'FeedGbfsSnapshot') queries++;
         return (maybeOne as (...a: unknown[]) => Promise<unknown>)(query, ...rest);
-      }) as typeof t.ctx.db.maybeOne;
+      };
       try {
         const local = request(buildApp(t.ctx).callback());
         const first = await local.get(path).set('Authorization', gbfs);

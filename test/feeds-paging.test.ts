@@ -48,7 +48,9 @@ describe('feeds: paged event windows', function () {
 
   it('MDS 2.0 events/recent: pages of `limit`, every event once while new ones arrive, links.next null at the end', async () => {
     const app = request(buildApp(t.ctx).callback());
-    const before = (await t.ctx.db.many(`SELECT event_id FROM events WHERE zone_id = $1 AND ts >= $2 AND ts < $3`, [zone, new Date(start), new Date(end)])).map((r) => r.event_id);
+    const before = (await t.ctx.db.many(`SELECT event_id FROM events WHERE zone_id = $1 AND ts >= $2 AND ts < $3`, [zone, new Date(start), new Date(end)])).map(
+      (r) => r.event_id,
+    );
     let url = `/v1/partner-apis/mds/${zone}/events/recent?start_time=${start}&end_time=${end}&limit=1000`;
     const seen: string[] = [];
     let pages = 0;
@@ -69,13 +71,17 @@ describe('feeds: paged event windows', function () {
     expect(new Set(seen).size, 'no event twice').to.equal(seen.length);
     expect([...seen].sort()).to.deep.equal([...before].sort());
     // a new traversal sees the events that arrived meanwhile
-    const fresh = await app.get(`/v1/partner-apis/mds/${zone}/events/recent?start_time=${start}&end_time=${end}&limit=${EVENTS_PAGE_MAX}`).set('Authorization', city);
+    const fresh = await app
+      .get(`/v1/partner-apis/mds/${zone}/events/recent?start_time=${start}&end_time=${end}&limit=${EVENTS_PAGE_MAX}`)
+      .set('Authorization', city);
     expect(fresh.body.events.length).to.equal(2500 + pages * 10);
   });
 
   it('legacy POST /events: the same pages, next in the Link header', async () => {
     const legacy = request(buildLegacyApp(t.ctx).callback());
-    const expected = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM events WHERE zone_id = $1 AND ts >= $2 AND ts < $3`, [zone, new Date(start), new Date(end)])).n;
+    const expected = (
+      await t.ctx.db.one(`SELECT count(*)::int AS n FROM events WHERE zone_id = $1 AND ts >= $2 AND ts < $3`, [zone, new Date(start), new Date(end)])
+    ).n;
     for (const accept of [V12, V04]) {
       let url = `/en/${zone}/events?start_time=${start}&end_time=${end}&limit=2000`;
       const seen = new Set<string>();
@@ -87,7 +93,7 @@ describe('feeds: paged event windows', function () {
         for (const s of res.body.data.status_changes) seen.add(`${s.device_id}|${s.event_time}|${count++}`);
         const link = /^<([^>]+)>; rel="next"$/.exec(res.headers.link ?? '');
         if (!link) break;
-        url = path(link[1]!);
+        url = path(link[1]);
       }
       expect(count, accept).to.equal(expected);
     }
@@ -119,7 +125,10 @@ describe('feeds: paged event windows', function () {
         seen.push(...res.body.events.map((e: any) => e.event_id));
         next = res.body.links.next;
       }
-      expect(seen.filter((id) => heldIds.includes(id)), 'neither event of the open transaction').to.deep.equal([]);
+      expect(
+        seen.filter((id) => heldIds.includes(id)),
+        'neither event of the open transaction',
+      ).to.deep.equal([]);
       const again = await app.get(url0).set('Authorization', city);
       expect(again.body.events.map((e: any) => e.event_id)).to.include.members(heldIds);
     } finally {
@@ -138,7 +147,7 @@ describe('feeds: paged event windows', function () {
     const next = new URL(first.body.links.next);
     const cursor = next.searchParams.get('cursor')!;
     const [payload, sig] = cursor.split('.');
-    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), t: 0 })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), t: 0 })).toString('base64url');
     for (const [label, qs] of [
       ['forged position', `&limit=10&cursor=${forged}.${sig}`],
       ['another limit', `&limit=11&cursor=${cursor}`],
@@ -148,7 +157,9 @@ describe('feeds: paged event windows', function () {
       expect(res.status, label).to.equal(400);
       expect(res.body.error).to.equal('bad_param');
     }
-    const otherWindow = await app.get(`/v1/partner-apis/mds/${zone}/events/recent?start_time=${start + 1}&end_time=${end}&limit=10&cursor=${cursor}`).set('Authorization', city);
+    const otherWindow = await app
+      .get(`/v1/partner-apis/mds/${zone}/events/recent?start_time=${start + 1}&end_time=${end}&limit=10&cursor=${cursor}`)
+      .set('Authorization', city);
     expect(otherWindow.status).to.equal(400);
   });
 
@@ -158,7 +169,15 @@ describe('feeds: paged event windows', function () {
     // partition it does by itself)
     const plan = await t.ctx.db.tx(async (tx) => {
       await tx.query('SET LOCAL enable_sort = off');
-      return tx.one(`EXPLAIN (FORMAT JSON) ${sql('MdsEventsPage').text}`, [zone, new Date(start), new Date(end), start * 1000, '00000000-0000-0000-0000-000000000000', NOW * 1000 * 2, 1001]);
+      return tx.one(`EXPLAIN (FORMAT JSON) ${sql('MdsEventsPage').text}`, [
+        zone,
+        new Date(start),
+        new Date(end),
+        start * 1000,
+        '00000000-0000-0000-0000-000000000000',
+        NOW * 1000 * 2,
+        1001,
+      ]);
     });
     const text = JSON.stringify(plan['QUERY PLAN']);
     expect(text).to.not.match(/"Node Type":"Sort"/);

@@ -44,7 +44,8 @@ describe('feeds: publication_time and the publications index', () => {
   });
 
   const app = () => request(buildApp(t.ctx).callback());
-  const index = (from: string, to: string, auth = city) => app().get(`/v1/partner-apis/mds/${zone}/publications?from=${from}&to=${to}`).set('Authorization', auth);
+  const index = (from: string, to: string, auth = city) =>
+    app().get(`/v1/partner-apis/mds/${zone}/publications?from=${from}&to=${to}`).set('Authorization', auth);
 
   it('a late record: count + 1, new sha256, one republish; earlier records keep their publication_time', async () => {
     const a = await trip(t.ctx.db, device, zone, at('08:10:00'), at('08:10:05'));
@@ -64,8 +65,16 @@ describe('feeds: publication_time and the publications index', () => {
     t.ctx.clock.set(at('09:31:00'));
     await publishHourSet(t.ctx, zone, at('08:00:00'), { feeds: [TRIPS] });
     const second = (await index('2026-11-21T08', '2026-11-21T08')).body.publications.find((p: any) => p.feed === 'mds-2.0-trips');
-    expect(second).to.deep.include({ state: 'published', record_count: 3, republish_count: 1, first_publication_time: at('09:06:00').getTime(), last_publication_time: at('09:31:00').getTime() });
-    expect(second.sha256).to.match(/^[0-9a-f]{64}$/).and.not.equal(first.sha256);
+    expect(second).to.deep.include({
+      state: 'published',
+      record_count: 3,
+      republish_count: 1,
+      first_publication_time: at('09:06:00').getTime(),
+      last_publication_time: at('09:31:00').getTime(),
+    });
+    expect(second.sha256)
+      .to.match(/^[0-9a-f]{64}$/)
+      .and.not.equal(first.sha256);
     const body2 = (await app().get(`/v1/partner-apis/mds/${zone}/trips?end_time=2026-11-21T08`).set('Authorization', city)).body;
     const times = Object.fromEntries(body2.trips.map((x: any) => [x.trip_id, x.publication_time]));
     expect(times).to.deep.equal({ [a]: at('09:06:00').getTime(), [b]: at('09:06:00').getTime(), [late]: at('09:31:00').getTime() });
@@ -104,9 +113,29 @@ describe('feeds: publication_time and the publications index', () => {
     expect(hours[0]).to.equal('2026-11-21T07');
     expect(hours.at(-1)).to.equal('2026-11-21T10');
     const feeds = new Set(res.body.publications.map((p: any) => p.feed));
-    expect([...feeds].sort()).to.deep.equal(['insurance-2.0-trips', 'mds-0.4-status_changes', 'mds-0.4-trips', 'mds-1.2-status_changes', 'mds-1.2-trips', 'mds-2.0-events', 'mds-2.0-telemetry', 'mds-2.0-trips'].filter((f) => !f.startsWith('insurance')));
+    expect([...feeds].sort()).to.deep.equal(
+      [
+        'insurance-2.0-trips',
+        'mds-0.4-status_changes',
+        'mds-0.4-trips',
+        'mds-1.2-status_changes',
+        'mds-1.2-trips',
+        'mds-2.0-events',
+        'mds-2.0-telemetry',
+        'mds-2.0-trips',
+      ].filter((f) => !f.startsWith('insurance')),
+    );
     const nine = res.body.publications.find((p: any) => p.hour === '2026-11-21T09' && p.feed === 'mds-2.0-trips');
-    expect(nine).to.deep.equal({ feed: 'mds-2.0-trips', hour: '2026-11-21T09', state: 'pending', record_count: null, sha256: null, first_publication_time: null, last_publication_time: null, republish_count: 0 });
+    expect(nine).to.deep.equal({
+      feed: 'mds-2.0-trips',
+      hour: '2026-11-21T09',
+      state: 'pending',
+      record_count: null,
+      sha256: null,
+      first_publication_time: null,
+      last_publication_time: null,
+      republish_count: 0,
+    });
   });
 
   it('city role only, its zones only; 400 for bad or too long ranges', async () => {
@@ -115,8 +144,13 @@ describe('feeds: publication_time and the publications index', () => {
     }
     const other = await feedZone(t.ctx.db, { createdAt: at('00:00:00') });
     expect((await index('2026-11-21T07', '2026-11-21T08', `Bearer ${await tokenFor(t.ctx, 'pub-city-other', 'city', [other])}`)).status).to.equal(403);
-    for (const [from, to] of [['2026-11-21T08', '2026-11-21T07'], ['2026-10-01T00', '2026-11-21T00'], ['2026-11-21', '2026-11-21T07'], ['', '2026-11-21T07']]) {
-      const res = await index(from!, to!);
+    for (const [from, to] of [
+      ['2026-11-21T08', '2026-11-21T07'],
+      ['2026-10-01T00', '2026-11-21T00'],
+      ['2026-11-21', '2026-11-21T07'],
+      ['', '2026-11-21T07'],
+    ]) {
+      const res = await index(from, to);
       expect(res.status, `${from}..${to}`).to.equal(400);
       expect(res.body.error).to.equal('bad_param');
     }

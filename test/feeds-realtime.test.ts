@@ -60,8 +60,11 @@ describe('feeds: realtime MDS from the database', () => {
     await event(db, v.broken, 'berlin', ['service_start'], 'available', NOW - 5 * 3600_000);
     await event(db, v.broken, 'berlin', ['battery_low'], 'non_operational', NOW - 4 * 3600_000);
     await event(db, v.elsewhere, 'hamburg', ['service_start'], 'available', NOW - 3600_000);
-    await db.query(`INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent, trip_id)
-                    VALUES ($1, 'berlin', $2, ST_SetSRID(ST_MakePoint(13.402, 52.522), 4326), 65, $3)`, [v.onTrip, new Date(NOW - 30_000), '1f6b1c2e-0a4d-4c1e-9d7b-3a2f1e0c9b8a']);
+    await db.query(
+      `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent, trip_id)
+                    VALUES ($1, 'berlin', $2, ST_SetSRID(ST_MakePoint(13.402, 52.522), 4326), 65, $3)`,
+      [v.onTrip, new Date(NOW - 30_000), '1f6b1c2e-0a4d-4c1e-9d7b-3a2f1e0c9b8a'],
+    );
     city = `Bearer ${await tokenFor(t.ctx, 'city', 'city', ['berlin'])}`;
     app = request(buildApp(t.ctx).callback());
     legacy = request(buildLegacyApp(t.ctx).callback());
@@ -185,9 +188,19 @@ describe('feeds: realtime MDS from the database', () => {
     });
 
     it('POST /events: bad windows → 400; GET → 405', async () => {
-      const res = await legacy.post(`/en/berlin/events?start_time=${NOW - 20 * 86400_000}&end_time=${NOW}`).set('Authorization', city).set('Accept', V12);
+      const res = await legacy
+        .post(`/en/berlin/events?start_time=${NOW - 20 * 86400_000}&end_time=${NOW}`)
+        .set('Authorization', city)
+        .set('Accept', V12);
       expect(res.status).to.equal(400);
-      expect((await legacy.get(`/en/berlin/events?start_time=${NOW - 1000}&end_time=${NOW}`).set('Authorization', city).set('Accept', V12)).status).to.equal(405);
+      expect(
+        (
+          await legacy
+            .get(`/en/berlin/events?start_time=${NOW - 1000}&end_time=${NOW}`)
+            .set('Authorization', city)
+            .set('Accept', V12)
+        ).status,
+      ).to.equal(405);
     });
   });
 
@@ -199,10 +212,14 @@ describe('feeds: realtime MDS from the database', () => {
       const fresh90 = request(buildApp(t.ctx).callback()); // its zone directory knows the new zone
       const get90 = (path: string) => fresh90.get(`/v1/partner-apis/mds/rule90${path}`).set('Authorization', auth);
       const fresh: Record<string, string> = {};
-      for (const [state, types] of [['elsewhere', ['trip_leave_jurisdiction']], ['removed', ['maintenance_pick_up']], ['missing', ['not_located']]] as const) {
+      for (const [state, types] of [
+        ['elsewhere', ['trip_leave_jurisdiction']],
+        ['removed', ['maintenance_pick_up']],
+        ['missing', ['not_located']],
+      ] as const) {
         fresh[state] = await vehicle(db, 'rule90', state);
-        await event(db, fresh[state]!, 'rule90', ['service_start'], 'available', NOW - 4 * 3600_000);
-        await event(db, fresh[state]!, 'rule90', [...types], state, NOW - 89 * 60_000);
+        await event(db, fresh[state], 'rule90', ['service_start'], 'available', NOW - 4 * 3600_000);
+        await event(db, fresh[state], 'rule90', [...types], state, NOW - 89 * 60_000);
       }
       const listed = async () => (await get90('/vehicles/status')).body.vehicles_status.map((x: any) => x.device_id);
       for (const id of Object.values(fresh)) expect(await listed()).to.include(id);
@@ -217,7 +234,6 @@ describe('feeds: realtime MDS from the database', () => {
         t.ctx.clock.set(new Date(NOW));
       }
     });
-
   });
 
   describe('compression (Accept-Encoding: gzip)', () => {

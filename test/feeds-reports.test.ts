@@ -41,16 +41,22 @@ describe('feeds: MDS 2.0 monthly reports', () => {
   let city: string;
   const app = () => request(buildApp(t.ctx).callback());
   const get = (file: string, auth = city) => app().get(`/v1/partner-apis/mds/${zone}/reports/${file}`).set('Authorization', auth);
-  const parse = (csv: string) => csv.trim().split('\n').map((l) => l.split(','));
+  const parse = (csv: string) =>
+    csv
+      .trim()
+      .split('\n')
+      .map((l) => l.split(','));
 
   before(async () => {
     zone = await feedZone(t.ctx.db, { createdAt: new Date('2026-10-01T00:00:00Z') });
     scooter = (await feedVehicle(t.ctx.db, zone, { type: 'feed-scooter' })).id;
     bike = (await feedVehicle(t.ctx.db, zone, { type: 'feed-bike' })).id;
-    area = (await t.ctx.db.one(
-      `INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'centre', 'incentive', ST_GeomFromText('MULTIPOLYGON(((13.37 52.49,13.39 52.49,13.39 52.51,13.37 52.51,13.37 52.49)))', 4326)) RETURNING id`,
-      [zone],
-    )).id;
+    area = (
+      await t.ctx.db.one(
+        `INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'centre', 'incentive', ST_GeomFromText('MULTIPOLYGON(((13.37 52.49,13.39 52.49,13.39 52.51,13.37 52.51,13.37 52.49)))', 4326)) RETURNING id`,
+        [zone],
+      )
+    ).id;
     // October: 11 scooter rides (one of them starting in the area), 10 bike rides, a rebalancing move (not a rider trip)
     for (let i = 0; i < 11; i++) await trip(t.ctx.db, scooter, zone, `2026-10-${String(2 + i).padStart(2, '0')}T08:00:00Z`, i === 0 ? IN_AREA : OUTSIDE);
     for (let i = 0; i < 10; i++) await trip(t.ctx.db, bike, zone, `2026-10-${String(2 + i).padStart(2, '0')}T09:00:00Z`, OUTSIDE);
@@ -66,7 +72,7 @@ describe('feeds: MDS 2.0 monthly reports', () => {
     expect(res.status).to.equal(200);
     expect(res.headers['content-type']).to.match(/^text\/csv/);
     const rows = parse(res.text);
-    expect(rows[0]!.join(',')).to.equal(REPORT_HEADER);
+    expect(rows[0].join(',')).to.equal(REPORT_HEADER);
     const zoneGeo = zoneGeographyId(t.ctx.config.providerId, zone);
     expect(zoneGeo).to.equal(zoneGeographyId(t.ctx.config.providerId, zone));
     const p = t.ctx.config.providerId;
@@ -83,7 +89,7 @@ describe('feeds: MDS 2.0 monthly reports', () => {
     expect((await t.ctx.db.one(`SELECT dirty FROM feed_reports WHERE scope = $1 AND month = '2026-10-01'`, [zone])).dirty).to.equal(true);
     expect(await publishDueReports(t.ctx)).to.deep.equal({ written: 1, unchanged: 0 });
     const rows = parse((await get('2026-10.csv')).text);
-    expect(rows[1]!.slice(5)).to.deep.equal(['bicycle', '11', '0']);
+    expect(rows[1].slice(5)).to.deep.equal(['bicycle', '11', '0']);
     expect(await publishDueReports(t.ctx)).to.deep.equal({ written: 0, unchanged: 0 });
   });
 
@@ -102,7 +108,10 @@ describe('feeds: MDS 2.0 monthly reports', () => {
     try {
       const { port } = server.address() as AddressInfo;
       const res = await new Promise<IncomingMessage>((resolve, reject) =>
-        httpGet({ port, host: '127.0.0.1', path: `/v1/partner-apis/mds/${zone}/reports/2026-10.csv`, headers: { Authorization: city, 'Accept-Encoding': 'gzip' } }, resolve).on('error', reject),
+        httpGet(
+          { port, host: '127.0.0.1', path: `/v1/partner-apis/mds/${zone}/reports/2026-10.csv`, headers: { Authorization: city, 'Accept-Encoding': 'gzip' } },
+          resolve,
+        ).on('error', reject),
       );
       expect(res.statusCode).to.equal(200);
       const parts: Buffer[] = [];
@@ -133,7 +142,8 @@ describe('feeds: MDS 2.0 monthly reports', () => {
       expect(res.status, bad).to.equal(400);
       expect(res.body.error).to.equal('bad_param');
     }
-    for (const role of ['insurer', 'data', 'gbfs'] as const) expect((await get('2026-10.csv', `Bearer ${await tokenFor(t.ctx, `rep-${role}`, role)}`)).status, role).to.equal(403);
+    for (const role of ['insurer', 'data', 'gbfs'] as const)
+      expect((await get('2026-10.csv', `Bearer ${await tokenFor(t.ctx, `rep-${role}`, role)}`)).status, role).to.equal(403);
     const other = await feedZone(t.ctx.db, { createdAt: new Date('2026-10-01T00:00:00Z') });
     expect((await get('2026-10.csv', `Bearer ${await tokenFor(t.ctx, 'rep-city-other', 'city', [other])}`)).status).to.equal(403);
   });

@@ -46,7 +46,8 @@ describe('feeds: MDS 2.0 telemetry', () => {
   });
 
   // a fresh app per read: the route's publication cache would otherwise answer from before a republish
-  const get = (hour: string, auth = city, z = zone) => request(buildApp(t.ctx).callback()).get(`/v1/partner-apis/mds/${z}/telemetry?telemetry_time=${hour}`).set('Authorization', auth);
+  const get = (hour: string, auth = city, z = zone) =>
+    request(buildApp(t.ctx).callback()).get(`/v1/partner-apis/mds/${z}/telemetry?telemetry_time=${hour}`).set('Authorization', auth);
 
   it('publishes the hour: every point of the zone, in-trip points only of ended trips, valid against the official model', async () => {
     const [r] = await publishHourSet(t.ctx, zone, at('08:00:00'), { feeds: [TELEMETRY] });

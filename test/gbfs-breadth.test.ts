@@ -35,7 +35,7 @@ describe('GBFS fragments: one gzip member from pieces compressed apart', () => {
     const texts = ['{"last_updated":1,"data":{"bikes":[', '', JSON.stringify({ a: 'x'.repeat(100_000) }), ',', 'abc'.repeat(30_000), ']}}'];
     const frags = texts.map((x) => fragment(x));
     expect(gunzipSync(gzipOf(frags)).toString()).to.equal(texts.join(''));
-    expect(inflateFragment(frags[2]!).toString()).to.equal(texts[2]);
+    expect(inflateFragment(frags[2]).toString()).to.equal(texts[2]);
     // the identity follows the text's pieces: another piece, another digest
     expect(contentDigest(frags)).to.not.equal(contentDigest([...frags.slice(0, 5), fragment(']} }')]));
   });
@@ -110,7 +110,8 @@ describe('GBFS follows change', function () {
     for (let i = 0; i < 3600 / GBFS_RUN_SECONDS; i++) {
       const r = await tick();
       expect(r.failed).to.equal(0);
-      for (const [k, row] of await rows()) if (isStatusFile(k.split('/').pop()!)) expect(t.ctx.clock.now().getTime() - row.last_updated.getTime(), k).to.be.at.most(STATUS_TTL * 1000);
+      for (const [k, row] of await rows())
+        if (isStatusFile(k.split('/').pop()!)) expect(t.ctx.clock.now().getTime() - row.last_updated.getTime(), k).to.be.at.most(STATUS_TTL * 1000);
     }
     // the hourly rebuild from scratch happened (staggered) and found the same data
     expect((await rows()).get(`3.0/${A.id}/system_information`)).to.deep.equal(info);
@@ -177,21 +178,43 @@ describe('GBFS follows change', function () {
 
   it('a 2.2 system assembled from its zones parts is byte for byte the whole-system build', async () => {
     for (const scope of ['city', scopeA]) {
-      const row = await t.ctx.db.one(`SELECT object_key, last_updated FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [scope]);
+      const row = await t.ctx.db.one(`SELECT object_key, last_updated FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [
+        scope,
+      ]);
       const obj = await t.ctx.store.get(row.object_key);
       const chunks: Buffer[] = [];
       for await (const c of obj!.body) chunks.push(c as Buffer);
       const served = gunzipSync(Buffer.concat(chunks)).toString('utf8');
-      const zones = [...(await loadZoneData(t.ctx.db, { zoneIds: scope === 'city' ? null : [A.id], now: t.ctx.clock.now(), areas: true, vehicles: true })).values()];
+      const zones = [
+        ...(await loadZoneData(t.ctx.db, { zoneIds: scope === 'city' ? null : [A.id], now: t.ctx.clock.now(), areas: true, vehicles: true })).values(),
+      ];
       const langs = systemLanguages(zones);
-      const s: V2Scope = { id: scope, clientScope: scope, role: scope === 'city' ? 'city' : 'gbfs', zoneIds: scope === 'city' ? null : [A.id], zones, language: langs[0]!, languages: langs };
-      const env = { now: t.ctx.clock.now(), publicBaseUrl: t.ctx.config.publicBaseUrl, providerId: t.ctx.config.providerId, providerName: t.ctx.config.providerName };
+      const s: V2Scope = {
+        id: scope,
+        clientScope: scope,
+        role: scope === 'city' ? 'city' : 'gbfs',
+        zoneIds: scope === 'city' ? null : [A.id],
+        zones,
+        language: langs[0],
+        languages: langs,
+      };
+      const env = {
+        now: t.ctx.clock.now(),
+        publicBaseUrl: t.ctx.config.publicBaseUrl,
+        providerId: t.ctx.config.providerId,
+        providerName: t.ctx.config.providerName,
+      };
       for (const file of ['free_bike_status', 'geofencing_zones'] as const) {
-        const r = await t.ctx.db.one(`SELECT object_key, last_updated, ttl FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = $2`, [scope, file]);
+        const r = await t.ctx.db.one(`SELECT object_key, last_updated, ttl FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = $2`, [
+          scope,
+          file,
+        ]);
         const o = await t.ctx.store.get(r.object_key);
         const cs: Buffer[] = [];
         for await (const c of o!.body) cs.push(c as Buffer);
-        expect(gunzipSync(Buffer.concat(cs)).toString('utf8'), `${scope} ${file}`).to.equal(JSON.stringify(envelopeV2(r.last_updated, r.ttl, buildV2(file, s, env))));
+        expect(gunzipSync(Buffer.concat(cs)).toString('utf8'), `${scope} ${file}`).to.equal(
+          JSON.stringify(envelopeV2(r.last_updated, r.ttl, buildV2(file, s, env))),
+        );
       }
       expect(served.length).to.be.greaterThan(0);
     }
@@ -222,16 +245,18 @@ describe('GBFS follows change', function () {
     const pubs: Publisher[] = [];
     try {
       for (let i = 0; i < 2; i++) pubs.push(await startPublisher(t.ctx, { cron: false, concurrency: 1, pollingIntervalSeconds: 0.5 }));
-      await pubs[0]!.boss.send('feeds-gbfs', {}, { singletonKey: 'gbfs' });
+      await pubs[0].boss.send('feeds-gbfs', {}, { singletonKey: 'gbfs' });
       const deadline = Date.now() + 60_000;
       const done = async () => {
         const c = await t.ctx.db.maybeOne(`SELECT 1 FROM gbfs_snapshots WHERE version = '3.0' AND scope = $1 AND file = 'vehicle_status'`, [C.id]);
         const city = await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', 'city', 'system_regions', 'city').objectKey);
-        const own = await t.ctx.db.maybeOne(`SELECT 1 FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [gbfsV2Scope('gbfs', [C.id])]);
-        return c && own && city.data.regions.some((r: any) => r.region_id === C.id);
+        const own = await t.ctx.db.maybeOne(`SELECT 1 FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [
+          gbfsV2Scope('gbfs', [C.id]),
+        ]);
+        return c !== undefined && own !== undefined && city.data.regions.some((r: any) => r.region_id === C.id);
       };
       while (Date.now() < deadline && !(await done())) await new Promise((r) => setTimeout(r, 200));
-      expect(await done()).to.be.ok;
+      expect(await done(), 'both versions wrote their snapshots before the deadline').to.equal(true);
       const jobs = await t.ctx.db.many(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE name LIKE 'feeds-gbfs%' GROUP BY name ORDER BY name`);
       const byName = Object.fromEntries(jobs.map((j) => [j.name, j.n]));
       expect(byName['feeds-gbfs-zone']).to.equal(3);

@@ -31,9 +31,20 @@ describe('GBFS helpers: time, names, texts', () => {
       start: new Date('2026-11-22T00:00:00Z'),
       end: new Date('2026-11-22T04:00:00Z'),
     });
-    expect(currentSleepWindow([{ start: 'x', end: '05:00' }, { start: '03:00', end: '03:00' }], 'UTC', new Date('2026-11-22T03:30:00Z'))).to.equal(undefined);
+    expect(
+      currentSleepWindow(
+        [
+          { start: 'x', end: '05:00' },
+          { start: '03:00', end: '03:00' },
+        ],
+        'UTC',
+        new Date('2026-11-22T03:30:00Z'),
+      ),
+    ).to.equal(undefined);
     // DST change night in Berlin (2026-03-29, 02:00 → 03:00): the window still ends at 06:00 local = 04:00Z
-    expect(currentSleepWindow([{ start: '01:00', end: '06:00' }], 'Europe/Berlin', new Date('2026-03-29T02:00:00Z'))?.end).to.deep.equal(new Date('2026-03-29T04:00:00Z'));
+    expect(currentSleepWindow([{ start: '01:00', end: '06:00' }], 'Europe/Berlin', new Date('2026-03-29T02:00:00Z'))?.end).to.deep.equal(
+      new Date('2026-03-29T04:00:00Z'),
+    );
   });
 
   it('derives OSM opening hours from the sleep windows', () => {
@@ -41,17 +52,35 @@ describe('GBFS helpers: time, names, texts', () => {
     expect(openingHours([{ start: '01:00', end: '05:00' }])).to.equal('Mo-Su 05:00-01:00');
     expect(openingHours([{ start: '22:00', end: '06:00' }])).to.equal('Mo-Su 06:00-22:00');
     expect(openingHours([{ start: '00:00', end: '24:00' }])).to.equal('Mo-Su off');
-    expect(openingHours([{ start: '12:00', end: '13:00' }, { start: '23:00', end: '05:00' }])).to.equal('Mo-Su 05:00-12:00,13:00-23:00');
+    expect(
+      openingHours([
+        { start: '12:00', end: '13:00' },
+        { start: '23:00', end: '05:00' },
+      ]),
+    ).to.equal('Mo-Su 05:00-12:00,13:00-23:00');
   });
 
   it('names the snapshot the file route serves: 3.0 discovery per role, 2.2 per scope', () => {
-    expect(gbfsSnapshotRef('3.0', 'berlin', 'gbfs', 'city')).to.deep.equal({ version: '3.0', scope: 'berlin', file: 'gbfs.city', objectKey: 'gbfs/3.0/berlin/gbfs.city.json.gz' });
+    expect(gbfsSnapshotRef('3.0', 'berlin', 'gbfs', 'city')).to.deep.equal({
+      version: '3.0',
+      scope: 'berlin',
+      file: 'gbfs.city',
+      objectKey: 'gbfs/3.0/berlin/gbfs.city.json.gz',
+    });
     expect(gbfsSnapshotRef('3.0', 'berlin', 'vehicle_status', 'city').objectKey).to.equal('gbfs/3.0/berlin/vehicle_status.json.gz');
-    expect(gbfsSnapshotRef('2.2', 'gbfs', 'gbfs', 'gbfs')).to.deep.equal({ version: '2.2', scope: 'gbfs', file: 'gbfs', objectKey: 'gbfs/2.2/gbfs/gbfs.json.gz' });
+    expect(gbfsSnapshotRef('2.2', 'gbfs', 'gbfs', 'gbfs')).to.deep.equal({
+      version: '2.2',
+      scope: 'gbfs',
+      file: 'gbfs',
+      objectKey: 'gbfs/2.2/gbfs/gbfs.json.gz',
+    });
   });
 
   it('resolves area vehicle restrictions by form factor or type id', () => {
-    const types = [{ id: 'scoot', formFactor: 'scooter' }, { id: 'ebike', formFactor: 'bicycle' }] as GbfsVehicleType[];
+    const types = [
+      { id: 'scoot', formFactor: 'scooter' },
+      { id: 'ebike', formFactor: 'bicycle' },
+    ] as GbfsVehicleType[];
     const area = (vehicleTypes: string[]) => ({ vehicleTypes }) as GbfsArea;
     expect(areaVehicleTypeIds(area([]), types)).to.equal(undefined);
     expect(areaVehicleTypeIds(area(['bicycle']), types)).to.deep.equal(['ebike']);

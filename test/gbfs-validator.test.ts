@@ -54,7 +54,10 @@ describe('GBFS feeds through the official MobilityData validator', function () {
   let ctx: AppContext;
   let base: string;
   const tokens = new Map<Role, string>();
-  let GBFS: new (url: string, options: unknown) => {
+  let GBFS: new (
+    url: string,
+    options: unknown,
+  ) => {
     validation(): Promise<{ summary: { errorsCount: number; hasErrors: boolean }; files: ValidatedFile[] }>;
     getFiles(): Promise<{ files: ValidatedFile[] }>;
   };
@@ -123,7 +126,7 @@ describe('GBFS feeds through the official MobilityData validator', function () {
     });
   }
 
-  it('GBFS 2.2 spanning Berlin (de) and Copenhagen (da): discovery keyed by language, each language\'s texts in it, one e-mail', async () => {
+  it("GBFS 2.2 spanning Berlin (de) and Copenhagen (da): discovery keyed by language, each language's texts in it, one e-mail", async () => {
     const get = async (path: string) => {
       const res = await fetch(`${base}${path}`, { headers: { Authorization: `Bearer ${tokens.get('city')}` } });
       return { status: res.status, body: (await res.json()) as any };
@@ -132,7 +135,10 @@ describe('GBFS feeds through the official MobilityData validator', function () {
     expect(Object.keys(discovery.data)).to.deep.equal(['de', 'da']);
     expect(discovery.data.da.feeds.find((f: any) => f.name === 'system_pricing_plans').url).to.equal(`${base}/gbfs/v2/da/system_pricing_plans.json`);
     const emails = new Set<string>();
-    for (const [language, words] of [['de', /zum Entsperren, dann .* pro Minute/], ['da', /for at låse op, derefter .* pr\. minut/]] as const) {
+    for (const [language, words] of [
+      ['de', /zum Entsperren, dann .* pro Minute/],
+      ['da', /for at låse op, derefter .* pr\. minut/],
+    ] as const) {
       const info = await get(`/gbfs/v2/${language}/system_information.json`);
       expect(info.status).to.equal(200);
       expect(info.body.data.language).to.equal(language);

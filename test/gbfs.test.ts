@@ -1,6 +1,17 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
-import { gbfsArea, gbfsFeedClient, gbfsSpecsAvailable, gbfsVehicle, gbfsZone, officialGbfs, readSnapshot, square, type VehicleFixture, type ZoneFixture } from './support/gbfs-fixtures.js';
+import {
+  gbfsArea,
+  gbfsFeedClient,
+  gbfsSpecsAvailable,
+  gbfsVehicle,
+  gbfsZone,
+  officialGbfs,
+  readSnapshot,
+  square,
+  type VehicleFixture,
+  type ZoneFixture,
+} from './support/gbfs-fixtures.js';
 import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { ROLES, canRead, gbfsV2Scope, hasGbfs } from '../lib/feeds/roles.js';
 import { GBFS_RUN_SECONDS, STATUS_TTL, V2_FILES, V3_FILES, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
@@ -22,7 +33,8 @@ describe('GBFS snapshots', () => {
 
   const v3 = (zone: string, file: string) => readSnapshot(t.ctx, gbfsSnapshotRef('3.0', zone, file, 'city').objectKey);
   const v2 = (scope: string, file: string) => readSnapshot(t.ctx, gbfsSnapshotRef('2.2', scope, file, 'city').objectKey);
-  const rows = async () => (await t.ctx.db.query('SELECT version, scope, file, object_key, sha256, published_at, last_updated FROM gbfs_snapshots ORDER BY 1, 2, 3')).rows;
+  const rows = async () =>
+    (await t.ctx.db.query('SELECT version, scope, file, object_key, sha256, published_at, last_updated FROM gbfs_snapshots ORDER BY 1, 2, 3')).rows;
 
   before(async () => {
     const db = t.ctx.db;
@@ -47,7 +59,7 @@ describe('GBFS snapshots', () => {
     v.s1b = await gbfsVehicle(db, B.id, 52.5201, 13.4051);
     v.s1booked = await gbfsVehicle(db, B.id, 52.5199, 13.4049, { status: 'booked' });
     v.s2low = await gbfsVehicle(db, B.id, 52.53, 13.41, { battery: 3 });
-    v.outside = await gbfsVehicle(db, B.id, 52.51, 13.40);
+    v.outside = await gbfsVehicle(db, B.id, 52.51, 13.4);
 
     await gbfsFeedClient(db, 'city', null);
     await gbfsFeedClient(db, 'gbfs', [A.id]);
@@ -66,7 +78,12 @@ describe('GBFS snapshots', () => {
     const all = await rows();
     const scopes = new Set(all.filter((r) => r.version === '2.2').map((r) => r.scope));
     expect([...scopes].sort()).to.deep.equal(['city', scopeGbfsA].sort());
-    expect(all.filter((r) => r.file === 'manifest').map((r) => `${r.version}/${r.scope}`).sort()).to.deep.equal([`3.0/city`, `3.0/${scopeGbfsA}`].sort());
+    expect(
+      all
+        .filter((r) => r.file === 'manifest')
+        .map((r) => `${r.version}/${r.scope}`)
+        .sort(),
+    ).to.deep.equal([`3.0/city`, `3.0/${scopeGbfsA}`].sort());
     expect(all.some((r) => r.file === 'gbfs.insurer')).to.equal(false);
     for (const r of all) expect(r.object_key).to.equal(`gbfs/${r.version}/${r.scope}/${r.file}.json.gz`);
   });
@@ -78,7 +95,10 @@ describe('GBFS snapshots', () => {
       const validate = officialGbfs(r.version, r.file.split('.')[0]);
       expect(validate(doc), `${r.version} ${r.scope} ${r.file}: ${describeErrors(validate.errors, 5)}`).to.equal(true);
       expect(doc.version).to.equal(r.version);
-      if (r.version === '2.2') expect(doc.last_updated).to.be.a('number').and.equal(Math.floor(r.last_updated.getTime() / 1000));
+      if (r.version === '2.2')
+        expect(doc.last_updated)
+          .to.be.a('number')
+          .and.equal(Math.floor(r.last_updated.getTime() / 1000));
       else expect(doc.last_updated).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
       expect(doc.ttl).to.equal(['vehicle_status', 'station_status', 'free_bike_status', 'system_alerts'].includes(r.file) ? 30 : 3600);
       if (process.env.GBFS_DUMP) console.log(r.version, r.scope, r.file, JSON.stringify(doc).slice(0, Number(process.env.GBFS_DUMP)));
@@ -145,12 +165,21 @@ describe('GBFS snapshots', () => {
     ]);
     // one zone: its 2.2 system is the zone's, so one dataset with both versions, sorted
     expect((await manifest(scopeGbfsA)).data.datasets).to.deep.equal([
-      { system_id: `${p}:${A.id}`, versions: [{ version: '2.2', url: v2gbfs }, { version: '3.0', url: v3gbfs(A.id) }] },
+      {
+        system_id: `${p}:${A.id}`,
+        versions: [
+          { version: '2.2', url: v2gbfs },
+          { version: '3.0', url: v3gbfs(A.id) },
+        ],
+      },
     ]);
     expect((await v3(A.id, 'system_information')).data.manifest_url).to.equal(`${base}/v1/partner-apis/gbfs/manifest.json`);
     expect((await v3(A.id, 'gbfs_versions')).data.versions).to.deep.equal([{ version: '3.0', url: v3gbfs(A.id) }]);
     expect((await v2('city', 'gbfs_versions')).data.versions).to.deep.equal([{ version: '2.2', url: v2gbfs }]);
-    expect((await v2(scopeGbfsA, 'gbfs_versions')).data.versions).to.deep.equal([{ version: '2.2', url: v2gbfs }, { version: '3.0', url: v3gbfs(A.id) }]);
+    expect((await v2(scopeGbfsA, 'gbfs_versions')).data.versions).to.deep.equal([
+      { version: '2.2', url: v2gbfs },
+      { version: '3.0', url: v3gbfs(A.id) },
+    ]);
     expect((await v2(scopeGbfsA, 'system_information')).data.system_id).to.equal(`${p}:${A.id}`);
   });
 
@@ -171,8 +200,8 @@ describe('GBFS snapshots', () => {
 
   it('lists ready and booked vehicles only, by their GBFS id, never the device id or code', async () => {
     const vehicles = (await v3(A.id, 'vehicle_status')).data.vehicles;
-    const byId = new Map(vehicles.map((x: any) => [x.vehicle_id, x]));
-    expect([...byId.keys()].sort()).to.deep.equal([v.ready1, v.ready2, v.booked, v.low, v.bike].map((x) => x!.gbfsId).sort());
+    const byId = new Map<string, any>(vehicles.map((x: any) => [x.vehicle_id, x]));
+    expect([...byId.keys()].sort()).to.deep.equal([v.ready1, v.ready2, v.booked, v.low, v.bike].map((x) => x.gbfsId).sort());
     const bikes = (await v2('city', 'free_bike_status')).data.bikes;
     for (const x of [...vehicles.map((y: any) => y.vehicle_id), ...bikes.map((y: any) => y.bike_id)]) {
       for (const f of Object.values(v)) {
@@ -180,14 +209,14 @@ describe('GBFS snapshots', () => {
         expect(x).to.not.equal(f.code);
       }
     }
-    expect(byId.get(v.booked!.gbfsId)).to.include({ is_reserved: true, is_disabled: false });
-    expect(byId.get(v.low!.gbfsId)).to.include({ is_reserved: false, is_disabled: true });
-    expect(byId.get(v.ready1!.gbfsId)).to.include({ is_reserved: false, is_disabled: false, current_fuel_percent: 0.8, current_range_meters: 32000 });
-    const uris = (byId.get(v.ready1!.gbfsId) as any).rental_uris;
+    expect(byId.get(v.booked.gbfsId)).to.include({ is_reserved: true, is_disabled: false });
+    expect(byId.get(v.low.gbfsId)).to.include({ is_reserved: false, is_disabled: true });
+    expect(byId.get(v.ready1.gbfsId)).to.include({ is_reserved: false, is_disabled: false, current_fuel_percent: 0.8, current_range_meters: 32000 });
+    const uris = byId.get(v.ready1.gbfsId).rental_uris;
     expect(Object.keys(uris).sort()).to.deep.equal(['android', 'ios', 'web']);
-    for (const u of Object.values(uris) as string[]) {
+    for (const u of Object.values<string>(uris)) {
       expect(u.startsWith(t.ctx.config.publicBaseUrl)).to.equal(true);
-      expect(u).to.not.include(v.ready1!.id);
+      expect(u).to.not.include(v.ready1.id);
     }
     const serialized = JSON.stringify(await v3(A.id, 'vehicle_status')) + JSON.stringify(await v2('city', 'free_bike_status'));
     for (const f of Object.values(v)) {
@@ -210,10 +239,10 @@ describe('GBFS snapshots', () => {
     expect((status.get(spot1) as any).vehicle_types_available).to.deep.include({ vehicle_type_id: 'gbfs-scooter', count: 2 });
     expect(status.get(spot2)).to.deep.include({ num_vehicles_available: 0 });
     const vehicles = new Map((await v3(B.id, 'vehicle_status')).data.vehicles.map((x: any) => [x.vehicle_id, x]));
-    expect((vehicles.get(v.s1a!.gbfsId) as any).station_id).to.equal(spot1);
-    expect((vehicles.get(v.s1booked!.gbfsId) as any).station_id).to.equal(spot1);
-    expect((vehicles.get(v.s2low!.gbfsId) as any).station_id).to.equal(spot2);
-    expect(vehicles.get(v.outside!.gbfsId)).to.not.have.property('station_id');
+    expect((vehicles.get(v.s1a.gbfsId) as any).station_id).to.equal(spot1);
+    expect((vehicles.get(v.s1booked.gbfsId) as any).station_id).to.equal(spot1);
+    expect((vehicles.get(v.s2low.gbfsId) as any).station_id).to.equal(spot2);
+    expect(vehicles.get(v.outside.gbfsId)).to.not.have.property('station_id');
     const vt = (await v3(B.id, 'vehicle_types')).data.vehicle_types[0];
     expect(vt).to.include({ form_factor: 'scooter_standing', return_constraint: 'any_station', default_pricing_plan_id: `${B.id}:gbfs-scooter` });
   });
@@ -221,7 +250,13 @@ describe('GBFS snapshots', () => {
   it('maps areas to geofencing rules and prices to plans', async () => {
     const geo = (await v3(A.id, 'geofencing_zones')).data;
     const byName = new Map(geo.geofencing_zones.features.map((f: any) => [f.properties.name[0].text, f.properties.rules[0]]));
-    expect(byName.get('Park')).to.deep.equal({ vehicle_type_ids: ['gbfs-bike'], ride_start_allowed: false, ride_end_allowed: false, ride_through_allowed: false, station_parking: false });
+    expect(byName.get('Park')).to.deep.equal({
+      vehicle_type_ids: ['gbfs-bike'],
+      ride_start_allowed: false,
+      ride_end_allowed: false,
+      ride_through_allowed: false,
+      station_parking: false,
+    });
     expect(byName.get('Market square')).to.include({ ride_start_allowed: true, ride_end_allowed: false });
     expect(byName.get('Old town')).to.include({ maximum_speed_kph: 12, ride_end_allowed: true });
     expect(geo.global_rules[0]).to.include({ ride_start_allowed: false, ride_end_allowed: false, ride_through_allowed: true });
@@ -276,9 +311,9 @@ describe('GBFS snapshots', () => {
   });
 
   it('rotates vehicle ids after a trip: the new id is published, the old one is gone', async () => {
-    const old = v.ready1!.gbfsId;
+    const old = v.ready1.gbfsId;
     // what the rental engine does at the end of a trip
-    const { gbfs_id } = (await t.ctx.db.query(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [v.ready1!.id])).rows[0];
+    const { gbfs_id } = (await t.ctx.db.query(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [v.ready1.id])).rows[0];
     t.ctx.clock.advance(5_000);
     const before = new Map((await rows()).map((r) => [`${r.version}/${r.scope}/${r.file}`, r.sha256]));
     const res = await publishGbfsSnapshots(t.ctx, { only: 'status' });
@@ -291,7 +326,7 @@ describe('GBFS snapshots', () => {
     expect(ids).to.include(gbfs_id).and.not.include(old);
     const bikes = (await v2('city', 'free_bike_status')).data.bikes.map((x: any) => x.bike_id);
     expect(bikes).to.include(gbfs_id).and.not.include(old);
-    v.ready1!.gbfsId = gbfs_id;
+    v.ready1.gbfsId = gbfs_id;
   });
 
   it('announces a sleeping zone in system_alerts and disables its vehicles while it sleeps', async () => {

@@ -20,10 +20,12 @@ describe('history: time partitions', function () {
   let vehicle: string;
 
   const partitionsOf = async (parent: string) =>
-    (await t.ctx.db.many<{ name: string }>(
-      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY 1`,
-      [parent],
-    )).map((r) => r.name);
+    (
+      await t.ctx.db.many<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = $1::regclass ORDER BY 1`,
+        [parent],
+      )
+    ).map((r) => r.name);
   const homeOf = async (table: string, where: string, params: unknown[]) =>
     (await t.ctx.db.many<{ part: string }>(`SELECT tableoid::regclass::text AS part FROM ${table} WHERE ${where}`, params)).map((r) => r.part);
 
@@ -57,7 +59,9 @@ describe('history: time partitions', function () {
     expect(await homeOf('events', 'event_id = $1', [id])).to.deep.equal(['events_p20250304']);
     expect(await homeOf('telemetry', 'device_id = $1 AND ts = $2', [vehicle, ts])).to.deep.equal(['telemetry_p20250304']);
     expect(await homeOf('trips', 'trip_id = $1', [trip])).to.deep.equal(['trips_p20250304']);
-    const left = await t.ctx.db.one(`SELECT (SELECT count(*) FROM events_default) + (SELECT count(*) FROM telemetry_default) + (SELECT count(*) FROM trips_default) AS n`);
+    const left = await t.ctx.db.one(
+      `SELECT (SELECT count(*) FROM events_default) + (SELECT count(*) FROM telemetry_default) + (SELECT count(*) FROM trips_default) AS n`,
+    );
     expect(Number(left.n)).to.equal(0);
   });
 
@@ -72,10 +76,16 @@ describe('history: time partitions', function () {
       // events_default is empty now: give the guard a row to refuse there too
       if (sql.includes('events_default')) {
         await t.ctx.db.query(`ALTER TABLE events DETACH PARTITION events_p20250304`);
-        await t.ctx.db.query(`INSERT INTO events_default (device_id, zone_id, event_types, vehicle_state, ts, location)
-                              VALUES ($1, $2, '{comms_lost}', 'non_contactable', '2025-03-05T00:00:00Z', ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326))`, [vehicle, zone]);
+        await t.ctx.db.query(
+          `INSERT INTO events_default (device_id, zone_id, event_types, vehicle_state, ts, location)
+                              VALUES ($1, $2, '{comms_lost}', 'non_contactable', '2025-03-05T00:00:00Z', ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326))`,
+          [vehicle, zone],
+        );
       }
-      const err = await t.ctx.db.query(sql).then(() => undefined, (e: Error) => e);
+      const err = await t.ctx.db.query(sql).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(err, sql).to.be.instanceOf(Error);
       expect(err!.message, sql).to.match(/append-only/);
     }
@@ -104,7 +114,7 @@ describe('history: time partitions', function () {
         const res = await c.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE h('${zone}', '2026-11-22T09:00:00')`);
         await c.query('DEALLOCATE h');
         const walk = (n: any): any[] => [n, ...((n.Plans ?? []) as any[]).flatMap(walk)];
-        const scanned = walk((res.rows[0] as any)['QUERY PLAN'][0].Plan)
+        const scanned = walk(res.rows[0]['QUERY PLAN'][0].Plan)
           .map((n) => n['Relation Name'] as string | undefined)
           .filter((r) => r && /^(events|trips)_/.test(r));
         expect(scanned, name).to.deep.equal([name.includes('Trip') ? 'trips_p20261122' : 'events_p20261122']);

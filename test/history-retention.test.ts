@@ -25,12 +25,17 @@ describe('history: retention', function () {
   let vehicle: string;
 
   const partitions = async () =>
-    (await t.ctx.db.many<{ name: string }>(
-      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    (
+      await t.ctx.db.many<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
         WHERE i.inhparent IN ('events'::regclass, 'telemetry'::regclass, 'trips'::regclass) ORDER BY 1`,
-    )).map((r) => r.name);
+      )
+    ).map((r) => r.name);
   const row = (hour: string) =>
-    t.ctx.db.one(`SELECT status, dirty, sha256, object_key FROM feed_publications WHERE feed = 'mds_trips' AND version = '2.0' AND scope = $1 AND hour = $2::timestamp`, [zone, hour]);
+    t.ctx.db.one(
+      `SELECT status, dirty, sha256, object_key FROM feed_publications WHERE feed = 'mds_trips' AND version = '2.0' AND scope = $1 AND hour = $2::timestamp`,
+      [zone, hour],
+    );
 
   before(async () => {
     zone = await feedZone(t.ctx.db, { createdAt: at('2026-11-17T00:00:00Z') });

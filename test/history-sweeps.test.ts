@@ -47,7 +47,9 @@ describe('history: late-data trigger and publisher sweeps at scale', function ()
 
   it('an event dirties the three event files of its hour and nothing else', async () => {
     await feedEvent(t.ctx.db, { deviceId: vehicle, zoneId: zone, ts: new Date('2026-11-20T07:15:00Z'), eventTypes: ['comms_lost'], state: 'non_contactable' });
-    const dirty = await t.ctx.db.many(`SELECT feed, version, scope, to_char(hour, 'YYYY-MM-DD"T"HH24') AS hour FROM feed_publications WHERE dirty ORDER BY 1, 2`);
+    const dirty = await t.ctx.db.many(
+      `SELECT feed, version, scope, to_char(hour, 'YYYY-MM-DD"T"HH24') AS hour FROM feed_publications WHERE dirty ORDER BY 1, 2`,
+    );
     expect(dirty).to.deep.equal([
       { feed: 'mds_events', version: '2.0', scope: zone, hour: '2026-11-20T07' },
       { feed: 'mds_status_changes', version: '0.4', scope: zone, hour: '2026-11-20T07' },
@@ -101,7 +103,7 @@ describe('history: late-data trigger and publisher sweeps at scale', function ()
 
   it('the missing-hours scan and the republish sweep read index ranges only', async () => {
     const feeds = [HOURLY_FEEDS.map((f) => f.feed), HOURLY_FEEDS.map((f) => f.version)];
-    const explain = async (name: QueryName, params: unknown[]) => {
+    const explain = async (name: QueryName, params: ReadonlyArray<string | number | null | readonly string[]>) => {
       const text = sql(name).text;
       const c = new pg.Client({ connectionString: t.database.url });
       await c.connect();
@@ -109,9 +111,9 @@ describe('history: late-data trigger and publisher sweeps at scale', function ()
         await c.query(`PREPARE sweep AS ${text}`);
         // generic plans: what a long-lived pool ends up with after five executions
         await c.query(`SET plan_cache_mode = force_generic_plan`);
-        const placeholders = params.map((p) => (p === null ? 'NULL' : `'${typeof p === 'object' ? `{${(p as string[]).join(',')}}` : String(p)}'`)).join(', ');
+        const placeholders = params.map((p) => (p === null ? 'NULL' : `'${typeof p === 'object' ? `{${p.join(',')}}` : String(p)}'`)).join(', ');
         const res = await c.query(`EXPLAIN (FORMAT JSON) EXECUTE sweep(${placeholders})`);
-        return (res.rows[0] as any)['QUERY PLAN'][0].Plan;
+        return res.rows[0]['QUERY PLAN'][0].Plan;
       } finally {
         await c.end();
       }

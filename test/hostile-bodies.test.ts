@@ -78,7 +78,7 @@ class RawClient {
         if (this.buf.length >= end + 4 + len) {
           const body = this.buf.slice(end + 4, end + 4 + len);
           this.buf = this.buf.slice(end + 4 + len);
-          return { status: Number(head[0]!.split(' ')[1]), headers, body };
+          return { status: Number(head[0].split(' ')[1]), headers, body };
         }
       }
       if (this.closed) throw new Error(`connection closed; got ${JSON.stringify(this.buf.slice(0, 200))}`);
@@ -108,7 +108,14 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
 
   const uuid = '3f1e5c2a-9b7d-4c1e-8a2b-6d5f4e3c2b1a';
   type Family = 'partner' | 'tomp' | 'oauth' | 'feed' | 'ops';
-  const ENDPOINTS: Array<{ family: Family; host: 'main' | 'legacy'; method: 'post' | 'patch' | 'put'; path: string; auth?: () => [string, string]; form?: boolean }> = [
+  const ENDPOINTS: Array<{
+    family: Family;
+    host: 'main' | 'legacy';
+    method: 'post' | 'patch' | 'put';
+    path: string;
+    auth?: () => [string, string];
+    form?: boolean;
+  }> = [
     { family: 'partner', host: 'main', method: 'post', path: '/v1/user/register', auth: () => ['X-Auth-Token', partnerKey] },
     { family: 'partner', host: 'main', method: 'patch', path: `/v1/user/${uuid}`, auth: () => ['X-Auth-Token', partnerKey] },
     { family: 'partner', host: 'main', method: 'patch', path: `/v1/users/${uuid}`, auth: () => ['X-Auth-Token', partnerKey] },
@@ -151,7 +158,13 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
     });
   }
 
-  for (const [depth, kind] of [[65, 'array'], [32_000, 'array'], [200_000, 'array'], [32_000, 'object'], [50_000, 'mixed']] as const) {
+  for (const [depth, kind] of [
+    [65, 'array'],
+    [32_000, 'array'],
+    [200_000, 'array'],
+    [32_000, 'object'],
+    [50_000, 'mixed'],
+  ] as const) {
     it(`${depth} levels of ${kind} nesting: 400 in each family's format on every body endpoint`, async () => {
       const text = nested(depth, kind);
       for (const e of ENDPOINTS) {
@@ -170,7 +183,12 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
     const cases: Array<[ReturnType<typeof withHotPath>, string, Record<string, string>, Family]> = [
       [withHotPath(buildApp(t.ctx)), '/edge/tomp/support', { 'X-Access-Token': tompKey }, 'tomp'],
       [withHotPath(buildApp(t.ctx)), '/v1/user/register', { 'X-Auth-Token': partnerKey }, 'partner'],
-      [withHotPath(buildLegacyApp(t.ctx)), '/en/berlin/events?start_time=1&end_time=2', { Authorization: `Bearer ${cityToken}`, Accept: 'application/vnd.mds+json;version=1.2' }, 'feed'],
+      [
+        withHotPath(buildLegacyApp(t.ctx)),
+        '/en/berlin/events?start_time=1&end_time=2',
+        { Authorization: `Bearer ${cityToken}`, Accept: 'application/vnd.mds+json;version=1.2' },
+        'feed',
+      ],
     ];
     for (const [handler, path, headers, family] of cases) {
       const res = await postChunked(handler, path, { ...headers, 'Content-Type': 'application/json' }, deep);
@@ -200,12 +218,19 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
   it('property: any nesting past 64 levels, any mix of brackets, is a 400 on every body endpoint', async () => {
     const partner = ENDPOINTS.filter((e) => e.family !== 'ops');
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 65, max: 40_000 }), fc.constantFrom('array', 'object', 'mixed') as fc.Arbitrary<'array' | 'object' | 'mixed'>, fc.constantFrom(...partner), async (depth, kind, e) => {
-        let req = (e.host === 'main' ? main : legacy)[e.method](e.path).set('Content-Type', e.form ? 'application/x-www-form-urlencoded' : 'application/json');
-        if (e.auth) req = req.set(...e.auth());
-        if (e.family === 'feed') req = req.set('Accept', 'application/vnd.mds+json;version=1.2');
-        expectFamily400(e.family, await req.send(nested(depth, kind)), `${e.path} ${depth} ${kind}`);
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 65, max: 40_000 }),
+        fc.constantFrom('array', 'object', 'mixed'),
+        fc.constantFrom(...partner),
+        async (depth, kind, e) => {
+          let req = (e.host === 'main' ? main : legacy)
+            [e.method](e.path)
+            .set('Content-Type', e.form ? 'application/x-www-form-urlencoded' : 'application/json');
+          if (e.auth) req = req.set(...e.auth());
+          if (e.family === 'feed') req = req.set('Accept', 'application/vnd.mds+json;version=1.2');
+          expectFamily400(e.family, await req.send(nested(depth, kind)), `${e.path} ${depth} ${kind}`);
+        },
+      ),
       { ...FC, numRuns: 40 },
     );
   });
@@ -241,7 +266,9 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       const route = '/edge/tomp/support';
       for (let i = 0; i < 5; i++) {
         const c = await RawClient.open(port);
-        c.socket.write(`POST ${route} HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"supportType":`);
+        c.socket.write(
+          `POST ${route} HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"supportType":`,
+        );
         await new Promise((r) => setTimeout(r, 50));
         c.socket.destroy();
         count(ROW, 'inputs');
@@ -251,7 +278,10 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       const aborted = lines.filter((l) => l.status === 499);
       expect(aborted, JSON.stringify(lines.slice(-5))).to.have.length(5);
       for (const l of aborted) expect(l.msg).to.equal('request aborted by the client');
-      expect(lines.filter((l) => Number(l.status) >= 500 || l.level === 50), 'no error lines').to.deep.equal([]);
+      expect(
+        lines.filter((l) => Number(l.status) >= 500 || l.level === 50),
+        'no error lines',
+      ).to.deep.equal([]);
       const series = await statusSeries(route);
       expect(series.filter((s) => s.status.startsWith('5'))).to.deep.equal([]);
       expect(series.find((s) => s.status === '499')?.value).to.be.at.least(5);
@@ -271,7 +301,9 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
         fc.asyncProperty(fc.constantFrom(...targets), fc.integer({ min: 1, max: 4000 }), fc.integer({ min: 0, max: 3999 }), async (target, declared, part) => {
           const c = await RawClient.open(port);
           const type = target.form ? 'application/x-www-form-urlencoded' : 'application/json';
-          c.socket.write(`POST ${target.path} HTTP/1.1\r\nHost: x\r\n${target.header()}\r\nContent-Type: ${type}\r\nContent-Length: ${declared}\r\n\r\n${'['.repeat(Math.min(part, declared - 1))}`);
+          c.socket.write(
+            `POST ${target.path} HTTP/1.1\r\nHost: x\r\n${target.header()}\r\nContent-Type: ${type}\r\nContent-Length: ${declared}\r\n\r\n${'['.repeat(Math.min(part, declared - 1))}`,
+          );
           await new Promise((r) => setTimeout(r, 5));
           c.socket.destroy();
           sent++;
@@ -313,7 +345,9 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       const c = await RawClient.open(port);
       // 1. a body over the limit but within the drain bound: drained, connection kept
       const over = Buffer.alloc(LIMIT + 1000, 0x20);
-      c.socket.write(`POST /v1/user/register HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${partnerKey}\r\nContent-Type: application/json\r\nContent-Length: ${over.length}\r\n\r\n`);
+      c.socket.write(
+        `POST /v1/user/register HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${partnerKey}\r\nContent-Type: application/json\r\nContent-Length: ${over.length}\r\n\r\n`,
+      );
       c.socket.write(over);
       const first = await c.response();
       expect(first.status).to.equal(413);
@@ -322,7 +356,9 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
       expect((await c.response()).status).to.equal(200);
       // 2. a TOMP 413 with the body sent in full on the same socket, then a third request
-      c.socket.write(`POST /edge/tomp/support HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: ${over.length}\r\n\r\n`);
+      c.socket.write(
+        `POST /edge/tomp/support HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: ${over.length}\r\n\r\n`,
+      );
       c.socket.write(over);
       expect((await c.response()).status).to.equal(413);
       c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -334,7 +370,9 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
     it('a body far over the limit is refused at once with Connection: close, without waiting for it', async () => {
       const c = await RawClient.open(port);
       // declares 1 GB and sends nothing more: the answer must not wait for the body
-      c.socket.write(`POST /v1/rental/start HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${partnerKey}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{`);
+      c.socket.write(
+        `POST /v1/rental/start HTTP/1.1\r\nHost: x\r\nX-Auth-Token: ${partnerKey}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n{`,
+      );
       const res = await c.response();
       expect(res.status).to.equal(413);
       expect(res.headers.connection).to.equal('close');

@@ -70,14 +70,25 @@ describe('hostile input: feeds (MDS, GBFS, insurance, legacy, token)', function 
   it('odd zone ids on every feed endpoint: 400 or 404', async () => {
     await fc.assert(
       fc.asyncProperty(hostileSegment, fc.nat(7), async (z, i) => {
-        const path = mainRoutes(z)[i]!;
+        const path = mainRoutes(z)[i];
         const insurance = path.includes('/insurance/');
-        const res = await main.get(path).set('Authorization', `Bearer ${insurance ? insurerToken : token}`).set('Accept', insurance ? 'application/vnd.insurance+json;version=2.0' : MDS20);
+        const res = await main
+          .get(path)
+          .set('Authorization', `Bearer ${insurance ? insurerToken : token}`)
+          .set('Accept', insurance ? 'application/vnd.insurance+json;version=2.0' : MDS20);
         checkFeed(res, `GET ${path.slice(0, 200)}`, [400, 404]);
-        const lpath = legacyRoutes(z)[i % 3]!;
-        checkFeed(await legacy.get(lpath).set('Authorization', `Bearer ${token}`).set('Accept', 'application/vnd.mds+json;version=1.2'), `legacy GET ${lpath.slice(0, 200)}`, [400, 404]);
+        const lpath = legacyRoutes(z)[i % 3];
+        checkFeed(
+          await legacy.get(lpath).set('Authorization', `Bearer ${token}`).set('Accept', 'application/vnd.mds+json;version=1.2'),
+          `legacy GET ${lpath.slice(0, 200)}`,
+          [400, 404],
+        );
         const epath = `/en/${z}/events?start_time=1763700000000&end_time=1763710000000`;
-        checkFeed(await legacy.post(epath).set('Authorization', `Bearer ${token}`).set('Accept', 'application/vnd.mds+json;version=1.2'), `legacy POST ${epath.slice(0, 200)}`, [400, 404]);
+        checkFeed(
+          await legacy.post(epath).set('Authorization', `Bearer ${token}`).set('Accept', 'application/vnd.mds+json;version=1.2'),
+          `legacy POST ${epath.slice(0, 200)}`,
+          [400, 404],
+        );
       }),
       FC,
     );
@@ -96,7 +107,10 @@ describe('hostile input: feeds (MDS, GBFS, insurance, legacy, token)', function 
       fc.asyncProperty(hours, fc.constantFrom(...routes), async (h, [host, path, param, accept]) => {
         const agent = host === 'legacy' ? legacy : main;
         const bearer = path.includes('/insurance/') ? insurerToken : token;
-        const res = await agent.get(`${path}?${param}=${encodeURIComponent(h.replace(/[\ud800-\udfff]/g, '?'))}`).set('Authorization', `Bearer ${bearer}`).set('Accept', accept);
+        const res = await agent
+          .get(`${path}?${param}=${encodeURIComponent(h.replace(/[\ud800-\udfff]/g, '?'))}`)
+          .set('Authorization', `Bearer ${bearer}`)
+          .set('Accept', accept);
         checkFeed(res, `${path}?${param}=${JSON.stringify(h).slice(0, 80)}`, [400, 404]);
         if (IMPOSSIBLE_TIMES.includes(h) && !/^\d{4}-\d{2}-\d{2}T\d{2}$/.test(h)) expect(res.status, h).to.equal(400);
       }),
@@ -149,7 +163,11 @@ describe('hostile input: feeds (MDS, GBFS, insurance, legacy, token)', function 
       fc.asyncProperty(hostileSegment, fc.boolean(), async (file, v2) => {
         const path = v2 ? `/gbfs/v2/${file}.json` : `/v1/partner-apis/gbfs/${zone}/${file}.json`;
         checkFeed(await main.get(path).set('Authorization', `Bearer ${token}`), `GET ${path.slice(0, 200)}`, [400, 403, 404]);
-        checkFeed(await main.get(path.replace(/\.json$/, '')).set('Authorization', `Bearer ${token}`), `GET ${path.slice(0, 200)} (no .json)`, [400, 403, 404, 405]);
+        checkFeed(
+          await main.get(path.replace(/\.json$/, '')).set('Authorization', `Bearer ${token}`),
+          `GET ${path.slice(0, 200)} (no .json)`,
+          [400, 403, 404, 405],
+        );
       }),
       FC,
     );
@@ -182,9 +200,22 @@ describe('hostile input: feeds (MDS, GBFS, insurance, legacy, token)', function 
   it('token endpoints: hostile forms, Basic headers and oversized bodies are RFC 6749 errors', async () => {
     const form = fc.oneof(
       hostileString.map((s) => s.replace(/[\ud800-\udfff]/g, '?')),
-      fc.dictionary(fc.constantFrom('grant_type', 'client_id', 'client_secret', 'scope', 'x'), hostileString.map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, '?'))), { maxKeys: 4 })
-        .map((d) => Object.entries(d).map(([k, v]) => `${k}=${v}`).join('&')),
-      fc.constantFrom('grant_type=client_credentials&grant_type=client_credentials', 'grant_type=%ZZ', 'grant_type=client_credentials&client_id=hostile-city&client_secret=%00'),
+      fc
+        .dictionary(
+          fc.constantFrom('grant_type', 'client_id', 'client_secret', 'scope', 'x'),
+          hostileString.map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, '?'))),
+          { maxKeys: 4 },
+        )
+        .map((d) =>
+          Object.entries(d)
+            .map(([k, v]) => `${k}=${v}`)
+            .join('&'),
+        ),
+      fc.constantFrom(
+        'grant_type=client_credentials&grant_type=client_credentials',
+        'grant_type=%ZZ',
+        'grant_type=client_credentials&client_id=hostile-city&client_secret=%00',
+      ),
     );
     const auth = fc.oneof(
       fc.constant(undefined),
@@ -194,15 +225,24 @@ describe('hostile input: feeds (MDS, GBFS, insurance, legacy, token)', function 
       hostileHeader,
     );
     await fc.assert(
-      fc.asyncProperty(form, auth, fc.constantFrom('application/x-www-form-urlencoded', 'application/json', 'text/plain'), fc.boolean(), async (body, authorization, type, onLegacy) => {
-        const agent = onLegacy ? legacy : main;
-        let req = agent.post(onLegacy ? '/token' : '/v1/partner-apis/token').set('Content-Type', type);
-        if (authorization !== undefined) req = req.set('Authorization', authorization);
-        checkToken(await req.send(body), `token ${type} ${authorization?.slice(0, 60)} ${body.slice(0, 100)}`);
-      }),
+      fc.asyncProperty(
+        form,
+        auth,
+        fc.constantFrom('application/x-www-form-urlencoded', 'application/json', 'text/plain'),
+        fc.boolean(),
+        async (body, authorization, type, onLegacy) => {
+          const agent = onLegacy ? legacy : main;
+          let req = agent.post(onLegacy ? '/token' : '/v1/partner-apis/token').set('Content-Type', type);
+          if (authorization !== undefined) req = req.set('Authorization', authorization);
+          checkToken(await req.send(body), `token ${type} ${authorization?.slice(0, 60)} ${body.slice(0, 100)}`);
+        },
+      ),
       FC,
     );
-    for (const [agent, path] of [[main, '/v1/partner-apis/token'], [legacy, '/token']] as const) {
+    for (const [agent, path] of [
+      [main, '/v1/partner-apis/token'],
+      [legacy, '/token'],
+    ] as const) {
       const big = `grant_type=client_credentials&x=${'a'.repeat(t.ctx.config.maxBodyBytes)}`;
       // the token endpoint answers an oversized form as RFC 6749 invalid_request (400), not a bare 413
       checkToken(await agent.post(path).set('Authorization', basic('hostile-city', 'hostile-city-secret')).type('form').send(big), `${path} big`);

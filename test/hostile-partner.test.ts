@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import supertest from 'supertest';
-import { buildApp } from '../api/app.js';
+import { buildApp, listenerOf } from '../api/app.js';
 import { useTestContext } from './support/context.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type ZoneFixture } from './support/partner-fixtures.js';
 import { FC, everyField, expectSafe, hostileHeader, hostileSegment, hostileString, malformedJson, mutatedBody, postChunked } from './support/figures.js';
@@ -35,13 +35,18 @@ describe('hostile input: partner rental API', function () {
       expect(res.body.errors, what).to.be.an('array').with.length(1);
       const e = res.body.errors[0];
       expect(e.status, what).to.equal(String(res.status));
-      expect(e.code, what).to.be.a('string').and.match(/^[A-Za-z]+$/);
+      expect(e.code, what)
+        .to.be.a('string')
+        .and.match(/^[A-Za-z]+$/);
       expect(e.title, what).to.be.a('string');
       expect(e.detail, what).to.be.a('string');
     });
 
   const send = (method: 'post' | 'patch' | 'put', path: string, body: unknown) =>
-    api[method](path).set('X-Auth-Token', key).set('Content-Type', 'application/json').send(JSON.stringify(body) ?? 'null');
+    api[method](path)
+      .set('X-Auth-Token', key)
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(body) ?? 'null');
 
   before(async () => {
     api = supertest.agent(buildApp(t.ctx).callback());
@@ -73,7 +78,13 @@ describe('hostile input: partner rental API', function () {
   });
 
   it('POST /v1/rental/start and /v1/rental/{id}/end: mutated bodies', async () => {
-    const start = { userId, vehicleId: vehicle.id, userStartLocation: { latitude: vehicle.lat, longitude: vehicle.lng }, userLicenseValidated: true, beginnersMode: false };
+    const start = {
+      userId,
+      vehicleId: vehicle.id,
+      userStartLocation: { latitude: vehicle.lat, longitude: vehicle.lng },
+      userLicenseValidated: true,
+      beginnersMode: false,
+    };
     await fc.assert(
       fc.asyncProperty(mutatedBody(start), async (body) => {
         // userId has a running rental: even a valid body cannot start (RentalAlreadyExists)
@@ -82,9 +93,13 @@ describe('hostile input: partner rental API', function () {
       FC,
     );
     await fc.assert(
-      fc.asyncProperty(fc.oneof(hostileSegment, fc.constant(rentalId)), mutatedBody({ userEndLocation: { latitude: zone.lat, longitude: zone.lng } }), async (id, body) => {
-        check(await send('post', `/v1/rental/${id}/end`, body), `end ${id.slice(0, 80)} ${JSON.stringify(body)?.slice(0, 200)}`, [400, 404, 405]);
-      }),
+      fc.asyncProperty(
+        fc.oneof(hostileSegment, fc.constant(rentalId)),
+        mutatedBody({ userEndLocation: { latitude: zone.lat, longitude: zone.lng } }),
+        async (id, body) => {
+          check(await send('post', `/v1/rental/${id}/end`, body), `end ${id.slice(0, 80)} ${JSON.stringify(body)?.slice(0, 200)}`, [400, 404, 405]);
+        },
+      ),
       FC,
     );
   });
@@ -93,7 +108,11 @@ describe('hostile input: partner rental API', function () {
     const bodies: Array<['post' | 'patch', string, Record<string, unknown>]> = [
       ['post', '/v1/user/register', { email: 'rider@example.com', externalId: 'ext-1' }],
       ['patch', `/v1/user/${userId}`, { email: 'rider2@example.com' }],
-      ['post', '/v1/rental/start', { userId, vehicleId: vehicle.id, userStartLocation: { latitude: vehicle.lat, longitude: vehicle.lng }, userLicenseValidated: true }],
+      [
+        'post',
+        '/v1/rental/start',
+        { userId, vehicleId: vehicle.id, userStartLocation: { latitude: vehicle.lat, longitude: vehicle.lng }, userLicenseValidated: true },
+      ],
     ];
     const broken: string[] = [];
     for (const [method, path, valid] of bodies) {
@@ -101,23 +120,31 @@ describe('hostile input: partner rental API', function () {
         try {
           check(await send(method, path, body), `${path} ${JSON.stringify(body).slice(0, 200)}`, [400, 404, 405]);
         } catch (err) {
-          broken.push((err as Error).message.split('\n')[0]!);
+          broken.push((err as Error).message.split('\n')[0]);
         }
       }
     }
     // NUL inside an address that otherwise looks valid
-    for (const [method, path, body] of [['post', '/v1/user/register', { email: 'ri\u0000der@example.com', externalId: 'e' }], ['patch', `/v1/user/${userId}`, { email: 'ri\u0000der@example.com' }]] as const) {
+    for (const [method, path, body] of [
+      ['post', '/v1/user/register', { email: 'ri\u0000der@example.com', externalId: 'e' }],
+      ['patch', `/v1/user/${userId}`, { email: 'ri\u0000der@example.com' }],
+    ] as const) {
       try {
         check(await send(method, path, body), `${path} ${JSON.stringify(body)}`, [400]);
       } catch (err) {
-        broken.push((err as Error).message.split('\n')[0]!);
+        broken.push((err as Error).message.split('\n')[0]);
       }
     }
     expect(broken, broken.join('\n')).to.deep.equal([]);
   });
 
   it('bodies: malformed JSON is 400 InvalidRequestBody, an oversized body 413', async () => {
-    const targets: Array<['post' | 'patch', string]> = [['post', '/v1/user/register'], ['patch', `/v1/user/${userId}`], ['post', '/v1/rental/start'], ['post', `/v1/rental/${rentalId}/end`]];
+    const targets: Array<['post' | 'patch', string]> = [
+      ['post', '/v1/user/register'],
+      ['patch', `/v1/user/${userId}`],
+      ['post', '/v1/rental/start'],
+      ['post', `/v1/rental/${rentalId}/end`],
+    ];
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...targets), malformedJson, async ([method, path], text) => {
         const res = await api[method](path).set('X-Auth-Token', key).set('Content-Type', 'application/json').send(text);
@@ -129,15 +156,30 @@ describe('hostile input: partner rental API', function () {
     const big = JSON.stringify({ email: 'a@b.cd', externalId: 'x'.repeat(t.ctx.config.maxBodyBytes) });
     for (const [method, path] of targets) {
       check(await api[method](path).set('X-Auth-Token', key).set('Content-Type', 'application/json').send(big), `${path} big`, [413]);
-      const res = await postChunked(buildApp(t.ctx).callback(), path, { 'X-Auth-Token': key, 'Content-Type': 'application/json' }, Buffer.from(big), method.toUpperCase());
+      const res = await postChunked(
+        listenerOf(buildApp(t.ctx)),
+        path,
+        { 'X-Auth-Token': key, 'Content-Type': 'application/json' },
+        Buffer.from(big),
+        method.toUpperCase(),
+      );
       check(res as unknown as supertest.Response, `${path} big chunked`, [413]);
     }
   });
 
   it('GET/DELETE with odd ids, codes and zone ids', async () => {
     const reads = [
-      '/v1/user/id/:x', '/v1/users/:x', '/v1/rental/:x', '/v1/rental/user/:x', '/v1/rental/user/:x/active', '/v1/pricing/vehicle/:x',
-      '/v1/vehicles/code/:x', '/v1/vehicles/id/:x', '/v1/zone/id/:x', '/v2/zone/id/:x', '/v1/zone/id/:x/areasOccupancy',
+      '/v1/user/id/:x',
+      '/v1/users/:x',
+      '/v1/rental/:x',
+      '/v1/rental/user/:x',
+      '/v1/rental/user/:x/active',
+      '/v1/pricing/vehicle/:x',
+      '/v1/vehicles/code/:x',
+      '/v1/vehicles/id/:x',
+      '/v1/zone/id/:x',
+      '/v2/zone/id/:x',
+      '/v1/zone/id/:x/areasOccupancy',
     ];
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...reads), hostileSegment, async (route, x) => {
@@ -155,11 +197,17 @@ describe('hostile input: partner rental API', function () {
   });
 
   it('GET with hostile query parameters (zoneID, limit, anything)', async () => {
-    const params = fc.dictionary(fc.constantFrom('zoneID', 'zoneId', 'limit', 'page[size]', 'x'), hostileString.map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, '?'))), { maxKeys: 3 });
+    const params = fc.dictionary(
+      fc.constantFrom('zoneID', 'zoneId', 'limit', 'page[size]', 'x'),
+      hostileString.map((s) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, '?'))),
+      { maxKeys: 3 },
+    );
     const paths = ['/v1/vehicles', '/v1/vehicles/', '/v1/zone/info', `/v1/rental/user/${userId}`, `/v1/zone/id/${zone.id}`];
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...paths), params, async (path, query) => {
-        const qs = Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${v}`).join('&');
+        const qs = Object.entries(query)
+          .map(([k, v]) => `${encodeURIComponent(k)}=${v}`)
+          .join('&');
         check(await api.get(`${path}?${qs}`).set('X-Auth-Token', key), `GET ${path}?${qs.slice(0, 200)}`, [400, 404]);
       }),
       FC,
@@ -173,8 +221,13 @@ describe('hostile input: partner rental API', function () {
     const q = fc.record({ expires: fc.oneof(hostileString, fc.constant('9999999999')), sig: hostileString }, { requiredKeys: [] });
     await fc.assert(
       fc.asyncProperty(fc.oneof(hostileSegment, fc.constant(rentalId)), q, async (id, query) => {
-        const qs = Object.entries(query).map(([k, v]) => `${k}=${encodeURIComponent(v.replace(/[\ud800-\udfff]/g, '?'))}`).join('&');
-        const put = await api.put(`/v1/rental/${id}/photo?${qs}`).set('Content-Type', 'image/jpeg').send(Buffer.from([0xff, 0xd8, 0xff, 0xd9]));
+        const qs = Object.entries(query)
+          .map(([k, v]) => `${k}=${encodeURIComponent(v.replace(/[\ud800-\udfff]/g, '?'))}`)
+          .join('&');
+        const put = await api
+          .put(`/v1/rental/${id}/photo?${qs}`)
+          .set('Content-Type', 'image/jpeg')
+          .send(Buffer.from([0xff, 0xd8, 0xff, 0xd9]));
         check(put, `PUT photo ${id.slice(0, 80)}?${qs.slice(0, 200)}`, [400, 403, 404, 410]);
         const get = await api.get(`/v1/rental/${id}/receipt?${qs}`);
         check(get, `GET receipt ${id.slice(0, 80)}?${qs.slice(0, 200)}`, [400, 403, 404]);

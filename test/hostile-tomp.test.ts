@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import supertest from 'supertest';
-import { buildApp } from '../api/app.js';
+import { buildApp, listenerOf } from '../api/app.js';
 import { useTestContext } from './support/context.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 import { FC, everyField, expectSafe, postChunked, hostileHeader, hostileSegment, hostileString, malformedJson, mutatedBody } from './support/figures.js';
@@ -50,14 +50,20 @@ describe('hostile input: TOMP API', function () {
 
   const post = (path: string) => api.post(`${P}${path}`).set('X-Access-Token', key);
   /** Always as JSON text: supertest cannot send a bare number or string body itself. */
-  const postJson = (path: string, body: unknown) => post(path).set('Content-Type', 'application/json').send(JSON.stringify(body) ?? 'null');
+  const postJson = (path: string, body: unknown) =>
+    post(path)
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(body) ?? 'null');
 
   it('POST /bookings/one-stop: mutated bodies', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constant(null).chain(() => mutatedBody(oneStopBody(vehicle.id, vehicle))), async (body) => {
-        const res = await postJson('/bookings/one-stop', body);
-        check(res, `one-stop ${JSON.stringify(body)?.slice(0, 200)}`, [400, 404, 406, 409, 428]);
-      }),
+      fc.asyncProperty(
+        fc.constant(null).chain(() => mutatedBody(oneStopBody(vehicle.id, vehicle))),
+        async (body) => {
+          const res = await postJson('/bookings/one-stop', body);
+          check(res, `one-stop ${JSON.stringify(body)?.slice(0, 200)}`, [400, 404, 406, 409, 428]);
+        },
+      ),
       FC,
     );
   });
@@ -75,7 +81,12 @@ describe('hostile input: TOMP API', function () {
       const big = JSON.stringify({ padding: 'x'.repeat(t.ctx.config.maxBodyBytes) });
       check(await post(path).set('Content-Type', 'application/json').send(big), `${path} big`, [413]);
       // without a Content-Length (chunked): the limit is counted while reading
-      const res = await postChunked(buildApp(t.ctx).callback(), `${P}${path}`, { 'X-Access-Token': key, 'Content-Type': 'application/json' }, Buffer.from(big));
+      const res = await postChunked(
+        listenerOf(buildApp(t.ctx)),
+        `${P}${path}`,
+        { 'X-Access-Token': key, 'Content-Type': 'application/json' },
+        Buffer.from(big),
+      );
       check(res as unknown as supertest.Response, `${path} big chunked`, [413]);
     }
   });
@@ -89,7 +100,13 @@ describe('hostile input: TOMP API', function () {
       }),
       FC,
     );
-    const legBody = { event: 'START_FINISHING', time: '2026-11-21T10:00:00Z', userLocation: { coordinates: { lng: vehicle.lng, lat: vehicle.lat } }, asset: { id: 'x', stateOfCharge: 50 }, url: ['https://example.com/p.jpg'] };
+    const legBody = {
+      event: 'START_FINISHING',
+      time: '2026-11-21T10:00:00Z',
+      userLocation: { coordinates: { lng: vehicle.lng, lat: vehicle.lat } },
+      asset: { id: 'x', stateOfCharge: 50 },
+      url: ['https://example.com/p.jpg'],
+    };
     await fc.assert(
       fc.asyncProperty(ids, mutatedBody(legBody), async (id, body) => {
         const res = await postJson(`/legs/${id}/events`, body);
@@ -100,7 +117,13 @@ describe('hostile input: TOMP API', function () {
   });
 
   it('POST /support: mutated bodies (impossible dates, NUL bytes, huge strings)', async () => {
-    const valid = { id: bookingId, supportType: 'BROKEN_DOWN', time: '2026-11-21T09:58:00Z', contactInformationEndUser: 'rider@example.com', comment: 'it broke' };
+    const valid = {
+      id: bookingId,
+      supportType: 'BROKEN_DOWN',
+      time: '2026-11-21T09:58:00Z',
+      contactInformationEndUser: 'rider@example.com',
+      comment: 'it broke',
+    };
     await fc.assert(
       fc.asyncProperty(mutatedBody(valid), fc.constantFrom('/support', '/support/'), async (body, path) => {
         const res = await postJson(path, body);
@@ -114,8 +137,16 @@ describe('hostile input: TOMP API', function () {
     const bodies: Array<[string, Record<string, unknown>, number[]]> = [
       ['/bookings/one-stop', oneStopBody(vehicle.id, vehicle), [400, 404, 406, 409, 428]],
       [`/bookings/${bookingId}/events`, { operation: 'COMMIT', origin: 'MP' }, [400, 404, 409]],
-      [`/legs/${legId}/events`, { event: 'START_FINISHING', time: '2026-11-21T10:00:00Z', userLocation: { coordinates: { lng: vehicle.lng, lat: vehicle.lat } } }, [400, 404, 409]],
-      ['/support', { id: bookingId, supportType: 'OTHER', time: '2026-11-21T09:58:00Z', contactInformationEndUser: 'rider@example.com', comment: 'c' }, [400, 404]],
+      [
+        `/legs/${legId}/events`,
+        { event: 'START_FINISHING', time: '2026-11-21T10:00:00Z', userLocation: { coordinates: { lng: vehicle.lng, lat: vehicle.lat } } },
+        [400, 404, 409],
+      ],
+      [
+        '/support',
+        { id: bookingId, supportType: 'OTHER', time: '2026-11-21T09:58:00Z', contactInformationEndUser: 'rider@example.com', comment: 'c' },
+        [400, 404],
+      ],
     ];
     for (const [path, valid, allowed] of bodies) {
       for (const body of everyField(valid)) check(await postJson(path, body), `${path} ${JSON.stringify(body).slice(0, 200)}`, allowed);
@@ -136,7 +167,9 @@ describe('hostile input: TOMP API', function () {
     const params = fc.dictionary(fc.constantFrom('offset', 'limit', 'regionId', 'stationId', 'x'), hostileString.map(encodeURIComponent), { maxKeys: 3 });
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('regions', 'meta', 'pricing-plans'), params, hostileHeader, async (what, query, lang) => {
-        const qs = Object.entries(query).map(([k, v]) => `${k}=${v}`).join('&');
+        const qs = Object.entries(query)
+          .map(([k, v]) => `${k}=${v}`)
+          .join('&');
         const res = await api.get(`${P}/operator/${what}?${qs}`).set('X-Access-Token', key).set('Accept-Language', lang);
         check(res, `GET ${what}?${qs.slice(0, 200)}`, [400]);
         if (res.status < 300) expect(res.get('Content-Language')).to.match(/^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$/);
@@ -147,11 +180,15 @@ describe('hostile input: TOMP API', function () {
 
   it('hostile X-Access-Token values are 401, never a 5xx', async () => {
     await fc.assert(
-      fc.asyncProperty(hostileHeader, fc.constantFrom('/operator/meta', '/operator/regions', `/bookings/${bookingId}`, `/legs/${legId}`), async (token, path) => {
-        const res = await api.get(`${P}${path}`).set('X-Access-Token', token || ' ');
-        check(res, `token ${token.slice(0, 60)}`, [401]);
-        expect(res.status).to.equal(401);
-      }),
+      fc.asyncProperty(
+        hostileHeader,
+        fc.constantFrom('/operator/meta', '/operator/regions', `/bookings/${bookingId}`, `/legs/${legId}`),
+        async (token, path) => {
+          const res = await api.get(`${P}${path}`).set('X-Access-Token', token || ' ');
+          check(res, `token ${token.slice(0, 60)}`, [401]);
+          expect(res.status).to.equal(401);
+        },
+      ),
       FC,
     );
   });

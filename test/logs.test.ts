@@ -67,12 +67,18 @@ describe('logs carry no credentials', function () {
     const receipt = new URL(r.receipt.url);
     secrets.push(photo.searchParams.get('sig')!, receipt.searchParams.get('sig')!);
     await main.get(receipt.pathname + receipt.search);
-    await main.put(photo.pathname + photo.search).set('Content-Type', 'image/jpeg').send(Buffer.from([0xff, 0xd8, 0xff, 0xd9]));
+    await main
+      .put(photo.pathname + photo.search)
+      .set('Content-Type', 'image/jpeg')
+      .send(Buffer.from([0xff, 0xd8, 0xff, 0xd9]));
     const genuine = photo.searchParams.get('sig')!;
     // deterministic: differs from the genuine signature whatever its last characters are
     const tampered = genuine.slice(0, -3) + (genuine.endsWith('zzz') ? 'yyy' : 'zzz');
     secrets.push(tampered);
-    await main.put(`${photo.pathname}?expires=${photo.searchParams.get('expires')}&sig=${tampered}`).set('Content-Type', 'image/jpeg').send(Buffer.from([0xff]));
+    await main
+      .put(`${photo.pathname}?expires=${photo.searchParams.get('expires')}&sig=${tampered}`)
+      .set('Content-Type', 'image/jpeg')
+      .send(Buffer.from([0xff]));
 
     // TOMP: a good key, a key of another API, an unknown key
     const tz = await insertTompZone(db);
@@ -88,11 +94,18 @@ describe('logs carry no credentials', function () {
     const secret = 'feed-secret-Zq8xW2vP4mN7kL1j';
     await insertClient(db, 'log-city', 'city', null, secret);
     secrets.push(secret, Buffer.from(`log-city:${secret}`).toString('base64'));
-    const tokenRes = await main.post('/v1/partner-apis/token').set('Authorization', basic('log-city', secret)).type('form').send('grant_type=client_credentials');
+    const tokenRes = await main
+      .post('/v1/partner-apis/token')
+      .set('Authorization', basic('log-city', secret))
+      .type('form')
+      .send('grant_type=client_credentials');
     expect(tokenRes.status, tokenRes.text).to.equal(200);
     const accessToken = tokenRes.body.access_token as string;
     secrets.push(accessToken);
-    await legacy.post('/token').type('form').send(`grant_type=client_credentials&client_id=log-city&client_secret=${encodeURIComponent(secret)}`);
+    await legacy
+      .post('/token')
+      .type('form')
+      .send(`grant_type=client_credentials&client_id=log-city&client_secret=${encodeURIComponent(secret)}`);
     const wrongSecret = 'wrong-feed-secret-Yt5rE3wQ';
     secrets.push(wrongSecret);
     await main.post('/v1/partner-apis/token').set('Authorization', basic('log-city', wrongSecret)).type('form').send('grant_type=client_credentials');
@@ -102,7 +115,10 @@ describe('logs carry no credentials', function () {
     const insurer = await db.one(`INSERT INTO partners (name, kind, trip_type) VALUES ('log-insurer', 'insurer', 'rider') RETURNING id`);
     const insKey = await createApiKey(db, insurer.id, 'insurance', { key: 'ins-key-Hh7Gg6Ff5Dd4' });
     secrets.push(insKey.key);
-    await main.get(`/v1/partner-apis/insurance/${fz}/trips?end_time=2026-11-21T08`).set('X-Access-Token', insKey.key).set('Accept', 'application/vnd.insurance+json;version=2.0');
+    await main
+      .get(`/v1/partner-apis/insurance/${fz}/trips?end_time=2026-11-21T08`)
+      .set('X-Access-Token', insKey.key)
+      .set('Accept', 'application/vnd.insurance+json;version=2.0');
 
     const out = captured.join('');
     count(ROW, 'inputs', secrets.length);
@@ -119,8 +135,32 @@ describe('logs carry no credentials', function () {
   it('every credential-shaped query parameter is redacted, whatever its case or escaping', async () => {
     const main = supertest.agent(buildApp(app).callback());
     const legacy = supertest.agent(buildLegacyApp(app).callback());
-    const names = ['client_secret', 'api_key', 'key', 'password', 'secret', 'token', 'access_token', 'sig', 'signature', 'refresh_token', 'id_token', 'my_secret_value', 'xTokenx',
-      'CLIENT_SECRET', 'Api_Key', 'KEY', 'PassWord', 'Secret', 'TOKEN', 'Access_Token', 'SIG', 'client%5Fsecret', 'acc%65ss_token', 'S%49G'];
+    const names = [
+      'client_secret',
+      'api_key',
+      'key',
+      'password',
+      'secret',
+      'token',
+      'access_token',
+      'sig',
+      'signature',
+      'refresh_token',
+      'id_token',
+      'my_secret_value',
+      'xTokenx',
+      'CLIENT_SECRET',
+      'Api_Key',
+      'KEY',
+      'PassWord',
+      'Secret',
+      'TOKEN',
+      'Access_Token',
+      'SIG',
+      'client%5Fsecret',
+      'acc%65ss_token',
+      'S%49G',
+    ];
     const planted: string[] = [];
     const at = captured.length;
     for (const [i, name] of names.entries()) {
@@ -157,10 +197,22 @@ describe('logs carry no credentials', function () {
     const at = captured.length;
     const failed = await main.post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user, vehicleId: v.id });
     expect(failed.status).to.be.at.least(500);
-    const lines = captured.slice(at).join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>);
+    const lines = captured
+      .slice(at)
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, any>);
     const errors = lines.filter((l) => l.level >= 50);
     expect(errors, JSON.stringify(errors)).to.have.length(1);
-    expect(errors[0]).to.include({ msg: 'request failed', method: 'POST', url: '/v1/rental/start', status: failed.status, code: failed.body.errors[0].code, requestId: failed.headers['x-request-id'] });
+    expect(errors[0]).to.include({
+      msg: 'request failed',
+      method: 'POST',
+      url: '/v1/rental/start',
+      status: failed.status,
+      code: failed.body.errors[0].code,
+      requestId: failed.headers['x-request-id'],
+    });
     expect(errors[0].err).to.be.an('object');
   });
 });

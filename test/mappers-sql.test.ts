@@ -8,7 +8,12 @@ import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { bulkVehicles, feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import {
-  streamVehicleRecords, streamVehicleStatus, streamVehicleStatusRecords, streamVehicles, toMdsVehicle, toMdsVehicleStatus,
+  streamVehicleRecords,
+  streamVehicleStatus,
+  streamVehicleStatusRecords,
+  streamVehicles,
+  toMdsVehicle,
+  toMdsVehicleStatus,
 } from '../lib/feeds/mds/index.js';
 import { mapperOf, recordSql, shape } from '../lib/feeds/mds/shape.js';
 import { compile } from '../lib/validate.js';
@@ -41,35 +46,60 @@ describe('records built in Postgres', () => {
     v.small = await feedVehicle(db, zone, { lat: 0.0000009, lng: 1e-300 });
     v.silent = await feedVehicle(db, zone); // no event: no status
     v.noTelemetry = await feedVehicle(db, zone, { lat: 52.50050000000001, lng: 13.4 });
-    await feedEvent(db, { deviceId: v.plain.id, zoneId: zone, ts: new Date('2026-11-21T11:00:00Z'), eventTypes: ['trip_end'], state: 'available', tripIds: ['5fe6481a-66b2-4959-9076-25b31aa82ed8'] });
+    await feedEvent(db, {
+      deviceId: v.plain.id,
+      zoneId: zone,
+      ts: new Date('2026-11-21T11:00:00Z'),
+      eventTypes: ['trip_end'],
+      state: 'available',
+      tripIds: ['5fe6481a-66b2-4959-9076-25b31aa82ed8'],
+    });
     await feedTelemetry(db, { deviceId: v.plain.id, zoneId: zone, ts: new Date('2026-11-21T11:01:00Z'), tripId: null });
-    await feedEvent(db, { deviceId: v.odd.id, zoneId: zone, ts: new Date('2026-11-21T11:00:00Z'), eventTypes: ['battery_low', ODD], state: 'non_operational', battery: null, tripIds: [] });
+    await feedEvent(db, {
+      deviceId: v.odd.id,
+      zoneId: zone,
+      ts: new Date('2026-11-21T11:00:00Z'),
+      eventTypes: ['battery_low', ODD],
+      state: 'non_operational',
+      battery: null,
+      tripIds: [],
+    });
     await feedTelemetry(db, { deviceId: v.odd.id, zoneId: zone, ts: new Date('2026-11-21T11:02:00Z'), tripId: '1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07' });
-    await feedEvent(db, { deviceId: v.small.id, zoneId: zone, ts: new Date('2026-11-21T10:59:59.999Z'), eventTypes: ['provider_drop_off'], state: 'available' });
+    await feedEvent(db, {
+      deviceId: v.small.id,
+      zoneId: zone,
+      ts: new Date('2026-11-21T10:59:59.999Z'),
+      eventTypes: ['provider_drop_off'],
+      state: 'available',
+    });
     await db.query(
       `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent)
        VALUES ($1, $2, '{comms_lost}', 'non_contactable', $3, ST_SetSRID(ST_MakePoint('-0'::float8, 1e-7), 4326), 3)`,
       [v.noTelemetry.id, zone, new Date('2026-11-21T11:30:00Z')],
     );
-    await db.query(`INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent) VALUES ($1, $2, $3, ST_SetSRID(ST_MakePoint(0.00001, 1.5e-5), 4326), NULL)`, [
-      v.small.id, zone, new Date('2026-11-21T11:03:00Z'),
-    ]);
+    await db.query(
+      `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent) VALUES ($1, $2, $3, ST_SetSRID(ST_MakePoint(0.00001, 1.5e-5), 4326), NULL)`,
+      [v.small.id, zone, new Date('2026-11-21T11:03:00Z')],
+    );
   });
 
   it('vehicle status: the JSON text is JSON.stringify of the mapper, byte for byte, in the same order', async () => {
     const { db, config } = t.ctx;
     const rows = await all(streamVehicleStatus(db, zone, NOW));
-    expect(rows.map((r) => r.device_id).sort()).to.deep.equal([v.plain!.id, v.odd!.id, v.small!.id, v.noTelemetry!.id].sort());
+    expect(rows.map((r) => r.device_id).sort()).to.deep.equal([v.plain.id, v.odd.id, v.small.id, v.noTelemetry.id].sort());
     const runs = await all(streamVehicleStatusRecords(db, config, zone, NOW));
     expect(runs.join(',')).to.equal(rows.map((r) => JSON.stringify(toMdsVehicleStatus(r, config))).join(','));
     // what the mapper leaves out and keeps (the SQL does the same, by the equality above)
-    const odd = toMdsVehicleStatus(rows.find((r) => r.device_id === v.odd!.id)!, config);
+    const odd = toMdsVehicleStatus(
+      rows.find((r) => r.device_id === v.odd.id)!,
+      config,
+    );
     expect(odd.last_event).to.not.have.property('battery_percent');
     expect(odd.last_event.event_types).to.deep.equal(['battery_low', ODD]);
     expect(odd.last_telemetry.trip_ids).to.deep.equal(['1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07']);
-    const one = await all(streamVehicleStatusRecords(db, config, zone, NOW, v.odd!.id));
+    const one = await all(streamVehicleStatusRecords(db, config, zone, NOW, v.odd.id));
     expect(one).to.deep.equal([JSON.stringify(odd)]);
-    expect(await all(streamVehicleStatusRecords(db, config, zone, NOW, v.silent!.id))).to.deep.equal([]);
+    expect(await all(streamVehicleStatusRecords(db, config, zone, NOW, v.silent.id))).to.deep.equal([]);
   });
 
   it('vehicles: the JSON text is JSON.stringify of the mapper, byte for byte, in the same order', async () => {
@@ -79,7 +109,7 @@ describe('records built in Postgres', () => {
     const runs = await all(streamVehicleRecords(db, config, zone));
     expect(runs.join(',')).to.equal(rows.map((r) => JSON.stringify(toMdsVehicle(r, config))).join(','));
     const records = JSON.parse(`[${runs.join(',')}]`);
-    expect(records.find((x: any) => x.device_id === v.odd!.id).vehicle_attributes.make).to.equal(ODD);
+    expect(records.find((x: any) => x.device_id === v.odd.id).vehicle_attributes.make).to.equal(ODD);
     const valid = compile(MdsVehicleSchema);
     for (const r of records) expect(valid(r), JSON.stringify(valid.errors)).to.equal(true);
   });
@@ -105,13 +135,44 @@ describe('records built in Postgres', () => {
 
   it('numbers print as JavaScript prints them', async () => {
     const xs = [
-      0, -0, 1, -1, 52.52, 13.405, 52.50050000000001, 0.1 + 0.2, 180, -90, 1e-4, 9.999e-5, 0.0001234, 1e-5, -1e-5, 1.5e-5, 1e-6, -1e-6,
-      9.99e-7, 1e-7, -1.234e-8, 5e-324, 1e-100, 999999999999999.9, 1e15, 1.5e15, 1e20, 123456789012345680000, 1e21, 1.5e300, 1.7976931348623157e308,
-      NaN, Infinity, -Infinity,
+      0,
+      -0,
+      1,
+      -1,
+      52.52,
+      13.405,
+      52.50050000000001,
+      0.1 + 0.2,
+      180,
+      -90,
+      1e-4,
+      9.999e-5,
+      0.0001234,
+      1e-5,
+      -1e-5,
+      1.5e-5,
+      1e-6,
+      -1e-6,
+      9.99e-7,
+      1e-7,
+      -1.234e-8,
+      5e-324,
+      1e-100,
+      999999999999999.9,
+      1e15,
+      1.5e15,
+      1e20,
+      123456789012345680000,
+      1e21,
+      1.5e300,
+      1.7976931348623157e308,
+      NaN,
+      Infinity,
+      -Infinity,
     ];
     // and a spread of magnitudes with every digit count
     let seed = 7;
-    const rnd = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const rnd = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
     for (let e = -12; e <= 23; e++) for (let i = 0; i < 8; i++) xs.push((rnd() < 0.5 ? -1 : 1) * rnd() * 10 ** e);
     const s = shape<{ x: number; n: number }>()(({ int, float }) => ({ n: int('n'), x: float('x') }));
     const rows = await t.ctx.db.many<{ record: string }>(

@@ -8,9 +8,28 @@ import { expect } from 'chai';
 import { Readable } from 'node:stream';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import {
-  jsonEnvelope, mds20Head, insuranceHead, toMdsEvent, toMdsTelemetry, toMdsTrip, toMdsVehicle, toMdsVehicleStatus,
-  toStatusChange04, toStatusChange12, toTrip04, toTrip12, toVehicle04, toVehicle12, toLegacy04Event, toLegacy12Vocabulary,
-  toInsuranceTrip, averageSpeedKmh, type EventRow, type TripRow, type VehicleRow, type VehicleStatusRow,
+  jsonEnvelope,
+  mds20Head,
+  insuranceHead,
+  toMdsEvent,
+  toMdsTelemetry,
+  toMdsTrip,
+  toMdsVehicle,
+  toMdsVehicleStatus,
+  toStatusChange04,
+  toStatusChange12,
+  toTrip04,
+  toTrip12,
+  toVehicle04,
+  toVehicle12,
+  toLegacy04Event,
+  toLegacy12Vocabulary,
+  toInsuranceTrip,
+  averageSpeedKmh,
+  type EventRow,
+  type TripRow,
+  type VehicleRow,
+  type VehicleStatusRow,
 } from '../lib/feeds/mds/index.js';
 import { compile } from '../lib/validate.js';
 import { FEED_RECORD_SCHEMAS, FEED_SCHEMAS } from '../lib/openapi/records-feeds.js';
@@ -22,23 +41,59 @@ const TRIP = 'aaaaaaaa-1111-4222-8333-444455556666';
 const T0 = Date.UTC(2026, 10, 21, 9, 10);
 
 const trip: TripRow = {
-  trip_id: TRIP, device_id: DEV, vehicle_code: 'AB12', license_plate: 'B-AB12', license_plate_id: 'PL-7', form_factor: 'scooter',
-  propulsion_type: 'electric', trip_type: 'maas', start_ms: T0, end_ms: T0 + 600_000, start_lat: 52.5, start_lng: 13.4, end_lat: 52.51,
-  end_lng: 13.41, distance_m: 2500, duration_s: 600, is_group_ride: true, ride_type: 'group-host', user_ride_count: 7, city: 'Berlin',
-  country: 'DE', recorded_ms: T0 + 600_000,
+  trip_id: TRIP,
+  device_id: DEV,
+  vehicle_code: 'AB12',
+  license_plate: 'B-AB12',
+  license_plate_id: 'PL-7',
+  form_factor: 'scooter',
+  propulsion_type: 'electric',
+  trip_type: 'maas',
+  start_ms: T0,
+  end_ms: T0 + 600_000,
+  start_lat: 52.5,
+  start_lng: 13.4,
+  end_lat: 52.51,
+  end_lng: 13.41,
+  distance_m: 2500,
+  duration_s: 600,
+  is_group_ride: true,
+  ride_type: 'group-host',
+  user_ride_count: 7,
+  city: 'Berlin',
+  country: 'DE',
+  recorded_ms: T0 + 600_000,
 };
 
 function event(state: string, types: string[], tripIds: string[] | null = null, battery: number | null = 55): EventRow {
   return {
-    event_id: 'eeeeeeee-1111-4222-8333-444455556666', device_id: DEV, event_types: types, vehicle_state: state, ts_ms: T0, lat: 52.5, lng: 13.4,
-    battery_percent: battery, trip_ids: tripIds, vehicle_code: 'AB12', form_factor: 'scooter', propulsion_type: 'electric',
+    event_id: 'eeeeeeee-1111-4222-8333-444455556666',
+    device_id: DEV,
+    event_types: types,
+    vehicle_state: state,
+    ts_ms: T0,
+    lat: 52.5,
+    lng: 13.4,
+    battery_percent: battery,
+    trip_ids: tripIds,
+    vehicle_code: 'AB12',
+    form_factor: 'scooter',
+    propulsion_type: 'electric',
   };
 }
 
 function status(state: string, types: string[], tripIds: string[] | null = null): VehicleStatusRow {
   return {
-    ...event(state, types, tripIds), telemetry_id: 'cccccccc-1111-4222-8333-444455556666', telemetry_ms: T0 + 5000, telemetry_lat: 52.6,
-    telemetry_lng: 13.5, telemetry_battery_percent: 54, telemetry_trip_id: tripIds?.[0] ?? null, vehicle_battery_percent: 54, vehicle_lat: 52.6, vehicle_lng: 13.5,
+    ...event(state, types, tripIds),
+    telemetry_id: 'cccccccc-1111-4222-8333-444455556666',
+    telemetry_ms: T0 + 5000,
+    telemetry_lat: 52.6,
+    telemetry_lng: 13.5,
+    telemetry_battery_percent: 54,
+    telemetry_trip_id: tripIds?.[0] ?? null,
+    vehicle_battery_percent: 54,
+    vehicle_lat: 52.6,
+    vehicle_lng: 13.5,
   };
 }
 
@@ -65,9 +120,17 @@ describe('MDS 2.0 mappers', () => {
   it('maps a trip: ids, ms times, meters, seconds, rider trip_type', function () {
     const t = toMdsTrip(trip, P);
     expect(t).to.deep.equal({
-      provider_id: P.providerId, device_id: DEV, trip_id: TRIP, start_time: T0, end_time: T0 + 600_000,
-      start_location: { lat: 52.5, lng: 13.4 }, end_location: { lat: 52.51, lng: 13.41 }, duration: 600, distance: 2500,
-      accessibility_attributes: [], trip_type: ['rider'],
+      provider_id: P.providerId,
+      device_id: DEV,
+      trip_id: TRIP,
+      start_time: T0,
+      end_time: T0 + 600_000,
+      start_location: { lat: 52.5, lng: 13.4 },
+      end_location: { lat: 52.51, lng: 13.41 },
+      duration: 600,
+      distance: 2500,
+      accessibility_attributes: [],
+      trip_type: ['rider'],
     });
     expectValid('MdsTrip', t);
     const v = specOrSkip(this, 'mds/2.0/micromobility/trips.json');
@@ -77,14 +140,19 @@ describe('MDS 2.0 mappers', () => {
 
   it('maps events of every state and validates them against the official schema', function () {
     const rows = [
-      event('on_trip', ['trip_start'], [TRIP]), event('available', ['trip_end'], [TRIP]), event('non_operational', ['battery_low']),
-      event('reserved', ['reservation_start']), event('removed', ['rebalance_pick_up']), event('non_contactable', ['comms_lost'], null, null),
-      event('missing', ['not_located']), event('elsewhere', ['trip_leave_jurisdiction'], [TRIP]),
+      event('on_trip', ['trip_start'], [TRIP]),
+      event('available', ['trip_end'], [TRIP]),
+      event('non_operational', ['battery_low']),
+      event('reserved', ['reservation_start']),
+      event('removed', ['rebalance_pick_up']),
+      event('non_contactable', ['comms_lost'], null, null),
+      event('missing', ['not_located']),
+      event('elsewhere', ['trip_leave_jurisdiction'], [TRIP]),
     ];
     const events = rows.map((r) => toMdsEvent(r, P));
     expect(events[0]).to.include({ vehicle_state: 'on_trip', timestamp: T0, battery_percent: 55 });
-    expect(events[0]!.trip_ids).to.deep.equal([TRIP]);
-    expect(events[3]!.trip_ids).to.deep.equal([]);
+    expect(events[0].trip_ids).to.deep.equal([TRIP]);
+    expect(events[3].trip_ids).to.deep.equal([]);
     expect(events[5]).to.not.have.property('battery_percent');
     for (const e of events) expectValid('MdsEvent', e);
     const v = specOrSkip(this, 'mds/2.0/micromobility/events_historical.json');
@@ -92,7 +160,15 @@ describe('MDS 2.0 mappers', () => {
   });
 
   it('maps vehicles and vehicle status (last event + last telemetry)', function () {
-    const vrow: VehicleRow = { device_id: DEV, vehicle_code: 'AB12', form_factor: 'scooter', propulsion_type: 'electric', max_speed_kph: 20, make: 'Acme', model: 'S1' };
+    const vrow: VehicleRow = {
+      device_id: DEV,
+      vehicle_code: 'AB12',
+      form_factor: 'scooter',
+      propulsion_type: 'electric',
+      max_speed_kph: 20,
+      make: 'Acme',
+      model: 'S1',
+    };
     const veh = toMdsVehicle(vrow, P);
     expect(veh).to.include({ vehicle_id: 'AB12', vehicle_type: 'scooter_standing', maximum_speed: 20 });
     expect(veh.propulsion_types).to.deep.equal(['electric']);
@@ -120,7 +196,10 @@ describe('legacy vocabulary', () => {
     expect(toLegacy12Vocabulary('non_contactable', ['comms_lost'])).to.deep.equal({ vehicle_state: 'unknown', event_types: ['comms_lost'] });
     expect(toLegacy12Vocabulary('missing', ['not_located'])).to.deep.equal({ vehicle_state: 'unknown', event_types: ['missing'] });
     expect(toLegacy12Vocabulary('on_trip', ['changed_geographies'])).to.deep.equal({ vehicle_state: 'on_trip', event_types: ['unspecified'] });
-    expect(toLegacy12Vocabulary('available', ['trip_end', 'battery_charged'])).to.deep.equal({ vehicle_state: 'available', event_types: ['trip_end', 'battery_charged'] });
+    expect(toLegacy12Vocabulary('available', ['trip_end', 'battery_charged'])).to.deep.equal({
+      vehicle_state: 'available',
+      event_types: ['trip_end', 'battery_charged'],
+    });
   });
 
   it('1.2: adds unspecified when no mapped event is valid for the state', () => {
@@ -154,24 +233,39 @@ describe('legacy vocabulary', () => {
     ];
     for (const [state, types, hasTrip, type, reason] of cases) {
       const got = toLegacy04Event(state, types, hasTrip);
-      expect(got?.event_type, `${state} ${types}`).to.equal(type);
-      expect(got?.event_type_reason, `${state} ${types}`).to.equal(reason);
+      expect(got?.event_type, `${state} ${types.join(',')}`).to.equal(type);
+      expect(got?.event_type_reason, `${state} ${types.join(',')}`).to.equal(reason);
     }
   });
 });
 
 describe('legacy mappers', () => {
   const all = [
-    event('on_trip', ['trip_start'], [TRIP]), event('available', ['trip_end'], [TRIP]), event('non_operational', ['battery_low']),
-    event('reserved', ['reservation_start']), event('removed', ['rebalance_pick_up']), event('non_contactable', ['comms_lost'], null, null),
-    event('missing', ['not_located']), event('elsewhere', ['trip_leave_jurisdiction'], [TRIP]), event('available', ['provider_drop_off']),
-    event('on_trip', ['changed_geographies'], [TRIP]), event('non_operational', ['off_hours']),
+    event('on_trip', ['trip_start'], [TRIP]),
+    event('available', ['trip_end'], [TRIP]),
+    event('non_operational', ['battery_low']),
+    event('reserved', ['reservation_start']),
+    event('removed', ['rebalance_pick_up']),
+    event('non_contactable', ['comms_lost'], null, null),
+    event('missing', ['not_located']),
+    event('elsewhere', ['trip_leave_jurisdiction'], [TRIP]),
+    event('available', ['provider_drop_off']),
+    event('on_trip', ['changed_geographies'], [TRIP]),
+    event('non_operational', ['off_hours']),
   ];
 
   it('1.2 status changes: battery as a fraction, one trip_id, GeoJSON point, official schema', function () {
     const sc = all.map((r) => toStatusChange12(r, P));
-    expect(sc[0]).to.include({ vehicle_state: 'on_trip', trip_id: TRIP, battery_pct: 0.55, vehicle_id: 'AB12', vehicle_type: 'scooter', provider_name: 'Demo Mobility', event_time: T0 });
-    expect(sc[0]!.event_location).to.deep.equal({ type: 'Feature', properties: { timestamp: T0 }, geometry: { type: 'Point', coordinates: [13.4, 52.5] } });
+    expect(sc[0]).to.include({
+      vehicle_state: 'on_trip',
+      trip_id: TRIP,
+      battery_pct: 0.55,
+      vehicle_id: 'AB12',
+      vehicle_type: 'scooter',
+      provider_name: 'Demo Mobility',
+      event_time: T0,
+    });
+    expect(sc[0].event_location).to.deep.equal({ type: 'Feature', properties: { timestamp: T0 }, geometry: { type: 'Point', coordinates: [13.4, 52.5] } });
     expect(sc[5]).to.include({ vehicle_state: 'unknown', battery_pct: null });
     expect(sc[3]).to.not.have.property('trip_id');
     for (const s of sc) expectValid('StatusChange12', s);
@@ -196,7 +290,7 @@ describe('legacy mappers', () => {
     const t12 = toTrip12(trip, P);
     expect(t12).to.include({ trip_duration: 600, trip_distance: 2500, vehicle_id: 'AB12', start_time: T0, end_time: T0 + 600_000 });
     expect(t12.route.features).to.have.length(2);
-    expect(t12.route.features[1]!.geometry.coordinates).to.deep.equal([13.41, 52.51]);
+    expect(t12.route.features[1].geometry.coordinates).to.deep.equal([13.41, 52.51]);
     const t04 = toTrip04(trip, P);
     expect(t04).to.not.have.property('propulsion_types');
     expect(t04.propulsion_type).to.deep.equal(['electric']);
@@ -209,8 +303,15 @@ describe('legacy mappers', () => {
   });
 
   it('legacy vehicles: only available / unavailable / reserved vehicles; official schemas', function () {
-    const rows = [status('available', ['trip_end'], [TRIP]), status('on_trip', ['trip_start'], [TRIP]), status('reserved', ['reservation_start']),
-      status('non_operational', ['off_hours']), status('missing', ['not_located']), status('removed', ['decommissioned']), status('elsewhere', ['trip_leave_jurisdiction'], [TRIP])];
+    const rows = [
+      status('available', ['trip_end'], [TRIP]),
+      status('on_trip', ['trip_start'], [TRIP]),
+      status('reserved', ['reservation_start']),
+      status('non_operational', ['off_hours']),
+      status('missing', ['not_located']),
+      status('removed', ['decommissioned']),
+      status('elsewhere', ['trip_leave_jurisdiction'], [TRIP]),
+    ];
     const v12 = rows.map((r) => toVehicle12(r, P));
     const v04 = rows.map((r) => toVehicle04(r, P));
     expect(v12.slice(5)).to.deep.equal([undefined, undefined]);
@@ -232,10 +333,26 @@ describe('insurance mapper', () => {
   it('carries every field of requirement §2.6', () => {
     const t = toInsuranceTrip(trip, P);
     expect(t).to.deep.equal({
-      trip_id: TRIP, device_id: DEV, provider_id: P.providerId, accessibility_attributes: [], city: 'Berlin', country: 'DE', distance: 2500,
-      duration: 600, average_ride_speed: 15, start_location: { lat: 52.5, lng: 13.4 }, end_location: { lat: 52.51, lng: 13.41 },
-      start_time: T0, end_time: T0 + 600_000, is_group_ride: true, license_plate: 'B-AB12', license_plate_id: 'PL-7', ride_type: 'group-host',
-      trip_type: ['maas'], user_ride_count: 7, vehicle_short_id: 'AB12',
+      trip_id: TRIP,
+      device_id: DEV,
+      provider_id: P.providerId,
+      accessibility_attributes: [],
+      city: 'Berlin',
+      country: 'DE',
+      distance: 2500,
+      duration: 600,
+      average_ride_speed: 15,
+      start_location: { lat: 52.5, lng: 13.4 },
+      end_location: { lat: 52.51, lng: 13.41 },
+      start_time: T0,
+      end_time: T0 + 600_000,
+      is_group_ride: true,
+      license_plate: 'B-AB12',
+      license_plate_id: 'PL-7',
+      ride_type: 'group-host',
+      trip_type: ['maas'],
+      user_ride_count: 7,
+      vehicle_short_id: 'AB12',
     });
     expectValid('InsuranceTrip', t);
   });
@@ -248,8 +365,12 @@ describe('insurance mapper', () => {
 });
 
 describe('jsonEnvelope', () => {
+  /** an async record source, as a database cursor is: each record arrives after an await */
   async function* gen(n: number) {
-    for (let i = 0; i < n; i++) yield { i };
+    for (let i = 0; i < n; i++) {
+      await Promise.resolve();
+      yield { i };
+    }
   }
 
   it('writes the MDS 2.0 envelope with records in order', async () => {
@@ -258,8 +379,12 @@ describe('jsonEnvelope', () => {
   });
 
   it('writes a tail, nested legacy arrays, the insurance head and skips undefined records', async () => {
-    expect(await text(jsonEnvelope(mds20Head(5), 'events', [], { links: {} }))).to.equal('{"version":"2.0.0","last_updated":{"last_updated":5},"ttl":{"ttl":0},"events":[],"links":{}}');
-    expect(await text(jsonEnvelope({ version: '1.2.0' }, 'data.trips', [{ a: 1 }, undefined, { a: 2 }]))).to.equal('{"version":"1.2.0","data":{"trips":[{"a":1},{"a":2}]}}');
+    expect(await text(jsonEnvelope(mds20Head(5), 'events', [], { links: {} }))).to.equal(
+      '{"version":"2.0.0","last_updated":{"last_updated":5},"ttl":{"ttl":0},"events":[],"links":{}}',
+    );
+    expect(await text(jsonEnvelope({ version: '1.2.0' }, 'data.trips', [{ a: 1 }, undefined, { a: 2 }]))).to.equal(
+      '{"version":"1.2.0","data":{"trips":[{"a":1},{"a":2}]}}',
+    );
     expect(JSON.parse(await text(jsonEnvelope(insuranceHead(7), 'trips', gen(1))))).to.deep.equal({ last_updated: 7, version: '2.0.0', trips: [{ i: 0 }] });
     expect(await text(jsonEnvelope({}, 'x', []))).to.equal('{"x":[]}');
   });
@@ -273,7 +398,8 @@ describe('jsonEnvelope', () => {
   it('propagates an error of the record source', async () => {
     async function* bad() {
       yield { a: 1 };
-      throw new Error('cursor died');
+      // the cursor's next read fails
+      await Promise.reject(new Error('cursor died'));
     }
     let err: unknown;
     try {

@@ -43,7 +43,7 @@ describe('migrations', function () {
 
   it('the folder holds numbered, uniquely named migrations in order', () => {
     expect(migrations.length).to.be.greaterThan(0);
-    expect(migrations[0]!.id).to.equal(1);
+    expect(migrations[0].id).to.equal(1);
     const ids = migrations.map((m) => m.id);
     expect(new Set(ids).size).to.equal(ids.length);
     expect(ids).to.deep.equal([...ids].sort((a, b) => a - b));
@@ -61,7 +61,23 @@ describe('migrations', function () {
       expect(res.current).to.equal(migrations.at(-1)!.id);
       expect(await query(db.url, `SELECT extname FROM pg_extension WHERE extname = 'postgis'`)).to.have.length(1);
       const tables = (await query(db.url, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'`)).map((r) => r.tablename);
-      expect(tables).to.include.members(['zones', 'areas', 'vehicles', 'partners', 'api_keys', 'feed_clients', 'rate_limit_counters', 'users', 'rentals', 'events', 'telemetry', 'trips', 'feed_publications', 'gbfs_snapshots', 'schema_migrations']);
+      expect(tables).to.include.members([
+        'zones',
+        'areas',
+        'vehicles',
+        'partners',
+        'api_keys',
+        'feed_clients',
+        'rate_limit_counters',
+        'users',
+        'rentals',
+        'events',
+        'telemetry',
+        'trips',
+        'feed_publications',
+        'gbfs_snapshots',
+        'schema_migrations',
+      ]);
       const recorded = await query(db.url, 'SELECT id, name, sha256 FROM schema_migrations ORDER BY id');
       expect(recorded).to.deep.equal(migrations.map((m) => ({ id: m.id, name: m.name, sha256: m.sha256 })));
       const pool = new pg.Pool({ connectionString: db.url, max: 1 });
@@ -79,7 +95,7 @@ describe('migrations', function () {
     });
 
     it('refuses an applied migration whose file changed, and one that disappeared', async () => {
-      const changed = [edited(migrations[0]!, migrations[0]!.sql + '\n-- edited\n'), ...migrations.slice(1)];
+      const changed = [edited(migrations[0], migrations[0].sql + '\n-- edited\n'), ...migrations.slice(1)];
       const err = await rejection(migrate(db.url, changed));
       expect(err).to.be.instanceOf(MigrationError);
       expect(err.message).to.match(/was edited/);

@@ -1,14 +1,14 @@
 /**
  * A newcomer's first hour without a guess (issue 28): `make help` names every target and variable
- * the README uses; the embedded Postgres that a make target started stops with it, Ctrl-C included
- * (scripts/pg.sh with, on a throwaway copy of the script and cluster, never the shared one); the ops
- * docs exist where `ops zone --help` points, with a sample zone file that imports; a zone file's
- * enum mistakes list the allowed values; the console's republish audit line shows at `make run`'s
- * log level.
+ * the README uses; the embedded Postgres that a make target started stops with it, Ctrl-C included,
+ * after both of `make run`'s processes (scripts/pg.sh with, on a throwaway copy of the script and
+ * cluster, never the shared one); the ops docs exist where `ops zone --help` points, with a sample
+ * zone file that imports; a zone file's enum mistakes list the allowed values; the console's
+ * republish audit line shows at `make run`'s log level.
  */
 import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -33,8 +33,8 @@ function makeUsage(md: string): { targets: Set<string>; variables: Set<string> }
   const variables = new Set<string>();
   for (const line of [...blocks, ...spans].flatMap((c) => c.split('\n'))) {
     if (!/(^|[\s`("])make\s/.test(line)) continue;
-    for (const m of line.matchAll(/(?:^|[\s`("])make ([a-z][a-z-]*)/g)) targets.add(m[1]!);
-    for (const m of line.matchAll(/\b([A-Z][A-Z0-9_]*)=/g)) variables.add(m[1]!);
+    for (const m of line.matchAll(/(?:^|[\s`("])make ([a-z][a-z-]*)/g)) targets.add(m[1]);
+    for (const m of line.matchAll(/\b([A-Z][A-Z0-9_]*)=/g)) variables.add(m[1]);
   }
   return { targets, variables };
 }
@@ -100,7 +100,44 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
       expect(status()).to.equal('stopped');
     });
 
-    it('leaves a cluster it did not start running, and passes the command\'s exit status on', () => {
+    it('Ctrl-C of make run (bin/run.ts: the API and its publisher process) stops both, then the cluster it started', async function () {
+      this.timeout(180_000);
+      const runEnv = {
+        ...env,
+        PORT: String(await freePort()),
+        LEGACY_PORT: String(await freePort()),
+        STORE_URL: `file://${join(dir, 'store')}`,
+        SEED_DEMO: '0',
+        LIVE_SIMULATOR: 'false',
+        LOG_LEVEL: 'warn',
+      };
+      // as the Makefile's run target: pg.sh with node --import tsx bin/run.ts, in a process group of its own
+      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', process.execPath, '--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
+        cwd: ROOT,
+        env: runEnv,
+        detached: true,
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (err += d));
+      const exited = once(child, 'exit');
+      // a fresh cluster: initdb, then every migration, then two processes load
+      const deadline = Date.now() + 110_000;
+      while (!out.includes('Ctrl-C stops everything') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(out, err).to.contain('Ctrl-C stops everything');
+      const publisherPid = Number(/Processes +API \d+; publisher (\d+)/.exec(out)?.[1]);
+      process.kill(-child.pid!, 'SIGINT');
+      const [code] = await exited;
+      expect(code, `${out}\n${err}`).to.equal(0);
+      expect(out).to.contain('stopped');
+      expect(`${out}${err}`).to.not.contain('exited unexpectedly');
+      expect(() => process.kill(publisherPid, 0), 'the publisher process is gone').to.throw();
+      expect(err, 'no session of the run was left when pg.sh looked').to.contain('[pg] stopped');
+      expect(status()).to.equal('stopped');
+    });
+
+    it("leaves a cluster it did not start running, and passes the command's exit status on", () => {
       expect(pgsh('ensure').status).to.equal(0);
       const r = pgsh('with', 'sh', '-c', 'test -n "$DATABASE_URL" && exit 3');
       expect(r.status, r.stderr).to.equal(3);
@@ -110,16 +147,32 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
     });
 
     it('leaves the cluster running, and says so, while another session still uses it', async () => {
-      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', 'sleep', '3'], { env });
+      // the command says when it runs (the cluster is ready then) and ends once the other session is
+      // connected (the test creates the file then): a fixed sleep could end first on a busy machine
+      const connected = join(dir, 'other-connected');
+      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', 'sh', '-c', 'echo started; while [ ! -e "$0" ]; do sleep 0.1; done', connected], { env });
+      let out = '';
       let err = '';
+      child.stdout.on('data', (d) => (out += d));
       child.stderr.on('data', (d) => (err += d));
       const exited = once(child, 'exit');
-      for (let i = 0; i < 300 && !/^running/.test(status()); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 900 && !out.includes('started') && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(out, err).to.contain('started');
       const port = readFileSync(join(dir, '.data', 'pg-port'), 'utf8').trim();
-      const other = spawn('/usr/lib/postgresql/15/bin/psql', ['-h', '127.0.0.1', '-p', port, '-U', 'postgres', '-qc', 'select pg_sleep(6)', 'postgres']);
+      const psql = (...args: string[]) => ['/usr/lib/postgresql/15/bin/psql', ['-h', '127.0.0.1', '-p', port, '-U', 'postgres', ...args, 'postgres']] as const;
+      const other = spawn(...psql('-qc', 'select pg_sleep(60)'));
+      const sleeping = () =>
+        spawnSync(...psql('-Atc', `select count(*) from pg_stat_activity where query = 'select pg_sleep(60)'`), { encoding: 'utf8' }).stdout.trim() === '1';
+      try {
+        for (let i = 0; i < 300 && !sleeping(); i++) await new Promise((r) => setTimeout(r, 100));
+        expect(sleeping(), 'the other session is connected').to.equal(true);
+      } finally {
+        writeFileSync(connected, '');
+      }
       await exited;
-      expect(err).to.match(/left running on 127\.0\.0\.1:\d+: 1 other session\(s\) still connected; make db-stop stops it/);
+      expect(err, err).to.match(/left running on 127\.0\.0\.1:\d+: 1 other session\(s\) still connected; make db-stop stops it/);
       expect(status()).to.match(/^running/);
+      other.kill();
       await once(other, 'exit');
       pgsh('stop');
     });
@@ -139,7 +192,9 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
     const sample = JSON.parse(readFileSync(join(ROOT, 'docs', 'examples', 'zone.json'), 'utf8'));
     const r = await importZone(t.ctx.db, t.ctx.clock, sample);
     expect(r).to.deep.equal({ zoneId: 'leipzig', created: true, areas: sample.features.length - 1 });
-    const inside = await t.ctx.db.one(`SELECT bool_and(ST_Covers(z.boundary, a.geom)) AS ok FROM areas a JOIN zones z ON z.id = a.zone_id WHERE z.id = 'leipzig'`);
+    const inside = await t.ctx.db.one(
+      `SELECT bool_and(ST_Covers(z.boundary, a.geom)) AS ok FROM areas a JOIN zones z ON z.id = a.zone_id WHERE z.id = 'leipzig'`,
+    );
     expect(inside.ok).to.equal(true);
 
     const bad = structuredClone(sample);
@@ -148,10 +203,12 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
     const err = await importZone(t.ctx.db, t.ctx.clock, bad).catch((e) => e);
     expect(err).to.be.instanceOf(ZoneImportError);
     expect(err.message).to.contain('/parking_mode must be equal to one of the allowed values: "free-floating", "parking-spot"');
-    expect(err.message).to.contain('/area_type must be equal to one of the allowed values: "operations", "no-parking", "parking-spot", "slow-zone", "no-riding", "incentive", "free-floating"');
+    expect(err.message).to.contain(
+      '/area_type must be equal to one of the allowed values: "operations", "no-parking", "parking-spot", "slow-zone", "no-riding", "incentive", "free-floating"',
+    );
   });
 
-  it('the console republish audit lines show at warn (make run\'s level), tagged audit, and not when silent', async () => {
+  it("the console republish audit lines show at warn (make run's level), tagged audit, and not when silent", async () => {
     const lines: string[] = [];
     const sink = new Writable({
       write(chunk, _enc, cb) {
@@ -163,16 +220,23 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
     await t.ctx.db.query(`UPDATE zones SET created_at = $1::timestamptz - interval '1 day' WHERE id = 'leipzig'`, [t.ctx.clock.now()]);
     const hour = formatHour(floorHour(new Date(t.ctx.clock.now().getTime() - 3 * 3_600_000)));
     const body = { zone: 'leipzig', cells: [{ feed: 'mds-2.0-trips', hour }] };
-    const res = await request(buildApp({ ...t.ctx, log: createLogger('warn', sink) }).callback()).post('/console/api/republish').set('X-Access-Token', ops).send(body);
-    expect(res.status, res.text).to.equal(200);
+    const res = await request(buildApp({ ...t.ctx, log: createLogger('warn', sink) }).callback())
+      .post('/console/api/republish')
+      .set('X-Access-Token', ops)
+      .send(body);
+    // queued for the publishers and answered at once (api/console/router.ts)
+    expect(res.status, res.text).to.equal(202);
     const audit = lines.map((l) => JSON.parse(l)).filter((l) => l.audit === 'console');
-    expect(audit.map((l) => l.msg)).to.deep.equal(['console republish requested', 'console republish done']);
+    expect(audit.map((l) => l.msg)).to.deep.equal(['console republish requested', 'console republish queued']);
     expect(audit[0]).to.include({ level: 30, zone: 'leipzig', cells: 1 });
     expect(audit[0].keyId).to.be.a('string');
-    expect(audit[1]).to.include({ written: 1, failed: 0 });
+    expect(audit[1]).to.include({ jobs: 1, files: 1, skipped: 0 });
 
     lines.length = 0;
-    await request(buildApp({ ...t.ctx, log: createLogger('silent', sink) }).callback()).post('/console/api/republish').set('X-Access-Token', ops).send(body);
+    await request(buildApp({ ...t.ctx, log: createLogger('silent', sink) }).callback())
+      .post('/console/api/republish')
+      .set('X-Access-Token', ops)
+      .send(body);
     expect(lines).to.deep.equal([]);
   });
 });

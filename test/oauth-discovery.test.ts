@@ -30,7 +30,7 @@ async function listen(): Promise<{ server: Server; base: string }> {
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
-const close = (s: Server | undefined) => (s ? new Promise<void>((resolve) => s.close(() => resolve())) : undefined);
+const close = (s: Server) => new Promise<void>((resolve) => s.close(() => resolve()));
 
 /** The path of a table's token row: what the metadata must name. */
 const tokenPathOf = (rows: readonly { path: string; feed?: { oauth?: boolean } }[]) => rows.find((r) => r.feed?.oauth)!.path;
@@ -110,7 +110,10 @@ describe('OAuth 2.0 authorization server metadata (RFC 8414) with openid-client'
         ['client_secret_post', oidc.ClientSecretPost],
       ] as const) {
         it(`discovery() + clientCredentialsGrant() with ${method}: the token reads a feed of the host`, async () => {
-          const config = await oidc.discovery(new URL(host.issuer()), CLIENT_ID, SECRET, auth(SECRET), { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] });
+          const config = await oidc.discovery(new URL(host.issuer()), CLIENT_ID, SECRET, auth(SECRET), {
+            algorithm: 'oauth2',
+            execute: [oidc.allowInsecureRequests],
+          });
           expect({ ...config.serverMetadata() }).to.deep.equal(expected());
           const tokens = await oidc.clientCredentialsGrant(config);
           expect(tokens.token_type).to.equal('bearer');
@@ -123,7 +126,10 @@ describe('OAuth 2.0 authorization server metadata (RFC 8414) with openid-client'
       }
 
       it('a wrong secret is a 401 invalid_client with a Basic challenge, as openid-client reports it', async () => {
-        const config = await oidc.discovery(new URL(host.issuer()), CLIENT_ID, 'wrong', oidc.ClientSecretBasic('wrong'), { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] });
+        const config = await oidc.discovery(new URL(host.issuer()), CLIENT_ID, 'wrong', oidc.ClientSecretBasic('wrong'), {
+          algorithm: 'oauth2',
+          execute: [oidc.allowInsecureRequests],
+        });
         const err = await oidc.clientCredentialsGrant(config).then(
           () => expect.fail('a token for a wrong secret'),
           (e: unknown) => e,
@@ -166,7 +172,10 @@ describe('OAuth 2.0 authorization server metadata (RFC 8414) with openid-client'
     });
 
     it('discovery() finds the metadata by path insertion and the grant goes through the prefix', async () => {
-      const config = await oidc.discovery(new URL(issuer), CLIENT_ID, SECRET, oidc.ClientSecretBasic(SECRET), { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] });
+      const config = await oidc.discovery(new URL(issuer), CLIENT_ID, SECRET, oidc.ClientSecretBasic(SECRET), {
+        algorithm: 'oauth2',
+        execute: [oidc.allowInsecureRequests],
+      });
       expect(config.serverMetadata().issuer).to.equal(issuer);
       expect(config.serverMetadata().token_endpoint).to.equal(`${issuer}/v1/partner-apis/token`);
       const tokens = await oidc.clientCredentialsGrant(config);

@@ -101,7 +101,7 @@ describe('typed clients generated from the served documents', function () {
     dir = mkdtempSync(join(ROOT, 'test-artifacts', 'openapi-client-'));
     for (const name of DOCUMENT_NAMES) {
       generated[name] = astToString(await openapiTS(docs[name]));
-      writeFileSync(join(dir, `${name}.d.ts`), generated[name]!);
+      writeFileSync(join(dir, `${name}.d.ts`), generated[name]);
     }
     writeFileSync(join(dir, 'flow.ts'), FLOW);
   });

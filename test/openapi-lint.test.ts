@@ -49,7 +49,9 @@ async function spectral(ruleset: string, files: string[]): Promise<string[]> {
   const results = JSON.parse(await stdoutOf('spectral', ['lint', '--ruleset', ruleset, '--format', 'json', '--quiet', ...files])) as SpectralResult[];
   const severity = ['error', 'warning', 'info', 'hint'];
   // infos and hints are advice (e.g. OWASP's SSRF reminder on URL parameters), not findings
-  return results.filter((r) => r.severity <= 1).map((r) => `${r.source.split('/').pop()} ${severity[r.severity]} ${r.code} at ${r.path.join('.')}: ${r.message}`);
+  return results
+    .filter((r) => r.severity <= 1)
+    .map((r) => `${r.source.split('/').pop()} ${severity[r.severity]} ${r.code} at ${r.path.join('.')}: ${r.message}`);
 }
 
 /**
@@ -65,10 +67,10 @@ function switchedOff(file: string): { off: string[]; unexplained: string[] } {
   lines.forEach((line, i) => {
     const m = offLine.exec(line);
     if (!m) return;
-    off.push(m[1]!);
+    off.push(m[1]);
     let j = i - 1;
-    while (j >= 0 && between.test(lines[j]!)) j--;
-    if (!(j >= 0 && /^\s*#/.test(lines[j]!))) unexplained.push(m[1]!);
+    while (j >= 0 && between.test(lines[j])) j--;
+    if (!(j >= 0 && /^\s*#/.test(lines[j]))) unexplained.push(m[1]);
   });
   return { off: [...new Set(off)], unexplained };
 }
@@ -115,7 +117,7 @@ describe('OpenAPI documents through the linters (Redocly, Spectral, OWASP)', fun
   it('the OWASP input and rate-limit rules of ours catch what they are for', async () => {
     // one document made worse on purpose: an unbounded input string, an integer without format, a
     // keyed answer without its rate-limit headers; each must be reported
-    const doc = JSON.parse(readFileSync(files[0]!, 'utf8'));
+    const doc = JSON.parse(readFileSync(files[0], 'utf8'));
     const register = doc.paths['/v1/user/register'].post;
     delete register.requestBody.content['application/json'].schema.properties.email.maxLength;
     delete register.responses['200'].headers['X-RateLimit-Limit'];
@@ -134,7 +136,11 @@ describe('OpenAPI documents through the linters (Redocly, Spectral, OWASP)', fun
       const { off, unexplained } = switchedOff(file);
       expect(off.length, `${file}: no rule switched off?`).to.be.greaterThan(0);
       expect(unexplained, `${file}: switched off without a comment`).to.deep.equal([]);
-      if (file === '.spectral-owasp.yaml') expect(off.filter((rule) => !doc.includes(rule)), 'not in docs/openapi-lint.md').to.deep.equal([]);
+      if (file === '.spectral-owasp.yaml')
+        expect(
+          off.filter((rule) => !doc.includes(rule)),
+          'not in docs/openapi-lint.md',
+        ).to.deep.equal([]);
     }
   });
 });

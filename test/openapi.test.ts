@@ -92,7 +92,11 @@ function servedRoutes(routers: RouterLike[]): Served[] {
 }
 
 /** `{id}` and `:id` alike */
-const canon = (p: string) => p.replace(/\{[^}]+\}/g, '{}').replace(/:[A-Za-z_$][\w$]*/g, '{}').replace(/\/+$/, '') || '/';
+const canon = (p: string) =>
+  p
+    .replace(/\{[^}]+\}/g, '{}')
+    .replace(/:[A-Za-z_$][\w$]*/g, '{}')
+    .replace(/\/+$/, '') || '/';
 const concrete = (p: string) => p.replace(/\{([^}]+)\}/g, (_, n: string) => `${n}1`);
 /** a parameter that is only part of a segment (`/:file.json`): matched by the router's own regexp */
 const partialParam = (p: string) => p.split('/').some((seg) => seg.includes(':') && !/^:[A-Za-z_$][\w$]*$/.test(seg));
@@ -146,7 +150,7 @@ function deref(doc: OpenApiDocument, node: unknown, depth = 0): any {
   const o = node as Record<string, unknown>;
   if (typeof o.$ref === 'string') {
     const { $ref, ...rest } = o;
-    const target = deref(doc, resolvePointer(doc, $ref as string), depth + 1);
+    const target = deref(doc, resolvePointer(doc, $ref), depth + 1);
     return Object.keys(rest).length ? { allOf: [target], ...deref(doc, rest, depth + 1) } : target;
   }
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, deref(doc, v, depth + 1)]));
@@ -166,7 +170,7 @@ function newAjv() {
 
 function structureProblems(doc: OpenApiDocument): string[] {
   const problems: string[] = [];
-  if (doc.openapi !== '3.1.0') problems.push(`openapi is ${doc.openapi}`);
+  if (doc.openapi !== '3.1.0') problems.push(`openapi is ${String(doc.openapi)}`);
   if (!doc.info?.title || !doc.info?.version) problems.push('info.title and info.version are required');
   // one server: a client with one base URL reaches every path of the document
   if (doc.servers.length !== 1) problems.push(`${doc.servers.length} servers, not one`);
@@ -205,7 +209,7 @@ function structureProblems(doc: OpenApiDocument): string[] {
     const params = [...(item.parameters ?? []), ...(op.parameters ?? [])] as { name: string; in: string; required?: boolean }[];
     const keys = params.map((p) => `${p.in}:${p.name}`);
     if (new Set(keys).size !== keys.length) problems.push(`${where}: duplicate parameters`);
-    const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
+    const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
     for (const t of templated) {
       const p = params.find((x) => x.in === 'path' && x.name === t);
       if (!p) problems.push(`${where}: path parameter {${t}} not declared`);
@@ -222,7 +226,8 @@ function schemasOf(doc: OpenApiDocument): { at: string; schema: Schema; examples
   const out: { at: string; schema: Schema; examples: unknown[] }[] = [];
   for (const [name, s] of Object.entries(doc.components.schemas ?? {})) out.push({ at: `components.schemas.${name}`, schema: s, examples: [] });
   for (const [name, r] of Object.entries(doc.components.responses ?? {})) {
-    for (const [type, m] of Object.entries(r.content ?? {})) if (m.schema) out.push({ at: `components.responses.${name} ${type}`, schema: m.schema, examples: exampleValues(m) });
+    for (const [type, m] of Object.entries(r.content ?? {}))
+      if (m.schema) out.push({ at: `components.responses.${name} ${type}`, schema: m.schema, examples: exampleValues(m) });
   }
   for (const { method, path, op } of operationsOf(doc)) {
     const where = `${method.toUpperCase()} ${path}`;
@@ -234,9 +239,11 @@ function schemasOf(doc: OpenApiDocument): { at: string; schema: Schema; examples
     }
     for (const [code, r] of Object.entries(op.responses)) {
       if ('$ref' in r) continue; // checked once in components.responses
-      const resp = r as Response;
-      for (const [type, m] of Object.entries(resp.content ?? {})) if (m.schema) out.push({ at: `${where} ${code} ${type}`, schema: m.schema, examples: exampleValues(m) });
-      for (const [h, hd] of Object.entries(resp.headers ?? {})) out.push({ at: `${where} ${code} header ${h}`, schema: (hd as { schema: Schema }).schema, examples: [] });
+      const resp = r;
+      for (const [type, m] of Object.entries(resp.content ?? {}))
+        if (m.schema) out.push({ at: `${where} ${code} ${type}`, schema: m.schema, examples: exampleValues(m) });
+      for (const [h, hd] of Object.entries(resp.headers ?? {}))
+        out.push({ at: `${where} ${code} header ${h}`, schema: (hd as { schema: Schema }).schema, examples: [] });
     }
   }
   return out;
@@ -250,19 +257,45 @@ const exampleValues = (m: { example?: unknown; examples?: Record<string, { value
 // ---------- the requirement's partner error table (§7), as (operation, status, code) ----------
 
 const PARTNER_ERROR_TABLE: [string, number, string][] = [
-  ['registerUser', 400, 'InvalidRequestBody'], ['registerUser', 400, 'ErrEmptyUserExternalID'], ['registerUser', 400, 'EmptyUserEmailID'],
-  ['registerUser', 400, 'ErrInvalidUserEmailID'], ['registerUser', 500, 'ErrUserRegistrationFailed'],
-  ['getUser', 400, 'InvalidUserId'], ['getUser', 404, 'ErrUserNotFound'], ['updateUser', 404, 'ErrUserNotFound'], ['updateUser', 400, 'InvalidRequestBody'],
-  ['startRental', 400, 'InvalidRequestBody'], ['startRental', 400, 'InvalidUserId'], ['startRental', 400, 'InvalidVehicleId'], ['startRental', 400, 'UserNotFound'],
-  ['startRental', 400, 'RentalAlreadyExists'], ['startRental', 400, 'VehicleNotFound'], ['startRental', 400, 'UserLicenceVerificationRequired'],
-  ['startRental', 405, 'UserTooFarFromVehicle'], ['startRental', 405, 'ZoneIsSleeping'], ['startRental', 405, 'VehicleNotAvailable'],
-  ['startRental', 500, 'FailedToUpdateVehicle'], ['startRental', 500, 'FailedToUnlockVehicle'], ['startRental', 500, 'FailedToStartRental'],
-  ['endRental', 400, 'InvalidRentalID'], ['endRental', 404, 'RentalIDDoesNotExist'], ['endRental', 400, 'RentalAlreadyEnded'],
-  ['endRental', 405, 'FailedToEndRentalNoParking'], ['endRental', 500, 'FailedToEndRental'],
-  ['getActiveRental', 400, 'InvalidInput'], ['getActiveRental', 404, 'ActiveRentalNotFound'],
-  ['getUserRentals', 400, 'InvalidInput'], ['getUserRentals', 400, 'InvalidUserId'], ['getUserRentals', 404, 'ErrUserNotFound'],
-  ['getVehiclePricing', 400, 'InvalidVehicleId'], ['getVehicleByCode', 400, 'BadVehicleCode'], ['getVehicleByCode', 404, 'VehicleNotFound'],
-  ['getVehicleById', 404, 'VehicleNotFound'], ['getVehicleById', 400, 'InvalidVehicleID'], ['getZoneAreasV1', 400, 'EmptyZoneID'], ['getZoneAreasV2', 400, 'EmptyZoneID'],
+  ['registerUser', 400, 'InvalidRequestBody'],
+  ['registerUser', 400, 'ErrEmptyUserExternalID'],
+  ['registerUser', 400, 'EmptyUserEmailID'],
+  ['registerUser', 400, 'ErrInvalidUserEmailID'],
+  ['registerUser', 500, 'ErrUserRegistrationFailed'],
+  ['getUser', 400, 'InvalidUserId'],
+  ['getUser', 404, 'ErrUserNotFound'],
+  ['updateUser', 404, 'ErrUserNotFound'],
+  ['updateUser', 400, 'InvalidRequestBody'],
+  ['startRental', 400, 'InvalidRequestBody'],
+  ['startRental', 400, 'InvalidUserId'],
+  ['startRental', 400, 'InvalidVehicleId'],
+  ['startRental', 400, 'UserNotFound'],
+  ['startRental', 400, 'RentalAlreadyExists'],
+  ['startRental', 400, 'VehicleNotFound'],
+  ['startRental', 400, 'UserLicenceVerificationRequired'],
+  ['startRental', 405, 'UserTooFarFromVehicle'],
+  ['startRental', 405, 'ZoneIsSleeping'],
+  ['startRental', 405, 'VehicleNotAvailable'],
+  ['startRental', 500, 'FailedToUpdateVehicle'],
+  ['startRental', 500, 'FailedToUnlockVehicle'],
+  ['startRental', 500, 'FailedToStartRental'],
+  ['endRental', 400, 'InvalidRentalID'],
+  ['endRental', 404, 'RentalIDDoesNotExist'],
+  ['endRental', 400, 'RentalAlreadyEnded'],
+  ['endRental', 405, 'FailedToEndRentalNoParking'],
+  ['endRental', 500, 'FailedToEndRental'],
+  ['getActiveRental', 400, 'InvalidInput'],
+  ['getActiveRental', 404, 'ActiveRentalNotFound'],
+  ['getUserRentals', 400, 'InvalidInput'],
+  ['getUserRentals', 400, 'InvalidUserId'],
+  ['getUserRentals', 404, 'ErrUserNotFound'],
+  ['getVehiclePricing', 400, 'InvalidVehicleId'],
+  ['getVehicleByCode', 400, 'BadVehicleCode'],
+  ['getVehicleByCode', 404, 'VehicleNotFound'],
+  ['getVehicleById', 404, 'VehicleNotFound'],
+  ['getVehicleById', 400, 'InvalidVehicleID'],
+  ['getZoneAreasV1', 400, 'EmptyZoneID'],
+  ['getZoneAreasV2', 400, 'EmptyZoneID'],
 ];
 /** Photo upload codes (statuses not in the requirement; ours are in lib/rentals/errors.ts). */
 const PHOTO_CODES = ['InvalidParkingPhoto', 'ValidateParkingPhotoFailed', 'ErrRentalIsNotEnded', 'ParkingPhotoUploadWindowExpired', 'ErrInvalidURLSignature'];
@@ -300,7 +333,10 @@ describe('OpenAPI documents', function () {
         const served = servedRoutes(routers);
         expect(served.length, 'no routes found: did the family stop using @koa/router?').to.be.greaterThan(0);
         const diff = compare(served, documentedOps(docs[f.doc], f.prefix));
-        expect(diff, `served but not documented:\n  ${diff.undocumented.join('\n  ') || '-'}\ndocumented but not served:\n  ${diff.unserved.join('\n  ') || '-'}\n`).to.deep.equal({
+        expect(
+          diff,
+          `served but not documented:\n  ${diff.undocumented.join('\n  ') || '-'}\ndocumented but not served:\n  ${diff.unserved.join('\n  ') || '-'}\n`,
+        ).to.deep.equal({
           undocumented: [],
           unserved: [],
         });
@@ -312,8 +348,18 @@ describe('OpenAPI documents', function () {
       router.get('/a/:id', () => undefined);
       router.get('/f/:file.json', () => undefined);
       const served = servedRoutes(routersOf(() => router.routes()));
-      expect(compare(served, [{ method: 'GET', path: '/a/{x}' }, { method: 'GET', path: '/f/one.json' }])).to.deep.equal({ undocumented: [], unserved: [] });
-      expect(compare(served, [{ method: 'GET', path: '/a/{x}' }, { method: 'POST', path: '/b' }])).to.deep.equal({ undocumented: ['GET /f/:file.json'], unserved: ['POST /b'] });
+      expect(
+        compare(served, [
+          { method: 'GET', path: '/a/{x}' },
+          { method: 'GET', path: '/f/one.json' },
+        ]),
+      ).to.deep.equal({ undocumented: [], unserved: [] });
+      expect(
+        compare(served, [
+          { method: 'GET', path: '/a/{x}' },
+          { method: 'POST', path: '/b' },
+        ]),
+      ).to.deep.equal({ undocumented: ['GET /f/:file.json'], unserved: ['POST /b'] });
     });
   });
 
@@ -334,7 +380,8 @@ describe('OpenAPI documents', function () {
             problems.push(`${at}: ${(err as Error).message}`);
             continue;
           }
-          for (const ex of examples) if (!validate(ex)) problems.push(`${at}: example ${JSON.stringify(ex).slice(0, 120)} → ${ajv.errorsText(validate.errors)}`);
+          for (const ex of examples)
+            if (!validate(ex)) problems.push(`${at}: example ${JSON.stringify(ex).slice(0, 120)} → ${ajv.errorsText(validate.errors)}`);
         }
         expect(problems).to.deep.equal([]);
       });
@@ -358,7 +405,8 @@ describe('OpenAPI documents', function () {
           for (const code of codes) {
             const def = (ERRORS as Record<string, { status: number }>)[code];
             if (!def) wrong.push(`${op.operationId}: unknown code ${code}`);
-            else if (def.status !== status && !STATUS_OVERRIDES.has(`${code}@${status}`)) wrong.push(`${op.operationId}: ${code} documented ${status}, code says ${def.status}`);
+            else if (def.status !== status && !STATUS_OVERRIDES.has(`${code}@${status}`))
+              wrong.push(`${op.operationId}: ${code} documented ${status}, code says ${def.status}`);
           }
         }
       }
@@ -373,15 +421,17 @@ describe('OpenAPI documents', function () {
         }
         if (op.requestBody?.content['application/json']) expect(op.responses, op.operationId).to.include.keys('413');
       }
-      expect(docs.partner.components.securitySchemes).to.deep.include({ XAuthToken: { type: 'apiKey', in: 'header', name: 'X-Auth-Token', description: 'the partner API key (valid 3 years)' } });
+      expect(docs.partner.components.securitySchemes).to.deep.include({
+        XAuthToken: { type: 'apiKey', in: 'header', name: 'X-Auth-Token', description: 'the partner API key (valid 3 years)' },
+      });
       expect(docs.partner.components.securitySchemes!.BearerToken).to.include({ type: 'http', scheme: 'bearer' });
     });
   });
 
   it('TOMP: server under /edge/tomp, X-Access-Token, booking headers', () => {
-    expect(docs.tomp.servers[0]!.url).to.equal(`${t.ctx.config.publicBaseUrl}/edge/tomp`);
+    expect(docs.tomp.servers[0].url).to.equal(`${t.ctx.config.publicBaseUrl}/edge/tomp`);
     expect(docs.tomp.components.securitySchemes!.XAccessToken).to.include({ type: 'apiKey', in: 'header', name: 'X-Access-Token' });
-    const created = docs.tomp.paths['/bookings/one-stop']!.post!.responses['201'] as Response;
+    const created = docs.tomp.paths['/bookings/one-stop'].post!.responses['201'] as Response;
     expect(created.headers).to.include.keys('Content-Language', 'Expires');
     expect(docs.tomp.components.schemas!.TompError).to.deep.include({ required: ['status', 'detail'] });
   });
@@ -391,7 +441,7 @@ describe('OpenAPI documents', function () {
     expect(s.FeedOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicBaseUrl}/v1/partner-apis/token`);
     // GBFS 2.2 is on the main host and takes the legacy host's tokens too
     expect(s.LegacyOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicLegacyUrl}/token`);
-    expect(docs.feeds.paths['/gbfs/v2/{language}/{file}.json']!.get!.security).to.deep.equal([{ LegacyOAuth: [] }, { FeedOAuth: [] }]);
+    expect(docs.feeds.paths['/gbfs/v2/{language}/{file}.json'].get!.security).to.deep.equal([{ LegacyOAuth: [] }, { FeedOAuth: [] }]);
     expect(docs.feeds.servers.map((x) => x.url)).to.deep.equal([t.ctx.config.publicBaseUrl]);
     expect(docs.legacy.servers.map((x) => x.url)).to.deep.equal([t.ctx.config.publicLegacyUrl]);
     expect((docs.legacy.components.securitySchemes as any).LegacyOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicLegacyUrl}/token`);
@@ -399,14 +449,16 @@ describe('OpenAPI documents', function () {
       expect(docs.legacy.paths, p).to.have.property(p);
       expect(docs.feeds.paths, p).not.to.have.property(p);
     }
-    const trips = docs.feeds.paths['/v1/partner-apis/mds/{zoneID}/trips']!.get!.responses;
+    const trips = docs.feeds.paths['/v1/partner-apis/mds/{zoneID}/trips'].get!.responses;
     expect(trips).to.include.keys('200', '202', '304', '400', '401', '403', '404', '406');
     expect((trips['200'] as Response).content).to.have.key('application/vnd.mds+json;version=2.0');
-    expect((docs.legacy.paths['/en/{zoneID}/trips']!.get!.responses['200'] as Response).content).to.have.keys(
+    expect((docs.legacy.paths['/en/{zoneID}/trips'].get!.responses['200'] as Response).content).to.have.keys(
       'application/vnd.mds+json;version=1.2',
       'application/vnd.mds.provider+json;version=0.4',
     );
-    expect((docs.feeds.paths['/v1/partner-apis/insurance/{zoneID}/trips']!.get!.responses['200'] as Response).content).to.have.key('application/vnd.insurance+json;version=2.0');
+    expect((docs.feeds.paths['/v1/partner-apis/insurance/{zoneID}/trips'].get!.responses['200'] as Response).content).to.have.key(
+      'application/vnd.insurance+json;version=2.0',
+    );
   });
 
   describe('every API-key operation, called with a valid key (its own API’s, then another’s), answers with the documented headers', () => {
@@ -424,7 +476,10 @@ describe('OpenAPI documents', function () {
         const problems: string[] = [];
         const calls = operationsOf(doc)
           .filter(({ op }) => op.security?.length)
-          .flatMap((o) => [{ ...o, key: own, status: undefined }, { ...o, key: other, status: 403 }]);
+          .flatMap((o) => [
+            { ...o, key: own, status: undefined },
+            { ...o, key: other, status: 403 },
+          ]);
         for (const { method, path, op, key, status } of calls) {
           const url = (name === 'tomp' ? '/edge/tomp' : '') + concrete(path).replace(/\{|\}/g, '');
           const res = await (request(app) as any)[method](url).set(header[name], key).set('Accept', '*/*');
@@ -435,7 +490,10 @@ describe('OpenAPI documents', function () {
             problems.push(`${where}: status not documented (${JSON.stringify(res.body).slice(0, 120)})`);
             continue;
           }
-          const declared = Object.entries(documented.headers ?? {}).map(([h, d]) => ({ h: h.toLowerCase(), required: Boolean((d as { required?: boolean }).required) }));
+          const declared = Object.entries(documented.headers ?? {}).map(([h, d]) => ({
+            h: h.toLowerCase(),
+            required: Boolean((d as { required?: boolean }).required),
+          }));
           for (const d of declared) if (d.required && res.headers[d.h] === undefined) problems.push(`${where}: documented header ${d.h} missing`);
           for (const h of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'retry-after']) {
             if (res.headers[h] !== undefined && !declared.some((d) => d.h === h)) problems.push(`${where}: ${h} sent but not documented`);
@@ -472,7 +530,10 @@ describe('OpenAPI documents', function () {
           const schema = documented.content?.['application/json']?.schema;
           if (schema && res.status >= 400) {
             const validate = ajv.compile(deref(doc, schema));
-            if (!validate(res.body)) problems.push(`${method.toUpperCase()} ${url} ${res.status}: body ${JSON.stringify(res.body).slice(0, 160)} → ${ajv.errorsText(validate.errors)}`);
+            if (!validate(res.body))
+              problems.push(
+                `${method.toUpperCase()} ${url} ${res.status}: body ${JSON.stringify(res.body).slice(0, 160)} → ${ajv.errorsText(validate.errors)}`,
+              );
           }
         }
         expect(problems).to.deep.equal([]);
@@ -481,8 +542,13 @@ describe('OpenAPI documents', function () {
   });
 
   it('docs/openapi/*.json (the committed export) is up to date', () => {
-    const stale = Object.entries(exportedFiles()).filter(([name, content]) => !existsSync(join(EXPORT_DIR, name)) || readFileSync(join(EXPORT_DIR, name), 'utf8') !== content);
-    expect(stale.map(([n]) => n), 'stale export: run `node --import tsx bin/export-openapi.ts`').to.deep.equal([]);
+    const stale = Object.entries(exportedFiles()).filter(
+      ([name, content]) => !existsSync(join(EXPORT_DIR, name)) || readFileSync(join(EXPORT_DIR, name), 'utf8') !== content,
+    );
+    expect(
+      stale.map(([n]) => n),
+      'stale export: run `node --import tsx bin/export-openapi.ts`',
+    ).to.deep.equal([]);
   });
 
   describe('GET /openapi/*.json and /docs', () => {
@@ -494,7 +560,10 @@ describe('OpenAPI documents', function () {
 
     for (const name of DOCUMENT_NAMES) {
       it(`/openapi/${name}.json`, async () => {
-        const res = await request(app.callback()).get(`/openapi/${name}.json`).expect(200).expect('Content-Type', /application\/json/);
+        const res = await request(app.callback())
+          .get(`/openapi/${name}.json`)
+          .expect(200)
+          .expect('Content-Type', /application\/json/);
         expect(res.body).to.deep.equal(JSON.parse(JSON.stringify(docs[name])));
       });
     }
@@ -504,7 +573,10 @@ describe('OpenAPI documents', function () {
     });
 
     it('/docs links the bundled Swagger UI and every document, no outside address', async () => {
-      const res = await request(app.callback()).get('/docs').expect(200).expect('Content-Type', /text\/html/);
+      const res = await request(app.callback())
+        .get('/docs')
+        .expect(200)
+        .expect('Content-Type', /text\/html/);
       expect(res.headers['content-security-policy']).to.match(/script-src 'self'/);
       for (const a of ['/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js', '/docs/assets/swagger-ui-standalone-preset.js', '/docs/init.js']) {
         expect(res.text).to.include(a);
@@ -512,14 +584,19 @@ describe('OpenAPI documents', function () {
       }
       for (const n of DOCUMENT_NAMES) expect(res.text).to.include(`/openapi/${n}.json`);
       expect(res.text).not.to.match(/https?:\/\//);
-      const init = await request(app.callback()).get('/docs/init.js').expect('Content-Type', /javascript/);
+      const init = await request(app.callback())
+        .get('/docs/init.js')
+        .expect('Content-Type', /javascript/);
       expect(init.text).to.include('validatorUrl: null');
     });
 
     it('serves only the listed assets', async () => {
       await request(app.callback()).get('/docs/assets/package.json').expect(404);
       await request(app.callback()).get('/docs/assets/..%2Fpackage.json').expect(404);
-      await request(app.callback()).get('/docs/assets/swagger-ui.css').expect(200).expect('Content-Type', /text\/css/);
+      await request(app.callback())
+        .get('/docs/assets/swagger-ui.css')
+        .expect(200)
+        .expect('Content-Type', /text\/css/);
     });
   });
 });

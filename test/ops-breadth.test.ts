@@ -21,7 +21,18 @@ const ZONES = 100;
 const CLIENTS = 100;
 const DAY = 86_400_000;
 
-const square = (x: number, y: number, d: number) => ({ type: 'Polygon', coordinates: [[[x, y], [x + d, y], [x + d, y + d], [x, y + d], [x, y]]] });
+const square = (x: number, y: number, d: number) => ({
+  type: 'Polygon',
+  coordinates: [
+    [
+      [x, y],
+      [x + d, y],
+      [x + d, y + d],
+      [x, y + d],
+      [x, y],
+    ],
+  ],
+});
 
 /** Zone n of a grid over Germany: a boundary, an operations area, a no-parking area, its prices. */
 function zone(n: number, since: string) {
@@ -34,10 +45,33 @@ function zone(n: number, since: string) {
         type: 'Feature',
         geometry: square(x, y, 0.1),
         properties: {
-          kind: 'zone', id: `z${String(n).padStart(3, '0')}`, name: `Zone ${n}`, city: `City ${n}`, country: 'DE', timezone: 'Europe/Berlin',
-          currency: 'EUR', vat_rate: 0.19, parking_mode: 'free-floating', operating_since: since,
+          kind: 'zone',
+          id: `z${String(n).padStart(3, '0')}`,
+          name: `Zone ${n}`,
+          city: `City ${n}`,
+          country: 'DE',
+          timezone: 'Europe/Berlin',
+          currency: 'EUR',
+          vat_rate: 0.19,
+          parking_mode: 'free-floating',
+          operating_since: since,
           prices: { 'breadth-scooter': { start_price: 100, price_per_minute: 20 + (n % 5) } },
-          ...(n === 0 ? { vehicle_types: [{ id: 'breadth-scooter', form_factor: 'scooter', propulsion_type: 'electric', name: 'E-Scooter', make: 'Voltra', model: 'S3', max_range_meters: 50000, max_speed_kph: 20 }] } : {}),
+          ...(n === 0
+            ? {
+                vehicle_types: [
+                  {
+                    id: 'breadth-scooter',
+                    form_factor: 'scooter',
+                    propulsion_type: 'electric',
+                    name: 'E-Scooter',
+                    make: 'Voltra',
+                    model: 'S3',
+                    max_range_meters: 50000,
+                    max_speed_kph: 20,
+                  },
+                ],
+              }
+            : {}),
         },
       },
       { type: 'Feature', geometry: square(x + 0.01, y + 0.01, 0.08), properties: { area_type: 'operations', name: `Centre ${n}` } },
@@ -70,7 +104,9 @@ describe('ops at breadth: a hundred zones and a hundred clients, one call each',
     writeFileSync(file, docs.map((d) => JSON.stringify(d)).join('\n'));
     const r = cli(['zone', 'import', file]);
     expect(r.status, r.stderr).to.equal(1);
-    expect(r.stderr).to.match(/^error: zone file has 1 problem\(s\):\n {2}- \S+bad\.ndjson line 58 \(z057\): feature #1 "Centre 57": \/area_type must be equal to one of the allowed values/);
+    expect(r.stderr).to.match(
+      /^error: zone file has 1 problem\(s\):\n {2}- \S+bad\.ndjson line 58 \(z057\): feature #1 "Centre 57": \/area_type must be equal to one of the allowed values/,
+    );
     expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM zones`)).n).to.equal(0);
   });
 
@@ -92,7 +128,12 @@ describe('ops at breadth: a hundred zones and a hundred clients, one call each',
 
   it('creates a hundred feed clients in one call, printing each secret once', async () => {
     const file = join(dir, 'clients.json');
-    const clients = Array.from({ length: CLIENTS }, (_, n) => ({ client_id: `city-${n}`, role: 'city', zones: [`z${String(n).padStart(3, '0')}`], label: `city ${n}` }));
+    const clients = Array.from({ length: CLIENTS }, (_, n) => ({
+      client_id: `city-${n}`,
+      role: 'city',
+      zones: [`z${String(n).padStart(3, '0')}`],
+      label: `city ${n}`,
+    }));
     writeFileSync(file, JSON.stringify(clients));
     const r = cli(['clients', 'import', file]);
     expect(r.status, r.stderr).to.equal(0);

@@ -44,7 +44,10 @@ describe('ops CLI: one-line errors and the embedded database', function () {
 
   it('clients create --zones atlantis is refused with the known zones listed', async () => {
     const known = (await t.ctx.db.many<{ id: string }>('SELECT id FROM zones ORDER BY id')).map((z) => z.id);
-    oneLineError(cli(['clients', 'create', 'city-of-atlantis', '--role', 'city', '--zones', 'atlantis']), new RegExp(`^error: unknown zone atlantis; known zones: ${known.join(', ') || 'none'}$`));
+    oneLineError(
+      cli(['clients', 'create', 'city-of-atlantis', '--role', 'city', '--zones', 'atlantis']),
+      new RegExp(`^error: unknown zone atlantis; known zones: ${known.join(', ') || 'none'}$`),
+    );
   });
 
   it('an unknown key scope lists the scopes, ops included', () => {
@@ -59,7 +62,12 @@ describe('ops CLI: one-line errors and the embedded database', function () {
   });
 
   it('make backfill without FROM says FROM is required', () => {
-    const r = spawnSync('make', ['-s', 'backfill', 'TO=2026-11-20T23'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, DATABASE_URL: t.database.url } });
+    const r = spawnSync('make', ['-s', 'backfill', 'TO=2026-11-20T23'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, DATABASE_URL: t.database.url },
+    });
     expect(r.status).not.to.equal(0);
     expect(r.stderr).to.match(/FROM is required, e\.g\. make backfill FROM=2026-11-20T00 TO=2026-11-20T23/);
   });
@@ -69,7 +77,15 @@ describe('ops CLI: one-line errors and the embedded database', function () {
     expect(first.status, first.stderr).to.equal(0);
     expect(first.stdout).not.to.contain('[Object]');
     expect(first.stdout).to.match(/^demo data seeded: zones berlin, copenhagen; \d+ vehicles in service since \d{4}-\d\d-\d\dT/m);
-    for (const credential of ['demo-partner-key', 'demo-mobility-key', 'demo-maas-key', 'demo-insurer-key', 'demo-ops-key', 'demo-city / demo-city-secret', 'demo-gbfs / demo-gbfs-secret']) {
+    for (const credential of [
+      'demo-partner-key',
+      'demo-mobility-key',
+      'demo-maas-key',
+      'demo-insurer-key',
+      'demo-ops-key',
+      'demo-city / demo-city-secret',
+      'demo-gbfs / demo-gbfs-secret',
+    ]) {
       expect(first.stdout).to.contain(credential);
     }
     const again = cli(['seed']);
@@ -77,21 +93,29 @@ describe('ops CLI: one-line errors and the embedded database', function () {
     expect(again.stdout).to.match(/^demo data already present \(zones berlin, copenhagen\): nothing written/m);
   });
 
-  it('simulate prints what it wrote, or says why it wrote nothing; under make the hints name make\'s variables', () => {
+  it("simulate prints what it wrote, or says why it wrote nothing; under make the hints name make's variables", () => {
     const hour = (msAgo: number) => new Date(Math.floor((Date.now() - msAgo) / 3_600_000) * 3_600_000).toISOString().slice(0, 13);
     const end = hour(2 * 86_400_000);
     const ok = cli(['simulate', '--days', '1', '--vehicles', '5', '--seed', '3', '--end', end]);
     expect(ok.status, ok.stderr).to.equal(0);
-    expect(ok.stdout, ok.stdout).to.match(new RegExp(`^simulated \\S+ – ${end} in berlin, copenhagen(, leipzig)?: \\d+ vehicles \\(0 added\\), [1-9]\\d* rentals`, 'm'));
+    expect(ok.stdout, ok.stdout).to.match(
+      new RegExp(`^simulated \\S+ – ${end} in berlin, copenhagen(, leipzig)?: \\d+ vehicles \\(0 added\\), [1-9]\\d* rentals`, 'm'),
+    );
 
     // the same window again: refused, with make's variables in the hint under make
     const again = cli(['simulate', '--days', '1', '--vehicles', '5', '--seed', '3', '--end', end], { OPS_CALLER: 'make-embedded' });
-    oneLineError(again, /^error: nothing written: this database already holds simulated rides in .*EMBEDDED_PG_DB=sim make simulate.*END=YYYY-MM-DDTHH.*SEED=.*VEHICLES=/);
+    oneLineError(
+      again,
+      /^error: nothing written: this database already holds simulated rides in .*EMBEDDED_PG_DB=sim make simulate.*END=YYYY-MM-DDTHH.*SEED=.*VEHICLES=/,
+    );
     expect(again.stderr).not.to.match(/--end|make clean/);
 
     // a window before every vehicle's last event holds nothing for them: said, not a silent 0
     const before = cli(['simulate', '--days', '1', '--vehicles', '5', '--seed', '4', '--end', hour(40 * 86_400_000)]);
-    oneLineError(before, /^error: nothing written in .*: the simulator continues each vehicle from its last event, .* has history up to \d{4}-\d\d-\d\dT\d\d:\d\dZ already .*--vehicles above the \d+ a zone has/);
+    oneLineError(
+      before,
+      /^error: nothing written in .*: the simulator continues each vehicle from its last event, .* has history up to \d{4}-\d\d-\d\dT\d\d:\d\dZ already .*--vehicles above the \d+ a zone has/,
+    );
 
     oneLineError(cli(['simulate', '--end', hour(-2 * 3_600_000)]), /^error: --end \S+ is in the future/);
   });
@@ -107,11 +131,19 @@ describe('ops CLI: one-line errors and the embedded database', function () {
   it('a missing zone file, a malformed or unknown price, a price change that would hide vehicles: one line each', () => {
     oneLineError(cli(['zone', 'import', 'no-such-zones.json']), /^error: cannot read no-such-zones\.json: ENOENT$/);
     oneLineError(cli(['zone', 'prices', 'leipzig', 'cargo=100,20']), /^error: unknown vehicle type cargo; known: bicycle, scooter/);
-    oneLineError(cli(['zone', 'prices', 'leipzig', 'scooter=1.5,20']), /^error: price scooter=1\.5,20: write <vehicle type>=<start price>,<price per minute> in minor units/);
+    oneLineError(
+      cli(['zone', 'prices', 'leipzig', 'scooter=1.5,20']),
+      /^error: price scooter=1\.5,20: write <vehicle type>=<start price>,<price per minute> in minor units/,
+    );
     // the seeded zone has vehicles of both types: dropping a price would hide them, so it is refused
-    oneLineError(cli(['zone', 'prices', 'berlin', '--remove', 'bicycle']), /^error: zone berlin: the change would leave vehicles without a price \(\d+ of type bicycle\)/);
+    oneLineError(
+      cli(['zone', 'prices', 'berlin', '--remove', 'bicycle']),
+      /^error: zone berlin: the change would leave vehicles without a price \(\d+ of type bicycle\)/,
+    );
     const shown = cli(['zone', 'prices', 'berlin']);
-    expect(shown.stdout.trim()).to.match(/^zone berlin \(minor units of EUR, VAT 19 % included\):\n {2}bicycle +start +100 +per minute +19\n {2}scooter +start +100 +per minute +25$/);
+    expect(shown.stdout.trim()).to.match(
+      /^zone berlin \(minor units of EUR, VAT 19 % included\):\n {2}bicycle +start +100 +per minute +19\n {2}scooter +start +100 +per minute +25$/,
+    );
   });
 
   it('the demo seed refuses a database with zones of its own; simulate there adds no demo credential', async () => {
@@ -120,7 +152,10 @@ describe('ops CLI: one-line errors and the embedded database', function () {
       const env = { DATABASE_URL: other.url };
       const imported = cli(['zone', 'import', 'docs/examples/zones.ndjson'], env);
       expect(imported.status, imported.stderr).to.equal(0);
-      oneLineError(cli(['seed'], env), /^error: not seeding the demo: this database holds 2 zones \(dresden, halle\) not written by the demo seed\. .*seed a database of its own/);
+      oneLineError(
+        cli(['seed'], env),
+        /^error: not seeding the demo: this database holds 2 zones \(dresden, halle\) not written by the demo seed\. .*seed a database of its own/,
+      );
       const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000).toISOString().slice(0, 13);
       const sim = cli(['simulate', '--days', '1', '--vehicles', '4', '--seed', '5', '--end', hour], env);
       expect(sim.status, sim.stderr).to.equal(0);

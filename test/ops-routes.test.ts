@@ -34,9 +34,21 @@ describe('health, readiness and metrics', () => {
     const res = await request(buildMetricsApp(t.ctx).callback()).get('/metrics');
     expect(res.status).to.equal(200);
     expect(res.headers['content-type']).to.match(/text\/plain/);
-    for (const name of ['http_requests_total', 'http_request_duration_seconds', 'rentals_started_total', 'rentals_ended_total', 'photo_decisions_total',
-      'oauth_tokens_issued_total', 'oauth_token_failures_total', 'rate_limit_rejections_total', 'feed_publish_duration_seconds', 'feed_publish_lag_seconds',
-      'feed_dirty_hours', 'jobs_queue_depth', 'store_errors_total']) {
+    for (const name of [
+      'http_requests_total',
+      'http_request_duration_seconds',
+      'rentals_started_total',
+      'rentals_ended_total',
+      'photo_decisions_total',
+      'oauth_tokens_issued_total',
+      'oauth_token_failures_total',
+      'rate_limit_rejections_total',
+      'feed_publish_duration_seconds',
+      'feed_publish_lag_seconds',
+      'feed_dirty_hours',
+      'jobs_queue_depth',
+      'store_errors_total',
+    ]) {
       expect(res.text, name).to.contain(`# TYPE ${name}`);
     }
     expect(res.text).to.match(/feed_dirty_hours 1\b/);
@@ -55,7 +67,9 @@ describe('health, readiness and metrics', () => {
     expect((await request(buildMetricsApp(t.ctx).callback()).get('/healthz')).status).to.equal(404);
 
     const token = 'metrics-token-0123456789';
-    const guarded = request(buildApp({ ...t.ctx, config: testConfig({ ...process.env, DATABASE_URL: t.ctx.config.databaseUrl, METRICS_TOKEN: token }) }).callback());
+    const guarded = request(
+      buildApp({ ...t.ctx, config: testConfig({ ...process.env, DATABASE_URL: t.ctx.config.databaseUrl, METRICS_TOKEN: token }) }).callback(),
+    );
     const none = await guarded.get('/metrics');
     expect(none.status).to.equal(401);
     expect(none.headers['www-authenticate']).to.equal('Bearer realm="metrics"');

@@ -57,7 +57,12 @@ describe('outage rule: a statement timeout is a 503 with Retry-After in every fa
   });
 
   it('TOMP: 503 in its error format', async () => {
-    const res = await app.get(`${TOMP_PREFIX}/operator/regions`).set('X-Access-Token', 'demo-maas-key').set('Accept-Language', 'en').set('Api', 'TOMP').set('Api-Version', '1.6.1');
+    const res = await app
+      .get(`${TOMP_PREFIX}/operator/regions`)
+      .set('X-Access-Token', 'demo-maas-key')
+      .set('Accept-Language', 'en')
+      .set('Api', 'TOMP')
+      .set('Api-Version', '1.6.1');
     expect(res.status, res.text).to.equal(503);
     retryAfter(res);
     expect(res.body).to.include({ status: 503 }).and.to.have.property('detail');

@@ -3,7 +3,17 @@ import { expect } from 'chai';
 import request from 'supertest';
 import { useTestContext } from './support/context.js';
 import { buildApp } from '../api/app.js';
-import { expectError, expectValid, insertArea, insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
+import {
+  expectError,
+  expectValid,
+  insertArea,
+  insertPartner,
+  insertUser,
+  insertVehicle,
+  insertZone,
+  type PartnerFixture,
+  type ZoneFixture,
+} from './support/partner-fixtures.js';
 import { PricingRecord, VehicleRecord } from '../schemas/partner/responses.js';
 import { startRental } from '../lib/rentals/engine.js';
 
@@ -60,7 +70,15 @@ describe('partner API: vehicles, pricing, zones', function () {
         id: ready.id,
         type: 'vehicle',
         vehicle_type: 'bicycle',
-        attributes: { batteryLevel: 55, location: { latitude: ready.lat, longitude: ready.lng }, code: ready.code, zoneId: z.id, locked: true, status: 'ready', maxRangeMeters: 33000 },
+        attributes: {
+          batteryLevel: 55,
+          location: { latitude: ready.lat, longitude: ready.lng },
+          code: ready.code,
+          zoneId: z.id,
+          locked: true,
+          status: 'ready',
+          maxRangeMeters: 33000,
+        },
         price: { currency: 'EUR', pricePerMinute: 25, startPrice: 100, vat: 0.19 },
       });
     }

@@ -6,7 +6,19 @@ import { expect } from 'chai';
 import request from 'supertest';
 import { useTestContext } from './support/context.js';
 import { buildApp } from '../api/app.js';
-import { expectError, expectValid, failingQuery, insertArea, insertPartner, insertUser, insertVehicle, insertZone, offset, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
+import {
+  expectError,
+  expectValid,
+  failingQuery,
+  insertArea,
+  insertPartner,
+  insertUser,
+  insertVehicle,
+  insertZone,
+  offset,
+  type PartnerFixture,
+  type ZoneFixture,
+} from './support/partner-fixtures.js';
 import { RentalRecordSchema } from '../schemas/partner/responses.js';
 import { recordTelemetry } from '../lib/fleet/telemetry.js';
 import { autoEndIdleRentals } from '../publisher/jobs/rentals.js';
@@ -67,8 +79,22 @@ describe('partner API: rentals', function () {
 
     const trip = (await t.ctx.db.one(`SELECT trip_id FROM rentals WHERE id = $1`, [started.id])).trip_id;
     const end1 = offset(v.lat, v.lng, 0, 200);
-    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date('2026-06-01T08:02:00Z'), location: { lat: v.lat, lng: v.lng }, batteryPercent: 80, tripId: trip });
-    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date('2026-06-01T08:05:00Z'), location: end1, batteryPercent: 78, tripId: trip });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone.id,
+      ts: new Date('2026-06-01T08:02:00Z'),
+      location: { lat: v.lat, lng: v.lng },
+      batteryPercent: 80,
+      tripId: trip,
+    });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone.id,
+      ts: new Date('2026-06-01T08:05:00Z'),
+      location: end1,
+      batteryPercent: 78,
+      tripId: trip,
+    });
     t.ctx.clock.advance(7 * 60_000 + 1000);
 
     const poll = await api().get(`/v1/rental/${started.id}`);
@@ -88,18 +114,26 @@ describe('partner API: rentals', function () {
     expect(ea.rentalDurationMin).to.equal(8);
     expect(ea.rentalDistanceMeters).to.be.within(200, 202);
     // 100 + 8 × 25 = 300 incl. VAT; 300 / 1.19 = 252.1 → 252; VAT 48
-    expect(ea.cost).to.deep.equal({ startPrice: 100, pricePerMinute: 25, subtotal: 252, total: { amount: 300, currency: 'EUR', vat: 48, vatPercentage: 0.19 } });
+    expect(ea.cost).to.deep.equal({
+      startPrice: 100,
+      pricePerMinute: 25,
+      subtotal: 252,
+      total: { amount: 300, currency: 'EUR', vat: 48, vatPercentage: 0.19 },
+    });
     expect(ea.vehicleEndLocation.latitude).to.be.closeTo(end1.lat, 1e-9);
     expect(ea.userEndLocation.latitude).to.be.closeTo(end1.lat, 1e-9);
     expect(ea.photoUploadURL).to.match(new RegExp(`/v1/rental/${started.id}/photo\\?expires=\\d+&sig=`));
     expect(ea.receipt.url).to.match(new RegExp(`/v1/rental/${started.id}/receipt\\?expires=\\d+&sig=`));
 
     const receiptPath = new URL(ea.receipt.url).pathname + new URL(ea.receipt.url).search;
-    const pdf = await request(server).get(receiptPath).buffer(true).parse((res, cb) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => cb(null, Buffer.concat(chunks)));
-    });
+    const pdf = await request(server)
+      .get(receiptPath)
+      .buffer(true)
+      .parse((res, cb) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
     expect(pdf.status).to.equal(200);
     expect(pdf.headers['content-type']).to.equal('application/pdf');
     expect((pdf.body as Buffer).subarray(0, 5).toString()).to.equal('%PDF-');
@@ -147,7 +181,12 @@ describe('partner API: rentals', function () {
     expectError(await start({ userId: await insertUser(t.ctx.db, other.id), vehicleId: v.id }), 400, 'UserNotFound', 'user does not exist');
     expectError(await start({ userId: user, vehicleId: '6ba7b810-9dad-41d1-80b4-00c04fd430c8' }), 400, 'VehicleNotFound', 'vehicle not found');
     const far = offset(v.lat, v.lng, 0, 120);
-    expectError(await start({ userId: user, vehicleId: v.id, userStartLocation: { latitude: far.lat, longitude: far.lng } }), 405, 'UserTooFarFromVehicle', 'user too far from vehicle');
+    expectError(
+      await start({ userId: user, vehicleId: v.id, userStartLocation: { latitude: far.lat, longitude: far.lng } }),
+      405,
+      'UserTooFarFromVehicle',
+      'user too far from vehicle',
+    );
     const low = await insertVehicle(t.ctx.db, zone, { battery: 5 });
     expectError(await start({ userId: user, vehicleId: low.id }), 405, 'VehicleNotAvailable');
     const licZone = await insertZone(t.ctx.db, { licenceRequired: true });
@@ -218,7 +257,11 @@ describe('partner API: rentals', function () {
   it('unexpected failures: FailedToStartRental, InternalServerError, 503 when the database is down; nothing leaks', async () => {
     const user = await insertUser(t.ctx.db, p.id);
     const v = await insertVehicle(t.ctx.db, zone, { northM: 1500 });
-    const broken: VehicleGateway = { unlock: () => Promise.reject(new TypeError('boom at 0xdeadbeef')), lock: () => Promise.resolve(), setMaxSpeed: () => Promise.resolve() };
+    const broken: VehicleGateway = {
+      unlock: () => Promise.reject(new TypeError('boom at 0xdeadbeef')),
+      lock: () => Promise.resolve(),
+      setMaxSpeed: () => Promise.resolve(),
+    };
     const s1 = buildApp({ ...t.ctx, gateway: broken }).callback();
     const r1 = await request(s1).post('/v1/rental/start').set('X-Auth-Token', p.key).send({ userId: user, vehicleId: v.id });
     expectError(r1, 500, 'FailedToStartRental', 'unexpected error');

@@ -3,7 +3,16 @@ import { expect } from 'chai';
 import request from 'supertest';
 import { useTestContext } from './support/context.js';
 import { buildApp } from '../api/app.js';
-import { expectError, expectValid, failingQuery, insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture } from './support/partner-fixtures.js';
+import {
+  expectError,
+  expectValid,
+  failingQuery,
+  insertPartner,
+  insertUser,
+  insertVehicle,
+  insertZone,
+  type PartnerFixture,
+} from './support/partner-fixtures.js';
 import { UserRecord } from '../schemas/partner/responses.js';
 import { startRental } from '../lib/rentals/engine.js';
 
@@ -19,7 +28,11 @@ describe('partner API: users, auth and transport', function () {
     other = await insertPartner(t.ctx.db);
   });
 
-  const post = (path: string, body: unknown, key = p.key) => request(server).post(path).set('X-Auth-Token', key).send(body as object);
+  const post = (path: string, body: unknown, key = p.key) =>
+    request(server)
+      .post(path)
+      .set('X-Auth-Token', key)
+      .send(body as object);
 
   describe('register', () => {
     it('registers a user and reads it back (singular, plural, Bearer)', async () => {
@@ -67,14 +80,22 @@ describe('partner API: users, auth and transport', function () {
     it('get: InvalidUserId for non-UUID and non-v4 ids, ErrUserNotFound for unknown and other partners', async () => {
       expectError(await request(server).get('/v1/user/id/123').set('X-Auth-Token', p.key), 400, 'InvalidUserId', 'invalid user id');
       expectError(await request(server).get('/v1/user/id/6ba7b810-9dad-11d1-80b4-00c04fd430c8').set('X-Auth-Token', p.key), 400, 'InvalidUserId');
-      expectError(await request(server).get('/v1/user/id/6ba7b810-9dad-41d1-80b4-00c04fd430c8').set('X-Auth-Token', p.key), 404, 'ErrUserNotFound', 'user not found');
+      expectError(
+        await request(server).get('/v1/user/id/6ba7b810-9dad-41d1-80b4-00c04fd430c8').set('X-Auth-Token', p.key),
+        404,
+        'ErrUserNotFound',
+        'user not found',
+      );
       const theirs = await insertUser(t.ctx.db, other.id);
       expectError(await request(server).get(`/v1/user/id/${theirs}`).set('X-Auth-Token', p.key), 404, 'ErrUserNotFound');
     });
     it('update changes only sent fields', async () => {
       const id = (await post('/v1/user/register', { email: 'b@example.com', externalId: 'b-1' })).body.data.id;
       for (const path of [`/v1/user/${id}`, `/v1/users/${id}`]) {
-        const r = await request(server).patch(path).set('X-Auth-Token', p.key).send({ email: `new-${path.length}@example.com` });
+        const r = await request(server)
+          .patch(path)
+          .set('X-Auth-Token', p.key)
+          .send({ email: `new-${path.length}@example.com` });
         expect(r.status).to.equal(200);
         expect(r.body.data.attributes).to.deep.equal({ email: `new-${path.length}@example.com`, externalId: 'b-1' });
       }
@@ -92,14 +113,22 @@ describe('partner API: users, auth and transport', function () {
       const id = (await post('/v1/user/register', { email: 'c@example.com', externalId: 'c-1' })).body.data.id;
       const rental = await startRental(t.ctx, { partnerId: p.id, userId: id, vehicleId: v.id, source: 'partner' });
       expectError(await request(server).delete(`/v1/user/${id}`).set('X-Auth-Token', p.key), 409, 'UserHasActiveRental');
-      await t.ctx.db.query(`UPDATE rentals SET state='ENDED', ended_at=started_at, duration_min=0, distance_m=0, subtotal=0, total_amount=0, vat_amount=0, vehicle_end_location=vehicle_start_location WHERE id=$1`, [rental.id]);
+      await t.ctx.db.query(
+        `UPDATE rentals SET state='ENDED', ended_at=started_at, duration_min=0, distance_m=0, subtotal=0, total_amount=0, vat_amount=0, vehicle_end_location=vehicle_start_location WHERE id=$1`,
+        [rental.id],
+      );
       expectError(await request(server).delete(`/v1/user/${id}`).set('X-Auth-Token', other.key), 404, 'ErrUserNotFound');
       // the same customer's personal data on a TOMP booking and its support ticket goes too
       const { id: bookingId } = await t.ctx.db.one(
         `INSERT INTO tomp_bookings (partner_id, user_id, vehicle_id, state, from_location, customer_external_id, expires_at)
-         VALUES ($1, $2, $3, 'CANCELLED', ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326), 'c-1', now()) RETURNING id`, [p.id, id, v.id]);
-      await t.ctx.db.query(`INSERT INTO support_tickets (booking_id, partner_id, support_type, occurred_at, contact_information_end_user, comment)
-                            VALUES ($1, $2, 'OTHER', now(), 'c@example.com +49 30 1234', 'my name is C')`, [bookingId, p.id]);
+         VALUES ($1, $2, $3, 'CANCELLED', ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326), 'c-1', now()) RETURNING id`,
+        [p.id, id, v.id],
+      );
+      await t.ctx.db.query(
+        `INSERT INTO support_tickets (booking_id, partner_id, support_type, occurred_at, contact_information_end_user, comment)
+                            VALUES ($1, $2, 'OTHER', now(), 'c@example.com +49 30 1234', 'my name is C')`,
+        [bookingId, p.id],
+      );
       const del = await request(server).delete(`/v1/user/${id}`).set('X-Auth-Token', p.key);
       expect(del.status).to.equal(204);
       const row = await t.ctx.db.one(`SELECT email, external_id, deleted_at FROM users WHERE id = $1`, [id]);
@@ -108,8 +137,10 @@ describe('partner API: users, auth and transport', function () {
       expect(row.deleted_at).to.be.instanceOf(Date);
       expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE user_id = $1`, [id])).n).to.equal(1);
       expect((await t.ctx.db.one(`SELECT customer_external_id FROM tomp_bookings WHERE id = $1`, [bookingId])).customer_external_id).to.equal('[erased]');
-      expect(await t.ctx.db.one(`SELECT contact_information_end_user, comment FROM support_tickets WHERE booking_id = $1`, [bookingId]))
-        .to.deep.equal({ contact_information_end_user: '[erased]', comment: '[erased]' });
+      expect(await t.ctx.db.one(`SELECT contact_information_end_user, comment FROM support_tickets WHERE booking_id = $1`, [bookingId])).to.deep.equal({
+        contact_information_end_user: '[erased]',
+        comment: '[erased]',
+      });
       expectError(await request(server).get(`/v1/user/id/${id}`).set('X-Auth-Token', p.key), 404, 'ErrUserNotFound');
       expectError(await request(server).delete(`/v1/users/${id}`).set('X-Auth-Token', p.key), 404, 'ErrUserNotFound');
       expectError(await request(server).delete(`/v1/user/nope`).set('X-Auth-Token', p.key), 400, 'InvalidUserId');

@@ -121,7 +121,11 @@ describe('publication: the sink', () => {
     const sink = new PublicationSink<ReportIndexRow>(t.ctx.store, REPORT_INDEX);
     await sink.put(undefined, { key: r.key, stored: s, contentType: 'text/csv' }, () => [r]);
     await sink.flush(t.ctx.db, t.ctx.clock.now());
-    expect(await t.ctx.db.one(`SELECT object_key, sha256, bytes FROM feed_reports WHERE scope = $1`, [zone])).to.deep.equal({ object_key: r.key, sha256: s.sha256, bytes: s.bytes });
+    expect(await t.ctx.db.one(`SELECT object_key, sha256, bytes FROM feed_reports WHERE scope = $1`, [zone])).to.deep.equal({
+      object_key: r.key,
+      sha256: s.sha256,
+      bytes: s.bytes,
+    });
   });
 });
 
@@ -210,20 +214,36 @@ describe('publication: the lock', () => {
   });
 
   it('an error of the writer releases its locks; a failed transaction rolls back', async () => {
-    await withPublicationLock(ctx(), ['unit/x'], (held) => held.tx(async (tx) => {
-      await tx.query(`CREATE TEMP TABLE lock_probe (n int)`);
-      throw new Error('writer failed');
-    })).catch((e: unknown) => expect(String(e)).to.match(/writer failed/));
-    expect(await tryPublicationLock(ctx(), 'unit/x', async (held) => (await held.conn.many(`SELECT 1 FROM pg_tables WHERE tablename = 'lock_probe'`)).length))
-      .to.deep.equal({ locked: true, value: 0 });
+    await withPublicationLock(ctx(), ['unit/x'], (held) =>
+      held.tx(async (tx) => {
+        await tx.query(`CREATE TEMP TABLE lock_probe (n int)`);
+        throw new Error('writer failed');
+      }),
+    ).catch((e: unknown) => expect(String(e)).to.match(/writer failed/));
+    expect(
+      await tryPublicationLock(ctx(), 'unit/x', async (held) => (await held.conn.many(`SELECT 1 FROM pg_tables WHERE tablename = 'lock_probe'`)).length),
+    ).to.deep.equal({ locked: true, value: 0 });
   });
 });
 
 describe('publication: the serving decision', () => {
   const meta = (over: Partial<ObjectMeta> = {}): ObjectMeta => ({
-    key: 'k', size: 42, contentType: 'application/json', contentEncoding: 'gzip', etag: '"abc"', lastModified: new Date('2026-11-21T09:05:00Z'), metadata: {}, ...over,
+    key: 'k',
+    size: 42,
+    contentType: 'application/json',
+    contentEncoding: 'gzip',
+    etag: '"abc"',
+    lastModified: new Date('2026-11-21T09:05:00Z'),
+    metadata: {},
+    ...over,
   });
-  const req = (over: Partial<ConditionalRequest> = {}): ConditionalRequest => ({ head: false, ifNoneMatch: undefined, ifModifiedSince: undefined, acceptsGzip: true, ...over });
+  const req = (over: Partial<ConditionalRequest> = {}): ConditionalRequest => ({
+    head: false,
+    ifNoneMatch: undefined,
+    ifModifiedSince: undefined,
+    acceptsGzip: true,
+    ...over,
+  });
   const rule = { cacheControl: 'private, max-age=60', contentType: 'application/vnd.mds+json;version=2.0' };
 
   it('an hour that has not ended, or before its zone, does not exist; a closed hour serves only a current row', () => {
@@ -235,7 +255,13 @@ describe('publication: the serving decision', () => {
     expect(hourlyObject(published)).to.deep.equal({ key: 'k', version: 'k|s' });
     // one object per row: the hot path allocates nothing per request
     expect(hourlyObject(published)).to.equal(hourlyObject(published));
-    for (const r of [undefined, { ...published, dirty: true }, { ...published, status: 'failed' as const }, { ...published, status: 'pending' as const }, { ...published, object_key: null }]) {
+    for (const r of [
+      undefined,
+      { ...published, dirty: true },
+      { ...published, status: 'failed' as const },
+      { ...published, status: 'pending' as const },
+      { ...published, object_key: null },
+    ]) {
       expect(hourlyObject(r), JSON.stringify(r)).to.equal(undefined);
     }
     expect(servedObject({ object_key: null, sha256: null })).to.equal(undefined);
@@ -245,9 +271,24 @@ describe('publication: the serving decision', () => {
     const m = meta();
     const full = answerOf({ meta: m }, req(), rule);
     expect(full).to.deep.equal({
-      status: 200, body: 'stored',
-      headers: ['ETag', '"abc"', 'Last-Modified', 'Sat, 21 Nov 2026 09:05:00 GMT', 'Cache-Control', rule.cacheControl, 'Vary', 'Accept-Encoding',
-        'Content-Type', rule.contentType, 'Content-Encoding', 'gzip', 'Content-Length', '42'],
+      status: 200,
+      body: 'stored',
+      headers: [
+        'ETag',
+        '"abc"',
+        'Last-Modified',
+        'Sat, 21 Nov 2026 09:05:00 GMT',
+        'Cache-Control',
+        rule.cacheControl,
+        'Vary',
+        'Accept-Encoding',
+        'Content-Type',
+        rule.contentType,
+        'Content-Encoding',
+        'gzip',
+        'Content-Length',
+        '42',
+      ],
     });
     expect(answerOf({ meta: m }, req(), rule)).to.equal(full);
     expect(answerOf({ meta: m }, req({ head: true }), rule)).to.deep.equal({ ...full, body: 'none' });
@@ -266,8 +307,20 @@ describe('publication: the serving decision', () => {
   it('an object stored without gzip goes out as it is, whatever the client accepts', () => {
     const plain = answerOf({ meta: meta({ contentEncoding: undefined, contentType: 'text/csv' }) }, req({ acceptsGzip: false }), { cacheControl: 'private' });
     expect(plain).to.deep.equal({
-      status: 200, body: 'stored',
-      headers: ['ETag', '"abc"', 'Last-Modified', 'Sat, 21 Nov 2026 09:05:00 GMT', 'Cache-Control', 'private', 'Content-Type', 'text/csv', 'Content-Length', '42'],
+      status: 200,
+      body: 'stored',
+      headers: [
+        'ETag',
+        '"abc"',
+        'Last-Modified',
+        'Sat, 21 Nov 2026 09:05:00 GMT',
+        'Cache-Control',
+        'private',
+        'Content-Type',
+        'text/csv',
+        'Content-Length',
+        '42',
+      ],
     });
   });
 });

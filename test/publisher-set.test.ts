@@ -96,7 +96,11 @@ describe('publisher: one pass per hour (publishHourSet)', function () {
       ...reversed.map((f) => publishHour(t.ctx, f, zone, H9).then((r) => [r])),
     ]);
     for (const f of HOURLY_FEEDS) {
-      const outcomes = runs.flat().filter((r) => r.feed === f.id).map((r) => r.outcome).sort();
+      const outcomes = runs
+        .flat()
+        .filter((r) => r.feed === f.id)
+        .map((r) => r.outcome)
+        .sort();
       expect(outcomes, f.id).to.deep.equal(['unchanged', 'unchanged', 'written']);
     }
   });
@@ -105,8 +109,14 @@ describe('publisher: one pass per hour (publishHourSet)', function () {
     const zone = await feedZone(t.ctx.db, { createdAt: at('2026-11-21T00:00:00Z') });
     await fill(t.ctx.db, zone, 2);
     const res = await publishHourSet(t.ctx, zone, H9, { feeds: [feedById('mds-1.2-trips')!, feedById('mds-0.4-status_changes')!] });
-    expect(res.map((r) => [r.feed, r.outcome])).to.deep.equal([['mds-1.2-trips', 'written'], ['mds-0.4-status_changes', 'written']]);
+    expect(res.map((r) => [r.feed, r.outcome])).to.deep.equal([
+      ['mds-1.2-trips', 'written'],
+      ['mds-0.4-status_changes', 'written'],
+    ]);
     const rows = await t.ctx.db.many(`SELECT feed, version FROM feed_publications WHERE scope = $1 ORDER BY feed, version`, [zone]);
-    expect(rows).to.deep.equal([{ feed: 'mds_status_changes', version: '0.4' }, { feed: 'mds_trips', version: '1.2' }]);
+    expect(rows).to.deep.equal([
+      { feed: 'mds_status_changes', version: '0.4' },
+      { feed: 'mds_trips', version: '1.2' },
+    ]);
   });
 });

@@ -38,7 +38,9 @@ describe('races', function () {
   const expectOneCharge = async (rentalId: string) => {
     expect(await one(`SELECT count(*)::int AS n FROM trips WHERE rental_id = $1`, [rentalId]), 'trips').to.equal(1);
     expect(
-      await one(`SELECT count(*)::int AS n FROM events e JOIN rentals r ON r.trip_id = ANY (e.trip_ids) WHERE r.id = $1 AND 'trip_end' = ANY (e.event_types)`, [rentalId]),
+      await one(`SELECT count(*)::int AS n FROM events e JOIN rentals r ON r.trip_id = ANY (e.trip_ids) WHERE r.id = $1 AND 'trip_end' = ANY (e.event_types)`, [
+        rentalId,
+      ]),
       'trip_end events',
     ).to.equal(1);
   };
@@ -50,14 +52,21 @@ describe('races', function () {
     const answers = await Promise.all(users.map((u) => start(u, vehicle.id)));
     for (const res of answers) expectSafe(ROW, res, 'start on one vehicle');
     const won = answers.filter((r) => r.status === 200);
-    expect(won, answers.filter((r) => r.status !== 200).slice(0, 3).map((r) => r.text).join('\n')).to.have.length(1);
+    expect(
+      won,
+      answers
+        .filter((r) => r.status !== 200)
+        .slice(0, 3)
+        .map((r) => r.text)
+        .join('\n'),
+    ).to.have.length(1);
     for (const res of answers.filter((r) => r.status !== 200)) {
       expect(['VehicleNotAvailable', 'RentalAlreadyExists'], res.text).to.include(res.body.errors[0].code);
     }
     expect(await one(`SELECT count(*)::int AS n FROM rentals WHERE vehicle_id = $1 AND state = 'RUNNING'`, [vehicle.id])).to.equal(1);
     expect(await one(`SELECT count(*)::int AS n FROM rentals WHERE vehicle_id = $1`, [vehicle.id])).to.equal(1);
     expect(await one(`SELECT count(*)::int AS n FROM events WHERE device_id = $1 AND 'trip_start' = ANY (event_types)`, [vehicle.id])).to.equal(1);
-    await end(won[0]!.body.data[0].id);
+    await end(won[0].body.data[0].id);
   });
 
   it('one user starting on 50 vehicles at once: exactly one running rental', async () => {
@@ -72,7 +81,7 @@ describe('races', function () {
     expect(await one(`SELECT count(*)::int AS n FROM rentals WHERE user_id = $1`, [user])).to.equal(1);
     // the losers' vehicles are still ready (no half-started rental left a vehicle unlocked or riding)
     expect(await one(`SELECT count(*)::int AS n FROM vehicles WHERE id = ANY ($1) AND status = 'ready'`, [vehicles.map((v) => v.id)])).to.equal(49);
-    await end(won[0]!.body.data[0].id);
+    await end(won[0].body.data[0].id);
   });
 
   it('with injected unlock and lock failures: no half-started rental, a failed end is retried once', async () => {
@@ -91,7 +100,7 @@ describe('races', function () {
     expect(won.length).to.be.at.most(1);
     expect(await one(`SELECT count(*)::int AS n FROM rentals WHERE vehicle_id = $1 AND state = 'RUNNING'`, [vehicle.id])).to.equal(won.length);
     if (won.length === 0) return;
-    const id = won[0]!.body.data[0].id as string;
+    const id = won[0].body.data[0].id as string;
     t.ctx.gateway.failNext('lock', 'refused', 1);
     count(ROW, 'faults');
     count(ROW, 'races');
@@ -127,7 +136,10 @@ describe('races', function () {
       count(ROW, 'races');
       const answers = await Promise.all([0, 1, 2].map(() => end(id)));
       for (const res of answers) expectSafe(ROW, res, 'double end');
-      expect(answers.filter((r) => r.status === 200), answers.map((r) => r.text).join('\n')).to.have.length(1);
+      expect(
+        answers.filter((r) => r.status === 200),
+        answers.map((r) => r.text).join('\n'),
+      ).to.have.length(1);
       for (const res of answers.filter((r) => r.status !== 200)) expectError(res, 400, 'RentalAlreadyEnded');
       await expectOneCharge(id);
       expect(t.ctx.gateway.calls.filter((c) => c.command === 'lock' && c.vehicleId === v.id)).to.have.length(1);

@@ -14,8 +14,8 @@ describe('rate limiter', () => {
     for (let i = 0; i < 5; i++) results.push(await rl.hit('key-a', 3));
     expect(results.map((r) => r.allowed)).to.deep.equal([true, true, true, false, false]);
     expect(results.map((r) => r.remaining)).to.deep.equal([2, 1, 0, 0, 0]);
-    expect(results[0]!.retryAfterSeconds).to.equal(0);
-    expect(results[3]!.retryAfterSeconds).to.equal(45); // 44.5 s left, rounded up
+    expect(results[0].retryAfterSeconds).to.equal(0);
+    expect(results[3].retryAfterSeconds).to.equal(45); // 44.5 s left, rounded up
     // another key has its own budget
     expect(await rl.hit('key-b', 3)).to.deep.equal({ allowed: true, remaining: 2, retryAfterSeconds: 0 });
   });

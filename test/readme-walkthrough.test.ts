@@ -43,7 +43,6 @@ const REPUBLISH_QUEUED = new RegExp(
   'm',
 );
 
-
 /** `METHOD /path status`, ids as {id}, the month of a report as {month}, without the query. */
 function requestLine(r: { method: string; url: string; status: number }): string {
   const path = new URL(r.url).pathname.replace(new RegExp(UUID, 'g'), '{id}').replace(/\/\d{4}-\d{2}\.csv$/, '/{month}.csv');
@@ -124,7 +123,9 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
     db = new Db(database.url, createLogger('silent'));
     // during Copenhagen's sleep hours its fleet is off the street (the simulated operator takes it in):
     // the README tells a reader to book in berlin then, and so does the test
-    const cph = await db.one<{ timezone: string; sleep_windows: Array<{ start: string; end: string }> }>(`SELECT timezone, sleep_windows FROM zones WHERE id = 'copenhagen'`);
+    const cph = await db.one<{ timezone: string; sleep_windows: Array<{ start: string; end: string }> }>(
+      `SELECT timezone, sleep_windows FROM zones WHERE id = 'copenhagen'`,
+    );
     if (sleepsWithin(cph.sleep_windows, cph.timezone, 15)) {
       tompZone = 'berlin';
       console.log(`      copenhagen sleeps during this run: the TOMP block books in berlin, as the README says`);
@@ -151,7 +152,9 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
       [`/v1/partner-apis/mds/berlin/reports/${lastMonth}.csv`, reportExpected],
     ] as const;
     for (let i = 0; i < 120; i++) {
-      const statuses = await Promise.all(ready.map(([p]) => fetch(`${base}${p}`, { headers: { Authorization: `Bearer ${access_token}` } }).then((r) => r.status)));
+      const statuses = await Promise.all(
+        ready.map(([p]) => fetch(`${base}${p}`, { headers: { Authorization: `Bearer ${access_token}` } }).then((r) => r.status)),
+      );
       if (statuses.every((s, k) => s === ready[k][1])) break;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -332,7 +335,9 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
     expect(count(/^\{"version":"2\.0\.0","vehicles":(\d+)\}$/m)).to.be.within(1, FLEET);
     expect(count(/^\{"version":"3\.0","vehicles":(\d+)\}$/m)).to.be.within(1, FLEET);
     // the insurance feed twice (key, then deprecated OAuth path): the same hour, the same trips
-    const insurance = block('feeds').stdout.split('\n').filter((l) => /^\{"version":"2\.0\.0","trips":\d+\}$/.test(l));
+    const insurance = block('feeds')
+      .stdout.split('\n')
+      .filter((l) => /^\{"version":"2\.0\.0","trips":\d+\}$/.test(l));
     expect(insurance).to.have.length(3);
     expect(insurance[1]).to.equal(insurance[2]);
   });

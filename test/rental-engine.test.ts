@@ -25,7 +25,15 @@ async function rejects(p: Promise<unknown>): Promise<RentalError> {
 
 describe('pricing', () => {
   it('charges start price plus rounded-up minutes, VAT included', () => {
-    const c = computeCost({ startPrice: 100, pricePerMinute: 25, vatRate: 0.19, durationSeconds: 61, distanceMeters: 500, endedAt: new Date('2026-01-01'), charge: true });
+    const c = computeCost({
+      startPrice: 100,
+      pricePerMinute: 25,
+      vatRate: 0.19,
+      durationSeconds: 61,
+      distanceMeters: 500,
+      endedAt: new Date('2026-01-01'),
+      charge: true,
+    });
     expect(c.durationMin).to.equal(2);
     expect(c.total).to.equal(150);
     // 150 / 1.19 = 126.05 → 126; VAT 24
@@ -34,11 +42,17 @@ describe('pricing', () => {
     expect(c.subtotal + c.vat).to.equal(c.total);
   });
   it('exact minutes are not rounded up; zero seconds is zero minutes', () => {
-    expect(computeCost({ startPrice: 0, pricePerMinute: 10, vatRate: 0.2, durationSeconds: 120, distanceMeters: 1, endedAt: new Date(), charge: true }).durationMin).to.equal(2);
-    expect(computeCost({ startPrice: 0, pricePerMinute: 10, vatRate: 0.2, durationSeconds: 0, distanceMeters: 1, endedAt: new Date(), charge: true }).total).to.equal(0);
+    expect(
+      computeCost({ startPrice: 0, pricePerMinute: 10, vatRate: 0.2, durationSeconds: 120, distanceMeters: 1, endedAt: new Date(), charge: true }).durationMin,
+    ).to.equal(2);
+    expect(
+      computeCost({ startPrice: 0, pricePerMinute: 10, vatRate: 0.2, durationSeconds: 0, distanceMeters: 1, endedAt: new Date(), charge: true }).total,
+    ).to.equal(0);
   });
   it('no charge means every amount is 0', () => {
-    expect(computeCost({ startPrice: 100, pricePerMinute: 25, vatRate: 0.19, durationSeconds: 600, distanceMeters: 900, endedAt: new Date(), charge: false })).to.include({ total: 0, vat: 0, subtotal: 0, durationMin: 10 });
+    expect(
+      computeCost({ startPrice: 100, pricePerMinute: 25, vatRate: 0.19, durationSeconds: 600, distanceMeters: 900, endedAt: new Date(), charge: false }),
+    ).to.include({ total: 0, vat: 0, subtotal: 0, durationMin: 10 });
   });
   it('short rides before 2024 were free, from 2024 every ride is charged', () => {
     const base = { startPrice: 100, pricePerMinute: 25, vatRate: 0.19, durationSeconds: 60, distanceMeters: 50, charge: true };
@@ -99,9 +113,30 @@ describe('rental engine', function () {
     // a ride of ~300 m over 4.5 minutes
     const p1 = offset(zone.lat, zone.lng, 150, 0);
     const p2 = offset(zone.lat, zone.lng, 300, 0);
-    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date('2026-06-01T10:02:00Z'), location: { lat: v.lat, lng: v.lng }, batteryPercent: 79, tripId: r.tripId });
-    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date('2026-06-01T10:03:00Z'), location: p1, batteryPercent: 78, tripId: r.tripId });
-    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date('2026-06-01T10:04:00Z'), location: p2, batteryPercent: 77, tripId: r.tripId });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone.id,
+      ts: new Date('2026-06-01T10:02:00Z'),
+      location: { lat: v.lat, lng: v.lng },
+      batteryPercent: 79,
+      tripId: r.tripId,
+    });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone.id,
+      ts: new Date('2026-06-01T10:03:00Z'),
+      location: p1,
+      batteryPercent: 78,
+      tripId: r.tripId,
+    });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone.id,
+      ts: new Date('2026-06-01T10:04:00Z'),
+      location: p2,
+      batteryPercent: 77,
+      tripId: r.tripId,
+    });
     t.ctx.clock.advance(4.5 * 60_000);
     const e = await endRental(t.ctx, { partnerId: partner.id, rentalId: r.id });
     expect(e.state).to.equal('ENDED');
@@ -116,7 +151,10 @@ describe('rental engine', function () {
     expect(after).to.include({ status: 'ready', locked: true, mds_state: 'available' });
     expect(after.gbfs_id).to.not.equal(veh.gbfs_id);
     const events = await t.ctx.db.many(`SELECT event_types, vehicle_state, trip_ids FROM events WHERE device_id = $1 ORDER BY ts`, [v.id]);
-    expect(events.map((x) => [x.event_types[0], x.vehicle_state])).to.deep.equal([['trip_start', 'on_trip'], ['trip_end', 'available']]);
+    expect(events.map((x) => [x.event_types[0], x.vehicle_state])).to.deep.equal([
+      ['trip_start', 'on_trip'],
+      ['trip_end', 'available'],
+    ]);
     expect(events.every((x) => x.trip_ids[0] === r.tripId)).to.equal(true);
     const trip = await t.ctx.db.one(`SELECT * FROM trips WHERE trip_id = $1`, [r.tripId]);
     expect(trip).to.include({ rental_id: r.id, duration_s: 270, distance_m: e.distanceM, trip_type: 'rider', user_ride_count: 1 });
@@ -130,14 +168,24 @@ describe('rental engine', function () {
     // one telemetry point 150 m out; the vehicle ends 300 m out, after its last point of the trip
     const p1 = offset(zone.lat, zone.lng, 150, 0);
     const p3 = offset(zone.lat, zone.lng, 300, 0);
-    await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId: zone.id, ts: new Date(t.ctx.clock.now().getTime() + 60_000), location: p1, batteryPercent: 79, tripId: r.tripId });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: v.id,
+      zoneId: zone.id,
+      ts: new Date(t.ctx.clock.now().getTime() + 60_000),
+      location: p1,
+      batteryPercent: 79,
+      tripId: r.tripId,
+    });
     await t.ctx.db.query(`UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint($2, $3), 4326) WHERE id = $1`, [v.id, p3.lng, p3.lat]);
     t.ctx.clock.advance(3 * 60_000);
     const running = (await getRental(t.ctx.db, r.id, null, t.ctx.clock.now()))!;
     const e = await endRental(t.ctx, { partnerId: partner.id, rentalId: r.id });
     expect(e.distanceM).to.be.within(299, 302);
     expect(running.distanceM, 'the running figure counts as the end will').to.equal(e.distanceM);
-    const straight = await t.ctx.db.one(`SELECT ST_Distance(start_location::geography, end_location::geography) AS m, distance_m FROM trips WHERE trip_id = $1`, [r.tripId]);
+    const straight = await t.ctx.db.one(
+      `SELECT ST_Distance(start_location::geography, end_location::geography) AS m, distance_m FROM trips WHERE trip_id = $1`,
+      [r.tripId],
+    );
     expect(straight.distance_m).to.be.at.least(straight.m);
   });
 
@@ -177,7 +225,10 @@ describe('rental engine', function () {
     expect((await rejects(start(u, sv.id))).code).to.equal('ZoneIsSleeping');
     const r = await start(u, v.id, { userStartLocation: { latitude: near.lat, longitude: near.lng }, beginnersMode: true });
     expect(r.userStartLocation!.latitude).to.be.closeTo(near.lat, 1e-9);
-    expect(t.ctx.gateway.calls.map((c) => [c.command, c.arg])).to.deep.equal([['unlock', undefined], ['set_speed', 15]]);
+    expect(t.ctx.gateway.calls.map((c) => [c.command, c.arg])).to.deep.equal([
+      ['unlock', undefined],
+      ['set_speed', 15],
+    ]);
   });
 
   it('a refused or unanswered unlock leaves nothing running', async () => {
@@ -226,7 +277,12 @@ describe('rental engine', function () {
     // the vehicle was never unlocked
     expect(t.ctx.gateway.calls.map((c) => c.command)).to.deep.equal([]);
     let seen: string | undefined;
-    const r = await start(u, v.id, { within: async (_tx: unknown, rental: { id: string }) => void (seen = rental.id) });
+    const r = await start(u, v.id, {
+      within: (_tx: unknown, rental: { id: string }) => {
+        seen = rental.id;
+        return Promise.resolve();
+      },
+    });
     expect(seen).to.equal(r.id);
   });
 
@@ -317,7 +373,9 @@ describe('rental engine', function () {
   });
 
   it('auto end: idle 10 minutes where parking is permitted, exactly once with concurrent workers', async () => {
-    await t.ctx.db.query(`UPDATE rentals SET state = 'ENDED_INTERNALLY', ended_at = started_at, duration_min = 0, distance_m = 0, subtotal = 0, total_amount = 0, vat_amount = 0, vehicle_end_location = vehicle_start_location WHERE state = 'RUNNING'`);
+    await t.ctx.db.query(
+      `UPDATE rentals SET state = 'ENDED_INTERNALLY', ended_at = started_at, duration_min = 0, distance_m = 0, subtotal = 0, total_amount = 0, vat_amount = 0, vehicle_end_location = vehicle_start_location WHERE state = 'RUNNING'`,
+    );
     await t.ctx.db.query(`UPDATE vehicles SET status = 'ready', locked = true, mds_state = 'available'`);
     // earlier tests' rentals are out of this test's way
     await t.ctx.db.query(`UPDATE rentals SET photo_decision = 'unknown' WHERE photo_decision IS NULL`);
@@ -337,7 +395,14 @@ describe('rental engine', function () {
     t.ctx.clock.advance(9 * 60_000);
     expect(await autoEndIdleRentals(t.ctx)).to.equal(0);
     t.ctx.clock.advance(60_000);
-    await recordTelemetry(t.ctx.db, { deviceId: moving.id, zoneId: zone.id, ts: t.ctx.clock.now(), location: offset(zone.lat, zone.lng, 2200, 0), batteryPercent: 70, tripId: r2.tripId });
+    await recordTelemetry(t.ctx.db, {
+      deviceId: moving.id,
+      zoneId: zone.id,
+      ts: t.ctx.clock.now(),
+      location: offset(zone.lat, zone.lng, 2200, 0),
+      batteryPercent: 70,
+      tripId: r2.tripId,
+    });
     const counts = await Promise.all([autoEndIdleRentals(t.ctx), autoEndIdleRentals(t.ctx), autoEndIdleRentals(t.ctx)]);
     expect(counts.reduce((a, b) => a + b, 0)).to.equal(1);
     const states = await t.ctx.db.many(`SELECT id, state, total_amount FROM rentals WHERE id = ANY($1)`, [[r1.id, r2.id, r3.id]]);
@@ -352,7 +417,7 @@ describe('rental engine', function () {
     expect(await expirePhotoWindows(t.ctx)).to.equal(0);
     t.ctx.clock.advance(2 * 60_000);
     const n = await Promise.all([expirePhotoWindows(t.ctx), expirePhotoWindows(t.ctx)]);
-    expect(n[0]! + n[1]!).to.be.greaterThan(0);
+    expect(n[0] + n[1]).to.be.greaterThan(0);
     expect((await t.ctx.db.one(`SELECT photo_decision FROM rentals WHERE id = $1`, [r1.id])).photo_decision).to.equal('bad-parking');
     expect(await expirePhotoWindows(t.ctx)).to.equal(0);
   });

@@ -23,7 +23,9 @@ describe('demo seed', () => {
 
   it('creates two zones in different cities, one free-floating and one with parking spots', async () => {
     expect(first.created).to.equal(true);
-    const zones = await t.ctx.db.many(`SELECT id, city, country, timezone, currency, vat_rate, parking_mode, licence_verification_required, sleep_windows FROM zones ORDER BY id`);
+    const zones = await t.ctx.db.many(
+      `SELECT id, city, country, timezone, currency, vat_rate, parking_mode, licence_verification_required, sleep_windows FROM zones ORDER BY id`,
+    );
     expect(zones.map((z) => [z.id, z.city, z.country, z.currency, z.vat_rate, z.parking_mode])).to.deep.equal([
       ['berlin', 'Berlin', 'DE', 'EUR', 0.19, 'free-floating'],
       ['copenhagen', 'Copenhagen', 'DK', 'DKK', 0.25, 'parking-spot'],
@@ -41,7 +43,9 @@ describe('demo seed', () => {
     expect(await count(`SELECT 1 FROM areas WHERE area_type = 'slow-zone' AND max_speed_kph IS NULL`)).to.equal(0);
     expect(await count(`SELECT 1 FROM areas WHERE area_type = 'parking-spot' AND capacity > 0`)).to.be.greaterThan(5);
     // real city centres
-    const c = await t.ctx.db.many(`SELECT zone_id, ST_X(ST_Centroid(geom)) AS lng, ST_Y(ST_Centroid(geom)) AS lat FROM areas WHERE area_type = 'operations' ORDER BY zone_id`);
+    const c = await t.ctx.db.many(
+      `SELECT zone_id, ST_X(ST_Centroid(geom)) AS lng, ST_Y(ST_Centroid(geom)) AS lat FROM areas WHERE area_type = 'operations' ORDER BY zone_id`,
+    );
     expect(c[0].lat).to.be.closeTo(52.52, 0.05);
     expect(c[0].lng).to.be.closeTo(13.405, 0.05);
     expect(c[1].lat).to.be.closeTo(55.676, 0.05);
@@ -49,7 +53,9 @@ describe('demo seed', () => {
   });
 
   it('prices every vehicle type in every zone', async () => {
-    const rows = await t.ctx.db.many(`SELECT p.zone_id, p.vehicle_type_id, vt.form_factor, vt.propulsion_type FROM pricing p JOIN vehicle_types vt ON vt.id = p.vehicle_type_id ORDER BY 1, 2`);
+    const rows = await t.ctx.db.many(
+      `SELECT p.zone_id, p.vehicle_type_id, vt.form_factor, vt.propulsion_type FROM pricing p JOIN vehicle_types vt ON vt.id = p.vehicle_type_id ORDER BY 1, 2`,
+    );
     expect(rows.map((r) => `${r.zone_id}/${r.vehicle_type_id}/${r.form_factor}/${r.propulsion_type}`)).to.deep.equal([
       'berlin/bicycle/bicycle/electric_assist',
       'berlin/scooter/scooter/electric',
@@ -68,15 +74,31 @@ describe('demo seed', () => {
       expect(v.license_plate).to.be.a('string').and.not.equal('');
       expect([v.mds_state, v.status, v.locked]).to.deep.equal(['available', 'ready', true]);
     }
-    expect(await count(`SELECT 1 FROM vehicles v WHERE NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = v.zone_id AND a.area_type = 'operations' AND ST_Covers(a.geom, v.location))`)).to.equal(0);
-    expect(await count(`SELECT 1 FROM vehicles v JOIN areas a ON a.zone_id = v.zone_id AND a.area_type IN ('no-riding', 'no-parking') AND ST_Covers(a.geom, v.location)`)).to.equal(0);
-    expect(await count(`SELECT 1 FROM vehicles v WHERE v.zone_id = 'copenhagen' AND NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = v.zone_id AND a.area_type = 'parking-spot' AND ST_Covers(a.geom, v.location))`)).to.equal(0);
+    expect(
+      await count(
+        `SELECT 1 FROM vehicles v WHERE NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = v.zone_id AND a.area_type = 'operations' AND ST_Covers(a.geom, v.location))`,
+      ),
+    ).to.equal(0);
+    expect(
+      await count(
+        `SELECT 1 FROM vehicles v JOIN areas a ON a.zone_id = v.zone_id AND a.area_type IN ('no-riding', 'no-parking') AND ST_Covers(a.geom, v.location)`,
+      ),
+    ).to.equal(0);
+    expect(
+      await count(
+        `SELECT 1 FROM vehicles v WHERE v.zone_id = 'copenhagen' AND NOT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = v.zone_id AND a.area_type = 'parking-spot' AND ST_Covers(a.geom, v.location))`,
+      ),
+    ).to.equal(0);
     // every vehicle was put into service by a provider_drop_off event that explains its state
-    expect(await count(`SELECT 1 FROM events WHERE event_types = ARRAY['provider_drop_off'] AND vehicle_state = 'available' AND ts = $1`, [first.deployedAt])).to.equal(80);
+    expect(
+      await count(`SELECT 1 FROM events WHERE event_types = ARRAY['provider_drop_off'] AND vehicle_state = 'available' AND ts = $1`, [first.deployedAt]),
+    ).to.equal(80);
   });
 
   it('creates the demo partners with user pools and working credentials', async () => {
-    const partners = await t.ctx.db.many(`SELECT name, kind, trip_type, (SELECT count(*)::int FROM users u WHERE u.partner_id = p.id) AS users FROM partners p ORDER BY name`);
+    const partners = await t.ctx.db.many(
+      `SELECT name, kind, trip_type, (SELECT count(*)::int FROM users u WHERE u.partner_id = p.id) AS users FROM partners p ORDER BY name`,
+    );
     expect(partners.map((p) => [p.name, p.kind, p.trip_type])).to.deep.equal([
       ['Demo Insurance', 'insurer', 'rider'],
       ['Demo MaaS', 'maas', 'maas'],
@@ -95,7 +117,9 @@ describe('demo seed', () => {
     expect(await verifier.verify('demo-ops-key', 'partner')).to.equal(undefined);
     expect(await verifier.verify('demo-partner-key', 'ops')).to.equal(undefined);
     // a verified key records its use (the Credentials view of the console reads it)
-    expect((await t.ctx.db.one(`SELECT last_used_at FROM api_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'Demo Operations'`)).last_used_at).to.be.instanceOf(Date);
+    expect(
+      (await t.ctx.db.one(`SELECT last_used_at FROM api_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'Demo Operations'`)).last_used_at,
+    ).to.be.instanceOf(Date);
     const city = await authenticateFeedClient(t.ctx.db, 'demo-city', 'demo-city-secret', t.ctx.clock.now());
     expect(city).to.include({ role: 'city', zones: null });
     expect((await t.ctx.db.one(`SELECT last_used_at FROM feed_clients WHERE client_id = 'demo-city'`)).last_used_at).to.be.instanceOf(Date);
@@ -122,10 +146,14 @@ describe('demo seed', () => {
   });
 
   it('is idempotent, also when run concurrently', async () => {
-    const before = await t.ctx.db.one(`SELECT (SELECT count(*) FROM vehicles) v, (SELECT count(*) FROM areas) a, (SELECT count(*) FROM users) u, (SELECT count(*) FROM api_keys) k, (SELECT count(*) FROM events) e`);
+    const before = await t.ctx.db.one(
+      `SELECT (SELECT count(*) FROM vehicles) v, (SELECT count(*) FROM areas) a, (SELECT count(*) FROM users) u, (SELECT count(*) FROM api_keys) k, (SELECT count(*) FROM events) e`,
+    );
     const again = await Promise.all([seedDemo(t.ctx), seedDemo(t.ctx)]);
     expect(again.map((s) => s.created)).to.deep.equal([false, false]);
-    const after = await t.ctx.db.one(`SELECT (SELECT count(*) FROM vehicles) v, (SELECT count(*) FROM areas) a, (SELECT count(*) FROM users) u, (SELECT count(*) FROM api_keys) k, (SELECT count(*) FROM events) e`);
+    const after = await t.ctx.db.one(
+      `SELECT (SELECT count(*) FROM vehicles) v, (SELECT count(*) FROM areas) a, (SELECT count(*) FROM users) u, (SELECT count(*) FROM api_keys) k, (SELECT count(*) FROM events) e`,
+    );
     expect(after).to.deep.equal(before);
   });
 
@@ -151,7 +179,8 @@ describe('demo seed', () => {
 
 describe('demo seed: only into an empty database or the demo', () => {
   const t = useTestContext({ now: '2026-03-10T12:00:00Z' });
-  const counts = () => t.ctx.db.one(`SELECT (SELECT count(*)::int FROM zones) AS zones, (SELECT count(*)::int FROM partners) AS partners,
+  const counts = () =>
+    t.ctx.db.one(`SELECT (SELECT count(*)::int FROM zones) AS zones, (SELECT count(*)::int FROM partners) AS partners,
                                             (SELECT count(*)::int FROM api_keys) AS keys, (SELECT count(*)::int FROM feed_clients) AS clients,
                                             (SELECT count(*)::int FROM database_marks) AS marks`);
 
@@ -159,10 +188,15 @@ describe('demo seed: only into an empty database or the demo', () => {
     await createKey(t.ctx.db, 'Acme Rides', 'partner');
     await createFeedClient(t.ctx.db, 'city-of-x', 'city', null);
     const before = await counts();
-    const err = await seedDemo(t.ctx).then(() => undefined, (e: Error) => e);
+    const err = await seedDemo(t.ctx).then(
+      () => undefined,
+      (e: Error) => e,
+    );
     expect(err).to.be.instanceOf(DemoSeedRefused);
     expect(err!.message).to.not.contain('\n');
-    expect(err!.message).to.match(/^not seeding the demo: this database holds 1 partner \(Acme Rides\) and 1 feed client \(city-of-x\) not written by the demo seed\. The demo seed writes keys and client secrets that the README prints/);
+    expect(err!.message).to.match(
+      /^not seeding the demo: this database holds 1 partner \(Acme Rides\) and 1 feed client \(city-of-x\) not written by the demo seed\. The demo seed writes keys and client secrets that the README prints/,
+    );
     // what ops simulate calls: nothing written, no error
     expect(await seedDemoWhereDemo(t.ctx)).to.equal(undefined);
     expect(await counts()).to.deep.equal(before);

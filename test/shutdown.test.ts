@@ -1,8 +1,11 @@
 /**
- * Graceful shutdown of the real entry point (bin/run.ts as a child process): SIGTERM stops accepting
- * new connections, lets the request in flight finish, stops the publisher and exits 0.
+ * Shutdown of the real entry point (bin/run.ts as a child process, the API in it and the publisher in
+ * a process of its own): SIGTERM stops accepting new connections, lets the request in flight
+ * finish, stops the publisher process and exits 0 after it, leaving no session on the database (so
+ * that `make run`'s scripts/pg.sh can stop the embedded Postgres); a publisher process that dies
+ * otherwise ends the run with exit code 1 and a line saying so.
  */
-import { freePort } from './support/faults.js';
+import { freePort, waitFor } from './support/faults.js';
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,34 +18,47 @@ import { createLogger } from '../lib/log.js';
 import { insertPartner, insertZone, insertVehicle, insertUser } from './support/partner-fixtures.js';
 import { ROOT } from '../lib/paths.js';
 
+interface Run {
+  child: ChildProcess;
+  base: string;
+  /** the publisher process's pid, from the banner */
+  publisherPid: number;
+  out(): string;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+}
 
-describe('graceful shutdown (bin/run.ts)', function () {
-  this.timeout(90000);
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('shutdown (bin/run.ts)', function () {
+  this.timeout(120_000);
   let database: TestDatabase;
-  let child: ChildProcess | undefined;
   let store: string;
+  const runs: Run[] = [];
 
   before(async () => {
     database = await cloneDatabase();
     store = mkdtempSync(join(tmpdir(), 'shutdown-store-'));
   });
   after(async () => {
-    child?.kill('SIGKILL');
+    for (const r of runs) {
+      r.child.kill('SIGKILL');
+      if (alive(r.publisherPid)) process.kill(r.publisherPid, 'SIGKILL');
+    }
     await database.drop();
     rmSync(store, { recursive: true, force: true });
   });
 
-  it('finishes the request in flight, refuses new connections and exits 0 on SIGTERM', async () => {
-    const db = new Db(database.url, createLogger('silent'));
-    const partner = await insertPartner(db);
-    const zone = await insertZone(db);
-    const vehicle = await insertVehicle(db, zone);
-    const user = await insertUser(db, partner.id);
-    await db.close();
-
+  /** bin/run.ts on loopback ports, once its banner is out. */
+  async function start(env: Record<string, string>): Promise<Run> {
     const port = await freePort();
-    const legacyPort = await freePort();
-    child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -50,35 +66,52 @@ describe('graceful shutdown (bin/run.ts)', function () {
         DATABASE_URL: database.url,
         STORE_URL: `file://${store}`,
         PORT: String(port),
-        LEGACY_PORT: String(legacyPort),
+        LEGACY_PORT: String(await freePort()),
         SEED_DEMO: '0',
         // the live simulator would rent the test's vehicle too
         LIVE_SIMULATOR: 'false',
         LOG_LEVEL: 'warn',
-        // the unlock takes 1.5 s: the start request is still in flight when SIGTERM arrives
-        GATEWAY_DELAY_MS: '1500',
         SHUTDOWN_TIMEOUT_MS: '5000',
+        ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
-    child.stdout!.on('data', (c) => (out += c));
-    child.stderr!.on('data', (c) => (out += c));
-    for (let i = 0; i < 300 && !out.includes('Ctrl-C stops everything'); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(out, out).to.contain('Ctrl-C stops everything');
+    child.stdout.on('data', (c) => (out += c));
+    child.stderr.on('data', (c) => (out += c));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    // two processes load their modules: slow on a busy machine
+    const banner = await waitFor('the banner', () => /Processes +API \d+; publisher (\d+)/.exec(out) ?? child.exitCode !== null, 90_000, 100).catch(
+      () => undefined,
+    );
+    expect(Array.isArray(banner), out).to.equal(true);
+    const run: Run = { child, base: `http://127.0.0.1:${port}`, publisherPid: Number((banner as RegExpExecArray)[1]), out: () => out, exited };
+    runs.push(run);
+    expect(out).to.contain('Ctrl-C stops everything');
+    expect(alive(run.publisherPid), 'the publisher process runs').to.equal(true);
+    return run;
+  }
 
-    const base = `http://127.0.0.1:${port}`;
-    const inFlight = fetch(`${base}/v1/rental/start`, {
+  it('finishes the request in flight, refuses new connections, stops the publisher process and exits 0 after it on SIGTERM', async () => {
+    const db = new Db(database.url, createLogger('silent'));
+    const partner = await insertPartner(db);
+    const zone = await insertZone(db);
+    const vehicle = await insertVehicle(db, zone);
+    const user = await insertUser(db, partner.id);
+    await db.close();
+
+    // the unlock takes 1.5 s: the start request is still in flight when SIGTERM arrives
+    const run = await start({ GATEWAY_DELAY_MS: '1500' });
+    const inFlight = fetch(`${run.base}/v1/rental/start`, {
       method: 'POST',
       headers: { 'X-Auth-Token': partner.key, 'Content-Type': 'application/json' },
       body: JSON.stringify({ userId: user, vehicleId: vehicle.id }),
     });
     await new Promise((r) => setTimeout(r, 400));
-    const exited = once(child, 'exit');
-    child.kill('SIGTERM');
+    run.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 200));
     // a new connection after SIGTERM is refused (the listener is closed)
-    const late = await fetch(`${base}/healthz`).then(
+    const late = await fetch(`${run.base}/healthz`).then(
       () => 'answered',
       () => 'refused',
     );
@@ -86,8 +119,35 @@ describe('graceful shutdown (bin/run.ts)', function () {
     const res = await inFlight;
     expect(res.status).to.equal(200);
     expect(((await res.json()) as any).data[0].attributes.state).to.equal('RUNNING');
-    const [code] = await exited;
-    expect(code, out).to.equal(0);
-    child = undefined;
+    const [code] = await run.exited;
+    expect(code, run.out()).to.equal(0);
+    expect(run.out()).to.not.contain('exited unexpectedly');
+    expect(alive(run.publisherPid), 'the publisher process ended before bin/run.ts').to.equal(false);
+    // what scripts/pg.sh checks before it stops the embedded cluster: no session left (a backend
+    // may take a moment to notice its client is gone)
+    const check = new Db(database.url, createLogger('silent'), { max: 1 });
+    try {
+      await waitFor(
+        'no session of the run left',
+        async () => (await check.one(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)).n === 0,
+        5000,
+      );
+    } finally {
+      await check.close();
+    }
+  });
+
+  it('ends with exit code 1 and one line naming the publisher process when that process dies', async () => {
+    const run = await start({});
+    process.kill(run.publisherPid, 'SIGKILL');
+    const [code] = await run.exited;
+    expect(code, run.out()).to.equal(1);
+    expect(run.out()).to.contain(`run: the publisher process (pid ${run.publisherPid}) exited unexpectedly (signal SIGKILL); stopping everything`);
+    expect(
+      await fetch(`${run.base}/healthz`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).to.equal('refused');
   });
 });

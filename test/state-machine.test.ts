@@ -50,8 +50,8 @@ describe('MDS 2.0 state machine', () => {
       ['elsewhere', ['trip_enter_jurisdiction'], 'on_trip'],
     ];
     for (const [from, types, to] of cases) {
-      expect(nextState(from, types), `${from} ${types}`).to.equal(to);
-      expect(isValidTransition(from, types, to), `${from} ${types} ${to}`).to.equal(true);
+      expect(nextState(from, types), `${from} ${types.join(',')}`).to.equal(to);
+      expect(isValidTransition(from, types, to), `${from} ${types.join(',')} ${to}`).to.equal(true);
     }
   });
 
@@ -92,7 +92,9 @@ describe('MDS 2.0 state machine', () => {
       console.warn(`    skipped: ${file} not found (specs absent)`);
       return this.skip();
     }
-    const doc = YAML.parse(readFileSync(file, 'utf8')) as { oneOf: Array<{ properties: { vehicle_state: { const: string }; event_types: { items: { enum: string[] } } } }> };
+    const doc = YAML.parse(readFileSync(file, 'utf8')) as {
+      oneOf: Array<{ properties: { vehicle_state: { const: string }; event_types: { items: { enum: string[] } } } }>;
+    };
     const official = new Map(doc.oneOf.map((o) => [o.properties.vehicle_state.const, new Set(o.properties.event_types.items.enum)]));
     expect([...official.keys()].sort()).to.deep.equal([...MDS_STATES].sort());
     for (const s of MDS_STATES) expect([...EVENT_TYPES_BY_STATE[s]].sort(), s).to.deep.equal([...official.get(s)!].sort());
@@ -111,10 +113,21 @@ describe('recordEvent / recordTelemetry', () => {
   it('writes the event and moves the vehicle state', async () => {
     const v = await insertVehicle(t.ctx.db, zone);
     const ts = new Date('2026-03-01T10:00:00Z');
-    const id = await recordEvent(t.ctx.db, { deviceId: v, zoneId: zone, eventTypes: ['provider_drop_off'], vehicleState: 'available', ts, location: loc, batteryPercent: 90 });
+    const id = await recordEvent(t.ctx.db, {
+      deviceId: v,
+      zoneId: zone,
+      eventTypes: ['provider_drop_off'],
+      vehicleState: 'available',
+      ts,
+      location: loc,
+      batteryPercent: 90,
+    });
     expect(id).to.match(/^[0-9a-f-]{36}$/);
-    const row = await t.ctx.db.one(`SELECT e.vehicle_state, e.event_types, e.battery_percent, v.mds_state, ST_X(e.location) AS lng
-                                      FROM events e JOIN vehicles v ON v.id = e.device_id WHERE e.event_id = $1`, [id]);
+    const row = await t.ctx.db.one(
+      `SELECT e.vehicle_state, e.event_types, e.battery_percent, v.mds_state, ST_X(e.location) AS lng
+                                      FROM events e JOIN vehicles v ON v.id = e.device_id WHERE e.event_id = $1`,
+      [id],
+    );
     expect(row).to.deep.equal({ vehicle_state: 'available', event_types: ['provider_drop_off'], battery_percent: 90, mds_state: 'available', lng: 13.405 });
   });
 
@@ -122,7 +135,16 @@ describe('recordEvent / recordTelemetry', () => {
     const v = await insertVehicle(t.ctx.db, zone);
     let err: unknown;
     try {
-      await recordEvent(t.ctx.db, { deviceId: v, zoneId: zone, eventTypes: ['trip_start'], vehicleState: 'on_trip', ts: new Date(), location: loc, batteryPercent: 50, tripIds: ['0b9e4e0e-8f7e-4c57-9d3f-2a1d1f0e0a01'] });
+      await recordEvent(t.ctx.db, {
+        deviceId: v,
+        zoneId: zone,
+        eventTypes: ['trip_start'],
+        vehicleState: 'on_trip',
+        ts: new Date(),
+        location: loc,
+        batteryPercent: 50,
+        tripIds: ['0b9e4e0e-8f7e-4c57-9d3f-2a1d1f0e0a01'],
+      });
     } catch (e) {
       err = e;
     }
@@ -136,7 +158,15 @@ describe('recordEvent / recordTelemetry', () => {
     const v = await insertVehicle(t.ctx.db, zone, { mdsState: 'available' });
     let err: unknown;
     try {
-      await recordEvent(t.ctx.db, { deviceId: v, zoneId: zone, eventTypes: ['trip_start'], vehicleState: 'on_trip', ts: new Date(), location: loc, batteryPercent: 50 });
+      await recordEvent(t.ctx.db, {
+        deviceId: v,
+        zoneId: zone,
+        eventTypes: ['trip_start'],
+        vehicleState: 'on_trip',
+        ts: new Date(),
+        location: loc,
+        batteryPercent: 50,
+      });
     } catch (e) {
       err = e;
     }
@@ -147,7 +177,16 @@ describe('recordEvent / recordTelemetry', () => {
     const v = await insertVehicle(t.ctx.db, zone, { mdsState: 'available' });
     const attempts = await Promise.allSettled(
       Array.from({ length: 5 }, (_, i) =>
-        recordEvent(t.ctx.db, { deviceId: v, zoneId: zone, eventTypes: ['trip_start'], vehicleState: 'on_trip', ts: new Date(), location: loc, batteryPercent: 50, tripIds: [`0b9e4e0e-8f7e-4c57-9d3f-2a1d1f0e0a0${i}`] }),
+        recordEvent(t.ctx.db, {
+          deviceId: v,
+          zoneId: zone,
+          eventTypes: ['trip_start'],
+          vehicleState: 'on_trip',
+          ts: new Date(),
+          location: loc,
+          batteryPercent: 50,
+          tripIds: [`0b9e4e0e-8f7e-4c57-9d3f-2a1d1f0e0a0${i}`],
+        }),
       ),
     );
     expect(attempts.filter((a) => a.status === 'fulfilled')).to.have.length(1);

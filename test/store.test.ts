@@ -58,7 +58,7 @@ interface Backend {
   leftovers?: () => string[];
 }
 
-function contract(name: string, setup: () => Promise<Backend>, teardown: () => Promise<void>) {
+function contract(name: string, setup: () => Promise<Backend>, teardown: () => void | Promise<void>) {
   describe(`object store contract: ${name}`, function () {
     this.timeout(60000);
     let b: Backend;
@@ -154,7 +154,7 @@ function contract(name: string, setup: () => Promise<Backend>, teardown: () => P
       expect(all.every((m) => m.metadata.k === m.key && m.size === m.key.length && m.contentType === 'text/plain')).to.equal(true);
       expect((await collect(store.list('l/a'))).map((m) => m.key)).to.deep.equal(sorted(['l/a', 'l/a-c', 'l/a.b', 'l/a/b', 'l/a/b/c', 'l/a/a', 'l/a_z']));
       expect((await collect(store.list('l/a/'))).map((m) => m.key)).to.deep.equal(['l/a/a', 'l/a/b', 'l/a/b/c']);
-      expect((await collect(store.list('l')))).to.have.length(keys.length);
+      expect(await collect(store.list('l'))).to.have.length(keys.length);
       expect(await collect(store.list('nothing/here/'))).to.deep.equal([]);
       const everything = (await collect(store.list(''))).map((m) => m.key);
       expect(everything).to.deep.equal(sorted(everything));
@@ -231,11 +231,13 @@ function contract(name: string, setup: () => Promise<Backend>, teardown: () => P
 
     it('concurrent writers of one key leave one of their versions whole', async () => {
       const bodies = Array.from({ length: 4 }, () => randomBytes(256 * 1024));
-      await Promise.all(bodies.map((body, i) => store.put('t/race', trickle(body, 16 * 1024, 1), { contentType: 'application/octet-stream', metadata: { i: String(i) } })));
+      await Promise.all(
+        bodies.map((body, i) => store.put('t/race', trickle(body, 16 * 1024, 1), { contentType: 'application/octet-stream', metadata: { i: String(i) } })),
+      );
       const got = await store.get('t/race');
       const body = await readAll(got!.body);
       const i = Number(got!.meta.metadata.i);
-      expect(sha(body)).to.equal(sha(bodies[i]!));
+      expect(sha(body)).to.equal(sha(bodies[i]));
       expect(b.leftovers?.() ?? []).to.deep.equal([]);
     });
 
@@ -266,7 +268,7 @@ contract(
     };
     return { store, leftovers };
   },
-  async () => rmSync(fsRoot, { recursive: true, force: true }),
+  () => rmSync(fsRoot, { recursive: true, force: true }),
 );
 
 let s3: S3rverHandle;
@@ -276,7 +278,15 @@ contract(
   async () => {
     s3 = await startS3rver();
     // a small page size makes the suite walk several ListObjectsV2 pages
-    s3store = await S3Store.open({ bucket: s3.bucket, prefix: 'feeds', endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: s3.credentials, listPageSize: 3 });
+    s3store = await S3Store.open({
+      bucket: s3.bucket,
+      prefix: 'feeds',
+      endpoint: s3.endpoint,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: s3.credentials,
+      listPageSize: 3,
+    });
     return { store: s3store };
   },
   async () => {
@@ -347,7 +357,14 @@ describe('object store: backend specifics', function () {
           await store.put('x/y.json', Buffer.from('{}'), { contentType: 'application/json' });
           expect((await collect(store.list(''))).map((m) => m.key)).to.deep.equal(['x/y.json']);
           // the prefix is where the object really is
-          const root = await S3Store.open({ bucket: srv.bucket, prefix: '', endpoint: srv.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: srv.credentials });
+          const root = await S3Store.open({
+            bucket: srv.bucket,
+            prefix: '',
+            endpoint: srv.endpoint,
+            region: 'us-east-1',
+            forcePathStyle: true,
+            credentials: srv.credentials,
+          });
           expect(await root.head('some/prefix/x/y.json')).to.not.equal(undefined);
           await root.close();
         } finally {
@@ -363,7 +380,14 @@ describe('object store: backend specifics', function () {
 
     it('turns S3 failures into StoreError without credentials in the message', async () => {
       const secret = 'very-secret-value-123';
-      const bad = await S3Store.open({ bucket: srv.bucket, prefix: '', endpoint: srv.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'UNKNOWNKEYID', secretAccessKey: secret } });
+      const bad = await S3Store.open({
+        bucket: srv.bucket,
+        prefix: '',
+        endpoint: srv.endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: 'UNKNOWNKEYID', secretAccessKey: secret },
+      });
       const err = await rejects(bad.put('a', Buffer.from('x'), { contentType: 'text/plain' }));
       expect(err).to.be.instanceOf(StoreError);
       expect(err.message).to.match(/InvalidAccessKeyId/);
@@ -371,7 +395,14 @@ describe('object store: backend specifics', function () {
       expect(err.message).to.not.include('UNKNOWNKEYID');
       expect(JSON.stringify(err, Object.getOwnPropertyNames(err))).to.not.include(secret);
       await bad.close();
-      const missing = await S3Store.open({ bucket: 'no-such-bucket', prefix: '', endpoint: srv.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: srv.credentials });
+      const missing = await S3Store.open({
+        bucket: 'no-such-bucket',
+        prefix: '',
+        endpoint: srv.endpoint,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: srv.credentials,
+      });
       expect(await rejects(missing.check())).to.be.instanceOf(StoreError);
       expect(await rejects(missing.get('a'))).to.be.instanceOf(StoreError);
       await missing.close();

@@ -32,7 +32,12 @@ interface Conn {
 describe('server timeouts: idle and slow connections are closed within their bounds', function () {
   this.timeout(60000);
   const t = useTestContext({
-    config: { HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS), HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS), HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_MS), HTTP_CONNECTIONS_CHECK_MS: '50' },
+    config: {
+      HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
+      HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_MS),
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_MS),
+      HTTP_CONNECTIONS_CHECK_MS: '50',
+    },
   });
   let server: Server;
   let port: number;
@@ -69,13 +74,15 @@ describe('server timeouts: idle and slow connections are closed within their bou
     let i = 0;
     const timer = setInterval(() => {
       if (c.closedAt !== undefined || i >= text.length) return clearInterval(timer);
-      c.socket.write(text[i++]!);
+      c.socket.write(text[i++]);
     }, everyMs);
     timers.push(timer);
   };
 
   it('refuses HTTP_HEADERS_TIMEOUT_MS above HTTP_REQUEST_TIMEOUT_MS', () => {
-    expect(() => loadConfig({ DATABASE_URL: 'postgres://x/y', SIGNING_SECRET: 's'.repeat(32), HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '1000' })).to.throw(ConfigError, /HTTP_HEADERS_TIMEOUT_MS/);
+    expect(() =>
+      loadConfig({ DATABASE_URL: 'postgres://x/y', SIGNING_SECRET: 's'.repeat(32), HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '1000' }),
+    ).to.throw(ConfigError, /HTTP_HEADERS_TIMEOUT_MS/);
     const d = loadConfig({ DATABASE_URL: 'postgres://x/y', SIGNING_SECRET: 's'.repeat(32) }).http;
     expect(d).to.deep.equal({ headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000, connectionsCheckingIntervalMs: 1_000 });
   });
@@ -89,7 +96,9 @@ describe('server timeouts: idle and slow connections are closed within their bou
     // slow body: complete headers, then one byte of a 2000-byte body every 100 ms
     const slowBodies = await Promise.all(Array.from({ length: 5 }, open));
     for (const c of slowBodies) {
-      c.socket.write(`POST /edge/tomp/support HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n`);
+      c.socket.write(
+        `POST /edge/tomp/support HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n`,
+      );
       trickle(c, '{' + ' '.repeat(1999), 100);
     }
 
@@ -98,7 +107,7 @@ describe('server timeouts: idle and slow connections are closed within their bou
     expect(normal.status).to.equal(200);
     await normal.text();
 
-    const open_ = (await allClosed([...idle, ...slowHeaders, ...slowBodies], DEADLINE_MS));
+    const open_ = await allClosed([...idle, ...slowHeaders, ...slowBodies], DEADLINE_MS);
     count(ROW, 'inputs', 210);
     expect(open_, 'connections still open past the deadline').to.equal(0);
     const lived = Math.max(...[...idle, ...slowHeaders, ...slowBodies].map((c) => c.closedAt! - started));

@@ -37,7 +37,10 @@ class Hosts {
   readonly ports: { main: number; legacy: number } = { main: 0, legacy: 0 };
 
   async start(main: Koa, legacy: Koa): Promise<void> {
-    for (const [name, app] of [['main', main], ['legacy', legacy]] as const) {
+    for (const [name, app] of [
+      ['main', main],
+      ['legacy', legacy],
+    ] as const) {
       const server = createServer(withHotPath(app));
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       this.servers.push(server);
@@ -53,7 +56,12 @@ class Hosts {
   }
 
   /** POST to a host's token endpoint over a new connection from `from` (a loopback source address). */
-  token(host: 'main' | 'legacy', from: string, creds: { id: string; secret: string } | undefined, headers: Record<string, string | string[]> = {}): Promise<Reply> {
+  token(
+    host: 'main' | 'legacy',
+    from: string,
+    creds: { id: string; secret: string } | undefined,
+    headers: Record<string, string | string[]> = {},
+  ): Promise<Reply> {
     const path = host === 'main' ? '/v1/partner-apis/token' : '/token';
     const all: Record<string, string | string[]> = { 'Content-Type': 'application/x-www-form-urlencoded', ...headers };
     if (creds) all.Authorization = basic(creds.id, creds.secret);
@@ -127,7 +135,7 @@ describe('token endpoints resist guessing', function () {
       expectToken(await hosts.token('main', STRANGER, city));
     });
 
-    it("per address: 10 failures over many client ids from 127.0.0.2 refuse every id from it, and none from 127.0.0.1", async () => {
+    it('per address: 10 failures over many client ids from 127.0.0.2 refuse every id from it, and none from 127.0.0.1', async () => {
       const statuses: number[] = [];
       // no credentials at all count as a failure of the address too
       statuses.push((await hosts.token('main', STRANGER, undefined)).status);
@@ -163,7 +171,10 @@ describe('token endpoints resist guessing', function () {
       const statuses: number[] = [];
       for (let i = 0; i < 14; i++) {
         const xff = i % 2 ? CITY : `198.51.100.${i}`;
-        statuses.push((await hosts.token(hostOf(i), STRANGER, { id: `spoof-${i}`, secret: 'x' }, { 'X-Forwarded-For': xff, 'X-Real-IP': xff, Forwarded: `for=${xff}` })).status);
+        statuses.push(
+          (await hosts.token(hostOf(i), STRANGER, { id: `spoof-${i}`, secret: 'x' }, { 'X-Forwarded-For': xff, 'X-Real-IP': xff, Forwarded: `for=${xff}` }))
+            .status,
+        );
       }
       // counted as 127.0.0.2 throughout
       expect(statuses).to.deep.equal([...Array(10).fill(401), ...Array(4).fill(429)]);
@@ -175,7 +186,9 @@ describe('token endpoints resist guessing', function () {
 
   describe('behind one trusted reverse proxy (TOKEN_AUTH_TRUSTED_PROXY_HOPS=1)', () => {
     // both callers reach the API through the "proxy" at 127.0.0.2, which appends its peer to X-Forwarded-For
-    const t = useTestContext({ config: { TOKEN_AUTH_FAILURES_PER_CLIENT_ADDRESS: '3', TOKEN_AUTH_FAILURES_PER_ADDRESS: '10', TOKEN_AUTH_TRUSTED_PROXY_HOPS: '1' } });
+    const t = useTestContext({
+      config: { TOKEN_AUTH_FAILURES_PER_CLIENT_ADDRESS: '3', TOKEN_AUTH_FAILURES_PER_ADDRESS: '10', TOKEN_AUTH_TRUSTED_PROXY_HOPS: '1' },
+    });
     const hosts = new Hosts();
     const PROXY = STRANGER;
     before(async () => {
@@ -184,7 +197,7 @@ describe('token endpoints resist guessing', function () {
     });
     after(() => hosts.stop());
 
-    it("the rightmost entry is the address: a guesser behind the proxy is throttled, the city behind it is not, and forged entries to the left change nothing", async () => {
+    it('the rightmost entry is the address: a guesser behind the proxy is throttled, the city behind it is not, and forged entries to the left change nothing', async () => {
       const guesser = { 'X-Forwarded-For': '203.0.113.7' };
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) statuses.push((await hosts.token(hostOf(i), PROXY, wrong(city, i), guesser)).status);
@@ -288,7 +301,7 @@ describe('token endpoints resist guessing', function () {
         req.on('error', reject);
         req.end(body);
       });
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
     async function partnerLatencies(n: number): Promise<number[]> {
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -309,7 +322,13 @@ describe('token endpoints resist guessing', function () {
       const N = 200;
       const floodDone = Promise.all(
         Array.from({ length: N }, (_, i) =>
-          send(flood, '/v1/partner-apis/token', 'POST', { Authorization: basic(i % 2 ? 'flood-city' : `nobody-${i}`, `bad-${i}`), 'Content-Type': 'application/x-www-form-urlencoded' }, form),
+          send(
+            flood,
+            '/v1/partner-apis/token',
+            'POST',
+            { Authorization: basic(i % 2 ? 'flood-city' : `nobody-${i}`, `bad-${i}`), 'Content-Type': 'application/x-www-form-urlencoded' },
+            form,
+          ),
         ),
       );
       const during = median(await partnerLatencies(30));
@@ -317,7 +336,9 @@ describe('token endpoints resist guessing', function () {
       flood.destroy();
       const by = (s: number) => results.filter((r) => r.status === s).length;
       count(ROW, 'inputs', N);
-      console.log(`      flood of ${N} bad secrets: ${by(401)} × 401 (checked), ${by(503)} × 503 (gate full); partner p50 ${baseline.toFixed(1)} ms before, ${during.toFixed(1)} ms during`);
+      console.log(
+        `      flood of ${N} bad secrets: ${by(401)} × 401 (checked), ${by(503)} × 503 (gate full); partner p50 ${baseline.toFixed(1)} ms before, ${during.toFixed(1)} ms during`,
+      );
       expect(by(401) + by(503), 'every answer is 401 or 503').to.equal(N);
       expect(by(503), 'the gate refused most of the flood').to.be.greaterThan(N / 2);
       // Retry-After: when the checks ahead of it should be done (whole seconds, at least 1)
@@ -325,7 +346,13 @@ describe('token endpoints resist guessing', function () {
       // loose on purpose: without the gate the flood takes the cores for seconds
       expect(during, 'partner p50 during the flood').to.be.below(baseline * 20 + 250);
       // once the flood is over, the right secret works
-      const ok = await send(new Agent(), '/v1/partner-apis/token', 'POST', { Authorization: basic('flood-city', 'flood-city-secret'), 'Content-Type': 'application/x-www-form-urlencoded' }, form);
+      const ok = await send(
+        new Agent(),
+        '/v1/partner-apis/token',
+        'POST',
+        { Authorization: basic('flood-city', 'flood-city-secret'), 'Content-Type': 'application/x-www-form-urlencoded' },
+        form,
+      );
       expect(ok.status).to.equal(200);
     });
   });

@@ -24,7 +24,10 @@ describe('feed tokens (OAuth 2.0 client credentials)', () => {
     legacy = request(buildLegacyApp(t.ctx).callback());
   });
 
-  for (const [host, path] of [['main', '/v1/partner-apis/token'], ['legacy', '/token']] as const) {
+  for (const [host, path] of [
+    ['main', '/v1/partner-apis/token'],
+    ['legacy', '/token'],
+  ] as const) {
     describe(`${host} host ${path}`, () => {
       const agent = () => (host === 'main' ? main : legacy);
 
@@ -51,7 +54,10 @@ describe('feed tokens (OAuth 2.0 client credentials)', () => {
       });
 
       it('rejects both methods at once with invalid_request', async () => {
-        const res = await agent().post(path).set('Authorization', basic('gbfs-1', 'gbfs-1-secret')).type(FORM)
+        const res = await agent()
+          .post(path)
+          .set('Authorization', basic('gbfs-1', 'gbfs-1-secret'))
+          .type(FORM)
           .send('grant_type=client_credentials&client_id=gbfs-1&client_secret=gbfs-1-secret');
         expect(res.status).to.equal(400);
         expect(res.body.error).to.equal('invalid_request');
@@ -132,7 +138,10 @@ describe('feed tokens (OAuth 2.0 client credentials)', () => {
       const url = '/v1/partner-apis/mds/berlin/trips?end_time=2026-11-21T08';
       // signed with the real secret, every zone, but for a client that was never created
       const ghost = (await issueFeedToken(t.ctx.config, t.ctx.clock, { clientId: 'never-created', role: 'city', zones: null })).accessToken;
-      for (const res of [await app.get(url).set('Authorization', `Bearer ${ghost}`), await app.get('/gbfs/v2/gbfs.json').set('Authorization', `Bearer ${ghost}`)]) {
+      for (const res of [
+        await app.get(url).set('Authorization', `Bearer ${ghost}`),
+        await app.get('/gbfs/v2/gbfs.json').set('Authorization', `Bearer ${ghost}`),
+      ]) {
         expect(res.status, res.text).to.equal(401);
         expect(res.body.error).to.equal('invalid_token');
         expect(res.headers['www-authenticate']).to.match(/^Bearer .*error="invalid_token"/);

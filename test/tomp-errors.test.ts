@@ -109,7 +109,14 @@ describe('TOMP API errors', () => {
     });
 
     it('zone sleeping', async () => {
-      const sleepy = await insertTompZone(t.ctx.db, { lat: 40.6, lng: -3.9, sleepWindows: [{ start: '00:00', end: '12:00' }, { start: '12:00', end: '24:00' }] });
+      const sleepy = await insertTompZone(t.ctx.db, {
+        lat: 40.6,
+        lng: -3.9,
+        sleepWindows: [
+          { start: '00:00', end: '12:00' },
+          { start: '12:00', end: '24:00' },
+        ],
+      });
       const v = await insertTompVehicle(t.ctx.db, sleepy, { lat: 40.6, lng: -3.9 });
       const res = await book(oneStopBody(v.id, v));
       expect(res.status).to.equal(406);
@@ -129,7 +136,10 @@ describe('TOMP API errors', () => {
     const partner = await insertMaasPartner(t.ctx.db);
     await t.ctx.db.query(`INSERT INTO users (partner_id, email, external_id, blocked) VALUES ($1, 'b@maas.invalid', 'blocked-1', true)`, [partner.id]);
     const v = await insertTompVehicle(t.ctx.db, zoneId);
-    const res = await api.post(`${P}/bookings/one-stop`).set('X-Access-Token', partner.key).send(oneStopBody(v.id, v, 'blocked-1'));
+    const res = await api
+      .post(`${P}/bookings/one-stop`)
+      .set('X-Access-Token', partner.key)
+      .send(oneStopBody(v.id, v, 'blocked-1'));
     expect(res.status).to.equal(428);
     expect(res.body).to.include({ status: 428 });
     expect((await t.ctx.db.one(`SELECT status FROM vehicles WHERE id = $1`, [v.id])).status).to.equal('ready');

@@ -35,7 +35,9 @@ describe('TOMP: licences and radius', () => {
     const none = await book(v, { externalId: 'lic-1' });
     expect(none.status).to.equal(406);
     expect(none.body.type).to.equal('UserLicenceVerificationRequired');
-    expect(none.body.detail).to.match(/assetClass STEP/).and.match(/no customer\.licenses/);
+    expect(none.body.detail)
+      .to.match(/assetClass STEP/)
+      .and.match(/no customer\.licenses/);
     const other = await book(v, { externalId: 'lic-1', licenses: [{ assetClass: 'CAR', validUntil: '2030-01-01' }] });
     expect(other.status).to.equal(406);
     expect(other.body.detail).to.match(/for CAR/);
@@ -58,7 +60,10 @@ describe('TOMP: licences and radius', () => {
     const late = await insertMaasPartner(t.ctx.db, { postponedCommit: true });
     const v = await insertTompVehicle(t.ctx.db, zoneId);
     const send = (customer: Record<string, unknown>) =>
-      api.post(`${P}/bookings/one-stop`).set('X-Access-Token', late.key).send({ from: { coordinates: { lng: v.lng, lat: v.lat } }, useAssets: [v.id], customer });
+      api
+        .post(`${P}/bookings/one-stop`)
+        .set('X-Access-Token', late.key)
+        .send({ from: { coordinates: { lng: v.lng, lat: v.lat } }, useAssets: [v.id], customer });
     const refused = await send({ externalId: 'p-1' });
     expect(refused.status).to.equal(406);
     expect(refused.body.type).to.equal('UserLicenceVerificationRequired');
@@ -89,5 +94,4 @@ describe('TOMP: licences and radius', () => {
       await t.ctx.db.query(`UPDATE zones SET licence_verification_required = true WHERE id = $1`, [zoneId]);
     }
   });
-
 });

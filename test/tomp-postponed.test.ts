@@ -21,7 +21,8 @@ describe('TOMP postponed commit', () => {
   let autoKey: string;
 
   const vehicleState = (id: string) => t.ctx.db.one(`SELECT status, mds_state FROM vehicles WHERE id = $1`, [id]);
-  const eventTypes = async (id: string) => (await t.ctx.db.many(`SELECT event_types FROM events WHERE device_id = $1 ORDER BY ts, recorded_at`, [id])).map((r) => r.event_types.join(','));
+  const eventTypes = async (id: string) =>
+    (await t.ctx.db.many(`SELECT event_types FROM events WHERE device_id = $1 ORDER BY ts, recorded_at`, [id])).map((r) => r.event_types.join(','));
   const pending = async () => {
     const v = await insertTompVehicle(t.ctx.db, zoneId);
     const res = await api.post(`${P}/bookings/one-stop`).set('X-Access-Token', key).send(oneStopBody(v.id, v));
@@ -62,7 +63,11 @@ describe('TOMP postponed commit', () => {
 
   it('two pending bookings racing for one vehicle: one 201, one 406', async () => {
     const v = await insertTompVehicle(t.ctx.db, zoneId);
-    const send = (ext: string) => api.post(`${P}/bookings/one-stop`).set('X-Access-Token', key).send(oneStopBody(v.id, v, ext));
+    const send = (ext: string) =>
+      api
+        .post(`${P}/bookings/one-stop`)
+        .set('X-Access-Token', key)
+        .send(oneStopBody(v.id, v, ext));
     const results = await Promise.all([send('p-racer-a'), send('p-racer-b')]);
     expect(results.map((r) => r.status).sort()).to.deep.equal([201, 406]);
     expect(await eventTypes(v.id)).to.deep.equal(['reservation_start']);

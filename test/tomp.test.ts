@@ -98,9 +98,17 @@ describe('TOMP API', () => {
       expect(m.endpoints.every((e: any) => e.status === 'IMPLEMENTED')).to.equal(true);
       const served = m.endpoints.map((e: any) => `${e.method} ${e.path}${e.eventType ? ` ${e.eventType}` : ''}`);
       expect(served).to.include.members([
-        'GET /operator/regions', 'GET /operator/meta', 'GET /operator/pricing-plans', 'POST /bookings/one-stop', 'GET /bookings/{id}',
-        'POST /bookings/{id}/events COMMIT', 'POST /bookings/{id}/events CANCEL', 'GET /legs/{id}',
-        'POST /legs/{id}/events FINISH', 'POST /legs/{id}/events START_FINISHING', 'POST /support/',
+        'GET /operator/regions',
+        'GET /operator/meta',
+        'GET /operator/pricing-plans',
+        'POST /bookings/one-stop',
+        'GET /bookings/{id}',
+        'POST /bookings/{id}/events COMMIT',
+        'POST /bookings/{id}/events CANCEL',
+        'GET /legs/{id}',
+        'POST /legs/{id}/events FINISH',
+        'POST /legs/{id}/events START_FINISHING',
+        'POST /support/',
       ]);
     });
 
@@ -112,7 +120,15 @@ describe('TOMP API', () => {
       const plan = res.body[0];
       expect(plan).to.include({ planId: `${zoneId}:tomp-scooter`, regionId: zoneId, isTaxable: false });
       expect(plan.fare.parts).to.deep.include({ amount: 1, currencyCode: 'EUR', vatRate: 21, type: 'FIXED', name: 'unlock fee' });
-      expect(plan.fare.parts).to.deep.include({ amount: 0.25, currencyCode: 'EUR', vatRate: 21, type: 'FLEX', unitType: 'MINUTE', units: 1, name: 'price per minute' });
+      expect(plan.fare.parts).to.deep.include({
+        amount: 0.25,
+        currencyCode: 'EUR',
+        vatRate: 21,
+        type: 'FLEX',
+        unitType: 'MINUTE',
+        units: 1,
+        name: 'price per minute',
+      });
       const none = await api.get(`${P}/operator/pricing-plans?regionId=nowhere`).set('X-Access-Token', maas.key);
       expect(none.body).to.deep.equal([]);
     });
@@ -125,7 +141,11 @@ describe('TOMP API', () => {
       expect((await api.get(`${P}/operator/pricing-plans`).set('X-Access-Token', key)).status).to.equal(200);
       const v = await insertTompVehicle(t.ctx.db, zoneId);
 
-      const booked = await api.post(`${P}/bookings/one-stop`).set('X-Access-Token', key).set('Accept-Language', 'es, en;q=0.5').send(oneStopBody(v.id, v, 'rider-1'));
+      const booked = await api
+        .post(`${P}/bookings/one-stop`)
+        .set('X-Access-Token', key)
+        .set('Accept-Language', 'es, en;q=0.5')
+        .send(oneStopBody(v.id, v, 'rider-1'));
       expect(booked.status, JSON.stringify(booked.body)).to.equal(201);
       conforms(spec, booked, '/bookings/one-stop', 'post');
       expect(booked.headers['content-language']).to.equal('es');
@@ -140,10 +160,16 @@ describe('TOMP API', () => {
       expect(leg.assetType).to.deep.equal({ id: 'tomp-scooter', assetClass: 'STEP', assetSubClass: 'e-scooter' });
       expect(leg.asset).to.deep.equal({ id: v.id, stateOfCharge: 80, maxRange: 35000 });
       expect(leg.pricing.estimated).to.equal(true);
-      expect(leg.pricing.parts.map((p: any) => [p.type, p.amount])).to.deep.equal([['FIXED', 1], ['FLEX', 0.25]]);
+      expect(leg.pricing.parts.map((p: any) => [p.type, p.amount])).to.deep.equal([
+        ['FIXED', 1],
+        ['FLEX', 0.25],
+      ]);
 
       // the vehicle is unlocked and on a TOMP rental of the MaaS partner's user
-      const rental = await t.ctx.db.one(`SELECT r.source, r.state, u.email, u.external_id FROM rentals r JOIN users u ON u.id = r.user_id WHERE r.vehicle_id = $1`, [v.id]);
+      const rental = await t.ctx.db.one(
+        `SELECT r.source, r.state, u.email, u.external_id FROM rentals r JOIN users u ON u.id = r.user_id WHERE r.vehicle_id = $1`,
+        [v.id],
+      );
       expect(rental).to.deep.equal({ source: 'tomp', state: 'RUNNING', email: 'rider-1@maas.invalid', external_id: 'rider-1' });
 
       let res = await api.get(`${P}/legs/${leg.id}`).set('X-Access-Token', key);
@@ -154,7 +180,14 @@ describe('TOMP API', () => {
       // telemetry shows the vehicle moving: the leg is in use, the price no longer an estimate
       t.ctx.clock.advance(60_000);
       const trip = await t.ctx.db.one(`SELECT trip_id FROM rentals WHERE vehicle_id = $1`, [v.id]);
-      await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId, ts: t.ctx.clock.now(), location: { lat: v.lat + 0.002, lng: v.lng }, batteryPercent: 78, tripId: trip.trip_id });
+      await recordTelemetry(t.ctx.db, {
+        deviceId: v.id,
+        zoneId,
+        ts: t.ctx.clock.now(),
+        location: { lat: v.lat + 0.002, lng: v.lng },
+        batteryPercent: 78,
+        tripId: trip.trip_id,
+      });
       res = await api.get(`${P}/legs/${leg.id}`).set('X-Access-Token', key);
       expect(res.body.state).to.equal('IN_USE');
       expect(res.body.pricing.estimated).to.equal(false);
@@ -173,12 +206,20 @@ describe('TOMP API', () => {
       res = await api
         .post(`${P}/legs/${leg.id}/events`)
         .set('X-Access-Token', key)
-        .send({ event: 'FINISH', time: t.ctx.clock.now().toISOString(), userLocation: { coordinates: { lng: v.lng, lat: v.lat + 0.002 } }, url: ['https://example.com/p.jpg'] });
+        .send({
+          event: 'FINISH',
+          time: t.ctx.clock.now().toISOString(),
+          userLocation: { coordinates: { lng: v.lng, lat: v.lat + 0.002 } },
+          url: ['https://example.com/p.jpg'],
+        });
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       conforms(spec, res, '/legs/{id}/events', 'post');
       expect(res.body.state).to.equal('FINISHED');
       expect(res.body.pricing.estimated).to.equal(false);
-      expect(res.body.pricing.parts.map((p: any) => [p.type, p.amount, p.units])).to.deep.equal([['FIXED', 1, undefined], ['FLEX', 1, 4]]);
+      expect(res.body.pricing.parts.map((p: any) => [p.type, p.amount, p.units])).to.deep.equal([
+        ['FIXED', 1, undefined],
+        ['FLEX', 1, 4],
+      ]);
       expect(res.body.actualArrivalTime).to.equal('2026-11-21T10:03:30Z');
 
       res = await api.get(`${P}/bookings/${b.id}`).set('X-Access-Token', key);
@@ -198,12 +239,18 @@ describe('TOMP API', () => {
     it('finds the customer again by externalId and accepts the printed code and the GBFS id as asset ids', async () => {
       const a = await insertTompVehicle(t.ctx.db, zoneId);
       const b = await insertTompVehicle(t.ctx.db, zoneId);
-      const first = await api.post(`${P}/bookings/one-stop`).set('X-Access-Token', maas.key).send(oneStopBody(a.code.toLowerCase(), a, 'rider-2'));
+      const first = await api
+        .post(`${P}/bookings/one-stop`)
+        .set('X-Access-Token', maas.key)
+        .send(oneStopBody(a.code.toLowerCase(), a, 'rider-2'));
       expect(first.status, JSON.stringify(first.body)).to.equal(201);
       expect(first.body.legs[0].asset.id).to.equal(a.id);
       const fin = await api.post(`${P}/legs/${first.body.legs[0].id}/events`).set('X-Access-Token', maas.key).send({ event: 'FINISH' });
       expect(fin.status).to.equal(200);
-      const second = await api.post(`${P}/bookings/one-stop`).set('X-Access-Token', maas.key).send(oneStopBody(b.gbfsId, b, 'rider-2'));
+      const second = await api
+        .post(`${P}/bookings/one-stop`)
+        .set('X-Access-Token', maas.key)
+        .send(oneStopBody(b.gbfsId, b, 'rider-2'));
       expect(second.status, JSON.stringify(second.body)).to.equal(201);
       const users = await t.ctx.db.many(`SELECT id FROM users WHERE partner_id = $1 AND external_id = 'rider-2'`, [maas.id]);
       expect(users).to.have.length(1);
@@ -257,8 +304,22 @@ describe('TOMP API', () => {
       const a = await api.post(`${P}/support`).set('X-Access-Token', maas.key).send(missing);
       expect(a.status).to.equal(400);
       expect(a.body.detail).to.contain('comment');
-      expect((await api.post(`${P}/support/`).set('X-Access-Token', maas.key).send({ ...ticket(bookingId), supportType: 'ANGRY' })).status).to.equal(400);
-      expect((await api.post(`${P}/support/`).set('X-Access-Token', maas.key).send({ ...ticket(bookingId), time: 'yesterday' })).status).to.equal(400);
+      expect(
+        (
+          await api
+            .post(`${P}/support/`)
+            .set('X-Access-Token', maas.key)
+            .send({ ...ticket(bookingId), supportType: 'ANGRY' })
+        ).status,
+      ).to.equal(400);
+      expect(
+        (
+          await api
+            .post(`${P}/support/`)
+            .set('X-Access-Token', maas.key)
+            .send({ ...ticket(bookingId), time: 'yesterday' })
+        ).status,
+      ).to.equal(400);
     });
   });
 });

@@ -82,7 +82,7 @@ describe('zone rules: one decision for the engine and GBFS', function () {
       for (const type of data.types) {
         for (const pt of points) {
           const engine = await parkingAt(t.ctx.db, zoneId, { lng: pt[0], lat: pt[1] }, type.id);
-          const g3 = gbfsRuleAt(features3, v3.global_rules[0] as Record<string, unknown>, pt, type.id, 'vehicle_type_ids');
+          const g3 = gbfsRuleAt(features3, v3.global_rules[0], pt, type.id, 'vehicle_type_ids');
           const where = `${zoneId} ${type.id} at ${pt[0].toFixed(5)},${pt[1].toFixed(5)} (engine area ${engine.areaType})`;
           expect(g3, where).to.not.equal(undefined);
           expect({ start: g3!.ride_start_allowed, end: g3!.ride_end_allowed }, where).to.deep.equal({ start: engine.canStart, end: engine.canEnd });
@@ -102,12 +102,20 @@ describe('zone rules: one decision for the engine and GBFS', function () {
   it('outside the operations areas a start is 405 ZoneIsSleeping and an end 405 FailedToEndRentalNoParking', async () => {
     const server = buildApp(t.ctx).callback();
     const K = 'demo-partner-key';
-    const partner = await t.ctx.db.one(`SELECT partner_id AS id FROM api_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'Demo Partner App' LIMIT 1`);
+    const partner = await t.ctx.db.one(
+      `SELECT partner_id AS id FROM api_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'Demo Partner App' LIMIT 1`,
+    );
     const user = await insertUser(t.ctx.db, partner.id);
     // a ready Berlin vehicle that stands where a ride may start and end
-    const vehicles = await t.ctx.db.many(`SELECT id, vehicle_type_id, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE zone_id = 'berlin' AND status = 'ready' AND mds_state = 'available' AND battery_percent > 30`);
+    const vehicles = await t.ctx.db.many(
+      `SELECT id, vehicle_type_id, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE zone_id = 'berlin' AND status = 'ready' AND mds_state = 'available' AND battery_percent > 30`,
+    );
     let v: (typeof vehicles)[number] | undefined;
-    for (const c of vehicles) if ((await parkingAt(t.ctx.db, 'berlin', { lng: c.lng as number, lat: c.lat as number }, c.vehicle_type_id)).canEnd) { v = c; break; }
+    for (const c of vehicles)
+      if ((await parkingAt(t.ctx.db, 'berlin', { lng: c.lng as number, lat: c.lat as number }, c.vehicle_type_id)).canEnd) {
+        v = c;
+        break;
+      }
     expect(v).to.not.equal(undefined);
     // 2 km east of the operations areas, still inside the zone's box margin
     const outside = await t.ctx.db.one(

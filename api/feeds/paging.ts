@@ -121,7 +121,7 @@ export async function eventsPage(
   const rows = opts.replicaWaitMs === undefined ? await page(db) : await readCaughtUp(db, opts.replicaWaitMs, page);
   if (rows.length <= limit) return { rows, next: null };
   rows.length = limit;
-  const last = rows[limit - 1]!;
+  const last = rows[limit - 1];
   const next = encode(secret, { ...cursor, t: last.ts_us, i: last.event_id });
   return { rows, next: `start_time=${cursor.s}&end_time=${cursor.e}&limit=${limit}&cursor=${next}` };
 }

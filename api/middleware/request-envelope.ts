@@ -7,7 +7,7 @@ import { faultOf, recordFault, type Fault } from '../../lib/http/fault.js';
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
-import { redactUrl } from '../../lib/log.js';
+import { redactUrl, requestLogOf } from '../../lib/log.js';
 import client from 'prom-client';
 import { metrics } from '../../lib/metrics.js';
 import { closeIfBodyUnread, isClientAborted } from '../../lib/http/body.js';
@@ -71,12 +71,8 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
   };
 }
 
-/**
- * The request's logger (a child carrying its request id, set by `requestEnvelope`); undefined on an
- * app built without the envelope. Koa types `ctx.state` as `any`: this is the one place that says
- * what `ctx.state.log` holds.
- */
-export const requestLogOf = (ctx: Pick<Koa.Context, 'state'>): Logger | undefined => ctx.state.log as Logger | undefined;
+// the one reader of ctx.state.log is lib/log.ts (the lib/http helpers read it too)
+export { requestLogOf };
 
 export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
   const telemetry = requestTelemetry(log, host);

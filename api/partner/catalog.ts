@@ -68,7 +68,7 @@ function zoneAreas(v: 1 | 2): PartnerEndpoint {
     responses: { 200: { description: 'the areas of the zone', schema: dataOf(ZoneAreasRecord, false) } },
     errors: [],
     handle: async (app, ctx, { params }) => {
-      const { zone, db } = await zoneFor(app, ctx, params.zoneId!, 'replica');
+      const { zone, db } = await zoneFor(app, ctx, params.zoneId, 'replica');
       const areas = await db.many(sql('PartnerZoneAreas'), [zone.id, v === 2]);
       ctx.body = {
         data: {
@@ -121,7 +121,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     responses: { 200: { description: 'the pricing', schema: dataOf(PricingRecord, false) } },
     errors: [{ 404: ['VehicleNotFound'] }],
     handle: async (app, ctx, { params }) => {
-      const row = await vehicleById(app, ctx, params.id!);
+      const row = await vehicleById(app, ctx, params.id);
       ctx.set('Cache-Control', 'no-store'); // prices are dynamic (requirement)
       ctx.body = { data: presentPricing(row) };
     },
@@ -151,11 +151,18 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     description: 'The 4 characters on the vehicle (also the end of its QR code address); case-insensitive.',
     tag: 'Vehicles and pricing',
     auth: 'apiKey',
-    params: { code: { description: '4 alphanumeric characters', schema: { type: 'string', maxLength: 4, pattern: '^[A-Za-z0-9]{4}$' }, example: 'AB12', invalid: 'BadVehicleCode' } },
+    params: {
+      code: {
+        description: '4 alphanumeric characters',
+        schema: { type: 'string', maxLength: 4, pattern: '^[A-Za-z0-9]{4}$' },
+        example: 'AB12',
+        invalid: 'BadVehicleCode',
+      },
+    },
     responses: vehicles('the vehicle (an array of one)'),
     errors: [{ 404: ['VehicleNotFound'] }],
     handle: async (app, ctx, { params }) => {
-      const row = await app.db.maybeOne(sql('PartnerVehicleByCode'), [params.code!.toUpperCase(), principalOf(ctx).zones]);
+      const row = await app.db.maybeOne(sql('PartnerVehicleByCode'), [params.code.toUpperCase(), principalOf(ctx).zones]);
       if (!row) throw new RentalError('VehicleNotFound', { status: 404 });
       ctx.body = { data: [presentVehicle(row)] };
     },
@@ -172,7 +179,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     responses: vehicles('the vehicle (an array of one)'),
     errors: [{ 404: ['VehicleNotFound'] }],
     handle: async (app, ctx, { params }) => {
-      ctx.body = { data: [presentVehicle(await vehicleById(app, ctx, params.id!))] };
+      ctx.body = { data: [presentVehicle(await vehicleById(app, ctx, params.id))] };
     },
   }),
   zoneAreas(1),
@@ -191,7 +198,7 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     responses: { 200: { description: 'one record per parking-spot area', schema: dataOf(AreaOccupancyRecord, true) } },
     errors: [],
     handle: async (app, ctx, { params }) => {
-      const { zone } = await zoneFor(app, ctx, params.zoneId!, 'primary');
+      const { zone } = await zoneFor(app, ctx, params.zoneId, 'primary');
       const rows = await app.db.many(sql('PartnerAreasOccupancy'), [zone.id]);
       ctx.body = { data: rows.map((r) => ({ id: r.id, occupancy: r.occupancy, capacity: r.capacity })) };
     },
@@ -201,7 +208,8 @@ export const CATALOG_ENDPOINTS: PartnerEndpoint[] = [
     method: 'get',
     path: '/v1/zone/info',
     summary: 'The operational zones the partner can access',
-    description: 'Each zone the key gives access to, with its parking mode, whether rentals need a verified licence, its speed settings and whether it is sleeping now.',
+    description:
+      'Each zone the key gives access to, with its parking mode, whether rentals need a verified licence, its speed settings and whether it is sleeping now.',
     tag: 'Zones',
     auth: 'apiKey',
     responses: { 200: { description: 'the zones', schema: dataOf(OperationalZonesRecord, false) } },

@@ -17,7 +17,7 @@ export const RECEIPT_LINK_DAYS = 8;
 
 /** A user row: PartnerUserGet's, or the same columns returned by an insert or update. */
 export function presentUser(r: Pick<RowOf<'PartnerUserGet'>, 'id' | 'email' | 'external_id'>) {
-  return { id: r.id as string, type: 'user', attributes: { email: r.email as string, externalId: r.external_id as string } };
+  return { id: r.id, type: 'user', attributes: { email: r.email as string, externalId: r.external_id as string } };
 }
 
 function location(l: Location | null) {
@@ -72,7 +72,7 @@ export function presentPrice(r: Row) {
 }
 
 export function presentPricing(r: RowOf<'PartnerVehicleById'>) {
-  return { id: r.id as string, type: 'pricing', attributes: presentPrice(r) };
+  return { id: r.id, type: 'pricing', attributes: presentPrice(r) };
 }
 
 /** A vehicle by id or code, or one of a zone's available vehicles (whose vehicle columns are null only on a zone's row without any). */

@@ -60,7 +60,9 @@ export function readClientEntries(text: string, name: string): Array<{ source: s
 
 function existing(ids: string[]): AdminError {
   const list = `${ids.slice(0, 10).join(', ')}${ids.length > 10 ? `, … (${ids.length})` : ''}`;
-  return new AdminError(`nothing created: client${ids.length === 1 ? '' : 's'} ${list} exist${ids.length === 1 ? 's' : ''} already (rotate a secret with ops clients rotate)`);
+  return new AdminError(
+    `nothing created: client${ids.length === 1 ? '' : 's'} ${list} exist${ids.length === 1 ? 's' : ''} already (rotate a secret with ops clients rotate)`,
+  );
 }
 
 /** Validates and creates the clients in one transaction; see the module comment. */
@@ -85,7 +87,9 @@ export async function importFeedClients(db: Db, entries: Array<{ source: string;
   }
   if (problems.length) {
     const zones = [...known].sort();
-    throw new AdminError(`clients file has ${problems.length} problem(s):\n  - ${problems.join('\n  - ')}${problems.some((p) => p.includes('unknown zone')) ? `\n  known zones: ${zones.slice(0, 20).join(', ')}${zones.length > 20 ? ', …' : ''}` : ''}`);
+    throw new AdminError(
+      `clients file has ${problems.length} problem(s):\n  - ${problems.join('\n  - ')}${problems.some((p) => p.includes('unknown zone')) ? `\n  known zones: ${zones.slice(0, 20).join(', ')}${zones.length > 20 ? ', …' : ''}` : ''}`,
+    );
   }
   // before the hashing (scrypt, tens of milliseconds each); the insert decides again under its constraint
   const taken = (await db.many(sql('AdminFeedClientsExisting'), [clients.map((c) => c.client_id)])).map((r) => r.client_id);
@@ -95,7 +99,11 @@ export async function importFeedClients(db: Db, entries: Array<{ source: string;
   const hashes = await Promise.all(secrets.map((s) => hashSecret(s)));
   return db.tx(async (tx) => {
     const inserted = await tx.many(sql('AdminInsertFeedClients'), [
-      clients.map((c) => c.client_id), hashes, clients.map((c) => c.role), clients.map((c) => JSON.stringify(c.zones ?? null)), clients.map((c) => c.label ?? ''),
+      clients.map((c) => c.client_id),
+      hashes,
+      clients.map((c) => c.role),
+      clients.map((c) => JSON.stringify(c.zones ?? null)),
+      clients.map((c) => c.label ?? ''),
     ]);
     if (inserted.length < clients.length) {
       const made = new Set(inserted.map((r) => r.client_id));

@@ -3,7 +3,7 @@
  * scopes) and OAuth feed clients. Secrets are returned once, at creation or rotation, and stored
  * only as hashes.
  */
-import { type Db } from '../db.js';
+import { DbError, type Db } from '../db.js';
 import { sql } from '../sql/typed.js';
 import type { Clock } from '../clock.js';
 import { createApiKey, revokeApiKey, type KeyScope } from '../auth/api-keys.js';
@@ -64,10 +64,13 @@ export async function createFeedClient(db: Db, clientId: string, role: string, z
     // a client limited to an unknown zone would see nothing and nobody would notice
     const known = (await db.many(sql('AdminListZoneIds'))).map((z) => z.id);
     const unknown = zones.filter((z) => !known.includes(z));
-    if (unknown.length || !zones.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ') || '(none given)'}; known zones: ${known.join(', ') || 'none'}`);
+    if (unknown.length || !zones.length)
+      throw new AdminError(
+        `unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ') || '(none given)'}; known zones: ${known.join(', ') || 'none'}`,
+      );
   }
-  const { secret } = await insertFeedClient(db, { clientId, role: checked, zones, label }).catch((err) => {
-    if (err?.kind === 'conflict') throw new AdminError(`client ${clientId} exists already`);
+  const { secret } = await insertFeedClient(db, { clientId, role: checked, zones, label }).catch((err: unknown) => {
+    if (err instanceof DbError && err.kind === 'conflict') throw new AdminError(`client ${clientId} exists already`);
     throw err;
   });
   return { client_id: clientId, role: checked, zones, secret };
@@ -79,7 +82,10 @@ export async function listFeedClients(db: Db) {
 
 export async function rotateFeedClient(db: Db, clientId: string) {
   const secret = generateSecret();
-  const row: { client_id: string; role: Role; zones: string[] | null } | undefined = await db.maybeOne(sql('AdminRotateFeedClient'), [clientId, await hashSecret(secret)]);
+  const row: { client_id: string; role: Role; zones: string[] | null } | undefined = await db.maybeOne(sql('AdminRotateFeedClient'), [
+    clientId,
+    await hashSecret(secret),
+  ]);
   if (!row) throw new AdminError(`no active feed client ${clientId}`);
   return { ...row, secret };
 }

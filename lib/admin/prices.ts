@@ -25,11 +25,17 @@ export async function unpricedWarnings(db: Queryable, zoneIds: string[], changed
   for (const r of await db.many(sql('AdminUnpricedFleet'), [zoneIds])) {
     const fleet = r.types.map((t, i) => `${r.counts[i]} of type ${t}`).join(', ');
     if (r.types.length && changed.has(r.zone_id)) {
-      refused.push(`zone ${r.zone_id}: the change would leave vehicles without a price (${fleet}), and those are neither listed nor rentable: ${r.types.join(', ')} needs a price while they are in the zone`);
+      refused.push(
+        `zone ${r.zone_id}: the change would leave vehicles without a price (${fleet}), and those are neither listed nor rentable: ${r.types.join(', ')} needs a price while they are in the zone`,
+      );
     } else if (r.types.length) {
-      warnings.push(`zone ${r.zone_id} has vehicles without a price (${fleet}): they are neither listed nor rentable until priced (ops zone prices ${r.zone_id} ${r.types[0]}=<start>,<per minute>)`);
+      warnings.push(
+        `zone ${r.zone_id} has vehicles without a price (${fleet}): they are neither listed nor rentable until priced (ops zone prices ${r.zone_id} ${r.types[0]}=<start>,<per minute>)`,
+      );
     } else if (!r.has_prices) {
-      warnings.push(`zone ${r.zone_id} has no prices: it lists no vehicles and the simulator puts none into service there until they are set (a zone file's "prices", or ops zone prices ${r.zone_id} <type>=<start>,<per minute>)`);
+      warnings.push(
+        `zone ${r.zone_id} has no prices: it lists no vehicles and the simulator puts none into service there until they are set (a zone file's "prices", or ops zone prices ${r.zone_id} <type>=<start>,<per minute>)`,
+      );
     }
   }
   return { refused, warnings };
@@ -60,13 +66,21 @@ export async function setPrices(db: Db, clock: Clock, zoneId: string, set: Price
   if (!set.length && !remove.length) throw new AdminError('nothing to change: give <type>=<start>,<per minute> or --remove <type>');
   const types = (await db.many(sql('AdminListVehicleTypeIds'))).map((t) => t.id);
   const unknown = [...set.map((p) => p.vehicle_type_id), ...remove].filter((t) => !types.includes(t));
-  if (unknown.length) throw new AdminError(`unknown vehicle type ${unknown.join(', ')}; known: ${types.join(', ') || 'none'} (a zone file's vehicle_types declares new ones)`);
+  if (unknown.length)
+    throw new AdminError(`unknown vehicle type ${unknown.join(', ')}; known: ${types.join(', ') || 'none'} (a zone file's vehicle_types declares new ones)`);
   return db.tx(async (tx) => {
     if (!(await tx.many(sql('AdminLockZones'), [[zoneId]])).length) {
       const known = (await tx.many(sql('AdminListZoneIds'))).map((z) => z.id);
       throw new AdminError(`unknown zone ${zoneId}; known zones: ${known.join(', ') || 'none'}`);
     }
-    await tx.query(sql('AdminSetPrices'), [zoneId, set.map((p) => p.vehicle_type_id), set.map((p) => p.start_price), set.map((p) => p.price_per_minute), clock.now(), remove]);
+    await tx.query(sql('AdminSetPrices'), [
+      zoneId,
+      set.map((p) => p.vehicle_type_id),
+      set.map((p) => p.start_price),
+      set.map((p) => p.price_per_minute),
+      clock.now(),
+      remove,
+    ]);
     const { refused, warnings } = await unpricedWarnings(tx, [zoneId], new Set([zoneId]));
     if (refused.length) throw new AdminError(refused.join('; '));
     return { prices: (await listPrices(tx, zoneId)).prices, warnings };

@@ -130,10 +130,14 @@ export function schemaProblems(errors: ErrorObject[] | null | undefined, root = 
   return (errors ?? [])
     .map((e) => {
       const p = (e.params ?? {}) as { additionalProperty?: string; allowedValues?: unknown[]; allowedValue?: unknown };
-      const detail = p.additionalProperty !== undefined
-        ? ` (${p.additionalProperty})`
-        : p.allowedValues ? `: ${p.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
-        : 'allowedValue' in p ? `: ${JSON.stringify(p.allowedValue)}` : '';
+      const detail =
+        p.additionalProperty !== undefined
+          ? ` (${p.additionalProperty})`
+          : p.allowedValues
+            ? `: ${p.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
+            : 'allowedValue' in p
+              ? `: ${JSON.stringify(p.allowedValue)}`
+              : '';
       return `${e.instancePath || root} ${e.message}${detail}`;
     })
     .join(', ');
@@ -162,7 +166,9 @@ export function readZoneDocuments(text: string, name: string): ZoneDocument[] | 
       try {
         docs.push({ source: `${name} line ${i + 1}`, doc: JSON.parse(line) as unknown });
       } catch (err) {
-        return { problem: `${name} line ${i + 1}: not JSON (${(err as Error).message}); a zone file is one FeatureCollection, a JSON array of them, or one per line (NDJSON)` };
+        return {
+          problem: `${name} line ${i + 1}: not JSON (${(err as Error).message}); a zone file is one FeatureCollection, a JSON array of them, or one per line (NDJSON)`,
+        };
       }
     }
     return docs;

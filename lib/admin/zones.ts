@@ -22,8 +22,15 @@ import type { Clock } from '../clock.js';
 import { compile } from '../validate.js';
 import { floorHour, formatHour, parseHour } from '../feeds/hours.js';
 import {
-  AREA_PROPERTIES_SCHEMA, POLYGONAL_SCHEMA, ZONE_PROPERTIES_SCHEMA, schemaProblems, withDefaults,
-  type AreaProperties, type VehicleTypeRow, type ZoneDocument, type ZoneProperties,
+  AREA_PROPERTIES_SCHEMA,
+  POLYGONAL_SCHEMA,
+  ZONE_PROPERTIES_SCHEMA,
+  schemaProblems,
+  withDefaults,
+  type AreaProperties,
+  type VehicleTypeRow,
+  type ZoneDocument,
+  type ZoneProperties,
 } from './zone-file.js';
 import { unpricedWarnings } from './prices.js';
 
@@ -36,7 +43,15 @@ interface RawFeature {
   type?: unknown;
   id?: unknown;
   geometry?: unknown;
-  properties?: { kind?: unknown; id?: unknown; name?: unknown; area_type?: unknown; capacity?: unknown; parking_mode?: unknown; operating_since?: unknown } | null;
+  properties?: {
+    kind?: unknown;
+    id?: unknown;
+    name?: unknown;
+    area_type?: unknown;
+    capacity?: unknown;
+    parking_mode?: unknown;
+    operating_since?: unknown;
+  } | null;
 }
 
 export class ZoneImportError extends Error {
@@ -182,7 +197,10 @@ export async function importZones(db: Db, clock: Clock, docs: ZoneDocument[]): P
   const known = new Set([...types.keys(), ...(await db.many(sql('AdminListVehicleTypeIds'))).map((t) => t.id)]);
   for (const z of zones) {
     const unknown = Object.keys(z.props.prices ?? {}).filter((t) => !known.has(t));
-    if (unknown.length) problems.push(`${z.where}prices name vehicle type${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} that no vehicle_types entry declares and the database does not hold (known: ${[...known].sort().join(', ') || 'none'})`);
+    if (unknown.length)
+      problems.push(
+        `${z.where}prices name vehicle type${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')} that no vehicle_types entry declares and the database does not hold (known: ${[...known].sort().join(', ') || 'none'})`,
+      );
   }
   if (problems.length) throw new ZoneImportError(problems);
   return db.tx((tx) => write(tx, now, zones, types));
@@ -203,25 +221,56 @@ async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, 
   const existing = new Map((await tx.many(sql('AdminLockZones'), [ids])).map((r) => [r.id, r.created_at]));
   const later = zones.filter((z) => z.since && existing.has(z.props.id) && z.since > floorHour(existing.get(z.props.id)!));
   if (later.length) {
-    throw new ZoneImportError(later.map((z) => `${z.where}operating_since ${formatHour(z.since!)} is after zone ${z.props.id}'s first operating hour ` +
-      `${formatHour(floorHour(existing.get(z.props.id)!))}: a zone's published history is not taken back, so its start only moves earlier`));
+    throw new ZoneImportError(
+      later.map(
+        (z) =>
+          `${z.where}operating_since ${formatHour(z.since!)} is after zone ${z.props.id}'s first operating hour ` +
+          `${formatHour(floorHour(existing.get(z.props.id)!))}: a zone's published history is not taken back, so its start only moves earlier`,
+      ),
+    );
   }
 
   const vt = [...types.values()];
   const changedTypes = vt.length
     ? await tx.many(sql('AdminUpsertVehicleTypes'), [
-        vt.map((t) => t.id), vt.map((t) => t.form_factor), vt.map((t) => t.propulsion_type), vt.map((t) => t.name), vt.map((t) => t.make), vt.map((t) => t.model),
-        vt.map((t) => t.color), vt.map((t) => t.max_range_meters), vt.map((t) => t.max_speed_kph), vt.map((t) => t.rated_power_w), vt.map((t) => t.wheel_count), vt.map((t) => t.rider_capacity),
+        vt.map((t) => t.id),
+        vt.map((t) => t.form_factor),
+        vt.map((t) => t.propulsion_type),
+        vt.map((t) => t.name),
+        vt.map((t) => t.make),
+        vt.map((t) => t.model),
+        vt.map((t) => t.color),
+        vt.map((t) => t.max_range_meters),
+        vt.map((t) => t.max_speed_kph),
+        vt.map((t) => t.rated_power_w),
+        vt.map((t) => t.wheel_count),
+        vt.map((t) => t.rider_capacity),
       ])
     : [];
 
   const col = <T>(fn: (p: ZoneProperties, z: ParsedZone) => T) => zones.map((z) => fn(z.props, z));
   const upserted = await tx.many(sql('AdminUpsertZones'), [
-    ids, col((p) => p.name), col((p) => p.city), col((p) => p.country), col((p) => p.timezone), col((p) => p.currency), col((p) => p.vat_rate),
-    col((p) => p.language ?? 'en'), col((p) => p.parking_mode), col((p) => p.licence_verification_required ?? false), col((p) => p.max_speed_kph ?? 20),
-    col((p) => p.reduced_speed_kph ?? 15), col((p) => p.min_required_rides ?? 3), col((p) => p.speed_unit ?? 'km/h'), col((p) => p.min_battery_percent ?? 15),
-    col((p) => p.unlock_distance_m ?? 50), col((p) => JSON.stringify(p.sleep_windows ?? [])), col((p) => p.status ?? 'operating'),
-    col((_, z) => JSON.stringify(z.boundary)), col((_, z) => z.since), now,
+    ids,
+    col((p) => p.name),
+    col((p) => p.city),
+    col((p) => p.country),
+    col((p) => p.timezone),
+    col((p) => p.currency),
+    col((p) => p.vat_rate),
+    col((p) => p.language ?? 'en'),
+    col((p) => p.parking_mode),
+    col((p) => p.licence_verification_required ?? false),
+    col((p) => p.max_speed_kph ?? 20),
+    col((p) => p.reduced_speed_kph ?? 15),
+    col((p) => p.min_required_rides ?? 3),
+    col((p) => p.speed_unit ?? 'km/h'),
+    col((p) => p.min_battery_percent ?? 15),
+    col((p) => p.unlock_distance_m ?? 50),
+    col((p) => JSON.stringify(p.sleep_windows ?? [])),
+    col((p) => p.status ?? 'operating'),
+    col((_, z) => JSON.stringify(z.boundary)),
+    col((_, z) => z.since),
+    now,
   ]);
   const inserted = new Set(upserted.filter((r) => r.inserted).map((r) => r.id));
 
@@ -229,16 +278,28 @@ async function write(tx: Tx, now: Date, zones: ParsedZone[], types: Map<string, 
   const areas = zones.flatMap((z) => z.areas.map((a) => ({ zone: z.props.id, ...a })));
   if (areas.length) {
     await tx.query(sql('AdminInsertAreas'), [
-      areas.map((a) => a.id), areas.map((a) => a.zone), areas.map((a) => a.props.name), areas.map((a) => a.props.area_type),
-      areas.map((a) => JSON.stringify(a.props.vehicle_types ?? [])), areas.map((a) => JSON.stringify(a.geometry)),
-      areas.map((a) => a.props.capacity ?? null), areas.map((a) => a.props.max_speed_kph ?? null),
+      areas.map((a) => a.id),
+      areas.map((a) => a.zone),
+      areas.map((a) => a.props.name),
+      areas.map((a) => a.props.area_type),
+      areas.map((a) => JSON.stringify(a.props.vehicle_types ?? [])),
+      areas.map((a) => JSON.stringify(a.geometry)),
+      areas.map((a) => a.props.capacity ?? null),
+      areas.map((a) => a.props.max_speed_kph ?? null),
     ]);
   }
 
   const priced = zones.filter((z) => z.props.prices);
   if (priced.length) {
     const rows = priced.flatMap((z) => Object.entries(z.props.prices ?? {}).map(([type, p]) => ({ zone: z.props.id, type, ...p })));
-    await tx.query(sql('AdminReplacePrices'), [priced.map((z) => z.props.id), rows.map((r) => r.zone), rows.map((r) => r.type), rows.map((r) => r.start_price), rows.map((r) => r.price_per_minute), now]);
+    await tx.query(sql('AdminReplacePrices'), [
+      priced.map((z) => z.props.id),
+      rows.map((r) => r.zone),
+      rows.map((r) => r.type),
+      rows.map((r) => r.start_price),
+      rows.map((r) => r.price_per_minute),
+      now,
+    ]);
   }
   const pricedIds = new Set(priced.map((z) => z.props.id));
   const { refused, warnings } = await unpricedWarnings(tx, ids, pricedIds);

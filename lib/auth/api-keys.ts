@@ -135,6 +135,10 @@ export async function createApiKey(
  * Revokes a key: the one revoke path (the CLI, the console and key rotation come through here).
  * Undefined when it does not exist or was already revoked. Caches elsewhere expire within their TTL.
  */
-export async function revokeApiKey(db: Queryable, keyId: string, at: Date): Promise<{ id: string; partner_id: string; scope: KeyScope; label: string } | undefined> {
+export async function revokeApiKey(
+  db: Queryable,
+  keyId: string,
+  at: Date,
+): Promise<{ id: string; partner_id: string; scope: KeyScope; label: string } | undefined> {
   return db.maybeOne(sql('AuthRevokeApiKey'), [keyId, at]);
 }

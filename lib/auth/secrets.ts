@@ -48,8 +48,8 @@ export async function verifySecret(secret: string, stored: string): Promise<bool
   const n = Number(m[1]);
   const r = Number(m[2]);
   const p = Number(m[3]);
-  const salt = Buffer.from(m[4]!, 'base64');
-  const expected = Buffer.from(m[5]!, 'base64');
+  const salt = Buffer.from(m[4], 'base64');
+  const expected = Buffer.from(m[5], 'base64');
   if (n < 2 || n > 1 << 20 || (n & (n - 1)) !== 0 || r < 1 || r > 32 || p < 1 || p > 16) return false;
   if (salt.length < 8 || expected.length < KEYLEN || expected.length > 64) return false;
   try {

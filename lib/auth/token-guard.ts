@@ -153,15 +153,15 @@ export function clientAddress(remote: string | undefined, forwardedFor: string |
   // node joins repeated X-Forwarded-For lines with ", ", in order; an array only from hand-built requests
   const entries = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
   if (entries.length < hops) return peer;
-  return addressKey(stripPort(entries[entries.length - hops]!.trim())) ?? peer;
+  return addressKey(stripPort(entries[entries.length - hops].trim())) ?? peer;
 }
 
 /** `1.2.3.4:5678` → `1.2.3.4`, `[2001:db8::1]:443` → `2001:db8::1`; anything else unchanged. */
 function stripPort(entry: string): string {
   const bracketed = /^\[([^\]]*)\](?::\d+)?$/.exec(entry);
-  if (bracketed) return bracketed[1]!;
+  if (bracketed) return bracketed[1];
   const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(entry);
-  return v4 ? v4[1]! : entry;
+  return v4 ? v4[1] : entry;
 }
 
 /**
@@ -174,8 +174,11 @@ export function addressKey(ip: string): string | undefined {
   if (kind === 4) return bare;
   if (kind !== 6) return undefined;
   const groups = ipv6Groups(bare.toLowerCase());
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) return `${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`;
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) return `${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (`::` expanded, a trailing dotted IPv4 as two groups). */

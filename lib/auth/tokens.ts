@@ -59,7 +59,11 @@ export async function issueFeedToken(
     .setExpirationTime(exp)
     .setJti(jti)
     .sign(tokenKey(config.signingSecret));
-  return { accessToken, expiresIn: config.tokenTtlSeconds, claims: { clientId: client.clientId, role: client.role, zones, issuedAt: iat, expiresAt: exp, jti } };
+  return {
+    accessToken,
+    expiresIn: config.tokenTtlSeconds,
+    claims: { clientId: client.clientId, role: client.role, zones, issuedAt: iat, expiresAt: exp, jti },
+  };
 }
 
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -84,7 +88,7 @@ export async function verifyFeedToken(config: Config, clock: Clock, token: strin
     if (zones !== null && !(Array.isArray(zones) && zones.every((z) => typeof z === 'string'))) return { ok: false, reason: 'invalid' };
     return {
       ok: true,
-      claims: { clientId: payload.sub!, role, zones: zones as string[] | null, issuedAt: payload.iat!, expiresAt: payload.exp!, jti: payload.jti! },
+      claims: { clientId: payload.sub!, role, zones: zones, issuedAt: payload.iat!, expiresAt: payload.exp!, jti: payload.jti! },
     };
   } catch (err) {
     if (err instanceof errors.JWTExpired) return { ok: false, reason: 'expired' };

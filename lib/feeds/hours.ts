@@ -40,4 +40,3 @@ export function addHours(d: Date, n: number): Date {
 export function* hoursBetween(from: Date, to: Date): Generator<Date> {
   for (let t = floorHour(from).getTime(); t <= floorHour(to).getTime(); t += HOUR_MS) yield new Date(t);
 }
-

@@ -118,9 +118,10 @@ export function jsonDepthExceeds(text: Buffer | string, max = MAX_JSON_DEPTH): b
   let depth = 0;
   let inString = false;
   for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
+    const c = s[i];
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      // a backslash: skip the escaped byte
+      if (c === 0x5c) i++;
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {

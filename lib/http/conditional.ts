@@ -41,7 +41,7 @@ export function acceptsEncoding(header: string | undefined, coding: string): boo
   let star: boolean | undefined;
   for (const part of header.split(',')) {
     const [name, ...params] = part.trim().split(';');
-    const token = name!.trim().toLowerCase();
+    const token = name.trim().toLowerCase();
     let qv = 1;
     for (const p of params) {
       const m = /^\s*q\s*=\s*([0-9.]+)\s*$/i.exec(p);

@@ -88,6 +88,15 @@ export interface Endpoint<App, Code extends string, Auth extends string, Body = 
   handle: (app: App, ctx: Koa.Context, input: Input<Body>) => Promise<void> | void;
 }
 
+/**
+ * A row as a table holds it: the rows of one table differ in their body types, and a handler of any
+ * body accepts an `Input<never>`, so a table is one array of rows without erasing their types.
+ */
+export type TableEndpoint<App, Code extends string, Auth extends string> = Endpoint<App, Code, Auth, never>;
+
+/** What the OpenAPI document reads of a row (lib/openapi/endpoints.ts): all but the handler, whatever the row's application and body. */
+export type EndpointDeclaration<Code extends string, Auth extends string> = Omit<TableEndpoint<never, Code, Auth>, 'handle'>;
+
 export interface FamilyKit<App, Code extends string, Auth extends string> {
   /**
    * The middleware of every auth kind the family's rows may declare, run before a row's checks and
@@ -114,7 +123,8 @@ export interface FamilyKit<App, Code extends string, Auth extends string> {
 }
 
 /** A JSON body the kit reads and validates (any other, a form or a photo, is its handler's). */
-export const isJsonBody = (b: BodySpec | undefined): b is BodySpec & { schema: object } => b?.schema !== undefined && (b.mediaType ?? 'application/json') === 'application/json';
+export const isJsonBody = (b: BodySpec | undefined): b is BodySpec & { schema: object } =>
+  b?.schema !== undefined && (b.mediaType ?? 'application/json') === 'application/json';
 
 /** `/v1/rental/{id}/end` → `/v1/rental/:id/end` */
 export const koaPath = (template: string): string => template.replace(/\{([^}]+)\}/g, ':$1');
@@ -139,7 +149,11 @@ export function paramCodes<Code extends string>(e: Pick<Endpoint<unknown, Code, 
 
 type Check = (raw: Record<string, unknown>) => Record<string, string | number | undefined>;
 
-function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> | undefined, where: 'path' | 'query', fail: FamilyKit<unknown, Code, string>['invalidParam']): Check {
+function paramCheck<Code extends string>(
+  specs: Record<string, ParamSpec<Code>> | undefined,
+  where: 'path' | 'query',
+  fail: FamilyKit<unknown, Code, string>['invalidParam'],
+): Check {
   const entries = Object.entries(specs ?? {}).map(([name, spec]) => ({
     name,
     spec,
@@ -172,21 +186,24 @@ function paramCheck<Code extends string>(specs: Record<string, ParamSpec<Code>> 
  */
 export function mountEndpoints<App, Code extends string, Auth extends string>(
   router: Router,
-  endpoints: ReadonlyArray<Endpoint<App, Code, Auth, any>>,
+  endpoints: ReadonlyArray<TableEndpoint<App, Code, Auth>>,
   app: App,
   kit: FamilyKit<App, Code, Auth>,
 ): void {
+  const invalidParam: FamilyKit<App, Code, Auth>['invalidParam'] = (code, name, where, missing) => kit.invalidParam(code, name, where, missing);
   for (const e of endpoints) {
     const auth = Object.hasOwn(kit.auth, e.auth) ? kit.auth[e.auth] : undefined;
     if (auth === undefined) throw new Error(`${e.operationId}: the family's kit has no middleware for the auth kind ${String(e.auth)}`);
-    const params = paramCheck(e.params, 'path', kit.invalidParam);
-    const query = paramCheck(e.query, 'query', kit.invalidParam);
+    const params = paramCheck(e.params, 'path', invalidParam);
+    const query = paramCheck(e.query, 'query', invalidParam);
     const body = isJsonBody(e.body) ? e.body : undefined;
     const run: Koa.Middleware = async (ctx) => {
       const input = {
         params: params((ctx as unknown as { params: Record<string, unknown> }).params ?? {}) as Record<string, string>,
         query: query(ctx.query),
-        body: body ? await kit.readBody(app, ctx, body) : undefined,
+        // validated against the row's schema, the one description of the row's Body (undefined
+        // without a JSON body): the row's handler takes it as its own type
+        body: (body ? await kit.readBody(app, ctx, body) : undefined) as never,
       };
       if (kit.admit) await kit.admit(async () => e.handle(app, ctx, input));
       else await e.handle(app, ctx, input);

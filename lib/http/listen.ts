@@ -16,7 +16,10 @@ export type ServerTimeouts = Config['http'];
  * `keepAliveTimeoutMs`. Node checks the first two every `connectionsCheckingIntervalMs`.
  */
 export function createBoundedServer(handler: RequestListener, t: ServerTimeouts): Server {
-  const s = createServer({ headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: t.connectionsCheckingIntervalMs }, handler);
+  const s = createServer(
+    { headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: t.connectionsCheckingIntervalMs },
+    handler,
+  );
   s.keepAliveTimeout = t.keepAliveTimeoutMs;
   return s;
 }

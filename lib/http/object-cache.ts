@@ -139,7 +139,7 @@ export class ObjectCache {
       chunks.push(c);
       n += c.length;
     }
-    const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, n);
+    const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, n);
     if (bytes.length !== meta.size) throw new Error(`object ${key}: read ${bytes.length} bytes, expected ${meta.size}`);
     const entry: Entry = { key, version, meta, body: bytes, lastModifiedHttp: meta.lastModified.toUTCString(), checkedAt: now };
     this.entries.set(key, entry);

@@ -13,6 +13,7 @@ import type { ObjectMeta, ObjectStore } from '../store/types.js';
 import { answerOf, type Answer, type ServeRule } from '../publication/serve.js';
 import { acceptsEncoding } from './conditional.js';
 import type { ObjectCache } from './object-cache.js';
+import { requestLogOf } from '../log.js';
 
 export interface ServeObjectOptions extends ServeRule {
   /**
@@ -33,14 +34,16 @@ async function find(store: ObjectStore, key: string, head: boolean, cache: Serve
   if (head) return cache.cache.head(store, key, cache.version).then((h) => h && { meta: h.meta, body: undefined, lastModifiedHttp: h.lastModifiedHttp });
   const loaded = await cache.cache.load(store, key, cache.version);
   if (!loaded) return undefined;
-  return 'cached' in loaded ? { meta: loaded.cached.meta, body: loaded.cached.body, lastModifiedHttp: loaded.cached.lastModifiedHttp } : { meta: loaded.meta, body: loaded.stream };
+  return 'cached' in loaded
+    ? { meta: loaded.cached.meta, body: loaded.cached.body, lastModifiedHttp: loaded.cached.lastModifiedHttp }
+    : { meta: loaded.meta, body: loaded.stream };
 }
 
 /** Sets the decided headers in their order (Vary merged with what an outer middleware set). */
 function setHeaders(ctx: Koa.Context, headers: readonly string[]): void {
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i]!;
-    const value = headers[i + 1]!;
+    const name = headers[i];
+    const value = headers[i + 1];
     if (name === 'Vary') ctx.vary(value);
     else if (name === 'Content-Length') ctx.length = Number(value);
     else ctx.set(name, value);
@@ -73,7 +76,7 @@ export async function serveObject(ctx: Koa.Context, store: ObjectStore, key: str
     // pipeline() destroys both sides on error (a corrupt object or a client gone away)
     const out = new PassThrough();
     pipeline(Buffer.isBuffer(body) ? Readable.from([body], { objectMode: false }) : body!, createGunzip(), out, (err) => {
-      if (err) ctx.state.log?.warn({ err: err.message, key }, 'decoding stored object failed');
+      if (err) requestLogOf(ctx)?.warn({ err: err.message, key }, 'decoding stored object failed');
     });
     // Content-Type is already set, so Koa keeps it for the stream body.
     ctx.body = out;

@@ -13,26 +13,9 @@
  * rejected) because records we emit must validate against the official schema.
  */
 
-export type MdsState =
-  | 'removed'
-  | 'available'
-  | 'non_operational'
-  | 'reserved'
-  | 'on_trip'
-  | 'non_contactable'
-  | 'missing'
-  | 'elsewhere';
+export type MdsState = 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
 
-export const MDS_STATES: readonly MdsState[] = [
-  'removed',
-  'available',
-  'non_operational',
-  'reserved',
-  'on_trip',
-  'non_contactable',
-  'missing',
-  'elsewhere',
-];
+export const MDS_STATES: readonly MdsState[] = ['removed', 'available', 'non_operational', 'reserved', 'on_trip', 'non_contactable', 'missing', 'elsewhere'];
 
 export const MDS_EVENT_TYPES = [
   'agency_drop_off',
@@ -66,13 +49,7 @@ export const MDS_EVENT_TYPES = [
 export type MdsEventType = (typeof MDS_EVENT_TYPES)[number];
 
 /** Event types that require `trip_ids` (MDS 2.0 micromobility "Trip ID Requirements"). */
-export const TRIP_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'trip_start',
-  'trip_end',
-  'trip_cancel',
-  'trip_enter_jurisdiction',
-  'trip_leave_jurisdiction',
-]);
+export const TRIP_EVENT_TYPES: ReadonlySet<string> = new Set(['trip_start', 'trip_end', 'trip_cancel', 'trip_enter_jurisdiction', 'trip_leave_jurisdiction']);
 
 export interface Transition {
   readonly from: readonly MdsState[];
@@ -124,10 +101,29 @@ export const TRANSITIONS: readonly Transition[] = [
 
 /** mds-openapi v2.0 micromobility event.yaml: the event types allowed in an event with this vehicle_state. */
 export const EVENT_TYPES_BY_STATE: Readonly<Record<MdsState, ReadonlySet<string>>> = {
-  removed: new Set(['agency_pick_up', 'comms_restored', 'compliance_pick_up', 'decommissioned', 'located', 'maintenance_pick_up', 'rebalance_pick_up', 'unspecified']),
+  removed: new Set([
+    'agency_pick_up',
+    'comms_restored',
+    'compliance_pick_up',
+    'decommissioned',
+    'located',
+    'maintenance_pick_up',
+    'rebalance_pick_up',
+    'unspecified',
+  ]),
   available: new Set([
-    'agency_drop_off', 'battery_charged', 'comms_restored', 'located', 'maintenance', 'on_hours', 'provider_drop_off',
-    'reservation_cancel', 'system_resume', 'trip_cancel', 'trip_end', 'unspecified',
+    'agency_drop_off',
+    'battery_charged',
+    'comms_restored',
+    'located',
+    'maintenance',
+    'on_hours',
+    'provider_drop_off',
+    'reservation_cancel',
+    'system_resume',
+    'trip_cancel',
+    'trip_end',
+    'unspecified',
   ]),
   non_operational: new Set(['battery_low', 'comms_restored', 'located', 'maintenance', 'off_hours', 'system_suspend', 'unspecified']),
   reserved: new Set(['comms_restored', 'located', 'reservation_start', 'unspecified']),

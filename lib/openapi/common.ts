@@ -110,6 +110,9 @@ export function oas(schema: object, refs?: ReadonlyMap<object, string>, root?: o
   return convert(schema, refs, root) as Schema;
 }
 
+/** Array.isArray without its `any[]`: a schema's members are unknown until looked at. */
+const isList = (v: unknown): v is readonly unknown[] => Array.isArray(v);
+
 function convert(node: unknown, refs: ReadonlyMap<object, string> | undefined, root: object | undefined): unknown {
   if (Array.isArray(node)) return node.map((n) => convert(n, refs, root));
   if (node === null || typeof node !== 'object') return node;
@@ -134,7 +137,7 @@ function convert(node: unknown, refs: ReadonlyMap<object, string> | undefined, r
     out[k] = convert(v, refs, root);
   }
   const checkedByRoute = (node as { 'x-required'?: unknown })['x-required'];
-  if (Array.isArray(checkedByRoute)) out.required = [...new Set([...(Array.isArray(out.required) ? out.required : []), ...checkedByRoute])];
+  if (isList(checkedByRoute)) out.required = [...new Set([...(isList(out.required) ? out.required : []), ...checkedByRoute])];
   return out;
 }
 
@@ -164,7 +167,11 @@ export const json = (schema: Schema, example?: unknown, type = 'application/json
   [type]: { schema, ...(example === undefined ? {} : { example }) },
 });
 
-export const header = (description: string, schema: Schema = { type: 'string' }, required = false): Header => ({ description, schema, ...(required ? { required } : {}) });
+export const header = (description: string, schema: Schema = { type: 'string' }, required = false): Header => ({
+  description,
+  schema,
+  ...(required ? { required } : {}),
+});
 
 export { UUID_V4_SCHEMA as UUID_V4 } from '../uuid.js';
 
@@ -181,7 +188,7 @@ export function reachable<T extends Record<string, Record<string, unknown> | und
         if (k === '$ref' && typeof v === 'string' && v.startsWith('#/components/') && !seen.has(v)) {
           seen.add(v);
           const [, , kind, name] = v.split('/');
-          visit(components[kind!]?.[name!]);
+          visit(components[kind]?.[name]);
         } else visit(v);
       }
     }

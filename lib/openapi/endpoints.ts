@@ -4,23 +4,23 @@
  * against and the same response schemas its tests check answers against. A family supplies how its
  * auth kinds are documented and how its errors are rendered in the document.
  */
-import type { Endpoint, ParamSpec, ResponseSpec } from '../http/endpoints.js';
+import type { EndpointDeclaration, ParamSpec, ResponseSpec } from '../http/endpoints.js';
 import type { Header, MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
 
 export interface DocFamily<Code extends string, Auth extends string> {
   security(auth: Auth): SecurityRequirement[];
   /** every error response of the endpoint by status: its own codes and those of the kit (auth, body) */
-  errors(e: Endpoint<unknown, Code, Auth>): Record<string, Response | Ref>;
-  /** a code schema in the document, named components by $ref */
-  schema(s: object): Schema;
+  errors(e: EndpointDeclaration<Code, Auth>): Record<string, Response | Ref>;
+  /** a code schema in the document, named components by $ref (a plain function: the builder passes it on) */
+  schema: (s: object) => Schema;
   /** parameters the family adds to a row's (conditional request headers of a file) */
-  parameters?(e: Endpoint<unknown, Code, Auth>): Parameter[];
+  parameters?(e: EndpointDeclaration<Code, Auth>): Parameter[];
   /**
    * headers every answer of the row with this status carries besides its own (the rate-limit
    * headers of an API-key family, ./rate-limit.ts); added to each response the operation holds
    * inline, so a family's shared components ($ref) must carry them themselves
    */
-  headers?(e: Endpoint<unknown, Code, Auth>, status: number): Record<string, Header> | undefined;
+  headers?(e: EndpointDeclaration<Code, Auth>, status: number): Record<string, Header> | undefined;
 }
 
 function parameter(name: string, where: 'path' | 'query' | 'header', p: ParamSpec, schema: (s: object) => Schema): Parameter {
@@ -40,7 +40,14 @@ function content(mediaType: string, body: object | undefined, schema: (s: object
 }
 
 function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
-  const headers = r.headers && Object.fromEntries(Object.entries(r.headers).map(([n, h]) => [n, { description: h.description, schema: h.schema ?? { type: 'string' }, ...(h.required ? { required: true } : {}) }]));
+  const headers =
+    r.headers &&
+    Object.fromEntries(
+      Object.entries(r.headers).map(([n, h]) => [
+        n,
+        { description: h.description, schema: h.schema ?? { type: 'string' }, ...(h.required ? { required: true } : {}) },
+      ]),
+    );
   const body = r.content
     ? Object.fromEntries(Object.entries(r.content).map(([type, s]) => [type, { schema: schema(s) }]))
     : r.schema !== undefined || r.mediaType !== undefined
@@ -49,7 +56,7 @@ function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
   return { description: r.description, ...(headers ? { headers } : {}), ...(body ? { content: body } : {}) };
 }
 
-export function operationOf<Code extends string, Auth extends string>(e: Endpoint<any, Code, Auth, any>, family: DocFamily<Code, Auth>): Operation {
+export function operationOf<Code extends string, Auth extends string>(e: EndpointDeclaration<Code, Auth>, family: DocFamily<Code, Auth>): Operation {
   const parameters = [
     ...Object.entries(e.params ?? {}).map(([n, p]) => parameter(n, 'path', p, family.schema)),
     ...Object.entries(e.query ?? {}).map(([n, p]) => parameter(n, 'query', p, family.schema)),
@@ -84,7 +91,10 @@ export function operationOf<Code extends string, Auth extends string>(e: Endpoin
 }
 
 /** The `paths` of a document: one path item per template, one operation per row. */
-export function pathsOf<Code extends string, Auth extends string>(endpoints: ReadonlyArray<Endpoint<any, Code, Auth, any>>, family: DocFamily<Code, Auth>): Record<string, PathItem> {
+export function pathsOf<Code extends string, Auth extends string>(
+  endpoints: ReadonlyArray<EndpointDeclaration<Code, Auth>>,
+  family: DocFamily<Code, Auth>,
+): Record<string, PathItem> {
   const paths: Record<string, PathItem> = {};
   for (const e of endpoints) {
     const item = (paths[e.path] ??= {});

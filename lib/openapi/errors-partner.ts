@@ -79,7 +79,13 @@ export function errorResponse(status: number, codes: RentalErrorCode[], extra?: 
 }
 
 /** Errors every API-key endpoint can answer with, besides its own. */
-export const AUTH_ERRORS: ErrorTable = { 401: ['Unauthorized'], 403: ['Forbidden'], 429: ['RateLimitExceeded'], 500: ['InternalServerError'], 503: ['ServiceUnavailable'] };
+export const AUTH_ERRORS: ErrorTable = {
+  401: ['Unauthorized'],
+  403: ['Forbidden'],
+  429: ['RateLimitExceeded'],
+  500: ['InternalServerError'],
+  503: ['ServiceUnavailable'],
+};
 /** Errors of every endpoint that reads a JSON body. */
 export const BODY_ERRORS: ErrorTable = { 400: ['InvalidRequestBody'], 413: ['RequestTooLarge'] };
 

@@ -19,13 +19,23 @@ export const CACHE_HEADERS: Record<string, Header> = {
   'Cache-Control': header('`private, max-age=60` for hour files (they can be republished), the ttl for GBFS files', { type: 'string' }, true),
 };
 
-export const error = (description: string, headers?: Record<string, Header>): Response => ({ description, ...(headers ? { headers } : {}), content: json(schemaRef('FeedError')) });
+export const error = (description: string, headers?: Record<string, Header>): Response => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: json(schemaRef('FeedError')),
+});
 
 export const SHARED_RESPONSES: Record<string, Response> = {
-  NotPublished: error('the hour is closed but not published yet (inside the publishing lateness, or being republished): retry later', { 'Retry-After': RETRY_AFTER }),
+  NotPublished: error('the hour is closed but not published yet (inside the publishing lateness, or being republished): retry later', {
+    'Retry-After': RETRY_AFTER,
+  }),
   NotModified: { description: 'not modified (If-None-Match / If-Modified-Since)' },
-  Unauthorized: error('missing, invalid, expired or revoked access token', { 'WWW-Authenticate': header('`Bearer realm="feeds"` (with `error="invalid_token"` when a token was presented)', { type: 'string' }, true) }),
-  Forbidden: error('valid token, but the feed or the zone is outside the client’s role', { 'WWW-Authenticate': header('`Bearer realm="feeds", error="insufficient_scope"`', { type: 'string' }, true) }),
+  Unauthorized: error('missing, invalid, expired or revoked access token', {
+    'WWW-Authenticate': header('`Bearer realm="feeds"` (with `error="invalid_token"` when a token was presented)', { type: 'string' }, true),
+  }),
+  Forbidden: error('valid token, but the feed or the zone is outside the client’s role', {
+    'WWW-Authenticate': header('`Bearer realm="feeds", error="insufficient_scope"`', { type: 'string' }, true),
+  }),
   InternalError: error('unexpected error'),
   Unavailable: error('temporarily unavailable (database, or a GBFS file not published yet)', { 'Retry-After': RETRY_AFTER }),
 };
@@ -37,14 +47,23 @@ export const E = {
   401: ref('responses', 'Unauthorized'),
   403: ref('responses', 'Forbidden'),
   /** `notPublished`: also an hour not published yet (`not_published`), which carries Retry-After */
-  404: (what: string, notPublished = false) => error(`not found: ${what}`, notPublished ? { 'Retry-After': { ...retryAfter(false), description: 'with `not_published`: seconds to wait before retrying' } } : undefined),
+  404: (what: string, notPublished = false) =>
+    error(
+      `not found: ${what}`,
+      notPublished ? { 'Retry-After': { ...retryAfter(false), description: 'with `not_published`: seconds to wait before retrying' } } : undefined,
+    ),
   406: (types: string[]) => error(`unsupported media type or version in Accept; the body lists the supported ones (${types.join(', ')})`),
   500: ref('responses', 'InternalError'),
   503: ref('responses', 'Unavailable'),
 };
 
 export const CONDITIONAL: Parameter[] = [
-  { name: 'If-None-Match', in: 'header', description: 'ETag of a copy you hold (or several, comma-separated): 304 when unchanged', schema: { type: 'string', maxLength: 1024 } },
+  {
+    name: 'If-None-Match',
+    in: 'header',
+    description: 'ETag of a copy you hold (or several, comma-separated): 304 when unchanged',
+    schema: { type: 'string', maxLength: 1024 },
+  },
   // RFC 9110 §5.6.7 IMF-fixdate, e.g. `Sat, 21 Nov 2026 10:00:00 GMT`; anything else is ignored
   { name: 'If-Modified-Since', in: 'header', description: 'HTTP date: 304 when not modified since', schema: { type: 'string', maxLength: 64 } },
 ];
@@ -65,20 +84,25 @@ export const TOKEN_RESPONSES: Record<string, Response | Ref> = {
     headers: { 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
     content: json(schemaRef('AccessToken'), { access_token: 'eyJhbGciOi…', expires_in: 900, token_type: 'bearer' }),
   },
-  '400': { description: '`invalid_request` (not a form, missing grant_type, repeated parameter, both credential methods) or `unsupported_grant_type`', content: json(schemaRef('OAuthError')) },
+  '400': {
+    description: '`invalid_request` (not a form, missing grant_type, repeated parameter, both credential methods) or `unsupported_grant_type`',
+    content: json(schemaRef('OAuthError')),
+  },
   '401': {
     description: '`invalid_client`: unknown client, wrong secret, or no credentials',
     headers: { 'WWW-Authenticate': header('`Basic realm="feeds", charset="UTF-8"`', { type: 'string' }, true) },
     content: json(schemaRef('OAuthError'), { error: 'invalid_client', error_description: 'client authentication failed' }),
   },
   '429': {
-    description: '`slow_down`: too many failed client authentications for this client id from this address (default 5), or from this address over any client ids (default 30), in the current minute; that address is refused even the right secret until Retry-After has passed, while the same client id from another address is not',
+    description:
+      '`slow_down`: too many failed client authentications for this client id from this address (default 5), or from this address over any client ids (default 30), in the current minute; that address is refused even the right secret until Retry-After has passed, while the same client id from another address is not',
     headers: { 'Retry-After': RETRY_AFTER, 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
     content: json(schemaRef('OAuthError'), { error: 'slow_down', error_description: 'too many failed client authentications; retry later' }),
   },
   '500': E[500],
   '503': {
-    description: '`temporarily_unavailable`: too many client authentications are being checked at once; retry after Retry-After. Also a database outage (feed error body)',
+    description:
+      '`temporarily_unavailable`: too many client authentications are being checked at once; retry after Retry-After. Also a database outage (feed error body)',
     headers: { 'Retry-After': RETRY_AFTER },
     content: json(schemaRef('OAuthError'), { error: 'temporarily_unavailable', error_description: 'too many client authentications in progress; retry later' }),
   },

@@ -7,15 +7,28 @@
  * accepts. The feed answers every row shares (auth, caching, negotiation, error rows) come from
  * ./feeds-ops.ts; each document carries only the components its paths use.
  */
-import type { Endpoint } from '../http/endpoints.js';
+import type { EndpointDeclaration } from '../http/endpoints.js';
 import type { OpenApiDocument, Operation, PathItem, Ref, Response, SecurityRequirement } from './common.js';
 import { oas, reachable, schemaRef, server } from './common.js';
 import { pathsOf, type DocFamily } from './endpoints.js';
 import { FEED_SCHEMAS } from './records-feeds.js';
-import { CACHE_HEADERS, CONDITIONAL, E, FEED_TOKEN, INSURANCE_20, LEGACY_TOKEN, MDS_04, MDS_12, MDS_20, SHARED_RESPONSES, TOKEN_RESPONSES, TOKEN_REQUEST } from './feeds-ops.js';
+import {
+  CACHE_HEADERS,
+  CONDITIONAL,
+  E,
+  FEED_TOKEN,
+  INSURANCE_20,
+  LEGACY_TOKEN,
+  MDS_04,
+  MDS_12,
+  MDS_20,
+  SHARED_RESPONSES,
+  TOKEN_RESPONSES,
+  TOKEN_REQUEST,
+} from './feeds-ops.js';
 
 /** What the feeds document needs of a row of a feed table (api/feeds/endpoint.ts FeedEndpoint). */
-type FeedRow = Endpoint<any, string, string, any> & {
+type FeedRow = EndpointDeclaration<string, string> & {
   feed?: { file?: boolean; notPublished202?: boolean; accept?: readonly string[]; oauth?: boolean; perFile?: ReadonlyArray<{ file: string; schema: string }> };
   /** an hourly file of the publication index (api/feeds/endpoint.ts HourFileSpec) */
   hourFile?: unknown;
@@ -53,8 +66,8 @@ function errorsOf(e: FeedRow): Record<string, Response | Ref> {
 }
 
 const FAMILY: DocFamily<string, string> = {
-  security: (auth) => SECURITY[auth]!,
-  errors: (e) => errorsOf(e as FeedRow),
+  security: (auth) => SECURITY[auth],
+  errors: (e) => errorsOf(e),
   schema: (s) => oas(s),
   parameters: (e) => ((e as FeedRow).feed?.file ? CONDITIONAL : []),
 };
@@ -84,7 +97,10 @@ function finish(rows: readonly FeedRow[], paths: Record<string, PathItem>): Reco
           operationId: schema.charAt(0).toLowerCase() + schema.slice(1),
           summary: `${op.summary} ${file}.json`,
           parameters: op.parameters?.filter((p) => !('name' in p && p.name === 'file' && p.in === 'path')),
-          responses: { ...op.responses, '200': { ...ok, description: `the ${file} file (${op.summary})`, content: { 'application/json': { schema: schemaRef(schema) } } } },
+          responses: {
+            ...op.responses,
+            '200': { ...ok, description: `the ${file} file (${op.summary})`, content: { 'application/json': { schema: schemaRef(schema) } } },
+          },
         },
       };
     }
@@ -116,10 +132,17 @@ const JWT =
 /** A document of one host: its rows' paths and the components and security schemes they use. */
 function hostDocument(rows: readonly FeedRow[], opts: Urls, doc: Pick<OpenApiDocument, 'info' | 'servers' | 'tags' | 'security'>): OpenApiDocument {
   const paths = finish(rows, pathsOf(rows, FAMILY));
-  const used = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => ((op as Operation).security ?? []).flatMap((r) => Object.keys(r)))));
+  const used = new Set(
+    Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => ((op as Operation).security ?? []).flatMap((r) => Object.keys(r)))),
+  );
   for (const r of doc.security ?? []) for (const k of Object.keys(r)) used.add(k);
   const schemes = Object.fromEntries(Object.entries(SCHEMES(opts)).filter(([name]) => used.has(name)));
-  return { openapi: '3.1.0', ...doc, paths, components: { ...reachable(paths, { schemas: FEED_SCHEMAS, responses: SHARED_RESPONSES }), securitySchemes: schemes } };
+  return {
+    openapi: '3.1.0',
+    ...doc,
+    paths,
+    components: { ...reachable(paths, { schemas: FEED_SCHEMAS, responses: SHARED_RESPONSES }), securitySchemes: schemes },
+  };
 }
 
 const FILES =

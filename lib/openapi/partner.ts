@@ -4,7 +4,7 @@
  * routes check and the tests validate against (schemas/partner/), error codes per status from the
  * rows and the kit, as lib/rentals/errors.ts catalogues them.
  */
-import type { Endpoint } from '../http/endpoints.js';
+import type { EndpointDeclaration } from '../http/endpoints.js';
 import { isJsonBody, paramCodes } from '../http/endpoints.js';
 import { ERRORS, type RentalErrorCode } from '../rentals/errors.js';
 import { PARTNER_RECORDS } from '../../schemas/partner/responses.js';
@@ -19,14 +19,16 @@ const KEY: SecurityRequirement[] = [{ XAuthToken: [] }, { BearerToken: [] }];
 /** What every endpoint reachable without an API key (the signed addresses) can still answer. */
 const SIGNED_URL_ERRORS: ErrorTable = { 500: ['InternalServerError'], 503: ['ServiceUnavailable'] };
 
-type PartnerRow = Endpoint<any, RentalErrorCode, 'apiKey' | 'signedUrl', any>;
+type PartnerRow = EndpointDeclaration<RentalErrorCode, 'apiKey' | 'signedUrl'>;
 
 /** The row's own codes, its parameters' (under their catalogued status), the body reader's and the auth gate's. */
 function errorsOf(e: PartnerRow) {
   const params: ErrorTable = {};
   for (const code of paramCodes(e)) (params[ERRORS[code].status] ??= []).push(code);
   const apiKey = e.auth === 'apiKey';
-  return errorResponses([...(isJsonBody(e.body) ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), apiKey ? AUTH_ERRORS : SIGNED_URL_ERRORS], { apiKey });
+  return errorResponses([...(isJsonBody(e.body) ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), apiKey ? AUTH_ERRORS : SIGNED_URL_ERRORS], {
+    apiKey,
+  });
 }
 
 export function partnerDocument(endpoints: readonly PartnerRow[], opts: { publicBaseUrl: string }): OpenApiDocument {
@@ -58,7 +60,10 @@ export function partnerDocument(endpoints: readonly PartnerRow[], opts: { public
       { name: 'Users', description: 'Register the partner’s users (before their first rental), read, update and erase them.' },
       { name: 'Rentals', description: 'Start and end rentals, read one, the running one or all of a user.' },
       { name: 'Parking photo and receipt', description: 'Signed addresses handed out in rental records; the URL is the credential.' },
-      { name: 'Vehicles and pricing', description: 'Vehicles available in a zone with their price, one vehicle by id or printed code, the price of a vehicle.' },
+      {
+        name: 'Vehicles and pricing',
+        description: 'Vehicles available in a zone with their price, one vehicle by id or printed code, the price of a vehicle.',
+      },
       { name: 'Zones', description: 'The partner’s zones, their areas (operations, no-parking, parking spots …) and parking-spot occupancy.' },
     ],
     paths,

@@ -26,4 +26,5 @@ export function rateLimitHeaders(status: number): Record<string, Header> | undef
 }
 
 /** `Retry-After` as every family sends it (429, 503; the feeds' 202 and not-published 404), in whole seconds. */
-export const retryAfter = (required = true): Header => header('seconds to wait before retrying', { type: 'integer', format: 'int32', minimum: 0, maximum: 86400 }, required);
+export const retryAfter = (required = true): Header =>
+  header('seconds to wait before retrying', { type: 'integer', format: 'int32', minimum: 0, maximum: 86400 }, required);

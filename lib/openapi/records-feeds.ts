@@ -10,9 +10,25 @@ import { GBFS_V2_SCHEMAS } from '../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS, manifestV3Schema } from '../../schemas/gbfs/v3.js';
 import { InsuranceHeadSchema, InsuranceTripSchema } from '../../schemas/insurance/trips.js';
 import { timestampMs } from '../../schemas/mds/common.js';
-import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema, Vehicle04Schema, Vehicle12Schema } from '../../schemas/mds/legacy.js';
+import {
+  LegacyHeadSchema,
+  StatusChange04Schema,
+  StatusChange12Schema,
+  Trip04Schema,
+  Trip12Schema,
+  Vehicle04Schema,
+  Vehicle12Schema,
+} from '../../schemas/mds/legacy.js';
 import { MdsPublicationSchema } from '../../schemas/mds/publications.js';
-import { MdsEventSchema, MdsEventsHeadSchema, MdsTelemetrySchema, MdsTripSchema, MdsTripsHeadSchema, MdsVehicleSchema, MdsVehicleStatusSchema } from '../../schemas/mds/v2.js';
+import {
+  MdsEventSchema,
+  MdsEventsHeadSchema,
+  MdsTelemetrySchema,
+  MdsTripSchema,
+  MdsTripsHeadSchema,
+  MdsVehicleSchema,
+  MdsVehicleStatusSchema,
+} from '../../schemas/mds/v2.js';
 import { AuthorizationServerMetadataSchema } from '../../schemas/oauth/metadata.js';
 import type { Schema } from './common.js';
 import { components, oas, schemaRef } from './common.js';
@@ -37,7 +53,12 @@ export const FEED_RECORD_SCHEMAS = {
 const records = components(FEED_RECORD_SCHEMAS);
 
 /** `{...head, [key]: [items]}` (or `{...head, data: {[key]: [items]}}` when `nested`) plus `tail`. */
-function envelope(head: { required: readonly string[]; properties: object }, key: string, item: string, opts: { nested?: boolean; tail?: Record<string, Schema> } = {}): Schema {
+function envelope(
+  head: { required: readonly string[]; properties: object },
+  key: string,
+  item: string,
+  opts: { nested?: boolean; tail?: Record<string, Schema> } = {},
+): Schema {
   const array = { type: 'array', items: schemaRef(item) };
   const body = opts.nested ? { data: { type: 'object', required: [key], properties: { [key]: array } } } : { [key]: array };
   return {
@@ -58,7 +79,11 @@ const pageLinks = {
 /** The official MDS 2.0 head of the vehicle endpoints: plain integers (where the requirement's object form would fail the schema). */
 const vehicleHead = {
   required: ['version', 'last_updated', 'ttl'],
-  properties: { version: { const: '2.0.0' }, last_updated: oas(timestampMs), ttl: { type: 'integer', minimum: 0, description: 'milliseconds; 0: always refresh' } },
+  properties: {
+    version: { const: '2.0.0' },
+    last_updated: oas(timestampMs),
+    ttl: { type: 'integer', minimum: 0, description: 'milliseconds; 0: always refresh' },
+  },
 };
 const mdsHead = { required: MdsEventsHeadSchema.required, properties: MdsEventsHeadSchema.properties };
 
@@ -68,7 +93,9 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
     required: ['error', 'error_description', 'error_details'],
     description: 'The MDS error body, used by every feed (MDS, GBFS, insurance, legacy).',
     properties: {
-      error: { enum: ['invalid_token', 'insufficient_scope', 'bad_param', 'not_found', 'not_acceptable', 'not_published', 'service_unavailable', 'internal_error'] },
+      error: {
+        enum: ['invalid_token', 'insufficient_scope', 'bad_param', 'not_found', 'not_acceptable', 'not_published', 'service_unavailable', 'internal_error'],
+      },
       error_description: { type: 'string' },
       error_details: { type: 'array', items: { type: 'string' } },
     },
@@ -79,7 +106,12 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
     properties: {
       grant_type: { const: 'client_credentials' },
       // as lib/auth/feed-clients.ts accepts ids; secrets are 43 characters (lib/auth/secrets.ts), the form at most 4096 bytes
-      client_id: { type: 'string', maxLength: 128, pattern: '^[A-Za-z0-9._-]{1,128}$', description: 'only without an Authorization header (HTTP Basic is preferred)' },
+      client_id: {
+        type: 'string',
+        maxLength: 128,
+        pattern: '^[A-Za-z0-9._-]{1,128}$',
+        description: 'only without an Authorization header (HTTP Basic is preferred)',
+      },
       client_secret: { type: 'string', maxLength: 1024, description: 'only without an Authorization header' },
     },
   },
@@ -92,7 +124,10 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
   OAuthError: {
     type: 'object',
     required: ['error', 'error_description'],
-    properties: { error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'slow_down', 'temporarily_unavailable'] }, error_description: { type: 'string' } },
+    properties: {
+      error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'slow_down', 'temporarily_unavailable'] },
+      error_description: { type: 'string' },
+    },
   },
   ...records.schemas,
   MdsTrips: envelope({ required: MdsTripsHeadSchema.required, properties: MdsTripsHeadSchema.properties }, 'trips', 'MdsTrip'),
@@ -104,12 +139,21 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
     properties: { version: { const: '2.0.0' }, zone_id: { type: 'string' }, publications: { type: 'array', items: schemaRef('MdsPublication') } },
   },
   MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: pageLinks }),
-  MdsVehiclesStatus: { ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
+  MdsVehiclesStatus: {
+    ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'),
+    description: 'links ({"next": null}) on the list, not on the single-device answer',
+  },
   MdsVehicles: { ...envelope(vehicleHead, 'vehicles', 'MdsVehicle'), description: 'links ({"next": null}) on the list, not on the single-device answer' },
   InsuranceTrips: envelope(InsuranceHeadSchema, 'trips', 'InsuranceTrip'),
-  LegacyTrips: { anyOf: [envelope(LegacyHeadSchema, 'trips', 'Trip12', { nested: true }), envelope(LegacyHeadSchema, 'trips', 'Trip04', { nested: true })], description: 'version 1.2.0 or 0.4.1, as Accept asked' },
+  LegacyTrips: {
+    anyOf: [envelope(LegacyHeadSchema, 'trips', 'Trip12', { nested: true }), envelope(LegacyHeadSchema, 'trips', 'Trip04', { nested: true })],
+    description: 'version 1.2.0 or 0.4.1, as Accept asked',
+  },
   LegacyStatusChanges: {
-    anyOf: [envelope(LegacyHeadSchema, 'status_changes', 'StatusChange12', { nested: true }), envelope(LegacyHeadSchema, 'status_changes', 'StatusChange04', { nested: true })],
+    anyOf: [
+      envelope(LegacyHeadSchema, 'status_changes', 'StatusChange12', { nested: true }),
+      envelope(LegacyHeadSchema, 'status_changes', 'StatusChange04', { nested: true }),
+    ],
     description: 'version 1.2.0 or 0.4.1, as Accept asked',
   },
   LegacyVehicles: {
@@ -119,7 +163,11 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
       version: { enum: ['1.2.0', '0.4.1'] },
       last_updated: oas(timestampMs),
       ttl: { type: 'integer', minimum: 0 },
-      data: { type: 'object', required: ['vehicles'], properties: { vehicles: { type: 'array', items: { anyOf: [schemaRef('Vehicle12'), schemaRef('Vehicle04')] } } } },
+      data: {
+        type: 'object',
+        required: ['vehicles'],
+        properties: { vehicles: { type: 'array', items: { anyOf: [schemaRef('Vehicle12'), schemaRef('Vehicle04')] } } },
+      },
     },
   },
 };

@@ -3,7 +3,7 @@
  * api/tomp/), from its endpoint table (api/tomp/endpoints.ts). Paths are relative to the server
  * `${publicBaseUrl}/edge/tomp`; request and response schemas are schemas/tomp/'s.
  */
-import type { Endpoint } from '../http/endpoints.js';
+import type { EndpointDeclaration } from '../http/endpoints.js';
 import { isJsonBody, paramCodes } from '../http/endpoints.js';
 import { TOMP_RECORDS, TompErrorRecord } from '../../schemas/tomp/responses.js';
 import type { Header, OpenApiDocument, Response, Schema } from './common.js';
@@ -29,7 +29,7 @@ const HEADERS: Partial<Record<number, Record<string, Header>>> = {
   503: { 'Retry-After': retryAfter() },
 };
 
-type TompRow = Endpoint<any, string, 'accessToken', any>;
+type TompRow = EndpointDeclaration<string, 'accessToken'>;
 
 /** Per status, the row's own cases where it has any, else its parameters', else the body reader's and the kit's. */
 function errorsOf(e: TompRow, errorSchema: Schema): Record<string, Response> {

@@ -79,7 +79,10 @@ export class GzipSpool {
   private readonly done: Promise<void>;
   error: Error | undefined;
 
-  constructor(readonly path: string, head = '') {
+  constructor(
+    readonly path: string,
+    head = '',
+  ) {
     this.buf = head;
     this.done = pipeline(this.gzip, this.digest, createWriteStream(path));
     this.done.catch((err: Error) => (this.error ??= err));

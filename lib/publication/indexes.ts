@@ -32,9 +32,18 @@ export interface HourlyIndexRow {
 export const HOURLY_INDEX: PublicationIndexOf<HourlyIndexRow> = {
   async record(db, rows, now) {
     await db.query(sql('PublicationHourlyRecord'), [
-      rows.map((r) => r.feed), rows.map((r) => r.version), rows.map((r) => r.zone), rows.map((r) => r.hour), rows.map((r) => r.key),
-      rows.map((r) => r.sha256), rows.map((r) => r.records), rows.map((r) => r.bytes), rows.map((r) => r.lastUpdated), rows.map((r) => r.watermark),
-      rows.map((r) => r.written), now,
+      rows.map((r) => r.feed),
+      rows.map((r) => r.version),
+      rows.map((r) => r.zone),
+      rows.map((r) => r.hour),
+      rows.map((r) => r.key),
+      rows.map((r) => r.sha256),
+      rows.map((r) => r.records),
+      rows.map((r) => r.bytes),
+      rows.map((r) => r.lastUpdated),
+      rows.map((r) => r.watermark),
+      rows.map((r) => r.written),
+      now,
     ]);
   },
 };
@@ -56,8 +65,16 @@ export interface GbfsIndexRow {
 export const GBFS_INDEX: PublicationIndexOf<GbfsIndexRow> = {
   async record(db, rows, now) {
     await db.query(sql('PublicationGbfsRecord'), [
-      rows.map((r) => r.version), rows.map((r) => r.scope), rows.map((r) => r.file), rows.map((r) => r.key), rows.map((r) => r.sha256),
-      rows.map((r) => r.contentDigest), rows.map((r) => r.bytes), rows.map((r) => r.ttl), rows.map((r) => r.lastUpdated), now,
+      rows.map((r) => r.version),
+      rows.map((r) => r.scope),
+      rows.map((r) => r.file),
+      rows.map((r) => r.key),
+      rows.map((r) => r.sha256),
+      rows.map((r) => r.contentDigest),
+      rows.map((r) => r.bytes),
+      rows.map((r) => r.ttl),
+      rows.map((r) => r.lastUpdated),
+      now,
     ]);
   },
 };
@@ -76,8 +93,13 @@ export interface ReportIndexRow {
 export const REPORT_INDEX: PublicationIndexOf<ReportIndexRow> = {
   async record(db, rows, now) {
     await db.query(sql('PublicationReportRecord'), [
-      rows.map((r) => r.zone), rows.map((r) => `${r.month}-01`), rows.map((r) => r.key), rows.map((r) => r.sha256), rows.map((r) => r.bytes),
-      rows.map((r) => r.rows), now,
+      rows.map((r) => r.zone),
+      rows.map((r) => `${r.month}-01`),
+      rows.map((r) => r.key),
+      rows.map((r) => r.sha256),
+      rows.map((r) => r.bytes),
+      rows.map((r) => r.rows),
+      now,
     ]);
   },
 };

@@ -17,6 +17,7 @@ import type { Db } from '../db.js';
 import { floorHour, formatHour, HOUR_MS, TIME_HOUR_SCHEMA } from '../feeds/hours.js';
 import { HOURLY_FEEDS, selectFeeds } from '../feeds/publications.js';
 import { resolveZones } from './status.js';
+import { sql } from '../sql/typed.js';
 
 /** pg-boss's schema in our database. */
 export const PGBOSS_SCHEMA = 'pgboss';
@@ -32,6 +33,28 @@ export const HOUR_QUEUE = 'feeds-publish-hour';
  * unchanged.
  */
 export const HOUR_QUEUE_OPTIONS = { name: HOUR_QUEUE, policy: 'short', retryLimit: 6, retryDelay: 15, retryBackoff: true, expireInSeconds: 30 * 60 } as const;
+
+/**
+ * Creates the queues (and, with `update`, moves their options to these) under one cluster-wide
+ * advisory lock: pg-boss's create_queue deadlocks (40P01) when two processes create the same queues
+ * at once, which killed one of two publishers starting together (test/multi-process.test.ts). The
+ * lock is a session lock on a connection of our own pool; pg-boss runs its statements on its own.
+ */
+export async function ensureQueues(db: Db, boss: PgBoss, queues: readonly (PgBoss.Queue & { name: string })[], update = true): Promise<void> {
+  const client = await db.pool.connect();
+  let broken = false;
+  try {
+    await client.query(sql('PgBossQueuesLock').text);
+    for (const queue of queues) {
+      await boss.createQueue(queue.name, queue);
+      if (update) await boss.updateQueue(queue.name, queue);
+    }
+  } finally {
+    // a lock we could not release must not go back to the pool with the connection
+    await client.query(sql('PgBossQueuesUnlock').text).catch(() => (broken = true));
+    client.release(broken);
+  }
+}
 
 /** One job: files of one (zone, hour). */
 export interface HourSetJob {
@@ -106,7 +129,7 @@ export function publicationQueue(ctx: Pick<AppContext, 'db' | 'log'>): Promise<P
       });
       boss.on('error', (err: Error) => ctx.log.error({ err: err.message }, 'pg-boss error'));
       await boss.start();
-      await boss.createQueue(HOUR_QUEUE, HOUR_QUEUE_OPTIONS);
+      await ensureQueues(ctx.db, boss, [HOUR_QUEUE_OPTIONS], false);
       return boss;
     })();
     // a failed start (the database down) is tried again by the next caller
@@ -159,7 +182,12 @@ export type RepublishQueued = FromSchema<typeof RepublishQueuedSchema>;
  * hour has no file to publish is reported as skipped. `feed` takes what `make republish` takes (an
  * id or a prefix).
  */
-export async function queueRepublish(ctx: AppContext, boss: PgBoss, zoneId: string, cells: ReadonlyArray<{ feed: string; hour: Date }>): Promise<RepublishQueued> {
+export async function queueRepublish(
+  ctx: AppContext,
+  boss: PgBoss,
+  zoneId: string,
+  cells: ReadonlyArray<{ feed: string; hour: Date }>,
+): Promise<RepublishQueued> {
   const [zone] = await resolveZones(ctx, [zoneId]);
   const chosen = cells.map((c) => ({ hour: floorHour(c.hour), feeds: selectFeeds([c.feed]) }));
   const lastClosed = floorHour(new Date(ctx.clock.now().getTime() - HOUR_MS));

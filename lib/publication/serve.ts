@@ -121,7 +121,14 @@ function cachedAnswer(obj: Representation, rule: ServeRule, variant: Variant, ki
   let a = slots[slot];
   if (a === undefined) {
     // the decoded bytes are another representation of the same resource: a weak validator
-    const headers = ['ETag', etagOf(meta, variant), 'Last-Modified', obj.lastModifiedHttp ?? meta.lastModified.toUTCString(), 'Cache-Control', rule.cacheControl];
+    const headers = [
+      'ETag',
+      etagOf(meta, variant),
+      'Last-Modified',
+      obj.lastModifiedHttp ?? meta.lastModified.toUTCString(),
+      'Cache-Control',
+      rule.cacheControl,
+    ];
     if (meta.contentEncoding) headers.push('Vary', 'Accept-Encoding');
     if (kind !== 'not_modified') {
       headers.push('Content-Type', type);

@@ -76,7 +76,12 @@ export class PublicationSink<Row> {
    * Stores `obj` unless unchanged (or `force`), then queues the rows `rowsOf` gives for the result
    * (none: the index already says it all). Throws when the put fails; nothing is queued then.
    */
-  async put(prev: IndexedObject | undefined, obj: ObjectToStore, rowsOf: (stored: StoredObject) => readonly Row[], opts: { force?: boolean } = {}): Promise<StoredObject> {
+  async put(
+    prev: IndexedObject | undefined,
+    obj: ObjectToStore,
+    rowsOf: (stored: StoredObject) => readonly Row[],
+    opts: { force?: boolean } = {},
+  ): Promise<StoredObject> {
     const { key, stored } = obj;
     const same = !opts.force && (await unchangedObject(this.store, prev, { sha256: stored.sha256, key }));
     if (!same) {

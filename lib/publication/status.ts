@@ -129,8 +129,13 @@ export async function publicationStatus(ctx: AppContext, o: PublishStatusOptions
         const writes = r ? Number(r.writes) : 0;
         republished += Math.max(0, writes - 1);
         files.push({
-          feed: f.id, zone: z.id, hour: h, state: s, served: !!r?.object_key && r.status !== 'pending',
-          record_count: r?.record_count ?? null, sha256: r?.sha256 ?? null,
+          feed: f.id,
+          zone: z.id,
+          hour: h,
+          state: s,
+          served: !!r?.object_key && r.status !== 'pending',
+          record_count: r?.record_count ?? null,
+          sha256: r?.sha256 ?? null,
           first_publication_time: r?.first_published_ms == null ? null : Number(r.first_published_ms),
           last_publication_time: r?.last_published_ms == null ? null : Number(r.last_published_ms),
           republish_count: Math.max(0, writes - 1),
@@ -139,7 +144,19 @@ export async function publicationStatus(ctx: AppContext, o: PublishStatusOptions
       out.push({ zone: z.id, hour: h, states });
     }
   }
-  return { feeds: feeds.map((f) => f.id), rows: out, files, totals, republished, failures, catchup: await catchupStatus(ctx, zones.map((z) => z.id), feeds) };
+  return {
+    feeds: feeds.map((f) => f.id),
+    rows: out,
+    files,
+    totals,
+    republished,
+    failures,
+    catchup: await catchupStatus(
+      ctx,
+      zones.map((z) => z.id),
+      feeds,
+    ),
+  };
 }
 
 async function catchupStatus(ctx: AppContext, zoneIds: string[], feeds: readonly HourlyFeed[]): Promise<CatchupStatus[]> {

@@ -126,7 +126,14 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
       const user = await tx.maybeOne(sql('RentalUserForStart'), [input.userId, input.partnerId]);
       if (!user) throw new RentalError('UserNotFound');
       const at = input.userStartLocation;
-      const v = await tx.maybeOne(sql('RentalLockVehicleForStart'), [input.vehicleId, at?.longitude ?? null, at?.latitude ?? null, now, input.partnerId, input.userId]);
+      const v = await tx.maybeOne(sql('RentalLockVehicleForStart'), [
+        input.vehicleId,
+        at?.longitude ?? null,
+        at?.latitude ?? null,
+        now,
+        input.partnerId,
+        input.userId,
+      ]);
       if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
       if (user.running) throw new RentalError('RentalAlreadyExists');
       if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
@@ -142,9 +149,21 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
       if (v.user_distance_m !== null && v.user_distance_m > v.unlock_distance_m) throw new RentalError('UserTooFarFromVehicle');
 
       const ins = await tx.one(sql('RentalInsert'), [
-        input.partnerId, input.userId, input.vehicleId, input.source, input.beginnersMode === true, input.userLicenseValidated === true,
-        input.groupId ?? null, input.rideType ?? 'solo', v.currency, v.vat_rate, v.start_price, v.price_per_minute, now,
-        at?.longitude ?? null, at?.latitude ?? null,
+        input.partnerId,
+        input.userId,
+        input.vehicleId,
+        input.source,
+        input.beginnersMode === true,
+        input.userLicenseValidated === true,
+        input.groupId ?? null,
+        input.rideType ?? 'solo',
+        v.currency,
+        v.vat_rate,
+        v.start_price,
+        v.price_per_minute,
+        now,
+        at?.longitude ?? null,
+        at?.latitude ?? null,
       ]);
       await recordEvent(tx, {
         deviceId: input.vehicleId,
@@ -218,9 +237,20 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
       });
       const at = input.userEndLocation;
       const ended = await tx.maybeOne(sql('RentalEnd'), [
-        r.id, endState, endedAt, at?.longitude ?? null, at?.latitude ?? null,
-        cost.durationMin, distanceM, cost.subtotal, cost.total, cost.vat, receiptKey(r.id),
-        r.vehicle_type_id, r.trip_type, durationSeconds,
+        r.id,
+        endState,
+        endedAt,
+        at?.longitude ?? null,
+        at?.latitude ?? null,
+        cost.durationMin,
+        distanceM,
+        cost.subtotal,
+        cost.total,
+        cost.vat,
+        receiptKey(r.id),
+        r.vehicle_type_id,
+        r.trip_type,
+        durationSeconds,
       ]);
       if (!ended) throw new RentalError('RentalAlreadyEnded');
       await recordEvent(tx, {

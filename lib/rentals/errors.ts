@@ -85,7 +85,14 @@ export class RentalError extends Error {
 
   constructor(
     readonly code: RentalErrorCode,
-    opts: { status?: number; detail?: string; headers?: Record<string, string>; meta?: Record<string, unknown>; members?: Record<string, unknown>; cause?: unknown } = {},
+    opts: {
+      status?: number;
+      detail?: string;
+      headers?: Record<string, string>;
+      meta?: Record<string, unknown>;
+      members?: Record<string, unknown>;
+      cause?: unknown;
+    } = {},
   ) {
     const def = ERRORS[code];
     super(opts.detail ?? def.detail, opts.cause === undefined ? undefined : { cause: opts.cause });

@@ -37,8 +37,8 @@ export interface DemoZone {
   areas: DemoArea[];
   /** minor units, VAT included */
   pricing: Record<string, { startPrice: number; pricePerMinute: number }>;
-  /** licence plate of the n-th vehicle of the zone */
-  plate(n: number, letters: string): string;
+  /** licence plate of the n-th vehicle of the zone (a plain function: handed on to the fleet) */
+  plate: (n: number, letters: string) => string;
 }
 
 export interface DemoVehicleType {
@@ -57,8 +57,32 @@ export interface DemoVehicleType {
 }
 
 export const VEHICLE_TYPES: DemoVehicleType[] = [
-  { id: 'scooter', formFactor: 'scooter', propulsionType: 'electric', name: 'E-Scooter', make: 'Voltra', model: 'S2 Pro', color: 'teal', maxRangeMeters: 45000, maxSpeedKph: 20, ratedPowerW: 350, share: 0.7 },
-  { id: 'bicycle', formFactor: 'bicycle', propulsionType: 'electric_assist', name: 'E-Bike', make: 'Voltra', model: 'B1 City', color: 'teal', maxRangeMeters: 70000, maxSpeedKph: 25, ratedPowerW: 250, share: 0.3 },
+  {
+    id: 'scooter',
+    formFactor: 'scooter',
+    propulsionType: 'electric',
+    name: 'E-Scooter',
+    make: 'Voltra',
+    model: 'S2 Pro',
+    color: 'teal',
+    maxRangeMeters: 45000,
+    maxSpeedKph: 20,
+    ratedPowerW: 350,
+    share: 0.7,
+  },
+  {
+    id: 'bicycle',
+    formFactor: 'bicycle',
+    propulsionType: 'electric_assist',
+    name: 'E-Bike',
+    make: 'Voltra',
+    model: 'B1 City',
+    color: 'teal',
+    maxRangeMeters: 70000,
+    maxSpeedKph: 25,
+    ratedPowerW: 250,
+    share: 0.3,
+  },
 ];
 
 export const BERLIN: DemoZone = {
@@ -82,12 +106,30 @@ export const BERLIN: DemoZone = {
     {
       name: 'Berlin inner city',
       type: 'operations',
-      geom: polygon([[13.33, 52.5], [13.36, 52.48], [13.45, 52.48], [13.48, 52.5], [13.48, 52.545], [13.45, 52.56], [13.36, 52.56], [13.33, 52.545]]),
+      geom: polygon([
+        [13.33, 52.5],
+        [13.36, 52.48],
+        [13.45, 52.48],
+        [13.48, 52.5],
+        [13.48, 52.545],
+        [13.45, 52.56],
+        [13.36, 52.56],
+        [13.33, 52.545],
+      ]),
     },
     {
       name: 'Berlin free-floating',
       type: 'free-floating',
-      geom: polygon([[13.33, 52.5], [13.36, 52.48], [13.45, 52.48], [13.48, 52.5], [13.48, 52.545], [13.45, 52.56], [13.36, 52.56], [13.33, 52.545]]),
+      geom: polygon([
+        [13.33, 52.5],
+        [13.36, 52.48],
+        [13.45, 52.48],
+        [13.48, 52.5],
+        [13.48, 52.545],
+        [13.45, 52.56],
+        [13.36, 52.56],
+        [13.33, 52.545],
+      ]),
     },
     { name: 'Pariser Platz', type: 'no-parking', geom: rect(13.3777, 52.5163, 0.0025, 0.0012) },
     { name: 'Museumsinsel', type: 'no-parking', geom: rect(13.3985, 52.519, 0.003, 0.0025) },
@@ -107,7 +149,12 @@ export const BERLIN: DemoZone = {
   plate: (n, letters) => `${String(100 + (n % 900)).padStart(3, '0')}${letters}`,
 };
 
-const spot = (name: string, lng: number, lat: number, capacity: number): DemoArea => ({ name, type: 'parking-spot', geom: rect(lng, lat, 0.0004, 0.0002), capacity });
+const spot = (name: string, lng: number, lat: number, capacity: number): DemoArea => ({
+  name,
+  type: 'parking-spot',
+  geom: rect(lng, lat, 0.0004, 0.0002),
+  capacity,
+});
 
 export const COPENHAGEN: DemoZone = {
   id: 'copenhagen',
@@ -130,7 +177,16 @@ export const COPENHAGEN: DemoZone = {
     {
       name: 'Indre By and surroundings',
       type: 'operations',
-      geom: polygon([[12.535, 55.66], [12.555, 55.652], [12.6, 55.655], [12.615, 55.67], [12.605, 55.692], [12.575, 55.7], [12.545, 55.695], [12.53, 55.68]]),
+      geom: polygon([
+        [12.535, 55.66],
+        [12.555, 55.652],
+        [12.6, 55.655],
+        [12.615, 55.67],
+        [12.605, 55.692],
+        [12.575, 55.7],
+        [12.545, 55.695],
+        [12.53, 55.68],
+      ]),
     },
     spot('Rådhuspladsen', 12.5694, 55.6759, 20),
     spot('Nyhavn', 12.589, 55.6799, 15),
@@ -165,9 +221,27 @@ export interface DemoPartner {
 }
 
 export const DEMO_PARTNERS: DemoPartner[] = [
-  { name: 'Demo Partner App', kind: 'rental', tripType: 'rider', keys: [{ key: 'demo-partner-key', scope: 'partner' }], users: { count: 60, prefix: 'dpa', domain: 'partner-app.example' } },
-  { name: 'Demo Mobility App', kind: 'rental', tripType: 'operator', keys: [{ key: 'demo-mobility-key', scope: 'partner' }], users: { count: 40, prefix: 'dma', domain: 'mobility-app.example' } },
-  { name: 'Demo MaaS', kind: 'maas', tripType: 'maas', keys: [{ key: 'demo-maas-key', scope: 'tomp' }], users: { count: 30, prefix: 'maas', domain: 'maas.example' } },
+  {
+    name: 'Demo Partner App',
+    kind: 'rental',
+    tripType: 'rider',
+    keys: [{ key: 'demo-partner-key', scope: 'partner' }],
+    users: { count: 60, prefix: 'dpa', domain: 'partner-app.example' },
+  },
+  {
+    name: 'Demo Mobility App',
+    kind: 'rental',
+    tripType: 'operator',
+    keys: [{ key: 'demo-mobility-key', scope: 'partner' }],
+    users: { count: 40, prefix: 'dma', domain: 'mobility-app.example' },
+  },
+  {
+    name: 'Demo MaaS',
+    kind: 'maas',
+    tripType: 'maas',
+    keys: [{ key: 'demo-maas-key', scope: 'tomp' }],
+    users: { count: 30, prefix: 'maas', domain: 'maas.example' },
+  },
   { name: 'Demo Insurance', kind: 'insurer', tripType: 'rider', keys: [{ key: 'demo-insurer-key', scope: 'insurance' }] },
   // the operator's own staff: the console at /console (api/console/)
   { name: 'Demo Operations', kind: 'operator', tripType: 'operator', keys: [{ key: 'demo-ops-key', scope: 'ops' }] },

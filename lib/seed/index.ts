@@ -42,8 +42,10 @@ export interface SeedSummary {
 /** The database holds partners, feed clients or zones that are not the demo's, and no demo mark. */
 export class DemoSeedRefused extends Error {
   constructor(found: string) {
-    super(`not seeding the demo: this database holds ${found} not written by the demo seed. The demo seed writes keys and client secrets ` +
-      'that the README prints, so it runs only on an empty database or one it seeded; seed a database of its own (DATABASE_URL=…, or EMBEDDED_PG_DB=demo make seed)');
+    super(
+      `not seeding the demo: this database holds ${found} not written by the demo seed. The demo seed writes keys and client secrets ` +
+        'that the README prints, so it runs only on an empty database or one it seeded; seed a database of its own (DATABASE_URL=…, or EMBEDDED_PG_DB=demo make seed)',
+    );
     this.name = 'DemoSeedRefused';
   }
 }
@@ -79,36 +81,44 @@ async function seed(ctx: AppContext, opts: SeedOptions, elsewhere: 'refuse' | 's
   const hour = 3600000;
   const deployedAt = opts.deployedAt ?? new Date(Math.floor((ctx.clock.now().getTime() - DEPLOYED_DAYS_AGO * 24 * hour) / hour) * hour);
   const zoneIds = DEMO_ZONES.map((z) => z.id);
-  return ctx.db.tx(async (tx) => {
-    // one seeder at a time; the second one sees the zones and does nothing
-    await tx.query(sql('SimSeedLock'));
-    const foreign = await foreignRows(tx, zoneIds);
-    if (foreign) {
-      if (elsewhere === 'skip') return undefined;
-      throw new DemoSeedRefused(foreign);
-    }
-    await tx.query(sql('SimSeedMarkDemo'), [ctx.clock.now()]);
-    const existing = await tx.many(sql('SimSeedZonesExist'), [zoneIds]);
-    if (existing.length > 0) {
-      // a demo seeded by an older version gets the demo credentials added since (the README lists them)
-      await insertDemoFeedClients(tx);
-      return { created: false, zones: zoneIds, vehicles: 0, partners: 0, users: 0, deployedAt, credentials: credentialsList() };
-    }
-    const rng = new Prng(SEED);
-    await insertWorld(tx, rng, deployedAt);
-    const models = await loadZoneModels(tx, zoneIds);
-    const { n: firstIndex } = await tx.one(sql('SimVehicleCount'));
-    const vehicles = await insertVehicles(
-      tx,
-      rng.fork(1),
-      models.map((zone) => ({ zone, types: VEHICLE_TYPES.map((t) => ({ id: t.id, share: t.share })), count: perZone, plate: DEMO_ZONES.find((z) => z.id === zone.id)!.plate })),
-      firstIndex,
-      deployedAt,
-    );
-    const { partners, users } = await insertPartners(tx, rng.fork(2), deployedAt);
-    ctx.log.info({ zones: zoneIds, vehicles, partners, users }, 'demo data seeded');
-    return { created: true, zones: zoneIds, vehicles, partners, users, deployedAt, credentials: credentialsList() };
-  }, { retries: 0 });
+  return ctx.db.tx(
+    async (tx) => {
+      // one seeder at a time; the second one sees the zones and does nothing
+      await tx.query(sql('SimSeedLock'));
+      const foreign = await foreignRows(tx, zoneIds);
+      if (foreign) {
+        if (elsewhere === 'skip') return undefined;
+        throw new DemoSeedRefused(foreign);
+      }
+      await tx.query(sql('SimSeedMarkDemo'), [ctx.clock.now()]);
+      const existing = await tx.many(sql('SimSeedZonesExist'), [zoneIds]);
+      if (existing.length > 0) {
+        // a demo seeded by an older version gets the demo credentials added since (the README lists them)
+        await insertDemoFeedClients(tx);
+        return { created: false, zones: zoneIds, vehicles: 0, partners: 0, users: 0, deployedAt, credentials: credentialsList() };
+      }
+      const rng = new Prng(SEED);
+      await insertWorld(tx, rng, deployedAt);
+      const models = await loadZoneModels(tx, zoneIds);
+      const { n: firstIndex } = await tx.one(sql('SimVehicleCount'));
+      const vehicles = await insertVehicles(
+        tx,
+        rng.fork(1),
+        models.map((zone) => ({
+          zone,
+          types: VEHICLE_TYPES.map((t) => ({ id: t.id, share: t.share })),
+          count: perZone,
+          plate: DEMO_ZONES.find((z) => z.id === zone.id)!.plate,
+        })),
+        firstIndex,
+        deployedAt,
+      );
+      const { partners, users } = await insertPartners(tx, rng.fork(2), deployedAt);
+      ctx.log.info({ zones: zoneIds, vehicles, partners, users }, 'demo data seeded');
+      return { created: true, zones: zoneIds, vehicles, partners, users, deployedAt, credentials: credentialsList() };
+    },
+    { retries: 0 },
+  );
 }
 
 /**
@@ -116,25 +126,67 @@ async function seed(ctx: AppContext, opts: SeedOptions, elsewhere: 'refuse' | 's
  * (leipzig)"); undefined on a demo database (marked), or one holding nothing but demo rows.
  */
 async function foreignRows(tx: Queryable, zoneIds: string[]): Promise<string | undefined> {
-  const s = await tx.one(sql('SimSeedDatabaseState'), [[...DEMO_PARTNERS.map((p) => p.name), ...SIM_PARTNER_NAMES], DEMO_FEED_CLIENTS.map((c) => c.clientId), zoneIds]);
+  const s = await tx.one(sql('SimSeedDatabaseState'), [
+    [...DEMO_PARTNERS.map((p) => p.name), ...SIM_PARTNER_NAMES],
+    DEMO_FEED_CLIENTS.map((c) => c.clientId),
+    zoneIds,
+  ]);
   if (s.demo) return undefined;
   const part = (n: number, one: string, names: string[]) => (n ? `${n} ${one}${n === 1 ? '' : 's'} (${names.join(', ')}${n > names.length ? ', …' : ''})` : '');
-  const parts = [part(s.partners, 'partner', s.partner_names), part(s.clients, 'feed client', s.client_names), part(s.zones, 'zone', s.zone_names)].filter(Boolean);
+  const parts = [part(s.partners, 'partner', s.partner_names), part(s.clients, 'feed client', s.client_names), part(s.zones, 'zone', s.zone_names)].filter(
+    Boolean,
+  );
   if (!parts.length) return undefined;
   return parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts.at(-1)}`;
 }
 
 async function insertWorld(tx: Queryable, rng: Prng, at: Date): Promise<void> {
   for (const t of VEHICLE_TYPES) {
-    await tx.query(sql('SimSeedInsertVehicleType'), [t.id, t.formFactor, t.propulsionType, t.name, t.make, t.model, t.color, t.maxRangeMeters, t.maxSpeedKph, t.ratedPowerW]);
+    await tx.query(sql('SimSeedInsertVehicleType'), [
+      t.id,
+      t.formFactor,
+      t.propulsionType,
+      t.name,
+      t.make,
+      t.model,
+      t.color,
+      t.maxRangeMeters,
+      t.maxSpeedKph,
+      t.ratedPowerW,
+    ]);
   }
   for (const z of DEMO_ZONES) {
     await tx.query(sql('SimSeedInsertZone'), [
-      z.id, z.name, z.city, z.country, z.timezone, z.currency, z.vatRate, z.language, z.parkingMode, z.licenceVerificationRequired,
-      z.maxSpeedKph, z.reducedSpeedKph, z.minRequiredRides, JSON.stringify(z.sleepWindows), z.supportEmail, toWkt(z.boundary), at,
+      z.id,
+      z.name,
+      z.city,
+      z.country,
+      z.timezone,
+      z.currency,
+      z.vatRate,
+      z.language,
+      z.parkingMode,
+      z.licenceVerificationRequired,
+      z.maxSpeedKph,
+      z.reducedSpeedKph,
+      z.minRequiredRides,
+      JSON.stringify(z.sleepWindows),
+      z.supportEmail,
+      toWkt(z.boundary),
+      at,
     ]);
     for (const a of z.areas) {
-      await tx.query(sql('SimSeedInsertArea'), [rng.uuid(), z.id, a.name, a.type, a.vehicleTypes ?? [], toWkt(a.geom), a.capacity ?? null, a.maxSpeedKph ?? null, at]);
+      await tx.query(sql('SimSeedInsertArea'), [
+        rng.uuid(),
+        z.id,
+        a.name,
+        a.type,
+        a.vehicleTypes ?? [],
+        toWkt(a.geom),
+        a.capacity ?? null,
+        a.maxSpeedKph ?? null,
+        at,
+      ]);
     }
     for (const [typeId, p] of Object.entries(z.pricing)) {
       await tx.query(sql('SimSeedInsertPricing'), [z.id, typeId, p.startPrice, p.pricePerMinute, at]);

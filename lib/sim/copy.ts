@@ -20,12 +20,17 @@ export class CopyBuffer {
   /** characters gathered and not yet copied: what this buffer holds in memory */
   pending = 0;
 
-  constructor(readonly table: string, readonly columns: readonly string[]) {}
+  constructor(
+    readonly table: string,
+    readonly columns: readonly string[],
+  ) {}
 
   push(cells: Cell[]): void {
     // joined, not concatenated cell by cell: a `+=` chain leaves a tree of small strings per line
     // (several times the text's size until it is flattened); join gives one flat string
-    const line = cells.map((c) => (c === null || c === undefined ? '\\N' : c instanceof Date ? c.toISOString() : typeof c === 'boolean' ? (c ? 't' : 'f') : String(c))).join('\t');
+    const line = cells
+      .map((c) => (c === null || c === undefined ? '\\N' : c instanceof Date ? c.toISOString() : typeof c === 'boolean' ? (c ? 't' : 'f') : String(c)))
+      .join('\t');
     this.lines.push(line);
     this.currentChars += line.length + 1;
     this.pending += line.length + 1;

@@ -15,7 +15,7 @@ const CODE_SPACE = 36 ** 4;
  * with 36^4), so that consecutive vehicles do not get consecutive, guessable codes.
  */
 export function vehicleCode(n: number): string {
-  const x = (((n % CODE_SPACE) * 1000003 + 424242) % CODE_SPACE + CODE_SPACE) % CODE_SPACE;
+  const x = ((((n % CODE_SPACE) * 1000003 + 424242) % CODE_SPACE) + CODE_SPACE) % CODE_SPACE;
   return x.toString(36).toUpperCase().padStart(4, '0');
 }
 
@@ -35,13 +35,25 @@ export interface NewVehicleSpec {
  * available since `at`. Deterministic for the PRNG state. Returns the number inserted.
  */
 export async function insertVehicles(db: Queryable, rng: Prng, specs: NewVehicleSpec[], firstIndex: number, at: Date): Promise<number> {
-  const cols = { id: [] as string[], code: [] as string[], zone: [] as string[], type: [] as string[], battery: [] as number[], lng: [] as number[], lat: [] as number[], plate: [] as string[], plateId: [] as string[], eventId: [] as string[], gbfsId: [] as string[] };
+  const cols = {
+    id: [] as string[],
+    code: [] as string[],
+    zone: [] as string[],
+    type: [] as string[],
+    battery: [] as number[],
+    lng: [] as number[],
+    lat: [] as number[],
+    plate: [] as string[],
+    plateId: [] as string[],
+    eventId: [] as string[],
+    gbfsId: [] as string[],
+  };
   let n = firstIndex;
   for (const spec of specs) {
     const totalShare = spec.types.reduce((s, t) => s + t.share, 0);
     for (let i = 0; i < spec.count; i++, n++) {
       let r = rng.next() * totalShare;
-      const type = spec.types.find((t) => (r -= t.share) < 0) ?? spec.types[spec.types.length - 1]!;
+      const type = spec.types.find((t) => (r -= t.share) < 0) ?? spec.types[spec.types.length - 1];
       const letters = Array.from({ length: 3 }, () => LETTERS[rng.int(0, LETTERS.length - 1)]).join('');
       const [lng, lat] = parkingPlace(rng, spec.zone, i);
       cols.id.push(rng.uuid());
@@ -62,8 +74,18 @@ export async function insertVehicles(db: Queryable, rng: Prng, specs: NewVehicle
   for (let s = 0; s < cols.id.length; s += CHUNK) {
     const sl = <T>(a: T[]) => a.slice(s, s + CHUNK);
     const res = await db.query(sql('SimInsertVehicles'), [
-      sl(cols.id), sl(cols.code), sl(cols.zone), sl(cols.type), sl(cols.battery), sl(cols.lng), sl(cols.lat),
-      sl(cols.plate), sl(cols.plateId), sl(cols.eventId), sl(cols.gbfsId), at,
+      sl(cols.id),
+      sl(cols.code),
+      sl(cols.zone),
+      sl(cols.type),
+      sl(cols.battery),
+      sl(cols.lng),
+      sl(cols.lat),
+      sl(cols.plate),
+      sl(cols.plateId),
+      sl(cols.eventId),
+      sl(cols.gbfsId),
+      at,
     ]);
     inserted += res.rowCount ?? 0;
   }
@@ -71,7 +93,15 @@ export async function insertVehicles(db: Queryable, rng: Prng, specs: NewVehicle
 }
 
 /** Creates `count` users for a partner (deterministic ids, e-mails and external ids). */
-export async function insertUsers(db: Queryable, rng: Prng, partnerId: string, pool: { prefix: string; domain: string }, from: number, count: number, at: Date): Promise<void> {
+export async function insertUsers(
+  db: Queryable,
+  rng: Prng,
+  partnerId: string,
+  pool: { prefix: string; domain: string },
+  from: number,
+  count: number,
+  at: Date,
+): Promise<void> {
   const ids: string[] = [];
   const emails: string[] = [];
   const exts: string[] = [];

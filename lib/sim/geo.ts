@@ -17,20 +17,21 @@ export interface Shape {
 
 export function shape(coords: MultiPolygonCoords): Shape {
   let [a, b, c, d] = [Infinity, Infinity, -Infinity, -Infinity];
-  for (const poly of coords) for (const [lng, lat] of poly[0] ?? []) {
-    a = Math.min(a, lng);
-    b = Math.min(b, lat);
-    c = Math.max(c, lng);
-    d = Math.max(d, lat);
-  }
+  for (const poly of coords)
+    for (const [lng, lat] of poly[0] ?? []) {
+      a = Math.min(a, lng);
+      b = Math.min(b, lat);
+      c = Math.max(c, lng);
+      d = Math.max(d, lat);
+    }
   return { coords, bbox: [a, b, c, d] };
 }
 
 function inRing(ring: Position[], lng: number, lat: number): boolean {
   let inside = false;
   for (let i = 0, j = ring.length - 1; i < ring.length; j = i++) {
-    const [xi, yi] = ring[i]!;
-    const [xj, yj] = ring[j]!;
+    const [xi, yi] = ring[i];
+    const [xj, yj] = ring[j];
     if (yi > lat !== yj > lat && lng < ((xj - xi) * (lat - yi)) / (yj - yi) + xi) inside = !inside;
   }
   return inside;
@@ -40,9 +41,9 @@ export function contains(s: Shape, lng: number, lat: number): boolean {
   const [a, b, c, d] = s.bbox;
   if (lng < a || lng > c || lat < b || lat > d) return false;
   for (const poly of s.coords) {
-    if (!inRing(poly[0]!, lng, lat)) continue;
+    if (!inRing(poly[0], lng, lat)) continue;
     let inHole = false;
-    for (let h = 1; h < poly.length; h++) if (inRing(poly[h]!, lng, lat)) inHole = true;
+    for (let h = 1; h < poly.length; h++) if (inRing(poly[h], lng, lat)) inHole = true;
     if (!inHole) return true;
   }
   return false;
@@ -99,7 +100,7 @@ export function toWkt(coords: MultiPolygonCoords): string {
 
 /** A one-polygon MultiPolygon from an open ring of [lng, lat] corners (closed here). */
 export function polygon(corners: Position[]): MultiPolygonCoords {
-  return [[[...corners, corners[0]!]]];
+  return [[[...corners, corners[0]]]];
 }
 
 /** An axis-aligned rectangle centred on (lng, lat), half-sizes in degrees. */

@@ -18,8 +18,8 @@ export class Heap<T> {
     let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (this.cmp(a[i]!, a[p]!) >= 0) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
+      if (this.cmp(a[i], a[p]) >= 0) break;
+      [a[i], a[p]] = [a[p], a[i]];
       i = p;
     }
   }
@@ -27,7 +27,7 @@ export class Heap<T> {
   pop(): T | undefined {
     const a = this.items;
     if (a.length === 0) return undefined;
-    const top = a[0]!;
+    const top = a[0];
     const last = a.pop()!;
     if (a.length > 0) {
       a[0] = last;
@@ -36,10 +36,10 @@ export class Heap<T> {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;
-        if (l < a.length && this.cmp(a[l]!, a[m]!) < 0) m = l;
-        if (r < a.length && this.cmp(a[r]!, a[m]!) < 0) m = r;
+        if (l < a.length && this.cmp(a[l], a[m]) < 0) m = l;
+        if (r < a.length && this.cmp(a[r], a[m]) < 0) m = r;
         if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
+        [a[i], a[m]] = [a[m], a[i]];
         i = m;
       }
     }

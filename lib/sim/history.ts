@@ -60,8 +60,10 @@ export interface SimSummary {
 
 export class SimulationRepeatedError extends Error {
   constructor(opts: SimOptions, from: Date) {
-    super(`history from ${from.toISOString()} to ${opts.end.toISOString()} was already simulated on this database: ` +
-      'nothing was written; simulate a later window (--end) or start from an empty database (make clean)');
+    super(
+      `history from ${from.toISOString()} to ${opts.end.toISOString()} was already simulated on this database: ` +
+        'nothing was written; simulate a later window (--end) or start from an empty database (make clean)',
+    );
     this.name = 'SimulationRepeatedError';
   }
 }
@@ -74,10 +76,13 @@ export async function simulateHistory(ctx: AppContext, opts: SimOptions): Promis
   // the simulated days get their own partitions up front instead of filling the DEFAULT partitions
   await ctx.db.query(sql('HistoryEnsurePartitions'), [new Date(startMs).toISOString().slice(0, 10), new Date(endMs).toISOString().slice(0, 10)]);
   try {
-    return await ctx.db.tx(async (tx) => {
-      await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [String(ctx.config.opsStatementTimeoutMs)]);
-      return run(ctx, tx, root, startMs, endMs, opts);
-    }, { retries: 0 });
+    return await ctx.db.tx(
+      async (tx) => {
+        await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [String(ctx.config.opsStatementTimeoutMs)]);
+        return run(ctx, tx, root, startMs, endMs, opts);
+      },
+      { retries: 0 },
+    );
   } catch (err) {
     // COPY runs on the raw client: its unique violation arrives unclassified
     if ((err instanceof DbError ? err : classify(err, 'SimCopy')).kind === 'conflict') throw new SimulationRepeatedError(opts, new Date(startMs));
@@ -103,7 +108,13 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
       const typeIds = [...zone.pricing.keys()].sort();
       if (typeIds.length === 0) continue;
       const { n: first } = await tx.one(sql('SimVehicleCount'));
-      vehiclesAdded += await insertVehicles(tx, fleetRng, [{ zone, types: typeIds.map((id) => ({ id, share: types.get(id)?.form_factor === 'scooter' ? 0.7 : 0.3 })), count: opts.vehicles - n }], first, new Date(startMs));
+      vehiclesAdded += await insertVehicles(
+        tx,
+        fleetRng,
+        [{ zone, types: typeIds.map((id) => ({ id, share: types.get(id)?.form_factor === 'scooter' ? 0.7 : 0.3 })), count: opts.vehicles - n }],
+        first,
+        new Date(startMs),
+      );
     }
   }
 
@@ -120,10 +131,23 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
       }
       const last = Math.max(r.last_event_at ? r.last_event_at.getTime() : 0, r.last_rental_end ? r.last_rental_end.getTime() : 0);
       vehicles.push({
-        idx: vehicles.length, id: r.id, zone, sleep, typeId: r.vehicle_type_id, rangeM: Math.max(10000, types.get(r.vehicle_type_id)?.max_range_meters ?? 40000),
-        state: r.mds_state, battery: r.battery_percent, pos: [r.lng, r.lat], lastEventAt: last,
-        lastSeenAt: r.last_seen_at.getTime(), lastMovedAt: r.last_moved_at.getTime(),
-        version: 0, idle: false, hadTrip: false, changed: false, lastTypes: r.last_event_types ?? [],
+        idx: vehicles.length,
+        id: r.id,
+        zone,
+        sleep,
+        typeId: r.vehicle_type_id,
+        rangeM: Math.max(10000, types.get(r.vehicle_type_id)?.max_range_meters ?? 40000),
+        state: r.mds_state,
+        battery: r.battery_percent,
+        pos: [r.lng, r.lat],
+        lastEventAt: last,
+        lastSeenAt: r.last_seen_at.getTime(),
+        lastMovedAt: r.last_moved_at.getTime(),
+        version: 0,
+        idle: false,
+        hadTrip: false,
+        changed: false,
+        lastTypes: r.last_event_types ?? [],
       });
     }
   }
@@ -135,7 +159,14 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   // partners and their user pools (topped up to the size this fleet needs)
   const { demo } = await tx.one(sql('SimDatabaseIsDemo'));
   const partners: Partner[] = demo
-    ? (await tx.many(sql('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({ id: p.id, name: p.name, kind: p.kind, tripType: p.trip_type, users: [], weight: 0 }))
+    ? (await tx.many(sql('SimPartners'), [SIM_PARTNER_NAMES])).map((p) => ({
+        id: p.id,
+        name: p.name,
+        kind: p.kind,
+        tripType: p.trip_type,
+        users: [],
+        weight: 0,
+      }))
     : (await simTenant(tx, root.fork(4), new Date(startMs), ctx.log)).map((p) => {
         const spec = SIM_PARTNERS.find((s) => s.name === p.name)!;
         return { id: p.id, name: p.name, kind: spec.kind, tripType: spec.tripType, users: [], weight: 0 };
@@ -150,7 +181,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   for (const p of riding) {
     const existing = await tx.many(`SELECT count(*)::int AS n FROM users WHERE partner_id = $1`, [p.id]);
     const want = Math.max(20, Math.ceil(vehicles.length * p.weight * 1.2));
-    const have = existing[0]!.n as number;
+    const have = existing[0].n as number;
     if (have < want) {
       await insertUsers(tx, userRng, p.id, poolFor(p), have, want - have, poolAt);
       usersAdded += want - have;
@@ -168,7 +199,13 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
     // users created on the fly, before the rentals that reference them; then parents before children
     for (const [partnerId, list] of sim.newUsers) {
       const p = riding.find((x) => x.id === partnerId)!;
-      await tx.query(sql('SimInsertUsers'), [list.map((u) => u.id), partnerId, list.map((u) => `${u.ext}@${poolFor(p).domain}`), list.map((u) => u.ext), poolAt]);
+      await tx.query(sql('SimInsertUsers'), [
+        list.map((u) => u.id),
+        partnerId,
+        list.map((u) => `${u.ext}@${poolFor(p).domain}`),
+        list.map((u) => u.ext),
+        poolAt,
+      ]);
       usersAdded += list.length;
     }
     sim.newUsers.clear();
@@ -185,14 +222,34 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
 
   const vs = vehicles.filter((v) => v.changed);
   await tx.query(sql('SimUpdateVehicles'), [
-    vs.map((v) => v.id), vs.map((v) => v.state), vs.map((v) => STATUS[v.state]), vs.map((v) => v.state !== 'on_trip'),
-    vs.map((v) => Math.max(0, Math.min(100, Math.round(v.battery)))), vs.map((v) => v.pos[0]), vs.map((v) => v.pos[1]),
-    vs.map((v) => new Date(v.lastSeenAt)), vs.map((v) => new Date(v.lastMovedAt)), vs.map((v) => v.hadTrip), vs.map(() => rng.uuid()),
+    vs.map((v) => v.id),
+    vs.map((v) => v.state),
+    vs.map((v) => STATUS[v.state]),
+    vs.map((v) => v.state !== 'on_trip'),
+    vs.map((v) => Math.max(0, Math.min(100, Math.round(v.battery)))),
+    vs.map((v) => v.pos[0]),
+    vs.map((v) => v.pos[1]),
+    vs.map((v) => new Date(v.lastSeenAt)),
+    vs.map((v) => new Date(v.lastMovedAt)),
+    vs.map((v) => v.hadTrip),
+    vs.map(() => rng.uuid()),
   ]);
   const summary: SimSummary = {
-    from: new Date(startMs), to: new Date(endMs), zones: models.map((z) => z.id), vehicles: vehicles.length, vehiclesAdded, usersAdded,
-    rentals: sim.rentals.rows, trips: sim.trips.rows, events: sim.events.rows, telemetry: sim.telemetry.rows, tompBookings: sim.bookings.rows, rowsWritten,
-    riders: demo ? 'demo' : 'simulator', unpricedZones, unpricedVehicles,
+    from: new Date(startMs),
+    to: new Date(endMs),
+    zones: models.map((z) => z.id),
+    vehicles: vehicles.length,
+    vehiclesAdded,
+    usersAdded,
+    rentals: sim.rentals.rows,
+    trips: sim.trips.rows,
+    events: sim.events.rows,
+    telemetry: sim.telemetry.rows,
+    tompBookings: sim.bookings.rows,
+    rowsWritten,
+    riders: demo ? 'demo' : 'simulator',
+    unpricedZones,
+    unpricedVehicles,
   };
   ctx.log.info(summary, 'fleet history simulated');
   return summary;

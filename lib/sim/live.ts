@@ -27,6 +27,9 @@ import { along, planRide, type RidePlan } from './rides.js';
 import { localHour, ridingShare } from './simulation.js';
 import { simTenant, simUser, type SimTenantPartner } from './tenant.js';
 
+/** What a tick reads of a zone to know whether it sleeps (lib/zones.ts isSleeping). */
+type ZoneClock = { timezone: string; sleep_windows: unknown; status: string };
+
 export interface LiveOptions {
   /** speed-up factor (default 1) */
   rate?: number;
@@ -102,7 +105,10 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
       touched = new Set();
       for (const [vehicleId, zone] of [...lowBattery]) {
         lowBattery.delete(vehicleId);
-        const v = await ctx.db.maybeOne(`SELECT battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE id = $1 AND mds_state = 'available'`, [vehicleId]);
+        const v = await ctx.db.maybeOne<{ battery_percent: number; lng: number; lat: number }>(
+          `SELECT battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE id = $1 AND mds_state = 'available'`,
+          [vehicleId],
+        );
         if (v) await opEvent(vehicleId, zone, ['battery_low'], 'non_operational', 'unavailable', v.battery_percent, [v.lng, v.lat]);
       }
       await driveRides();
@@ -134,14 +140,25 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
     const moved = Math.min(1, elapsedS / (ride.plan.movingS || 1)) * ride.plan.distanceM;
     const [lng, lat] = along(ride.plan.path, moved);
     const battery = Math.max(0, Math.round(ride.startBattery - moved * ride.plan.drainPerM));
-    await recordTelemetry(ctx.db, { deviceId: ride.vehicleId, zoneId: ride.zone.id, ts: new Date(now), location: { lat, lng }, batteryPercent: battery, tripId: ride.tripId });
+    await recordTelemetry(ctx.db, {
+      deviceId: ride.vehicleId,
+      zoneId: ride.zone.id,
+      ts: new Date(now),
+      location: { lat, lng },
+      batteryPercent: battery,
+      tripId: ride.tripId,
+    });
     ride.lastTelemetryAt = now;
   }
 
   async function finish(ride: Ride): Promise<void> {
-    const end = ride.plan.path[ride.plan.path.length - 1]!;
+    const end = ride.plan.path[ride.plan.path.length - 1];
     try {
-      await endRental(ctx, { rentalId: ride.rentalId, userEndLocation: { latitude: end[1], longitude: end[0] }, ...(ride.parkingAttempts >= 3 ? { endState: 'ENDED_INTERNALLY' as const } : {}) });
+      await endRental(ctx, {
+        rentalId: ride.rentalId,
+        userEndLocation: { latitude: end[1], longitude: end[0] },
+        ...(ride.parkingAttempts >= 3 ? { endState: 'ENDED_INTERNALLY' as const } : {}),
+      });
       rides.delete(ride.rentalId);
       await afterRide(ride);
     } catch (err) {
@@ -151,7 +168,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
         const next = planRide(rng, ride.zone, end, Math.max(20, ride.startBattery), types.get('scooter') ?? 40000) ?? undefined;
         const target = parkingPlace(rng, ride.zone);
         const path: Position[] = next?.path ?? [end, target];
-        const distanceM = geodesicMeters(path[0]![0], path[0]![1], path[path.length - 1]![0], path[path.length - 1]![1]);
+        const distanceM = geodesicMeters(path[0][0], path[0][1], path[path.length - 1][0], path[path.length - 1][1]);
         ride.plan = { ...ride.plan, path, distanceM, movingS: Math.max(30, Math.round(distanceM / 4.5)), tailS: 10, drainPerM: 0 };
         ride.startedAt = ctx.clock.now().getTime();
         return;
@@ -163,13 +180,13 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
 
   async function afterRide(ride: Ride): Promise<void> {
     touched.add(ride.vehicleId);
-    const v = await ctx.db.maybeOne(`SELECT battery_percent FROM vehicles WHERE id = $1`, [ride.vehicleId]);
+    const v = await ctx.db.maybeOne<{ battery_percent: number }>(`SELECT battery_percent FROM vehicles WHERE id = $1`, [ride.vehicleId]);
     if (v && v.battery_percent < ride.zone.minBatteryPercent) lowBattery.set(ride.vehicleId, ride.zone);
   }
 
   async function startRides(zone: ZoneModel): Promise<void> {
     const now = ctx.clock.now();
-    const z = await ctx.db.one(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
+    const z = await ctx.db.one<ZoneClock>(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
     if (isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now) || partners.length === 0) return;
     const { fleet, riding } = await ctx.db.one(sql('SimLiveZoneLoad'), [zone.id]);
     const missing = Math.min(MAX_STARTS_PER_TICK, ridingTarget(fleet, z.timezone, now) - riding);
@@ -187,12 +204,23 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
         const userId = await simUser(ctx.db, rng, partner, now);
         if (!userId) continue;
         const rental = await startRental(ctx, {
-          partnerId: partner.id, userId, vehicleId: v.id, source: 'simulator', userLicenseValidated: true,
+          partnerId: partner.id,
+          userId,
+          vehicleId: v.id,
+          source: 'simulator',
+          userLicenseValidated: true,
           userStartLocation: { latitude: v.lat, longitude: v.lng },
         });
         const ride: Ride = {
-          rentalId: rental.id, tripId: rental.tripId, vehicleId: v.id, zone, plan: { ...plan, tailS: Math.min(plan.tailS, 60) }, startedAt: now.getTime(),
-          startBattery: v.battery_percent, lastTelemetryAt: 0, parkingAttempts: 0,
+          rentalId: rental.id,
+          tripId: rental.tripId,
+          vehicleId: v.id,
+          zone,
+          plan: { ...plan, tailS: Math.min(plan.tailS, 60) },
+          startedAt: now.getTime(),
+          startBattery: v.battery_percent,
+          lastTelemetryAt: 0,
+          parkingAttempts: 0,
         };
         rides.set(rental.id, ride);
         touched.add(v.id);
@@ -205,14 +233,14 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
   function pickPartner() {
     let r = rng.next() * partners.reduce((s, p) => s + p.weight, 0);
     for (const p of partners) if ((r -= p.weight) < 0) return p;
-    return partners[partners.length - 1]!;
+    return partners[partners.length - 1];
   }
 
   /** The operator: vehicles out of service for a while come back; now and then one is rebalanced. */
   async function operate(zone: ZoneModel): Promise<void> {
     const now = ctx.clock.now();
     const since = new Date(now.getTime() - (20 * 60000) / rate);
-    const z = await ctx.db.one(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
+    const z = await ctx.db.one<ZoneClock>(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
     const sleeping = isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now);
     for (const v of await ctx.db.many(sql('SimLiveOutOfService'), [zone.id, since, 3])) {
       if (touched.has(v.id)) continue;
@@ -233,15 +261,32 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
     }
     if (rng.chance(0.05)) {
       const [v] = await ctx.db.many(sql('SimLiveCandidates'), [zone.id, String(rng.nextU32()), 1]);
-      if (v && !touched.has(v.id) && !lowBattery.has(v.id)) await opEvent(v.id, zone, ['rebalance_pick_up'], 'removed', 'unavailable', v.battery_percent, [v.lng, v.lat]);
+      if (v && !touched.has(v.id) && !lowBattery.has(v.id))
+        await opEvent(v.id, zone, ['rebalance_pick_up'], 'removed', 'unavailable', v.battery_percent, [v.lng, v.lat]);
     }
   }
 
-  async function opEvent(vehicleId: string, zone: ZoneModel, eventTypes: string[], state: MdsState, status: string, battery: number, at: Position): Promise<void> {
+  async function opEvent(
+    vehicleId: string,
+    zone: ZoneModel,
+    eventTypes: string[],
+    state: MdsState,
+    status: string,
+    battery: number,
+    at: Position,
+  ): Promise<void> {
     const now = ctx.clock.now();
     try {
       await ctx.db.tx(async (tx) => {
-        await recordEvent(tx, { deviceId: vehicleId, zoneId: zone.id, eventTypes, vehicleState: state, ts: now, location: { lat: at[1], lng: at[0] }, batteryPercent: battery });
+        await recordEvent(tx, {
+          deviceId: vehicleId,
+          zoneId: zone.id,
+          eventTypes,
+          vehicleState: state,
+          ts: now,
+          location: { lat: at[1], lng: at[0] },
+          batteryPercent: battery,
+        });
         await recordTelemetry(tx, { deviceId: vehicleId, zoneId: zone.id, ts: now, location: { lat: at[1], lng: at[0] }, batteryPercent: battery });
         await tx.query(sql('SimLiveSetVehicle'), [vehicleId, status, battery, now]);
       });

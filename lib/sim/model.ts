@@ -49,15 +49,18 @@ export async function loadZoneModels(db: Queryable, zoneIds: string[] | null): P
       noParking: shapes('no-parking'),
       // a parking spot always has a capacity (CHECK on areas)
       spots: mine.filter((a) => a.area_type === 'parking-spot').map((a) => ({ ...shape(toMulti(a.geojson)), capacity: a.capacity! })),
-      pricing: new Map(prices.filter((p) => p.zone_id === z.id).map((p) => [p.vehicle_type_id, { startPrice: p.start_price, pricePerMinute: p.price_per_minute }])),
+      pricing: new Map(
+        prices.filter((p) => p.zone_id === z.id).map((p) => [p.vehicle_type_id, { startPrice: p.start_price, pricePerMinute: p.price_per_minute }]),
+      ),
     };
   });
 }
 
 function toMulti(geojson: string | { type: string; coordinates: unknown }): MultiPolygonCoords {
-  const g = typeof geojson === 'string' ? JSON.parse(geojson) : geojson;
-  if (g.type === 'Polygon') return [g.coordinates];
-  if (g.type === 'MultiPolygon') return g.coordinates;
+  // ST_AsGeoJSON of a zone's or an area's geometry, a (multi)polygon by the zone file's checks
+  const g = (typeof geojson === 'string' ? JSON.parse(geojson) : geojson) as { type: string; coordinates: unknown };
+  if (g.type === 'Polygon') return [g.coordinates as MultiPolygonCoords[number]];
+  if (g.type === 'MultiPolygon') return g.coordinates as MultiPolygonCoords;
   throw new Error(`unexpected geometry type ${g.type}`);
 }
 
@@ -71,7 +74,7 @@ export function canPark(z: ZoneModel, lng: number, lat: number): boolean {
 /** A parking place for a vehicle: inside a parking spot (spot zones) or anywhere allowed. */
 export function parkingPlace(rng: Prng, z: ZoneModel, spotIndex?: number): Position {
   if (z.parkingMode === 'parking-spot' && z.spots.length > 0) {
-    const s = z.spots[spotIndex === undefined ? rng.int(0, z.spots.length - 1) : spotIndex % z.spots.length]!;
+    const s = z.spots[spotIndex === undefined ? rng.int(0, z.spots.length - 1) : spotIndex % z.spots.length];
     const p = randomPointIn(rng, s, (lng, lat) => contains(z.ops, lng, lat) && !inAny(z.noRiding, lng, lat));
     if (p) return p;
   }
@@ -135,7 +138,7 @@ export class SleepCalendar {
     let hi = this.iv.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (this.iv[mid]![0] <= t) lo = mid + 1;
+      if (this.iv[mid][0] <= t) lo = mid + 1;
       else hi = mid;
     }
     return lo;

@@ -23,7 +23,7 @@ export class Prng {
   private d: number;
 
   constructor(seed: number) {
-    const s = splitmix32(seed >>> 0 ^ Math.floor(seed / 2 ** 32));
+    const s = splitmix32((seed >>> 0) ^ Math.floor(seed / 2 ** 32));
     this.a = s();
     this.b = s();
     this.c = s();
@@ -62,7 +62,7 @@ export class Prng {
 
   pick<T>(items: readonly T[]): T {
     if (items.length === 0) throw new Error('pick from an empty list');
-    return items[Math.floor(this.next() * items.length)]!;
+    return items[Math.floor(this.next() * items.length)];
   }
 
   /** Exponentially distributed with the given mean. */
@@ -79,8 +79,8 @@ export class Prng {
   /** A valid random (version 4, RFC 4122 variant) UUID drawn from this stream. */
   uuid(): string {
     const w = [this.nextU32(), this.nextU32(), this.nextU32(), this.nextU32()];
-    w[1] = (w[1]! & 0xffff0fff) | 0x00004000; // version 4
-    w[2] = (w[2]! & 0x3fffffff) | 0x80000000; // variant 10xx
+    w[1] = (w[1] & 0xffff0fff) | 0x00004000; // version 4
+    w[2] = (w[2] & 0x3fffffff) | 0x80000000; // variant 10xx
     const h = w.map((x) => (x >>> 0).toString(16).padStart(8, '0')).join('');
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
   }

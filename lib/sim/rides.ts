@@ -48,7 +48,7 @@ function destination(rng: Prng, z: ZoneModel, from: Position, wanted: number): P
       // the spot whose distance is closest to what the rider wants, out of a few candidates
       let best: { p: Position; err: number } | undefined;
       for (let k = 0; k < 3; k++) {
-        const spot = z.spots[rng.int(0, z.spots.length - 1)]!;
+        const spot = z.spots[rng.int(0, z.spots.length - 1)];
         const p = randomPointIn(rng, spot, (lng, lat) => canPark(z, lng, lat));
         if (!p) continue;
         const err = Math.abs(geodesicMeters(from[0], from[1], p[0], p[1]) - wanted);
@@ -89,7 +89,7 @@ export function planRide(rng: Prng, z: ZoneModel, from: Position, battery: numbe
   const mid = offset((from[0] + dest[0]) / 2, (from[1] + dest[1]) / 2, direct * rng.range(0, 0.12), rng.range(0, 2 * Math.PI));
   if (segmentAllowed(z, from, mid) && segmentAllowed(z, mid, dest)) path = [from, mid, dest];
   let distanceM = 0;
-  for (let i = 1; i < path.length; i++) distanceM += geodesicMeters(path[i - 1]![0], path[i - 1]![1], path[i]![0], path[i]![1]);
+  for (let i = 1; i < path.length; i++) distanceM += geodesicMeters(path[i - 1][0], path[i - 1][1], path[i][0], path[i][1]);
   if (distanceM > maxByBattery) return undefined;
   const speed = rng.normal(4.5, 0.6, 3, 5.6); // m/s, about 16 km/h
   const movingS = Math.round(distanceM / speed + rng.range(0, 90));
@@ -104,8 +104,8 @@ export function planRide(rng: Prng, z: ZoneModel, from: Position, battery: numbe
 export function along(path: Position[], meters: number): Position {
   let left = meters;
   for (let i = 1; i < path.length; i++) {
-    const a = path[i - 1]!;
-    const b = path[i]!;
+    const a = path[i - 1];
+    const b = path[i];
     const seg = geodesicMeters(a[0], a[1], b[0], b[1]);
     if (left <= seg || i === path.length - 1) {
       const f = seg === 0 ? 1 : Math.min(1, left / seg);
@@ -113,7 +113,7 @@ export function along(path: Position[], meters: number): Position {
     }
     left -= seg;
   }
-  return path[path.length - 1]!;
+  return path[path.length - 1];
 }
 
 /** Telemetry every 30 s from start to end (inclusive), battery draining with distance. */

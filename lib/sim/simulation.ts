@@ -54,7 +54,9 @@ export interface Partner {
 
 export const TRIP_TYPE_WEIGHT = { rider: 0.6, operator: 0.25, maas: 0.15 } as const;
 /** Rides per available vehicle per hour, by local hour of day (about 5 a day). */
-export const DEMAND = [0.05, 0.03, 0.02, 0.02, 0.02, 0.04, 0.1, 0.24, 0.38, 0.27, 0.2, 0.22, 0.28, 0.28, 0.25, 0.28, 0.35, 0.42, 0.4, 0.32, 0.24, 0.17, 0.12, 0.08];
+export const DEMAND = [
+  0.05, 0.03, 0.02, 0.02, 0.02, 0.04, 0.1, 0.24, 0.38, 0.27, 0.2, 0.22, 0.28, 0.28, 0.25, 0.28, 0.35, 0.42, 0.4, 0.32, 0.24, 0.17, 0.12, 0.08,
+];
 export const MIN = 60000;
 export const HOUR = 3600000;
 
@@ -67,7 +69,7 @@ const DEMAND_PEAK = Math.max(...DEMAND);
 
 /** Share of the fleet riding at once at a local hour: DEMAND's daily curve, PEAK_RIDING_SHARE at its top. */
 export function ridingShare(localHour: number): number {
-  return (PEAK_RIDING_SHARE * DEMAND[localHour]!) / DEMAND_PEAK;
+  return (PEAK_RIDING_SHARE * DEMAND[localHour]) / DEMAND_PEAK;
 }
 
 const hourFormats = new Map<string, Intl.DateTimeFormat>();
@@ -80,8 +82,14 @@ export function localHour(tz: string, t: number): number {
 }
 
 export const STATUS: Record<MdsState, string> = {
-  available: 'ready', on_trip: 'riding', reserved: 'booked', non_operational: 'unavailable', removed: 'unavailable',
-  non_contactable: 'unavailable', missing: 'unavailable', elsewhere: 'riding',
+  available: 'ready',
+  on_trip: 'riding',
+  reserved: 'booked',
+  non_operational: 'unavailable',
+  removed: 'unavailable',
+  non_contactable: 'unavailable',
+  missing: 'unavailable',
+  elsewhere: 'riding',
 };
 
 /** Characters of COPY text gathered across the buffers before they are written (32 MB). */
@@ -93,24 +101,95 @@ export const FLUSH_CHARS = 32 << 20;
  */
 
 export function poolFor(p: Partner): { prefix: string; domain: string } {
-  const slug = p.name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'partner';
+  const slug =
+    p.name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '') || 'partner';
   return { prefix: `sim-${slug}`, domain: `${slug}.example` };
 }
 
 export class Simulation {
   readonly rentals = new CopyBuffer('rentals', [
-    'id', 'partner_id', 'user_id', 'vehicle_id', 'zone_id', 'trip_id', 'source', 'state', 'beginners_mode', 'licence_validated', 'group_id', 'ride_type',
-    'currency', 'vat_rate', 'start_price', 'price_per_minute', 'started_at', 'ended_at', 'user_start_location', 'user_end_location',
-    'vehicle_start_location', 'vehicle_end_location', 'start_battery_percent', 'end_battery_percent', 'duration_min', 'distance_m',
-    'subtotal', 'total_amount', 'vat_amount', 'photo_decision', 'photo_decided_at', 'created_at', 'updated_at',
+    'id',
+    'partner_id',
+    'user_id',
+    'vehicle_id',
+    'zone_id',
+    'trip_id',
+    'source',
+    'state',
+    'beginners_mode',
+    'licence_validated',
+    'group_id',
+    'ride_type',
+    'currency',
+    'vat_rate',
+    'start_price',
+    'price_per_minute',
+    'started_at',
+    'ended_at',
+    'user_start_location',
+    'user_end_location',
+    'vehicle_start_location',
+    'vehicle_end_location',
+    'start_battery_percent',
+    'end_battery_percent',
+    'duration_min',
+    'distance_m',
+    'subtotal',
+    'total_amount',
+    'vat_amount',
+    'photo_decision',
+    'photo_decided_at',
+    'created_at',
+    'updated_at',
   ]);
   readonly trips = new CopyBuffer('trips', [
-    'trip_id', 'rental_id', 'device_id', 'zone_id', 'vehicle_type_id', 'trip_type', 'start_time', 'end_time', 'start_location', 'end_location',
-    'distance_m', 'duration_s', 'is_group_ride', 'ride_type', 'user_ride_count', 'recorded_at',
+    'trip_id',
+    'rental_id',
+    'device_id',
+    'zone_id',
+    'vehicle_type_id',
+    'trip_type',
+    'start_time',
+    'end_time',
+    'start_location',
+    'end_location',
+    'distance_m',
+    'duration_s',
+    'is_group_ride',
+    'ride_type',
+    'user_ride_count',
+    'recorded_at',
   ]);
-  readonly events = new CopyBuffer('events', ['event_id', 'device_id', 'zone_id', 'event_types', 'vehicle_state', 'ts', 'location', 'battery_percent', 'trip_ids', 'recorded_at']);
+  readonly events = new CopyBuffer('events', [
+    'event_id',
+    'device_id',
+    'zone_id',
+    'event_types',
+    'vehicle_state',
+    'ts',
+    'location',
+    'battery_percent',
+    'trip_ids',
+    'recorded_at',
+  ]);
   readonly telemetry = new CopyBuffer('telemetry', ['telemetry_id', 'device_id', 'zone_id', 'ts', 'location', 'battery_percent', 'trip_id', 'recorded_at']);
-  readonly bookings = new CopyBuffer('tomp_bookings', ['id', 'partner_id', 'user_id', 'vehicle_id', 'rental_id', 'state', 'from_location', 'customer_external_id', 'language', 'expires_at', 'created_at', 'updated_at']);
+  readonly bookings = new CopyBuffer('tomp_bookings', [
+    'id',
+    'partner_id',
+    'user_id',
+    'vehicle_id',
+    'rental_id',
+    'state',
+    'from_location',
+    'customer_external_id',
+    'language',
+    'expires_at',
+    'created_at',
+    'updated_at',
+  ]);
   readonly legs = new CopyBuffer('tomp_legs', ['id', 'booking_id', 'state', 'departure_time', 'created_at', 'updated_at']);
   readonly newUsers = new Map<string, Array<{ id: string; ext: string }>>();
 
@@ -148,7 +227,7 @@ export class Simulation {
   runUntil(untilMs: number): void {
     for (let next = this.heap.peek(); next && next.t < untilMs; next = this.heap.peek()) {
       const a = this.heap.pop()!;
-      const v = this.vehicles[a.v]!;
+      const v = this.vehicles[a.v];
       if (a.ver !== v.version || a.t >= this.endMs) continue;
       this.act(v, a.kind, a.t);
     }
@@ -233,10 +312,21 @@ export class Simulation {
   private emit(v: Vehicle, t: number, types: string[], to: MdsState, tripIds?: string[]): boolean {
     if (t <= v.lastEventAt) t = v.lastEventAt + 1000;
     if (t >= this.endMs) return false;
-    if (!isValidTransition(v.state, types, to)) throw new Error(`simulator bug: ${v.state} --${types}--> ${to}`);
+    if (!isValidTransition(v.state, types, to)) throw new Error(`simulator bug: ${v.state} --${types.join(',')}--> ${to}`);
     const battery = Math.max(0, Math.min(100, Math.round(v.battery)));
     const ts = new Date(t);
-    this.events.push([this.rng.uuid(), v.id, v.zone.id, arrayLiteral(types), to, ts, point(v.pos[0], v.pos[1]), battery, tripIds ? arrayLiteral(tripIds) : null, ts]);
+    this.events.push([
+      this.rng.uuid(),
+      v.id,
+      v.zone.id,
+      arrayLiteral(types),
+      to,
+      ts,
+      point(v.pos[0], v.pos[1]),
+      battery,
+      tripIds ? arrayLiteral(tripIds) : null,
+      ts,
+    ]);
     v.state = to;
     v.changed = true;
     v.lastEventAt = t;
@@ -263,7 +353,7 @@ export class Simulation {
     let at = t;
     for (let i = 0; i < 24 * 14; i++) {
       const boundary = (Math.floor(at / HOUR) + 1) * HOUR;
-      const rate = DEMAND[this.localHour(v.zone.timezone, at)]!;
+      const rate = DEMAND[this.localHour(v.zone.timezone, at)];
       const cap = (rate * (boundary - at)) / HOUR;
       if (left <= cap) return at + (left / rate) * HOUR;
       left -= cap;
@@ -309,12 +399,12 @@ export class Simulation {
     const free = (u: Partner['users'][number]) => u.busyUntil <= t && !exclude.has(u.id);
     const n = p.users.length;
     for (let k = 0; k < 8 && n > 0; k++) {
-      const u = p.users[this.rng.int(0, n - 1)]!;
+      const u = p.users[this.rng.int(0, n - 1)];
       if (free(u)) return u;
     }
     const from = n > 0 ? this.rng.int(0, n - 1) : 0;
     for (let k = 0; k < n; k++) {
-      const u = p.users[(from + k) % n]!;
+      const u = p.users[(from + k) % n];
       if (free(u)) return u;
     }
     // everyone is riding: a new user signs up
@@ -336,7 +426,7 @@ export class Simulation {
     const groupId = group.length > 0 ? this.rng.uuid() : null;
     const used = new Set<string>();
     this.ride(v, t, plan, partner, used, groupId ? { id: groupId, type: 'group-host' } : null);
-    const dest = plan.path[plan.path.length - 1]!;
+    const dest = plan.path[plan.path.length - 1];
     for (const g of group) {
       const gt = t + this.rng.int(10, 45) * 1000;
       const gp = planRide(this.rng, g.zone, g.pos, g.battery, g.rangeM, { near: dest });
@@ -363,7 +453,14 @@ export class Simulation {
     return out;
   }
 
-  private ride(v: Vehicle, t: number, plan: RidePlan, partner: Partner, used: Set<string>, group: { id: string; type: 'group-host' | 'group-guest' } | null): void {
+  private ride(
+    v: Vehicle,
+    t: number,
+    plan: RidePlan,
+    partner: Partner,
+    used: Set<string>,
+    group: { id: string; type: 'group-host' | 'group-guest' } | null,
+  ): void {
     const rng = this.rng;
     if (t <= v.lastEventAt) t = v.lastEventAt + 1000;
     const user = this.pickUser(partner, t, used);
@@ -375,7 +472,7 @@ export class Simulation {
     const rentalId = rng.uuid();
     const tripId = rng.uuid();
     const from = v.pos;
-    const dest = plan.path[plan.path.length - 1]!;
+    const dest = plan.path[plan.path.length - 1];
     const startBattery = Math.round(v.battery);
     const endBattery = Math.max(0, Math.round(startBattery - plan.distanceM * plan.drainPerM));
     const cost = costOf(plan, prices, z.vatRate, t);
@@ -390,24 +487,83 @@ export class Simulation {
       const ts = new Date(p.t);
       this.telemetry.push([rng.uuid(), v.id, z.id, ts, point(p.lng, p.lat), p.battery, tripId, ts]);
     }
-    const photo = plan.endState === 'ENDED' ? rng.pick(['good-parking', 'good-parking', 'good-parking', 'good-parking', 'good-parking', 'good-parking', 'bad-parking', 'bad-photo', 'no-decision']) : 'unknown';
+    const photo =
+      plan.endState === 'ENDED'
+        ? rng.pick(['good-parking', 'good-parking', 'good-parking', 'good-parking', 'good-parking', 'good-parking', 'bad-parking', 'bad-photo', 'no-decision'])
+        : 'unknown';
     const photoAt = new Date(end + (photo === 'bad-parking' ? 30 * MIN : rng.int(30, 600) * 1000));
     const startedAt = new Date(t);
     const endedAt = new Date(end);
     this.rentals.push([
-      rentalId, partner.id, user.id, v.id, z.id, tripId, partner.tripType === 'maas' ? 'tomp' : 'simulator', plan.endState, user.rides <= 3, true,
-      group?.id ?? null, group?.type ?? 'solo', z.currency, z.vatRate, prices.startPrice, prices.pricePerMinute, startedAt, endedAt,
-      point(userStart[0], userStart[1]), point(dest[0], dest[1]), point(from[0], from[1]), point(dest[0], dest[1]), startBattery, endBattery,
-      cost.durationMin, Math.ceil(plan.distanceM), cost.subtotal, cost.total, cost.vat, photo, photoAt, startedAt, photoAt,
+      rentalId,
+      partner.id,
+      user.id,
+      v.id,
+      z.id,
+      tripId,
+      partner.tripType === 'maas' ? 'tomp' : 'simulator',
+      plan.endState,
+      user.rides <= 3,
+      true,
+      group?.id ?? null,
+      group?.type ?? 'solo',
+      z.currency,
+      z.vatRate,
+      prices.startPrice,
+      prices.pricePerMinute,
+      startedAt,
+      endedAt,
+      point(userStart[0], userStart[1]),
+      point(dest[0], dest[1]),
+      point(from[0], from[1]),
+      point(dest[0], dest[1]),
+      startBattery,
+      endBattery,
+      cost.durationMin,
+      Math.ceil(plan.distanceM),
+      cost.subtotal,
+      cost.total,
+      cost.vat,
+      photo,
+      photoAt,
+      startedAt,
+      photoAt,
     ]);
     this.trips.push([
-      tripId, rentalId, v.id, z.id, v.typeId, partner.tripType, startedAt, endedAt, point(from[0], from[1]), point(dest[0], dest[1]),
-      Math.ceil(plan.distanceM), durationS, group !== null, group?.type ?? 'solo', user.rides, endedAt,
+      tripId,
+      rentalId,
+      v.id,
+      z.id,
+      v.typeId,
+      partner.tripType,
+      startedAt,
+      endedAt,
+      point(from[0], from[1]),
+      point(dest[0], dest[1]),
+      Math.ceil(plan.distanceM),
+      durationS,
+      group !== null,
+      group?.type ?? 'solo',
+      user.rides,
+      endedAt,
     ]);
     if (partner.tripType === 'maas') {
       const bookingId = rng.uuid();
       const bookedAt = new Date(t - rng.int(20, 90) * 1000);
-      this.bookings.push([bookingId, partner.id, user.id, v.id, rentalId, 'FINISHED', point(userStart[0], userStart[1]), user.ext, 'en', new Date(bookedAt.getTime() + 10 * MIN), bookedAt, endedAt]);
+      this.bookings.push([
+        bookingId,
+        partner.id,
+        user.id,
+        v.id,
+        rentalId,
+        'FINISHED',
+        point(userStart[0], userStart[1]),
+        user.ext,
+        'en',
+        new Date(bookedAt.getTime() + 10 * MIN),
+        bookedAt,
+        endedAt,
+      ]);
       this.legs.push([rng.uuid(), bookingId, 'FINISHED', startedAt, bookedAt, endedAt]);
     }
     this.riding.set(v.idx, { plan, end, tripId, startBattery });

@@ -1156,6 +1156,20 @@ export interface Queries {
       published_ms: number | null;
     };
   };
+  /** sql/queries/publisher.sql */
+  PgBossQueuesLock: {
+    params: [];
+    row: {
+      pg_advisory_lock: string | null;
+    };
+  };
+  /** sql/queries/publisher.sql */
+  PgBossQueuesUnlock: {
+    params: [];
+    row: {
+      pg_advisory_unlock: boolean | null;
+    };
+  };
   /** sql/queries/rentals.sql */
   RentalGet: {
     params: [$1: string | null, $2: string | null];

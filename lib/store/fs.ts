@@ -73,7 +73,7 @@ export class FsStore implements ObjectStore {
         hash.update(chunk);
         size += chunk.length;
         // a partial write is possible on some filesystems: loop until the chunk is out
-        for (let off = 0; off < chunk.length; ) off += (await fh!.write(chunk, off)).bytesWritten;
+        for (let off = 0; off < chunk.length;) off += (await fh!.write(chunk, off)).bytesWritten;
       };
       if (Buffer.isBuffer(body)) await write(body);
       else for await (const chunk of body) await write(toBuffer(chunk));
@@ -223,7 +223,7 @@ function toBuffer(chunk: unknown): Buffer {
 }
 
 async function write0(fh: FileHandle, buf: Buffer): Promise<void> {
-  for (let off = 0; off < buf.length; ) off += (await fh.write(buf, off)).bytesWritten;
+  for (let off = 0; off < buf.length;) off += (await fh.write(buf, off)).bytesWritten;
 }
 
 async function readExactly(fh: FileHandle, length: number, position: number): Promise<Buffer> {

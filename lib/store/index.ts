@@ -29,7 +29,7 @@ export async function openStore(config: Config): Promise<ObjectStore> {
     if (!m) throw new StoreError(`STORE_URL must be s3://bucket[/prefix], got "${url}"`);
     const prefix = (m[2] ?? '').replace(/^\/+|\/+$/g, '');
     return S3Store.open({
-      bucket: m[1]!,
+      bucket: m[1],
       prefix,
       endpoint: config.s3Endpoint,
       region: config.s3Region,

@@ -72,7 +72,7 @@ export class S3Store implements ObjectStore {
     private readonly pageSize: number,
   ) {}
 
-  static async open(opts: S3StoreOptions): Promise<S3Store> {
+  static open(opts: S3StoreOptions): Promise<S3Store> {
     const config: S3ClientConfig = {
       region: opts.region,
       forcePathStyle: opts.forcePathStyle,
@@ -82,7 +82,8 @@ export class S3Store implements ObjectStore {
       ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
       ...(opts.credentials ? { credentials: opts.credentials } : {}),
     };
-    return new S3Store(new S3Client(config), opts.bucket, opts.prefix.replace(/^\/+|\/+$/g, ''), opts.listPageSize ?? 1000);
+    // nothing to wait for (the client connects on its first request); a Promise like the other stores' open
+    return Promise.resolve(new S3Store(new S3Client(config), opts.bucket, opts.prefix.replace(/^\/+|\/+$/g, ''), opts.listPageSize ?? 1000));
   }
 
   private full(key: string): string {
@@ -120,7 +121,13 @@ export class S3Store implements ObjectStore {
           },
         });
         body.on('error', (err) => counter.destroy(err));
-        const upload = new Upload({ client: this.client, params: { ...params, Body: body.pipe(counter) }, partSize: PART_SIZE, queueSize: 4, leavePartsOnError: false });
+        const upload = new Upload({
+          client: this.client,
+          params: { ...params, Body: body.pipe(counter) },
+          partSize: PART_SIZE,
+          queueSize: 4,
+          leavePartsOnError: false,
+        });
         const res = await upload.done();
         etag = res.ETag;
         size = counted;
@@ -217,8 +224,9 @@ export class S3Store implements ObjectStore {
     }
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.client.destroy();
+    return Promise.resolve();
   }
 }
 

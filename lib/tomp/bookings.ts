@@ -57,12 +57,18 @@ async function resolveAsset(ctx: AppContext, caller: Caller, assetId: string, fr
   return v;
 }
 
-export async function createOneStopBooking(ctx: AppContext, caller: Caller, input: OneStopInput): Promise<{ booking: TompBooking; expiresAt: Date; language: string }> {
+export async function createOneStopBooking(
+  ctx: AppContext,
+  caller: Caller,
+  input: OneStopInput,
+): Promise<{ booking: TompBooking; expiresAt: Date; language: string }> {
   const vehicle = await resolveAsset(ctx, caller, input.assetId, input.from);
   // `from` is where the traveller stands: the engine refuses beyond the zone's unlock distance
   // (UserTooFarFromVehicle); a `radius` narrows that to how far the traveller will walk
   if (input.radius !== undefined && vehicle.distance_m !== null && vehicle.distance_m > input.radius) {
-    throw new TompError(406, `the vehicle is ${Math.ceil(vehicle.distance_m)} m from \`from\`, beyond the requested radius of ${input.radius} m`, { type: 'UserTooFarFromVehicle' });
+    throw new TompError(406, `the vehicle is ${Math.ceil(vehicle.distance_m)} m from \`from\`, beyond the requested radius of ${input.radius} m`, {
+      type: 'UserTooFarFromVehicle',
+    });
   }
   const customer = await findOrCreateCustomer(ctx.db, caller.partnerId, input.externalId, ctx.clock.now());
   if (customer.blocked) throw new TompError(428, 'the customer is blocked by the operator', { type: 'UserBlocked' });
@@ -97,7 +103,18 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
     try {
       bookingId = await ctx.db.tx(async (tx) => {
         const b = await tx.one(sql('TompInsertBooking'), [
-          caller.partnerId, customer.id, vehicle.id, rental.id, 'CONFIRMED', input.from.lng, input.from.lat, input.externalId, input.language, expiresAt, now, licence.verified,
+          caller.partnerId,
+          customer.id,
+          vehicle.id,
+          rental.id,
+          'CONFIRMED',
+          input.from.lng,
+          input.from.lat,
+          input.externalId,
+          input.language,
+          expiresAt,
+          now,
+          licence.verified,
         ]);
         await tx.one(sql('TompInsertLeg'), [b.id, new Date(rental.startedAt), now]);
         return b.id;
@@ -105,7 +122,9 @@ export async function createOneStopBooking(ctx: AppContext, caller: Caller, inpu
     } catch (err) {
       // The vehicle is unlocked but nobody can see the booking: end the rental rather than leave it running.
       ctx.log.error({ err, rentalId: rental.id }, 'tomp booking insert failed after the rental started; ending it');
-      await endRental(ctx, { rentalId: rental.id, endState: 'ENDED_INTERNALLY' }).catch((e) => ctx.log.error({ err: e, rentalId: rental.id }, 'compensating end failed'));
+      await endRental(ctx, { rentalId: rental.id, endState: 'ENDED_INTERNALLY' }).catch((e) =>
+        ctx.log.error({ err: e, rentalId: rental.id }, 'compensating end failed'),
+      );
       throw err;
     }
   }

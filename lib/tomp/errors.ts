@@ -68,7 +68,8 @@ const START_REASONS: Partial<Record<string, string>> = {
 export function fromRentalError(e: { code: string; detail: string; status: number }, phase: 'start' | 'end'): TompError {
   if (e.code === 'ServiceUnavailable') return new TompError(503, 'temporarily unavailable; retry later', { type: e.code, retryAfterSeconds: 5 });
   if (phase === 'start') {
-    const reason = e.code === 'ZoneIsSleeping' && e.detail === ZONE_NOT_PERMITTING ? 'the zone does not permit rentals where the vehicle stands' : START_REASONS[e.code];
+    const reason =
+      e.code === 'ZoneIsSleeping' && e.detail === ZONE_NOT_PERMITTING ? 'the zone does not permit rentals where the vehicle stands' : START_REASONS[e.code];
     if (reason) return new TompError(406, e.code === 'RentalAlreadyExists' && e.detail ? `${reason} (${e.detail})` : reason, { type: e.code });
     if (e.code === 'FailedToUnlockVehicle' || e.code === 'FailedToUpdateVehicle') {
       return new TompError(503, 'the vehicle did not answer the unlock command; retry later', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
@@ -77,7 +78,9 @@ export function fromRentalError(e: { code: string; detail: string; status: numbe
   }
   switch (e.code) {
     case 'FailedToEndRentalNoParking':
-      return new TompError(409, 'the vehicle is not in a place where the trip may end (no-parking area, no-riding area or outside a parking spot)', { type: e.code });
+      return new TompError(409, 'the vehicle is not in a place where the trip may end (no-parking area, no-riding area or outside a parking spot)', {
+        type: e.code,
+      });
     case 'FailedToEndRental':
       return new TompError(503, 'the vehicle did not lock; retry after the given time', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
     case 'RentalAlreadyEnded':
@@ -97,4 +100,3 @@ export function mapEngineError(err: unknown, phase: 'start' | 'end'): unknown {
   }
   return err;
 }
-

@@ -43,7 +43,8 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
     }
     if (c.licence_verification_required && !i.licence.verified) throw notPossible(i.licence.missing, 'UserLicenceVerificationRequired');
     // no distance without a `from` position: nothing to refuse
-    if (c.distance_m !== null && c.distance_m > c.unlock_distance_m) throw notPossible('the departure location is too far from the vehicle', 'UserTooFarFromVehicle');
+    if (c.distance_m !== null && c.distance_m > c.unlock_distance_m)
+      throw notPossible('the departure location is too far from the vehicle', 'UserTooFarFromVehicle');
     // the race is decided here: only one transaction can turn a ready vehicle into a booked one
     const v = await tx.maybeOne(sql('TompHoldVehicle'), [i.vehicleId]);
     if (!v) throw notPossible('the vehicle is not available (taken, reserved or out of service)', 'VehicleNotAvailable');
@@ -57,7 +58,18 @@ export async function holdVehicle(ctx: AppContext, i: HoldInput): Promise<string
       batteryPercent: v.battery_percent,
     });
     const b = await tx.one(sql('TompInsertBooking'), [
-      i.partnerId, i.userId, i.vehicleId, null, 'PENDING', i.from.lng, i.from.lat, i.externalId, i.language, i.expiresAt, i.now, i.licence.verified,
+      i.partnerId,
+      i.userId,
+      i.vehicleId,
+      null,
+      'PENDING',
+      i.from.lng,
+      i.from.lat,
+      i.externalId,
+      i.language,
+      i.expiresAt,
+      i.now,
+      i.licence.verified,
     ]);
     await tx.one(sql('TompInsertLeg'), [b.id, i.now, i.now]);
     return b.id;

@@ -37,6 +37,9 @@ export function missingLicence(licences: readonly TompLicence[] | undefined, ass
   if (list.length === 0) return `${base}; the request has no customer.licenses`;
   const forClass = list.filter((l) => l.assetClass === assetClass);
   if (forClass.length === 0) return `${base}; the licences sent are for ${[...new Set(list.map((l) => l.assetClass))].join(', ')}`;
-  const latest = forClass.map((l) => l.validUntil!).sort().at(-1);
+  const latest = forClass
+    .map((l) => l.validUntil!)
+    .sort()
+    .at(-1);
   return `${base}; the ${assetClass} licence expired on ${latest}`;
 }

@@ -25,6 +25,7 @@ export type PublicationTime = (recordedMs: number) => number;
 
 export interface Rendering {
   /** `pub` is given to the renderings whose records carry publication_time (MDS 2.0 trips, events) */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each rendering's mapper takes its own source's row type; one table holds them all
   map: (row: any, p: Provider, pub: PublicationTime) => object | undefined;
   /** our schema of one record; runs on every record before it is written */
   record: ValidateFunction;
@@ -107,25 +108,68 @@ function published<T extends object>(rec: T, row: { recorded_ms?: number | strin
 function build(f: HourlyFeed): Rendering {
   switch (f.id) {
     case 'mds-2.0-trips':
-      return { map: (r: TripRow, p, pub) => published(toMdsTrip(r, p), r, pub), record: compileOnce(MdsTripSchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsTripsHeadSchema), arrayKey: 'trips' };
+      return {
+        map: (r: TripRow, p, pub) => published(toMdsTrip(r, p), r, pub),
+        record: compileOnce(MdsTripSchema),
+        head: (ms) => mds20Head(ms),
+        headSchema: compileOnce(MdsTripsHeadSchema),
+        arrayKey: 'trips',
+      };
     case 'mds-2.0-events':
       return {
-        map: (r: EventRow, p, pub) => published(toMdsEvent(r, p), r, pub), record: compileOnce(MdsEventSchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsEventsHeadSchema),
-        arrayKey: 'events', tail: { links: {} },
+        map: (r: EventRow, p, pub) => published(toMdsEvent(r, p), r, pub),
+        record: compileOnce(MdsEventSchema),
+        head: (ms) => mds20Head(ms),
+        headSchema: compileOnce(MdsEventsHeadSchema),
+        arrayKey: 'events',
+        tail: { links: {} },
       };
     case 'mds-1.2-trips':
-      return { map: (r: TripRow, p) => toTrip12(r, p), record: compileOnce(Trip12Schema), head: () => ({ version: '1.2.0' }), headSchema: compileOnce(LegacyHeadSchema), arrayKey: 'data.trips' };
+      return {
+        map: (r: TripRow, p) => toTrip12(r, p),
+        record: compileOnce(Trip12Schema),
+        head: () => ({ version: '1.2.0' }),
+        headSchema: compileOnce(LegacyHeadSchema),
+        arrayKey: 'data.trips',
+      };
     case 'mds-1.2-status_changes':
-      return { map: (r: EventRow, p) => toStatusChange12(r, p), record: compileOnce(StatusChange12Schema), head: () => ({ version: '1.2.0' }), headSchema: compileOnce(LegacyHeadSchema), arrayKey: 'data.status_changes' };
+      return {
+        map: (r: EventRow, p) => toStatusChange12(r, p),
+        record: compileOnce(StatusChange12Schema),
+        head: () => ({ version: '1.2.0' }),
+        headSchema: compileOnce(LegacyHeadSchema),
+        arrayKey: 'data.status_changes',
+      };
     case 'mds-0.4-trips':
-      return { map: (r: TripRow, p) => toTrip04(r, p), record: compileOnce(Trip04Schema), head: () => ({ version: '0.4.1' }), headSchema: compileOnce(LegacyHeadSchema), arrayKey: 'data.trips' };
+      return {
+        map: (r: TripRow, p) => toTrip04(r, p),
+        record: compileOnce(Trip04Schema),
+        head: () => ({ version: '0.4.1' }),
+        headSchema: compileOnce(LegacyHeadSchema),
+        arrayKey: 'data.trips',
+      };
     case 'mds-0.4-status_changes':
-      return { map: (r: EventRow, p) => toStatusChange04(r, p), record: compileOnce(StatusChange04Schema), head: () => ({ version: '0.4.1' }), headSchema: compileOnce(LegacyHeadSchema), arrayKey: 'data.status_changes' };
+      return {
+        map: (r: EventRow, p) => toStatusChange04(r, p),
+        record: compileOnce(StatusChange04Schema),
+        head: () => ({ version: '0.4.1' }),
+        headSchema: compileOnce(LegacyHeadSchema),
+        arrayKey: 'data.status_changes',
+      };
     case 'insurance-2.0-trips':
-      return { map: (r: TripRow, p) => toInsuranceTrip(r, p), record: compileOnce(InsuranceTripSchema), head: (ms) => insuranceHead(ms), headSchema: compileOnce(InsuranceHeadSchema), arrayKey: 'trips' };
+      return {
+        map: (r: TripRow, p) => toInsuranceTrip(r, p),
+        record: compileOnce(InsuranceTripSchema),
+        head: (ms) => insuranceHead(ms),
+        headSchema: compileOnce(InsuranceHeadSchema),
+        arrayKey: 'trips',
+      };
     case 'mds-2.0-telemetry':
       return {
-        map: (r: TelemetryRow, p) => toMdsTelemetry(r, p), record: compileOnce(MdsTelemetrySchema), head: (ms) => mds20Head(ms), headSchema: compileOnce(MdsTelemetryHeadSchema),
+        map: (r: TelemetryRow, p) => toMdsTelemetry(r, p),
+        record: compileOnce(MdsTelemetrySchema),
+        head: (ms) => mds20Head(ms),
+        headSchema: compileOnce(MdsTelemetryHeadSchema),
         arrayKey: 'telemetry',
       };
     default:

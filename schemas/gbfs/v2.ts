@@ -20,8 +20,15 @@ export const gbfsV2Schema = envelope('2.2', {
       required: ['feeds'],
       properties: {
         feeds: feedList([
-          'gbfs', 'system_information', 'vehicle_types', 'gbfs_versions', 'system_alerts', 'system_pricing_plans', 'system_regions',
-          'free_bike_status', 'geofencing_zones',
+          'gbfs',
+          'system_information',
+          'vehicle_types',
+          'gbfs_versions',
+          'system_alerts',
+          'system_pricing_plans',
+          'system_regions',
+          'free_bike_status',
+          'geofencing_zones',
         ] as const),
       },
     },
@@ -29,12 +36,15 @@ export const gbfsV2Schema = envelope('2.2', {
   additionalProperties: false,
 });
 
-export const gbfsVersionsV2Schema = envelope('2.2', container('versions', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['version', 'url'],
-  properties: { version: { enum: ['2.2', '3.0'] }, url: uri },
-}));
+export const gbfsVersionsV2Schema = envelope(
+  '2.2',
+  container('versions', {
+    type: 'object',
+    additionalProperties: false,
+    required: ['version', 'url'],
+    properties: { version: { enum: ['2.2', '3.0'] }, url: uri },
+  }),
+);
 
 export const systemInformationV2Schema = envelope('2.2', {
   type: 'object',
@@ -52,81 +62,96 @@ export const systemInformationV2Schema = envelope('2.2', {
   },
 });
 
-export const vehicleTypesV2Schema = envelope('2.2', container('vehicle_types', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['vehicle_type_id', 'form_factor', 'propulsion_type', 'name'],
-  properties: {
-    vehicle_type_id: str,
-    form_factor: { enum: ['scooter', 'bicycle'] },
-    propulsion_type: { enum: ['human', 'electric_assist', 'electric'] },
-    name: str,
-    max_range_meters: { type: 'number', minimum: 0 },
-  },
-  if: { properties: { propulsion_type: { enum: ['electric', 'electric_assist'] } } },
-  then: { required: ['max_range_meters'] },
-}));
-
-export const freeBikeStatusV2Schema = envelope('2.2', container('bikes', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['bike_id', 'last_reported', 'lat', 'lon', 'is_reserved', 'is_disabled', 'vehicle_type_id', 'current_range_meters', 'rental_uris'],
-  properties: {
-    bike_id: str,
-    last_reported: posix,
-    lat,
-    lon,
-    is_reserved: bool,
-    is_disabled: bool,
-    vehicle_type_id: str,
-    current_range_meters: { type: 'number', minimum: 0 },
-    pricing_plan_id: str,
-    rental_uris: rentalUris,
-  },
-}));
-
-export const systemRegionsV2Schema = envelope('2.2', container('regions', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['region_id', 'name'],
-  properties: { region_id: str, name: str },
-}));
-
-export const systemPricingPlansV2Schema = envelope('2.2', container('plans', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['plan_id', 'name', 'currency', 'price', 'is_taxable', 'description', 'per_min_pricing'],
-  properties: {
-    plan_id: str,
-    name: str,
-    currency: { type: 'string', pattern: '^[A-Z]{3}$' },
-    price: { type: 'number', minimum: 0 },
-    is_taxable: bool,
-    description: str,
-    per_min_pricing: perMinPricing,
-  },
-}));
-
-export const systemAlertsV2Schema = envelope('2.2', container('alerts', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['alert_id', 'type', 'times', 'region_ids', 'station_ids', 'url', 'summary', 'description', 'last_updated'],
-  properties: {
-    alert_id: str,
-    type: { enum: ['system_closure', 'station_closure', 'station_move', 'other'] },
-    times: {
-      type: 'array',
-      minItems: 1,
-      items: { type: 'object', additionalProperties: false, required: ['start'], properties: { start: posix, end: posix } },
+export const vehicleTypesV2Schema = envelope(
+  '2.2',
+  container('vehicle_types', {
+    type: 'object',
+    additionalProperties: false,
+    required: ['vehicle_type_id', 'form_factor', 'propulsion_type', 'name'],
+    properties: {
+      vehicle_type_id: str,
+      form_factor: { enum: ['scooter', 'bicycle'] },
+      propulsion_type: { enum: ['human', 'electric_assist', 'electric'] },
+      name: str,
+      max_range_meters: { type: 'number', minimum: 0 },
     },
-    region_ids: ids,
-    station_ids: ids,
-    url: uri,
-    summary: str,
-    description: str,
-    last_updated: posix,
-  },
-}));
+    if: { properties: { propulsion_type: { enum: ['electric', 'electric_assist'] } } },
+    then: { required: ['max_range_meters'] },
+  }),
+);
+
+export const freeBikeStatusV2Schema = envelope(
+  '2.2',
+  container('bikes', {
+    type: 'object',
+    additionalProperties: false,
+    required: ['bike_id', 'last_reported', 'lat', 'lon', 'is_reserved', 'is_disabled', 'vehicle_type_id', 'current_range_meters', 'rental_uris'],
+    properties: {
+      bike_id: str,
+      last_reported: posix,
+      lat,
+      lon,
+      is_reserved: bool,
+      is_disabled: bool,
+      vehicle_type_id: str,
+      current_range_meters: { type: 'number', minimum: 0 },
+      pricing_plan_id: str,
+      rental_uris: rentalUris,
+    },
+  }),
+);
+
+export const systemRegionsV2Schema = envelope(
+  '2.2',
+  container('regions', {
+    type: 'object',
+    additionalProperties: false,
+    required: ['region_id', 'name'],
+    properties: { region_id: str, name: str },
+  }),
+);
+
+export const systemPricingPlansV2Schema = envelope(
+  '2.2',
+  container('plans', {
+    type: 'object',
+    additionalProperties: false,
+    required: ['plan_id', 'name', 'currency', 'price', 'is_taxable', 'description', 'per_min_pricing'],
+    properties: {
+      plan_id: str,
+      name: str,
+      currency: { type: 'string', pattern: '^[A-Z]{3}$' },
+      price: { type: 'number', minimum: 0 },
+      is_taxable: bool,
+      description: str,
+      per_min_pricing: perMinPricing,
+    },
+  }),
+);
+
+export const systemAlertsV2Schema = envelope(
+  '2.2',
+  container('alerts', {
+    type: 'object',
+    additionalProperties: false,
+    required: ['alert_id', 'type', 'times', 'region_ids', 'station_ids', 'url', 'summary', 'description', 'last_updated'],
+    properties: {
+      alert_id: str,
+      type: { enum: ['system_closure', 'station_closure', 'station_move', 'other'] },
+      times: {
+        type: 'array',
+        minItems: 1,
+        items: { type: 'object', additionalProperties: false, required: ['start'], properties: { start: posix, end: posix } },
+      },
+      region_ids: ids,
+      station_ids: ids,
+      url: uri,
+      summary: str,
+      description: str,
+      last_updated: posix,
+    },
+  }),
+);
 
 export const geofencingZonesV2Schema = envelope('2.2', {
   type: 'object',

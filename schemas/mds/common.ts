@@ -31,7 +31,10 @@ export const featurePoint = {
           type: 'array',
           minItems: 2,
           maxItems: 2,
-          items: [{ type: 'number', minimum: -180, maximum: 180 }, { type: 'number', minimum: -90, maximum: 90 }],
+          items: [
+            { type: 'number', minimum: -180, maximum: 180 },
+            { type: 'number', minimum: -90, maximum: 90 },
+          ],
           // never applies (maxItems 2), but gives the array a type for readers of the OpenAPI document (`items` there)
           additionalItems: { type: 'number' },
         },
@@ -46,10 +49,27 @@ export const VEHICLE_STATES_20 = ['removed', 'available', 'non_operational', 're
 
 /** MDS 2.0 data-types/vehicle-type: what a record may say (ours map into it: lib/feeds/mds/records.ts). */
 export const VEHICLE_TYPES_20 = [
-  'bicycle', 'bus', 'cargo_bicycle', 'car', 'delivery_robot', 'moped', 'motorcycle', 'scooter_standing', 'scooter_seated', 'truck', 'other',
+  'bicycle',
+  'bus',
+  'cargo_bicycle',
+  'car',
+  'delivery_robot',
+  'moped',
+  'motorcycle',
+  'scooter_standing',
+  'scooter_seated',
+  'truck',
+  'other',
 ] as const;
 
 /** MDS 2.0 data-types/propulsion-type. */
 export const PROPULSION_TYPES_20 = [
-  'human', 'electric_assist', 'electric', 'combustion', 'combustion_diesel', 'hybrid', 'hydrogen_fuel_cell', 'plug_in_hybrid',
+  'human',
+  'electric_assist',
+  'electric',
+  'combustion',
+  'combustion_diesel',
+  'hybrid',
+  'hydrogen_fuel_cell',
+  'plug_in_hybrid',
 ] as const;

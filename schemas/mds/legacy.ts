@@ -31,14 +31,39 @@ const state12 = { enum: ['available', 'elsewhere', 'non_operational', 'on_trip',
 const eventTypes12 = { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', pattern: '^[a-z_]+$' } } as const;
 /** 0.4.1 event_type_reason */
 const eventTypeReason04 = {
-  enum: ['service_start', 'user_drop_off', 'rebalance_drop_off', 'maintenance_drop_off', 'agency_drop_off', 'user_pick_up', 'low_battery', 'maintenance', 'service_end', 'rebalance_pick_up', 'maintenance_pick_up', 'agency_pick_up'],
+  enum: [
+    'service_start',
+    'user_drop_off',
+    'rebalance_drop_off',
+    'maintenance_drop_off',
+    'agency_drop_off',
+    'user_pick_up',
+    'low_battery',
+    'maintenance',
+    'service_end',
+    'rebalance_pick_up',
+    'maintenance_pick_up',
+    'agency_pick_up',
+  ],
 } as const;
 const currentLocation = { ...featurePoint, description: 'when the vehicle is not on a trip and has moved since its last event' } as const;
 
 export const StatusChange12Schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', 'propulsion_types', 'vehicle_state', 'event_types', 'event_time', 'event_location', 'battery_pct'],
+  required: [
+    'provider_name',
+    'provider_id',
+    'device_id',
+    'vehicle_id',
+    'vehicle_type',
+    'propulsion_types',
+    'vehicle_state',
+    'event_types',
+    'event_time',
+    'event_location',
+    'battery_pct',
+  ],
   properties: {
     ...common,
     propulsion_types: propulsion,
@@ -55,7 +80,21 @@ export type StatusChange12 = FromSchema<typeof StatusChange12Schema>;
 export const Trip12Schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', 'propulsion_types', 'trip_id', 'trip_duration', 'trip_distance', 'route', 'accuracy', 'start_time', 'end_time'],
+  required: [
+    'provider_name',
+    'provider_id',
+    'device_id',
+    'vehicle_id',
+    'vehicle_type',
+    'propulsion_types',
+    'trip_id',
+    'trip_duration',
+    'trip_distance',
+    'route',
+    'accuracy',
+    'start_time',
+    'end_time',
+  ],
   properties: {
     ...common,
     propulsion_types: propulsion,
@@ -73,7 +112,19 @@ export type Trip12 = FromSchema<typeof Trip12Schema>;
 export const StatusChange04Schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', 'propulsion_type', 'event_type', 'event_type_reason', 'event_time', 'event_location', 'battery_pct'],
+  required: [
+    'provider_name',
+    'provider_id',
+    'device_id',
+    'vehicle_id',
+    'vehicle_type',
+    'propulsion_type',
+    'event_type',
+    'event_type_reason',
+    'event_time',
+    'event_location',
+    'battery_pct',
+  ],
   properties: {
     ...common,
     propulsion_type: propulsion,
@@ -90,7 +141,21 @@ export type StatusChange04 = FromSchema<typeof StatusChange04Schema>;
 export const Trip04Schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', 'propulsion_type', 'trip_id', 'trip_duration', 'trip_distance', 'route', 'accuracy', 'start_time', 'end_time'],
+  required: [
+    'provider_name',
+    'provider_id',
+    'device_id',
+    'vehicle_id',
+    'vehicle_type',
+    'propulsion_type',
+    'trip_id',
+    'trip_duration',
+    'trip_distance',
+    'route',
+    'accuracy',
+    'start_time',
+    'end_time',
+  ],
   properties: {
     ...common,
     propulsion_type: propulsion,
@@ -109,7 +174,19 @@ export type Trip04 = FromSchema<typeof Trip04Schema>;
 export const Vehicle12Schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', 'propulsion_types', 'last_event_time', 'last_vehicle_state', 'last_event_types', 'last_event_location', 'battery_pct'],
+  required: [
+    'provider_name',
+    'provider_id',
+    'device_id',
+    'vehicle_id',
+    'vehicle_type',
+    'propulsion_types',
+    'last_event_time',
+    'last_vehicle_state',
+    'last_event_types',
+    'last_event_location',
+    'battery_pct',
+  ],
   properties: {
     ...common,
     propulsion_types: propulsion,
@@ -127,7 +204,19 @@ export type Vehicle12 = FromSchema<typeof Vehicle12Schema>;
 export const Vehicle04Schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_name', 'provider_id', 'device_id', 'vehicle_id', 'vehicle_type', 'propulsion_type', 'last_event_time', 'last_event_type', 'last_event_type_reason', 'last_event_location', 'battery_pct'],
+  required: [
+    'provider_name',
+    'provider_id',
+    'device_id',
+    'vehicle_id',
+    'vehicle_type',
+    'propulsion_type',
+    'last_event_time',
+    'last_event_type',
+    'last_event_type_reason',
+    'last_event_location',
+    'battery_pct',
+  ],
   properties: {
     ...common,
     propulsion_type: propulsion,

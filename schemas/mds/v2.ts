@@ -15,7 +15,19 @@ const text255 = { type: 'string', maxLength: 255 } as const;
 export const MdsTripSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['provider_id', 'device_id', 'trip_id', 'start_time', 'end_time', 'start_location', 'end_location', 'duration', 'distance', 'accessibility_attributes', 'trip_type'],
+  required: [
+    'provider_id',
+    'device_id',
+    'trip_id',
+    'start_time',
+    'end_time',
+    'start_location',
+    'end_location',
+    'duration',
+    'distance',
+    'accessibility_attributes',
+    'trip_type',
+  ],
   properties: {
     provider_id: uuid,
     device_id: uuid,

@@ -17,7 +17,8 @@ export const AuthorizationServerMetadataSchema = {
     issuer: {
       ...absoluteUrl,
       pattern: '^https?://[^?#]+$',
-      description: 'the host’s public base URL (PUBLIC_BASE_URL, PUBLIC_LEGACY_URL): no query or fragment; the metadata URL is this with /.well-known/oauth-authorization-server inserted after the authority (RFC 8414 §3.1)',
+      description:
+        'the host’s public base URL (PUBLIC_BASE_URL, PUBLIC_LEGACY_URL): no query or fragment; the metadata URL is this with /.well-known/oauth-authorization-server inserted after the authority (RFC 8414 §3.1)',
     },
     token_endpoint: { ...absoluteUrl, description: 'POST here for an access token (client credentials grant)' },
     token_endpoint_auth_methods_supported: {

@@ -209,7 +209,10 @@ export const AreaOccupancyRecord = {
   type: 'object',
   properties: {
     id: { type: 'string', description: 'parking-spot area id' },
-    occupancy: { type: 'number', description: 'scooters parked there now (every status but riding); bicycles are not counted, also where the spot admits them' },
+    occupancy: {
+      type: 'number',
+      description: 'scooters parked there now (every status but riding); bicycles are not counted, also where the spot admits them',
+    },
     capacity: { type: 'number', description: 'maximum scooters' },
   },
   required: ['id', 'occupancy', 'capacity'],

@@ -65,7 +65,18 @@ export type OneStopBookingRequest = FromSchema<typeof OneStopBookingRequest>;
 
 export const LEG_EVENTS = ['START_FINISHING', 'FINISH'] as const;
 /** Every legEvent.event value of TOMP 1.6.1: those we do not implement get a 400 that says so. */
-export const TOMP_LEG_EVENTS = ['PREPARE', 'ASSIGN_ASSET', 'SET_IN_USE', 'PAUSE', 'OPEN_TRUNK', 'START_FINISHING', 'FINISH', 'TIME_EXTEND', 'TIME_POSTPONE', 'CANCEL'] as const;
+export const TOMP_LEG_EVENTS = [
+  'PREPARE',
+  'ASSIGN_ASSET',
+  'SET_IN_USE',
+  'PAUSE',
+  'OPEN_TRUNK',
+  'START_FINISHING',
+  'FINISH',
+  'TIME_EXTEND',
+  'TIME_POSTPONE',
+  'CANCEL',
+] as const;
 
 export const LegEvent = {
   type: 'object',
@@ -96,7 +107,19 @@ export const BookingOperation = {
 } as const;
 export type BookingOperation = FromSchema<typeof BookingOperation>;
 
-export const SUPPORT_TYPES = ['BROKEN_DOWN', 'NOT_AT_LOCATION', 'MISSING_AFTER_PAUSE', 'NOT_CLEAN', 'NOT_AVAILABLE', 'UNABLE_TO_OPEN', 'UNABLE_TO_CLOSE', 'API_TECHNICAL', 'API_FUNCTIONAL', 'ACCIDENT', 'OTHER'] as const;
+export const SUPPORT_TYPES = [
+  'BROKEN_DOWN',
+  'NOT_AT_LOCATION',
+  'MISSING_AFTER_PAUSE',
+  'NOT_CLEAN',
+  'NOT_AVAILABLE',
+  'UNABLE_TO_OPEN',
+  'UNABLE_TO_CLOSE',
+  'API_TECHNICAL',
+  'API_FUNCTIONAL',
+  'ACCIDENT',
+  'OTHER',
+] as const;
 
 export const SupportRequest = {
   type: 'object',

@@ -14,7 +14,10 @@ export const TompErrorRecord = {
     status: { type: 'integer', description: 'the HTTP status' },
     title: { type: 'string', description: 'the HTTP reason phrase' },
     detail: { type: 'string' },
-    type: { type: 'string', description: 'machine-readable reason where useful, e.g. the rental engine’s code (VehicleNotAvailable, FailedToEndRentalNoParking, …)' },
+    type: {
+      type: 'string',
+      description: 'machine-readable reason where useful, e.g. the rental engine’s code (VehicleNotAvailable, FailedToEndRentalNoParking, …)',
+    },
     errorcode: { type: 'integer', description: 'TOMP’s numeric error code; not used by this implementation' },
   },
 } as const;

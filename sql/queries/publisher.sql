@@ -224,3 +224,12 @@ SELECT feed, version, (extract(epoch FROM published_at) * 1000)::int8 AS publish
   FROM feed_publication_log
  WHERE feed = ANY ($1::text[]) AND version = ANY ($2::text[]) AND scope = $3 AND hour = $4::timestamp
  ORDER BY published_at;
+
+-- name: PgBossQueuesLock
+-- pg-boss's create_queue deadlocks (40P01) when two processes create the same queues at once (two
+-- publishers starting together, or the API's sender beside a starting publisher): queue creation
+-- runs under this one cluster-wide session lock (lib/publication/queue.ts ensureQueues).
+SELECT pg_advisory_lock(hashtextextended('pgboss:queues', 7305040));
+
+-- name: PgBossQueuesUnlock
+SELECT pg_advisory_unlock(hashtextextended('pgboss:queues', 7305040));

@@ -19,18 +19,29 @@ export interface ApiProcess {
   stop(): void;
 }
 
+/** `store`: a directory (a file store there) or a STORE_URL (`s3://bucket/prefix`, with S3_ENDPOINT in `env`). */
 export async function startApiProcess(database: TestDatabase, store: string, env: Record<string, string> = {}): Promise<ApiProcess> {
   const port = await freePort();
   const legacyPort = await freePort();
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'api.ts')], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'test', DATABASE_URL: database.url, STORE_URL: `file://${store}`, PORT: String(port), LEGACY_PORT: String(legacyPort), METRICS_PORT: '0', LOG_LEVEL: 'warn', ...env },
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      DATABASE_URL: database.url,
+      STORE_URL: store.includes('://') ? store : `file://${store}`,
+      PORT: String(port),
+      LEGACY_PORT: String(legacyPort),
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const api: ApiProcess = { base: `http://127.0.0.1:${port}`, port, legacyPort, proc, out: '', stop: () => proc.kill('SIGKILL') };
-  proc.stdout!.on('data', (c) => (api.out += c));
-  proc.stderr!.on('data', (c) => (api.out += c));
-  await waitFor(`api on ${port}`, async () => (await fetch(`${api.base}/healthz`).catch(() => undefined))?.ok, 30_000).catch((err) => {
+  proc.stdout.on('data', (c) => (api.out += c));
+  proc.stderr.on('data', (c) => (api.out += c));
+  await waitFor(`api on ${port}`, async () => (await fetch(`${api.base}/healthz`).catch(() => undefined))?.ok, 60_000).catch((err) => {
     proc.kill('SIGKILL');
     throw new Error(`${(err as Error).message}: ${api.out}`);
   });

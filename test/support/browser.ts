@@ -16,7 +16,16 @@ import { ROOT } from '../../lib/paths.js';
 export const CHROMIUM = '/usr/bin/chromium';
 export const ARTIFACTS = join(ROOT, 'test-artifacts');
 
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export function isLoopback(url: string): boolean {
   const { protocol, hostname } = new URL(url);

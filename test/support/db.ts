@@ -99,7 +99,9 @@ export async function emptyDatabase(): Promise<TestDatabase> {
  * run still going on the same cluster keeps its databases.
  */
 export async function dropLeftoverDatabases(): Promise<string[]> {
-  const rows = await withAdmin((c) => c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^platform_(test|empty)_[0-9]+_[0-9a-f]+$'`));
+  const rows = await withAdmin((c) =>
+    c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^platform_(test|empty)_[0-9]+_[0-9a-f]+$'`),
+  );
   const alive = (pid: number) => {
     try {
       process.kill(pid, 0);

@@ -204,7 +204,7 @@ const IS_ROOT = process.getuid?.() === 0;
 
 function asPg(cmd: string, args: string[], opts: { timeoutMs?: number } = {}): string {
   const [file, argv] = IS_ROOT ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, cmd), ...args]] : [join(PG_BIN, cmd), args];
-  return execFileSync(file as string, argv as string[], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 60_000 });
+  return execFileSync(file, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: opts.timeoutMs ?? 60_000 });
 }
 
 export interface ThrowawayPg {
@@ -233,8 +233,15 @@ export async function startThrowawayPg(): Promise<ThrowawayPg> {
   asPg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C.UTF-8', '--no-sync']);
   appendFileSync(
     join(data, 'postgresql.conf'),
-    [`listen_addresses = '127.0.0.1'`, `port = ${port}`, `unix_socket_directories = '${run}'`, 'max_connections = 100',
-      'shared_buffers = 32MB', 'log_min_messages = warning', ''].join('\n'),
+    [
+      `listen_addresses = '127.0.0.1'`,
+      `port = ${port}`,
+      `unix_socket_directories = '${run}'`,
+      'max_connections = 100',
+      'shared_buffers = 32MB',
+      'log_min_messages = warning',
+      '',
+    ].join('\n'),
   );
   const start = () => {
     asPg('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', 'start']);
@@ -266,7 +273,12 @@ function gid(user: string): number {
 }
 
 /** Polls `fn` until it returns a truthy value or `timeoutMs` passes (bounded: throws with `what`). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -43,7 +43,10 @@ export async function insertClient(db: Queryable, clientId: string, role: Role, 
 export async function tokenFor(ctx: AppContext, clientId: string, role: Role, zones: string[] | null = null): Promise<string> {
   const exists = await ctx.db.maybeOne('SELECT 1 FROM feed_clients WHERE client_id = $1', [clientId]);
   // tokens minted in parallel for one id: the first insert wins, the others find it there
-  if (!exists) await insertClient(ctx.db, clientId, role, zones).catch((err) => (/unique|duplicate/i.test(String(err?.message ?? err)) ? undefined : Promise.reject(err)));
+  if (!exists)
+    await insertClient(ctx.db, clientId, role, zones).catch((err) =>
+      /unique|duplicate/i.test(String(err?.message ?? err)) ? undefined : Promise.reject(err instanceof Error ? err : new Error(String(err))),
+    );
   return (await issueFeedToken(ctx.config, ctx.clock, { clientId, role, zones })).accessToken;
 }
 
@@ -59,7 +62,16 @@ const KEY_PART: Record<HourFeed, string> = {
 /** Stores `body` gzip at the interface's key and writes a published feed_publications row. */
 export async function publishHour(
   ctx: AppContext,
-  p: { feed: HourFeed; version: '2.0' | '1.2' | '0.4'; zone: string; hour: string; body: unknown; records?: number; dirty?: boolean; status?: 'published' | 'failed' },
+  p: {
+    feed: HourFeed;
+    version: '2.0' | '1.2' | '0.4';
+    zone: string;
+    hour: string;
+    body: unknown;
+    records?: number;
+    dirty?: boolean;
+    status?: 'published' | 'failed';
+  },
 ): Promise<string> {
   const key = `${KEY_PART[p.feed].replace('{v}', p.version).replace('{z}', p.zone)}/${p.hour}.json.gz`;
   const json = Buffer.from(JSON.stringify(p.body));
@@ -70,8 +82,18 @@ export async function publishHour(
      VALUES ($1, $2, $3, $4::timestamp, $5, $6, $7, $8, $9, now(), now(), $10)
      ON CONFLICT (feed, version, scope, hour) DO UPDATE SET status = EXCLUDED.status, object_key = EXCLUDED.object_key,
        sha256 = EXCLUDED.sha256, record_count = EXCLUDED.record_count, dirty = EXCLUDED.dirty`,
-    [p.feed, p.version, p.zone, `${p.hour}:00:00`, p.status ?? 'published', p.status === 'failed' ? null : key, p.status === 'failed' ? null : sha,
-      p.status === 'failed' ? null : (p.records ?? 0), json.length, p.dirty ?? false],
+    [
+      p.feed,
+      p.version,
+      p.zone,
+      `${p.hour}:00:00`,
+      p.status ?? 'published',
+      p.status === 'failed' ? null : key,
+      p.status === 'failed' ? null : sha,
+      p.status === 'failed' ? null : (p.records ?? 0),
+      json.length,
+      p.dirty ?? false,
+    ],
   );
   return key;
 }
@@ -127,7 +149,6 @@ export function mdsSpec(name: string): ValidateFunction {
   }
   return v;
 }
-
 
 /** Asserts `body` validates against the named MDS schema (no-op when specs are absent). */
 export function expectMds(name: string, body: unknown): void {

@@ -34,7 +34,11 @@ function nextCode(): string {
   return n.toString(36).toUpperCase().padStart(4, 'Q').slice(-4);
 }
 
-export async function feedVehicle(q: Queryable, zoneId: string, opts: { type?: string; code?: string; lat?: number; lng?: number; battery?: number } = {}): Promise<{ id: string; code: string }> {
+export async function feedVehicle(
+  q: Queryable,
+  zoneId: string,
+  opts: { type?: string; code?: string; lat?: number; lng?: number; battery?: number } = {},
+): Promise<{ id: string; code: string }> {
   const code = opts.code ?? nextCode();
   const row = await q.one<{ id: string }>(
     `INSERT INTO vehicles (code, zone_id, vehicle_type_id, mds_state, battery_percent, location, license_plate, license_plate_id)

@@ -32,10 +32,20 @@ export function figures(): Array<{ row: string } & Record<Figure, number>> {
 export function printFigures(): void {
   const all = figures();
   if (all.length === 0) return;
-  const total = all.reduce((t, r) => ({ ...t, inputs: t.inputs + r.inputs, races: t.races + r.races, faults: t.faults + r.faults, failures: t.failures + r.failures }), {
-    row: 'total', inputs: 0, races: 0, faults: 0, failures: 0,
-  });
-  const lines = [...all, total].map((r) => `  ${r.row.padEnd(28)} ${String(r.inputs).padStart(8)} ${String(r.races).padStart(7)} ${String(r.faults).padStart(7)} ${String(r.failures).padStart(9)}`);
+  const total = all.reduce(
+    (t, r) => ({ ...t, inputs: t.inputs + r.inputs, races: t.races + r.races, faults: t.faults + r.faults, failures: t.failures + r.failures }),
+    {
+      row: 'total',
+      inputs: 0,
+      races: 0,
+      faults: 0,
+      failures: 0,
+    },
+  );
+  const lines = [...all, total].map(
+    (r) =>
+      `  ${r.row.padEnd(28)} ${String(r.inputs).padStart(8)} ${String(r.races).padStart(7)} ${String(r.faults).padStart(7)} ${String(r.failures).padStart(9)}`,
+  );
   const header = `  ${'reliability figures'.padEnd(28)} ${'inputs'.padStart(8)} ${'races'.padStart(7)} ${'faults'.padStart(7)} ${'failures'.padStart(9)}`;
   console.log(['', header, `  ${'-'.repeat(header.length - 2)}`, ...lines, ''].join('\n'));
   try {
@@ -97,22 +107,97 @@ export const NON_V4_UUIDS = [
   'g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
 ];
 
-export const IMPOSSIBLE_TIMES = ['2026-02-30T10', '2026-13-01T00', '2026-01-01T24', '2026-01-32T00', '2025-02-29T10', '0000-00-00T00', '2026-1-1T1',
-  '2026-01-01T10:00', '2026-01-01 10', '2026-01-01T23:59:60Z', '9999-12-31T23', '-001-01-01T00', '2026-02-30T10:00:00Z', '2026-01-01T24:00:00Z'];
+export const IMPOSSIBLE_TIMES = [
+  '2026-02-30T10',
+  '2026-13-01T00',
+  '2026-01-01T24',
+  '2026-01-32T00',
+  '2025-02-29T10',
+  '0000-00-00T00',
+  '2026-1-1T1',
+  '2026-01-01T10:00',
+  '2026-01-01 10',
+  '2026-01-01T23:59:60Z',
+  '9999-12-31T23',
+  '-001-01-01T00',
+  '2026-02-30T10:00:00Z',
+  '2026-01-01T24:00:00Z',
+];
 
 export const NUMBERISH = ['1e308', '-1', 'NaN', 'Infinity', '-Infinity', '-0', '0x10', '1.5', '9'.repeat(400), '1e-400', '+1', ' 1', '1 ', '١٢٣'];
 
-export const SQLISH = ["' OR '1'='1", "'; DROP TABLE rentals; --", '" OR 1=1 --', "Robert'); DROP TABLE users;--", '$1', "1' UNION SELECT password FROM partners--", '\\', "E'\\x00'", '/*', '--'];
+export const SQLISH = [
+  "' OR '1'='1",
+  "'; DROP TABLE rentals; --",
+  '" OR 1=1 --',
+  "Robert'); DROP TABLE users;--",
+  '$1',
+  "1' UNION SELECT password FROM partners--",
+  '\\',
+  "E'\\x00'",
+  '/*',
+  '--',
+];
 
-export const ODD_STRINGS = ['', ' ', '\t', '..', '../../etc/passwd', '..\\..\\windows', '\u0000', 'a\u0000b', '%00', '%s%s%n', '{{7*7}}', '<script>alert(1)</script>',
-  '𝓤𝓷𝓲𝓬𝓸𝓭𝓮', 'zône-ß-中文-🚲', '\u202egnp.exe', '\ud800', '\uffff', 'x'.repeat(5000), 'null', 'true', '[]', '{}', 'undefined', '__proto__', 'constructor'];
+export const ODD_STRINGS = [
+  '',
+  ' ',
+  '\t',
+  '..',
+  '../../etc/passwd',
+  '..\\..\\windows',
+  '\u0000',
+  'a\u0000b',
+  '%00',
+  '%s%s%n',
+  '{{7*7}}',
+  '<script>alert(1)</script>',
+  '𝓤𝓷𝓲𝓬𝓸𝓭𝓮',
+  'zône-ß-中文-🚲',
+  '\u202egnp.exe',
+  '\ud800',
+  '\uffff',
+  'x'.repeat(5000),
+  'null',
+  'true',
+  '[]',
+  '{}',
+  'undefined',
+  '__proto__',
+  'constructor',
+];
 
 export const HOSTILE_STRINGS = [...NON_V4_UUIDS, ...IMPOSSIBLE_TIMES, ...NUMBERISH, ...SQLISH, ...ODD_STRINGS];
 
 /** Already-encoded path segments: traversal, NUL, broken percent-encoding, overlong UTF-8, unicode, very long. */
-export const HOSTILE_SEGMENTS = ['..%2F..%2Fetc%2Fpasswd', '..%2f', '%2e%2e', '%2e%2e%2f%2e%2e', '..', '.', '%00', 'a%00b', '%', '%ZZ', '%E0%A4%A', '%C0%AE%C0%AE',
-  '%F0%9F%98%80', '%E2%80%AE', '%ED%A0%80', 'x'.repeat(3000), '%27%20OR%20%271%27%3D%271', '%27%3B%20DROP%20TABLE%20zones%3B--', '1e308', '-1', 'NaN',
-  '%20', '%0A', '%0D%0A', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', ...NON_V4_UUIDS.map((u) => encodeURIComponent(u))];
+export const HOSTILE_SEGMENTS = [
+  '..%2F..%2Fetc%2Fpasswd',
+  '..%2f',
+  '%2e%2e',
+  '%2e%2e%2f%2e%2e',
+  '..',
+  '.',
+  '%00',
+  'a%00b',
+  '%',
+  '%ZZ',
+  '%E0%A4%A',
+  '%C0%AE%C0%AE',
+  '%F0%9F%98%80',
+  '%E2%80%AE',
+  '%ED%A0%80',
+  'x'.repeat(3000),
+  '%27%20OR%20%271%27%3D%271',
+  '%27%3B%20DROP%20TABLE%20zones%3B--',
+  '1e308',
+  '-1',
+  'NaN',
+  '%20',
+  '%0A',
+  '%0D%0A',
+  'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11',
+  ...NON_V4_UUIDS.map((u) => encodeURIComponent(u)),
+];
 
 const safeEncode = (s: string): string => {
   try {
@@ -175,14 +260,31 @@ export function mutatedBody(valid: Json): fc.Arbitrary<unknown> {
   return fc.oneof(
     { weight: 4, arbitrary: fc.tuple(fc.constantFrom(...paths), hostileValue).map(([p, v]) => setPath(valid, p, v, false)) },
     { weight: 2, arbitrary: fc.constantFrom(...paths).map((p) => setPath(valid, p, undefined, true)) },
-    { weight: 1, arbitrary: fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), hostileValue, { minKeys: 1, maxKeys: 4 }).map((extra) => ({ ...extra, ...valid })) },
+    {
+      weight: 1,
+      arbitrary: fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), hostileValue, { minKeys: 1, maxKeys: 4 }).map((extra) => ({ ...extra, ...valid })),
+    },
     { weight: 1, arbitrary: hostileValue },
   );
 }
 
 /** Text that is not JSON (or is truncated JSON) sent as application/json. */
 export const malformedJson: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('{', '{"a":', '{"a":1,}', "{'a':1}", '[1,2', 'NaN', 'undefined', '{"a":1}{"b":2}', '\u0000', '{"a":"\\u00"}', '{"a": 01}', '\ufeff{}x', '{"__proto__":'),
+  fc.constantFrom(
+    '{',
+    '{"a":',
+    '{"a":1,}',
+    "{'a':1}",
+    '[1,2',
+    'NaN',
+    'undefined',
+    '{"a":1}{"b":2}',
+    '\u0000',
+    '{"a":"\\u00"}',
+    '{"a": 01}',
+    '\ufeff{}x',
+    '{"__proto__":',
+  ),
   fc.string({ maxLength: 60 }).filter((s) => {
     try {
       JSON.parse(s);
@@ -197,7 +299,13 @@ export const malformedJson: fc.Arbitrary<string> = fc.oneof(
  * POSTs `bytes` with chunked transfer encoding (no Content-Length), so a size limit must be counted
  * while reading. supertest always sets Content-Length; this talks to a real listening server.
  */
-export async function postChunked(handler: (req: IncomingMessage, res: ServerResponse) => void, path: string, headers: Record<string, string>, bytes: Buffer, method = 'POST'): Promise<{ status: number; text: string; body: any; type: string }> {
+export async function postChunked(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  path: string,
+  headers: Record<string, string>,
+  bytes: Buffer,
+  method = 'POST',
+): Promise<{ status: number; text: string; body: any; type: string }> {
   const server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
@@ -214,7 +322,7 @@ export async function postChunked(handler: (req: IncomingMessage, res: ServerRes
           } catch {
             body = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, text, body, type: String(res.headers['content-type'] ?? '').split(';')[0]! });
+          resolve({ status: res.statusCode ?? 0, text, body, type: String(res.headers['content-type'] ?? '').split(';')[0] });
         });
       });
       // the server may answer 413 and close before we finish writing: that is the point
@@ -229,7 +337,20 @@ export async function postChunked(handler: (req: IncomingMessage, res: ServerRes
 }
 
 /** Values that broke real services: NUL (Postgres text), lone surrogates, leap seconds, huge numbers. */
-export const NASTY_VALUES: unknown[] = ['a\u0000b', '\u0000', '\ud800', 'x'.repeat(20000), '2026-01-01T23:59:60Z', '2026-02-30T10:00:00Z', 1e308, -1, 'NaN', [], {}, null];
+export const NASTY_VALUES: unknown[] = [
+  'a\u0000b',
+  '\u0000',
+  '\ud800',
+  'x'.repeat(20000),
+  '2026-01-01T23:59:60Z',
+  '2026-02-30T10:00:00Z',
+  1e308,
+  -1,
+  'NaN',
+  [],
+  {},
+  null,
+];
 
 /** `valid` with each field in turn (objects included) replaced by each of `values`: an exhaustive, small list. */
 export function everyField(valid: Record<string, unknown>, values: unknown[] = NASTY_VALUES): unknown[] {

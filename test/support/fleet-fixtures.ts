@@ -20,7 +20,10 @@ export async function insertZone(q: Queryable, id = `z${++counter}`, opts: { lat
      VALUES ($1, $1, 'Berlin', 'DE', 'Europe/Berlin', 'EUR', 0.19, 'free-floating', ST_GeomFromText($2, 4326))`,
     [id, squareWkt(lat, lng, 0.02)],
   );
-  await q.query(`INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'ops', 'operations', ST_GeomFromText($2, 4326))`, [id, squareWkt(lat, lng, 0.015)]);
+  await q.query(`INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'ops', 'operations', ST_GeomFromText($2, 4326))`, [
+    id,
+    squareWkt(lat, lng, 0.015),
+  ]);
   await q.query(
     `INSERT INTO vehicle_types (id, form_factor, propulsion_type, name, make, model, max_range_meters, max_speed_kph)
      VALUES ('fx-scooter', 'scooter', 'electric', 'Scooter', 'Acme', 'S1', 40000, 20) ON CONFLICT DO NOTHING`,

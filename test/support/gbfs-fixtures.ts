@@ -59,7 +59,14 @@ export interface ZoneFixture {
 
 export async function gbfsZone(
   db: Queryable,
-  opts: { id?: string; parkingMode?: 'free-floating' | 'parking-spot'; sleepWindows?: Array<{ start: string; end: string }>; lat?: number; lng?: number; timezone?: string } = {},
+  opts: {
+    id?: string;
+    parkingMode?: 'free-floating' | 'parking-spot';
+    sleepWindows?: Array<{ start: string; end: string }>;
+    lat?: number;
+    lng?: number;
+    timezone?: string;
+  } = {},
 ): Promise<ZoneFixture> {
   const id = opts.id ?? `gz${++n}`;
   const lat = opts.lat ?? 48.137;

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Response } from 'supertest';
-import type { Db, Queryable } from '../../lib/db.js';
+import type { Queryable } from '../../lib/db.js';
 import type { AppContext } from '../../lib/context.js';
 import { createApiKey } from '../../lib/auth/api-keys.js';
 import { compile, describeErrors } from '../../lib/validate.js';
@@ -72,10 +72,23 @@ export async function insertZone(db: Queryable, o: ZoneOptions = {}): Promise<Zo
     `INSERT INTO zones (id, name, city, country, timezone, currency, vat_rate, parking_mode, licence_verification_required,
                         min_battery_percent, unlock_distance_m, sleep_windows, status, boundary)
      VALUES ($1, $1, 'Berlin', 'DE', $2, 'EUR', $3, $4, $5, $6, $7, $8, $9, ST_GeomFromText($10, 4326))`,
-    [id, o.timezone ?? 'Europe/Berlin', o.vatRate ?? 0.19, o.parkingMode ?? 'free-floating', o.licenceRequired ?? false, o.minBattery ?? 15,
-      o.unlockDistanceM ?? 50, JSON.stringify(o.sleepWindows ?? []), o.status ?? 'operating', squareM(lat, lng, 3000)],
+    [
+      id,
+      o.timezone ?? 'Europe/Berlin',
+      o.vatRate ?? 0.19,
+      o.parkingMode ?? 'free-floating',
+      o.licenceRequired ?? false,
+      o.minBattery ?? 15,
+      o.unlockDistanceM ?? 50,
+      JSON.stringify(o.sleepWindows ?? []),
+      o.status ?? 'operating',
+      squareM(lat, lng, 3000),
+    ],
   );
-  await db.query(`INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'operations', 'operations', ST_GeomFromText($2, 4326))`, [id, squareM(lat, lng, 2500)]);
+  await db.query(`INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'operations', 'operations', ST_GeomFromText($2, 4326))`, [
+    id,
+    squareM(lat, lng, 2500),
+  ]);
   await db.query(
     `INSERT INTO vehicle_types (id, form_factor, propulsion_type, name, make, model, max_range_meters, max_speed_kph)
      VALUES ('pt-scooter', 'scooter', 'electric', 'Scooter', 'Acme', 'S1', 40000, 20),
@@ -98,7 +111,14 @@ export async function insertArea(
   const c = offset(zone.lat, zone.lng, o.eastM ?? 0, o.northM ?? 0);
   const { id } = await db.one(
     `INSERT INTO areas (zone_id, name, area_type, vehicle_types, geom, capacity) VALUES ($1, $2, $3, $4, ST_GeomFromText($5, 4326), $6) RETURNING id`,
-    [zone.id, o.name ?? areaType, areaType, o.vehicleTypes ?? [], squareM(c.lat, c.lng, o.halfM ?? 50), areaType === 'parking-spot' ? (o.capacity ?? 10) : null],
+    [
+      zone.id,
+      o.name ?? areaType,
+      areaType,
+      o.vehicleTypes ?? [],
+      squareM(c.lat, c.lng, o.halfM ?? 50),
+      areaType === 'parking-spot' ? (o.capacity ?? 10) : null,
+    ],
   );
   return id;
 }
@@ -137,7 +157,11 @@ export async function insertVehicle(db: Queryable, zone: ZoneFixture, o: Vehicle
 
 export async function insertUser(db: Queryable, partnerId: string): Promise<string> {
   const tag = uniq();
-  const { id } = await db.one(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, $2, $3) RETURNING id`, [partnerId, `u-${tag}@example.com`, `ext-${tag}`]);
+  const { id } = await db.one(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, $2, $3) RETURNING id`, [
+    partnerId,
+    `u-${tag}@example.com`,
+    `ext-${tag}`,
+  ]);
   return id;
 }
 
@@ -149,7 +173,7 @@ export function expectError(res: Response, status: number, code: string, detail?
   const e = res.body.errors[0];
   expect(e.status).to.equal(String(status));
   expect(e.code).to.equal(code);
-  expect(e.title).to.be.a('string').and.not.empty;
+  expect(e.title).to.be.a('string').with.lengthOf.above(0);
   if (detail) expect(e.detail).to.equal(detail);
   // RFC 9110: every 405, the business ones included, names the allowed methods
   if (status === 405) expect(res.headers.allow, `Allow of a 405 ${code}`).to.match(/^[A-Z]+(, [A-Z]+)*$/);
@@ -173,6 +197,6 @@ export function failingQuery(ctx: AppContext, name: string, err: Error): AppCont
         return v.call(target, query, ...rest);
       };
     },
-  }) as Db;
+  });
   return { ...ctx, db };
 }

@@ -109,10 +109,14 @@ export interface S3rverHandle {
 
 export async function startS3rver(bucket = 'test-bucket'): Promise<S3rverHandle> {
   const directory = mkdtempSync(join(tmpdir(), 's3rver-'));
-  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', '-e', CHILD, directory, bucket, process.env.S3RVER_LOG === '1' ? '0' : '1'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--openssl-legacy-provider', '-e', CHILD, directory, bucket, process.env.S3RVER_LOG === '1' ? '0' : '1'],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   // never leave the server behind, even when a test run aborts
   const kill = () => child.kill();
   process.once('exit', kill);

@@ -27,7 +27,7 @@ const cache = new Map<string, ValidateFunction>();
 function engineFor(schema: { $schema?: string }): Ajv | Ajv2020 {
   const dialect = schema.$schema ?? '';
   if (dialect.includes('2020-12')) {
-    ajv2020 ??= addFormats(new Ajv2020({ allErrors: true, strict: false })) as Ajv2020;
+    ajv2020 ??= addFormats(new Ajv2020({ allErrors: true, strict: false }));
     return ajv2020;
   }
   if (dialect.includes('draft-06')) {
@@ -38,7 +38,7 @@ function engineFor(schema: { $schema?: string }): Ajv | Ajv2020 {
     }
     return ajv06;
   }
-  ajv07 ??= addFormats(new Ajv({ allErrors: true, strict: false })) as Ajv;
+  ajv07 ??= addFormats(new Ajv({ allErrors: true, strict: false }));
   return ajv07;
 }
 
@@ -72,7 +72,7 @@ export function specOrSkip(test: Mocha.Context, path: string): ValidateFunction 
     console.warn(`    (skipped: official schema ${path} not found under ${SPECS_DIR}; set SPECS_DIR)`);
     test.skip();
   }
-  return fn!;
+  return fn;
 }
 
 /** The first errors of the last validation, for assertion messages. */

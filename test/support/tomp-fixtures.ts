@@ -63,7 +63,11 @@ export interface VehicleOpts {
   mdsState?: string;
 }
 
-export async function insertTompVehicle(q: Queryable, zoneId: string, opts: VehicleOpts = {}): Promise<{ id: string; code: string; gbfsId: string; lat: number; lng: number }> {
+export async function insertTompVehicle(
+  q: Queryable,
+  zoneId: string,
+  opts: VehicleOpts = {},
+): Promise<{ id: string; code: string; gbfsId: string; lat: number; lng: number }> {
   const n = ++counter;
   const code = `T${((process.pid * 7 + n) % 46656).toString(36).toUpperCase().padStart(3, '0')}`;
   const lat = opts.lat ?? 40.4168;

@@ -96,7 +96,10 @@ const CURL_LINE = '@@@curl ';
  * Runs the blocks in one bash session in `cwd`, with only `env` (plus PATH, LANG and a private HOME
  * and CURL_HOME) in its environment.
  */
-export async function runWalkthrough(blocks: WalkthroughBlock[], opts: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<WalkthroughRun> {
+export async function runWalkthrough(
+  blocks: WalkthroughBlock[],
+  opts: { cwd: string; env: Record<string, string>; timeoutMs: number },
+): Promise<WalkthroughRun> {
   const home = mkdtempSync(join(tmpdir(), 'walkthrough-home-'));
   try {
     writeFileSync(join(home, '.curlrc'), `write-out = "%{stderr}${CURL_LINE}%{http_code} %{method} %{url_effective}\\n"\n`);
@@ -121,7 +124,14 @@ export async function runWalkthrough(blocks: WalkthroughBlock[], opts: { cwd: st
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
     const exitCode = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     clearTimeout(timer);
-    return { exitCode, failure: stderr.split('\n').find((l) => l.startsWith(FAILED_LINE))?.slice(FAILED_LINE.length), blocks: splitRuns(blocks, stdout, stderr) };
+    return {
+      exitCode,
+      failure: stderr
+        .split('\n')
+        .find((l) => l.startsWith(FAILED_LINE))
+        ?.slice(FAILED_LINE.length),
+      blocks: splitRuns(blocks, stdout, stderr),
+    };
   } finally {
     rmSync(home, { recursive: true, force: true });
   }

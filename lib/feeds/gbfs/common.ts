@@ -18,7 +18,6 @@ export function planId(zoneId: string, vehicleTypeId: string): string {
   return `${zoneId}:${vehicleTypeId}`;
 }
 
-
 export function money(minor: number, currency: string, language: string): string {
   try {
     return new Intl.NumberFormat(language, { style: 'currency', currency }).format(toMajor(minor, currency));
@@ -49,7 +48,10 @@ export function rentalUris(publicBaseUrl: string, gbfsId: string): { android: st
 }
 
 /** Rider app store entries (system_information.rental_apps). */
-export function rentalApps(publicBaseUrl: string): { android: { store_uri: string; discovery_uri: string }; ios: { store_uri: string; discovery_uri: string } } {
+export function rentalApps(publicBaseUrl: string): {
+  android: { store_uri: string; discovery_uri: string };
+  ios: { store_uri: string; discovery_uri: string };
+} {
   return {
     android: { store_uri: 'https://play.google.com/store/apps/details?id=com.demomobility.rider', discovery_uri: `${publicBaseUrl}/app/android/` },
     ios: { store_uri: 'https://apps.apple.com/app/id1000000000', discovery_uri: `${publicBaseUrl}/app/ios/` },

@@ -83,7 +83,7 @@ const X2N = (() => {
 function x2nmodp(n: number, k: number): number {
   let p = 0x80000000; // x^0
   while (n > 0) {
-    if (n % 2 === 1) p = multmodp(X2N[k & 31]!, p);
+    if (n % 2 === 1) p = multmodp(X2N[k & 31], p);
     n = Math.floor(n / 2);
     k++;
   }

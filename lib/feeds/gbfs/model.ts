@@ -149,7 +149,12 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
       supportEmail: r.support_email,
       createdAt: r.created_at,
       updatedAt: r.updated_at,
-      globalRule: { rideStartAllowed: r.global_start, rideEndAllowed: r.global_end, rideThroughAllowed: r.global_through, stationParking: r.global_station_parking },
+      globalRule: {
+        rideStartAllowed: r.global_start,
+        rideEndAllowed: r.global_end,
+        rideThroughAllowed: r.global_through,
+        stationParking: r.global_station_parking,
+      },
     };
     out.set(zone.id, {
       zone,
@@ -172,49 +177,79 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
   const stations = opts.areas ? areas.filter((a) => a.area_type === 'parking-spot') : await db.many(sql('GbfsStations'), [ids]);
   const vehicles = opts.vehicles ? await db.many(sql('GbfsVehicles'), [ids]) : [];
   const byZone = (r: { zone_id: string }): string => r.zone_id;
-  group(types, byZone, (r): GbfsVehicleType => ({
-    id: r.id,
-    formFactor: r.form_factor,
-    propulsionType: r.propulsion_type,
-    name: r.name,
-    make: r.make,
-    model: r.model,
-    color: r.color,
-    maxRangeMeters: r.max_range_meters,
-    maxSpeedKph: r.max_speed_kph,
-    ratedPowerW: r.rated_power_w,
-    wheelCount: r.wheel_count,
-    riderCapacity: r.rider_capacity,
-  }), out, (z) => z.types);
-  group(prices, byZone, (r): GbfsPrice => ({ vehicleTypeId: r.vehicle_type_id, startPrice: r.start_price, pricePerMinute: r.price_per_minute }), out, (z) => z.prices);
-  group(areas, byZone, (r): GbfsArea => ({
-    id: r.id,
-    name: r.name,
-    areaType: r.area_type,
-    vehicleTypes: r.vehicle_types,
-    capacity: r.capacity,
-    maxSpeedKph: r.max_speed_kph,
-    // areas.geom is a MultiPolygon column (ST_Multi on import)
-    geometry: r.geometry as unknown as MultiPolygon,
-    // null only for an empty geometry, which has no point on its surface (gbfs.sql GbfsAreas)
-    lat: r.lat!,
-    lon: r.lon!,
-    precedence: r.precedence,
-    rule: { rideStartAllowed: r.rule_start, rideEndAllowed: r.rule_end, rideThroughAllowed: r.rule_through, stationParking: r.rule_station_parking },
-  }), out, (z) => z.areas);
-  group(stations, byZone, (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }), out, (z) => z.stations);
-  group(vehicles, byZone, (r): GbfsVehicle => ({
-    gbfsId: r.gbfs_id,
-    vehicleTypeId: r.vehicle_type_id,
-    // GbfsVehicles lists only ready and booked vehicles
-    status: r.status as GbfsVehicle['status'],
-    batteryPercent: r.battery_percent,
-    lastSeenAt: new Date(r.last_seen_ms),
-    lat: r.lat,
-    lon: r.lon,
-    maxRangeMeters: r.max_range_meters,
-    stationId: r.station_id,
-  }), out, (z) => z.vehicles);
+  group(
+    types,
+    byZone,
+    (r): GbfsVehicleType => ({
+      id: r.id,
+      formFactor: r.form_factor,
+      propulsionType: r.propulsion_type,
+      name: r.name,
+      make: r.make,
+      model: r.model,
+      color: r.color,
+      maxRangeMeters: r.max_range_meters,
+      maxSpeedKph: r.max_speed_kph,
+      ratedPowerW: r.rated_power_w,
+      wheelCount: r.wheel_count,
+      riderCapacity: r.rider_capacity,
+    }),
+    out,
+    (z) => z.types,
+  );
+  group(
+    prices,
+    byZone,
+    (r): GbfsPrice => ({ vehicleTypeId: r.vehicle_type_id, startPrice: r.start_price, pricePerMinute: r.price_per_minute }),
+    out,
+    (z) => z.prices,
+  );
+  group(
+    areas,
+    byZone,
+    (r): GbfsArea => ({
+      id: r.id,
+      name: r.name,
+      areaType: r.area_type,
+      vehicleTypes: r.vehicle_types,
+      capacity: r.capacity,
+      maxSpeedKph: r.max_speed_kph,
+      // areas.geom is a MultiPolygon column (ST_Multi on import)
+      geometry: r.geometry as unknown as MultiPolygon,
+      // null only for an empty geometry, which has no point on its surface (gbfs.sql GbfsAreas)
+      lat: r.lat!,
+      lon: r.lon!,
+      precedence: r.precedence,
+      rule: { rideStartAllowed: r.rule_start, rideEndAllowed: r.rule_end, rideThroughAllowed: r.rule_through, stationParking: r.rule_station_parking },
+    }),
+    out,
+    (z) => z.areas,
+  );
+  group(
+    stations,
+    byZone,
+    (r): GbfsStation => ({ id: r.id, createdAt: r.created_at }),
+    out,
+    (z) => z.stations,
+  );
+  group(
+    vehicles,
+    byZone,
+    (r): GbfsVehicle => ({
+      gbfsId: r.gbfs_id,
+      vehicleTypeId: r.vehicle_type_id,
+      // GbfsVehicles lists only ready and booked vehicles
+      status: r.status as GbfsVehicle['status'],
+      batteryPercent: r.battery_percent,
+      lastSeenAt: new Date(r.last_seen_ms),
+      lat: r.lat,
+      lon: r.lon,
+      maxRangeMeters: r.max_range_meters,
+      stationId: r.station_id,
+    }),
+    out,
+    (z) => z.vehicles,
+  );
   return out;
 }
 

@@ -36,7 +36,7 @@ const TABLES: Record<string, Phrases> = {
 
 /** The phrase table for a zone language and the language tag its texts carry. */
 export function phrasesFor(language: string): { language: string; t: Phrases } {
-  const base = language.split('-')[0]!;
+  const base = language.split('-')[0];
   const t = TABLES[language] ?? TABLES[base];
-  return t ? { language, t } : { language: 'en', t: TABLES.en! };
+  return t ? { language, t } : { language: 'en', t: TABLES.en };
 }

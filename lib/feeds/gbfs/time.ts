@@ -12,12 +12,10 @@ export function posix(d: Date): number {
   return Math.floor(d.getTime() / 1000);
 }
 
-
 /** Truncates to whole seconds: what we store must round-trip through both formats unchanged. */
 export function wholeSeconds(d: Date): Date {
   return new Date(Math.floor(d.getTime() / 1000) * 1000);
 }
-
 
 /** The zone's sleep windows as the rental engine reads them (lib/zones.ts): one reading for both. */
 const windows = sleepWindowMinutes;
@@ -66,9 +64,9 @@ export function openingHours(raw: unknown): string {
     ranges.push([start, m]);
   }
   // join a range ending at midnight with one starting at midnight: 22:00-24:00 + 00:00-02:00 → 22:00-02:00
-  if (ranges.length > 1 && ranges[0]![0] === 0 && ranges[ranges.length - 1]![1] === 1440) {
+  if (ranges.length > 1 && ranges[0][0] === 0 && ranges[ranges.length - 1][1] === 1440) {
     const first = ranges.shift()!;
-    ranges[ranges.length - 1]![1] = first[1];
+    ranges[ranges.length - 1][1] = first[1];
   }
   return `Mo-Su ${ranges.map(([s, e]) => `${hhmm(s)}-${e === 1440 ? '24:00' : hhmm(e)}`).join(',')}`;
 }

@@ -7,16 +7,7 @@
  * carry texts in that language (one support e-mail per system, whatever the language).
  */
 import { canRead, type Role } from '../roles.js';
-import {
-  currentRangeMeters,
-  planId,
-  priceDescription,
-  rentalApps,
-  rentalUris,
-  vehicleFlags,
-  zoneAlerts,
-  type BuildEnv,
-} from './common.js';
+import { currentRangeMeters, planId, priceDescription, rentalApps, rentalUris, vehicleFlags, zoneAlerts, type BuildEnv } from './common.js';
 import { V2_FILES, v2LanguageUrl, v2Url, v3Url, type V2File } from './files.js';
 import { phrasesFor } from './phrases.js';
 import { toMajor } from '../../money.js';
@@ -54,14 +45,17 @@ export function gbfsV2(s: V2Scope, env: BuildEnv) {
   const names = V2_FILES.filter((f) => f === 'gbfs' || canRead(s.role, { family: 'gbfs', version: '2.2', file: f }));
   const several = s.languages.length > 1;
   return Object.fromEntries(
-    s.languages.map((lang) => [lang, { feeds: names.map((name) => ({ name, url: several ? v2LanguageUrl(env.publicBaseUrl, lang, name) : v2Url(env.publicBaseUrl, name) })) }]),
+    s.languages.map((lang) => [
+      lang,
+      { feeds: names.map((name) => ({ name, url: several ? v2LanguageUrl(env.publicBaseUrl, lang, name) : v2Url(env.publicBaseUrl, name) })) },
+    ]),
   );
 }
 
 export function gbfsVersionsV2(s: V2Scope, env: BuildEnv) {
   const versions = [{ version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') }];
   // 3.0 is published per zone: it is the same system only when the scope is one zone
-  if (s.zones.length === 1) versions.push({ version: '3.0', url: v3Url(env.publicBaseUrl, s.zones[0]!.zone.id, 'gbfs') });
+  if (s.zones.length === 1) versions.push({ version: '3.0', url: v3Url(env.publicBaseUrl, s.zones[0].zone.id, 'gbfs') });
   return { versions };
 }
 
@@ -72,7 +66,7 @@ export function systemInformationV2(s: V2Scope, env: BuildEnv) {
     // stable and unique per zone set; the role is not part of the system
     system_id: s.zoneIds === null ? env.providerId : `${env.providerId}:${zoneIds.join('+')}`,
     language: s.language,
-    name: s.zones.length === 1 ? `${env.providerName} ${first!.name}` : env.providerName,
+    name: s.zones.length === 1 ? `${env.providerName} ${first.name}` : env.providerName,
     operator: env.providerName,
     url: env.publicBaseUrl,
     email: first?.supportEmail ?? 'support@example.com',

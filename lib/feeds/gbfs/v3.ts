@@ -52,7 +52,10 @@ export function gbfsVersionsV3(z: ZoneData, env: BuildEnv) {
  * and its 2.2 system; a one-zone scope's 2.2 system is that zone's, so one dataset with both versions.
  */
 export function manifestV3(s: V2Scope, env: BuildEnv) {
-  const datasets = s.zones.map((z) => ({ system_id: `${env.providerId}:${z.zone.id}`, versions: [{ version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') }] }));
+  const datasets = s.zones.map((z) => ({
+    system_id: `${env.providerId}:${z.zone.id}`,
+    versions: [{ version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') }],
+  }));
   const v2 = { version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') };
   const systemId = systemInformationV2(s, env).system_id;
   const same = datasets.find((d) => d.system_id === systemId);

@@ -65,10 +65,32 @@ export const STATE_2_TO_12: Readonly<Record<string, State12>> = {
 
 /** 1.2 vehicle_event enum. */
 export const EVENTS_12: ReadonlySet<string> = new Set([
-  'agency_drop_off', 'agency_pick_up', 'battery_charged', 'battery_low', 'comms_lost', 'comms_restored', 'compliance_pick_up',
-  'decommissioned', 'located', 'maintenance', 'maintenance_pick_up', 'missing', 'off_hours', 'on_hours', 'provider_drop_off',
-  'rebalance_pick_up', 'reservation_cancel', 'reservation_start', 'system_resume', 'system_suspend', 'trip_cancel', 'trip_end',
-  'trip_enter_jurisdiction', 'trip_leave_jurisdiction', 'trip_start', 'unspecified',
+  'agency_drop_off',
+  'agency_pick_up',
+  'battery_charged',
+  'battery_low',
+  'comms_lost',
+  'comms_restored',
+  'compliance_pick_up',
+  'decommissioned',
+  'located',
+  'maintenance',
+  'maintenance_pick_up',
+  'missing',
+  'off_hours',
+  'on_hours',
+  'provider_drop_off',
+  'rebalance_pick_up',
+  'reservation_cancel',
+  'reservation_start',
+  'system_resume',
+  'system_suspend',
+  'trip_cancel',
+  'trip_end',
+  'trip_enter_jurisdiction',
+  'trip_leave_jurisdiction',
+  'trip_start',
+  'unspecified',
 ]);
 
 /** 2.0 event types that 1.2 names differently; any other 2.0 type unknown to 1.2 becomes `unspecified`. */
@@ -79,7 +101,20 @@ export const EVENT_2_TO_12: Readonly<Record<string, string>> = {
 
 /** 1.2's rule: event_types must contain at least one of these for the state (status_changes.json allOf). */
 export const VALID_EVENTS_12: Readonly<Record<State12, readonly string[]>> = {
-  available: ['agency_drop_off', 'battery_charged', 'comms_restored', 'located', 'maintenance', 'on_hours', 'provider_drop_off', 'reservation_cancel', 'system_resume', 'trip_cancel', 'trip_end', 'unspecified'],
+  available: [
+    'agency_drop_off',
+    'battery_charged',
+    'comms_restored',
+    'located',
+    'maintenance',
+    'on_hours',
+    'provider_drop_off',
+    'reservation_cancel',
+    'system_resume',
+    'trip_cancel',
+    'trip_end',
+    'unspecified',
+  ],
   elsewhere: ['comms_restored', 'located', 'trip_leave_jurisdiction', 'unspecified'],
   non_operational: ['battery_low', 'comms_restored', 'located', 'maintenance', 'off_hours', 'system_suspend', 'unspecified'],
   on_trip: ['comms_restored', 'located', 'trip_enter_jurisdiction', 'trip_start', 'unspecified'],
@@ -220,7 +255,9 @@ export function toTrip04(row: TripRow, p: Provider): Trip04 {
 // ---------------------------------------------------------------------------------------------
 
 /** The 0.4 category of a vehicle's last state, or undefined when the legacy vehicles feed omits it. */
-function vehicleCategory04(row: VehicleStatusRow): { event_type: Vehicle04['last_event_type']; event_type_reason: Vehicle04['last_event_type_reason'] } | undefined {
+function vehicleCategory04(
+  row: VehicleStatusRow,
+): { event_type: Vehicle04['last_event_type']; event_type_reason: Vehicle04['last_event_type_reason'] } | undefined {
   if (row.vehicle_state === 'removed' || row.vehicle_state === 'elsewhere') return undefined;
   const e = toLegacy04Event(row.vehicle_state, row.event_types, true);
   // 0.4's vehicles feed allows only available / reserved / unavailable; off-hours vehicles stay on street

@@ -15,7 +15,7 @@ export type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } fr
 const MDS_VEHICLE_TYPES: Readonly<Record<string, MdsVehicle['vehicle_type']>> = { scooter: 'scooter_standing', bicycle: 'bicycle' };
 
 export function mdsVehicleType(formFactor: string): MdsVehicle['vehicle_type'] {
-  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor]! : 'other';
+  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor] : 'other';
 }
 
 // The record shapes (lib/feeds/mds/shape.ts): one declaration each, from which come both the JS

@@ -31,30 +31,33 @@ export type Shape = Readonly<Record<string, Member>>;
 
 type Col<R> = Extract<keyof R, string>;
 
-/** The member constructors, typed so that a column name must be one of the row's. */
+/**
+ * The member constructors, typed so that a column name must be one of the row's. Plain function
+ * members (not methods): a declaration destructures them, so none may depend on `this`.
+ */
 export interface Members<R> {
   /** a uuid column, as a JSON string */
-  uuid(col: Col<R>): Member;
+  uuid: (col: Col<R>) => Member;
   /** a text column, as a JSON string */
-  text(col: Col<R>): Member;
+  text: (col: Col<R>) => Member;
   /** an integer column (int4, int8), as a JSON number */
-  int(col: Col<R>): Member;
+  int: (col: Col<R>) => Member;
   /** a double precision column, as a JSON number */
-  float(col: Col<R>): Member;
+  float: (col: Col<R>) => Member;
   /** a text[] column as a JSON array; `orEmpty`: [] when the column is null */
-  strings(col: Col<R>, opts?: { orEmpty?: boolean }): Member;
+  strings: (col: Col<R>, opts?: { orEmpty?: boolean }) => Member;
   /** an array of the column's one value, or null when the column is null */
-  oneOrNull(col: Col<R>): Member;
+  oneOrNull: (col: Col<R>) => Member;
   /** a column's value through a vocabulary table; `other` for any value not in it */
-  vocab(col: Col<R>, map: Readonly<Record<string, string>>, other: string): Member;
+  vocab: (col: Col<R>, map: Readonly<Record<string, string>>, other: string) => Member;
   /** the same value for every record */
-  constant(value: null | string | number | boolean | readonly unknown[]): Member;
+  constant: (value: null | string | number | boolean | readonly unknown[]) => Member;
   /** our provider id (Provider.providerId) */
-  provider(): Member;
+  provider: () => Member;
   /** a nested record */
-  object(shape: Shape): Member;
+  object: (shape: Shape) => Member;
   /** a column member left out of the record when the column is null */
-  optional(member: Member): Member;
+  optional: (member: Member) => Member;
 }
 
 const COLUMN = /^[a-z_][a-z0-9_]*$/;
@@ -119,7 +122,11 @@ function getter(m: Member): Getter {
     case 'const': {
       const v = m.value;
       // a fresh array per record: callers may add to a record they got
-      return Array.isArray(v) ? () => [...v] : () => v;
+      if (Array.isArray(v)) {
+        const list: readonly unknown[] = v;
+        return () => [...list];
+      }
+      return () => v;
     }
     case 'provider':
       return (_row, p) => p.providerId;
@@ -140,9 +147,9 @@ function builder(s: Shape): (row: Row, p: Provider) => Record<string, unknown> {
   return (row, p) => {
     const out: Record<string, unknown> = {};
     for (let i = 0; i < n; i++) {
-      const v = gets[i]!(row, p);
+      const v = gets[i](row, p);
       if (optional[i] && (v === null || v === undefined)) continue;
-      out[keys[i]!] = v;
+      out[keys[i]] = v;
     }
     return out;
   };
@@ -166,9 +173,11 @@ const lit = (s: string) => `'${s.replace(/'/g, "''")}'`;
  * The first branch is every coordinate but those within 11 m of the equator or the prime meridian.
  */
 function floatSql(x: string): string {
-  return `CASE WHEN abs(${x}) >= 1e-4 AND abs(${x}) < 1e15 THEN ${x}::text WHEN ${x} = 0 THEN '0'`
-    + ` WHEN abs(${x}) >= 1e-6 AND abs(${x}) < 1e21 THEN ${x}::text::numeric::text`
-    + ` WHEN ${x} IN ('NaN', 'Infinity', '-Infinity') THEN 'null' ELSE replace(${x}::text, 'e-0', 'e-') END`;
+  return (
+    `CASE WHEN abs(${x}) >= 1e-4 AND abs(${x}) < 1e15 THEN ${x}::text WHEN ${x} = 0 THEN '0'` +
+    ` WHEN abs(${x}) >= 1e-6 AND abs(${x}) < 1e21 THEN ${x}::text::numeric::text` +
+    ` WHEN ${x} IN ('NaN', 'Infinity', '-Infinity') THEN 'null' ELSE replace(${x}::text, 'e-0', 'e-') END`
+  );
 }
 
 /** An expression of JSON text for a member's value, never SQL NULL (JSON null instead). */
@@ -188,7 +197,11 @@ function valueSql(m: Member, alias: string, providerJson: string): string[] {
     case 'one_or_null':
       return [`COALESCE('[' || to_json(${c})::text || ']', 'null')`];
     case 'vocab':
-      return [`CASE ${c}::text ${Object.entries(m.map).map(([k, v]) => `WHEN ${lit(k)} THEN ${lit(JSON.stringify(v))}`).join(' ')} ELSE ${lit(JSON.stringify(m.other))} END`];
+      return [
+        `CASE ${c}::text ${Object.entries(m.map)
+          .map(([k, v]) => `WHEN ${lit(k)} THEN ${lit(JSON.stringify(v))}`)
+          .join(' ')} ELSE ${lit(JSON.stringify(m.other))} END`,
+      ];
     case 'const':
       return [lit(JSON.stringify(m.value))];
     case 'provider':
@@ -225,7 +238,8 @@ export function recordSql(s: Shape, alias: string, providerJson: string): string
   const merged: string[] = [];
   for (const part of objectParts(s, alias, providerJson)) {
     const prev = merged[merged.length - 1];
-    if (prev !== undefined && prev.startsWith("'") && part.startsWith("'") && isLiteral(prev) && isLiteral(part)) merged[merged.length - 1] = lit(unlit(prev) + unlit(part));
+    if (prev !== undefined && prev.startsWith("'") && part.startsWith("'") && isLiteral(prev) && isLiteral(part))
+      merged[merged.length - 1] = lit(unlit(prev) + unlit(part));
     else merged.push(part);
   }
   return merged.join(' || ');

@@ -131,7 +131,12 @@ export class Snapshot {
 }
 
 /** Runs one cursor query in its own snapshot. */
-async function* streamOne<P extends readonly unknown[], R extends Row>(db: Db, query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>, opts?: SnapshotOptions): AsyncGenerator<R> {
+async function* streamOne<P extends readonly unknown[], R extends Row>(
+  db: Db,
+  query: TypedQuery<P, R>,
+  params: Readonly<NoInfer<P>>,
+  opts?: SnapshotOptions,
+): AsyncGenerator<R> {
   const snap = await Snapshot.open(db, opts);
   try {
     yield* snap.stream(query, params);

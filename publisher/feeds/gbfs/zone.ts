@@ -74,97 +74,113 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
   const force = opts.force;
   const result: ZoneBuildResult = { written: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none' };
   // the zone's lock: one build of its files in the cluster; another process building it right now is left to it
-  const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) => held.tx(async (tx) => {
-    const st = await tx.maybeOne(sql('GbfsZoneState'), [zoneId]);
-    if (!st) return result;
-    const sleeping = currentSleepWindow(st.sleep_windows, st.timezone, now);
-    const sleepKey = sleeping ? sleeping.start.toISOString() : '';
-    // no build row yet (LEFT JOIN): its columns are null, all NOT NULL in gbfs_zone_builds
-    const neverBuilt = st.built_status_token === null;
-    const rebuild = force === 'all' || neverBuilt || st.rebuild_due_at === null || st.rebuild_due_at <= now;
-    const staticRun = rebuild || force === 'static' || Number(st.built_static_token) !== Number(st.static_token);
-    let statusRun = rebuild || force === 'status' || Number(st.built_status_token) !== Number(st.status_token) || st.sleep_key !== sleepKey;
-    const refreshDue = neverBuilt || st.status_written_at === null || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
-    if (!staticRun && !statusRun && !refreshDue) return result;
+  const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) =>
+    held.tx(async (tx) => {
+      const st = await tx.maybeOne(sql('GbfsZoneState'), [zoneId]);
+      if (!st) return result;
+      const sleeping = currentSleepWindow(st.sleep_windows, st.timezone, now);
+      const sleepKey = sleeping ? sleeping.start.toISOString() : '';
+      // no build row yet (LEFT JOIN): its columns are null, all NOT NULL in gbfs_zone_builds
+      const neverBuilt = st.built_status_token === null;
+      const rebuild = force === 'all' || neverBuilt || st.rebuild_due_at === null || st.rebuild_due_at <= now;
+      const staticRun = rebuild || force === 'static' || Number(st.built_static_token) !== Number(st.static_token);
+      let statusRun = rebuild || force === 'status' || Number(st.built_status_token) !== Number(st.status_token) || st.sleep_key !== sleepKey;
+      const refreshDue = neverBuilt || st.status_written_at === null || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
+      if (!staticRun && !statusRun && !refreshDue) return result;
 
-    const writer = new SnapshotWriter(ctx, now, await storedRows(tx, [zoneId]), staticRun);
-    const env = buildEnv(ctx, now);
+      const writer = new SnapshotWriter(ctx, now, await storedRows(tx, [zoneId]), staticRun);
+      const env = buildEnv(ctx, now);
 
-    if (!staticRun && !statusRun) {
-      // the ttl refresh: the stored data of each status file, in a new envelope
-      const parts = (await readParts(tx, [zoneId], V3_STATUS_PARTS, true)).get(zoneId);
-      const docs = STATUS_V3.map((file): GbfsDoc | undefined => {
-        const f = parts?.get(v3Part(file))?.fragment;
-        return f && { version: '3.0', scopes: [zoneId], file, ttl: gbfsTtl(file), status: true, data: [fragmentSegment(f)] };
-      });
-      // a part that is not what the file holds (never stored, or the file written otherwise): build
-      if (docs.every((d) => d && writer.holds(d))) {
-        result.work = 'refresh';
-        for (const d of docs) await writer.publish(d!);
-      } else statusRun = true;
-    }
-
-    let builtOk = true;
-    if (staticRun || statusRun) {
-      // the replica's data once it has replayed past the primary's position read here, after the
-      // counters: it then shows everything they count (or more, which the next tick's counters see)
-      const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
-      const reader = await readerPast(ctx.db, now, now, ctx.log.child({ zone: zoneId }), { primary: tx, waitMs: REPLICA_WAIT_MS });
-      const data = (await readOnReader(reader, (replica) => loadZoneData(replica, load), () => loadZoneData(tx, load))).get(zoneId);
-      if (!data) return result;
-      result.work = 'build';
-      const stored = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, SUMMARY_PART, ...V2_PART_FILES.map(v2Part)], false)).get(zoneId);
-      const changed: Array<{ part: string; fragment: Fragment }> = [];
-      const keep = (part: string, seg: Segment) => {
-        if (stored?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
-      };
-
-      for (const file of V3_FILES) {
-        if (isStatusFile(file) ? !statusRun : !staticRun) continue;
-        for (const [stored3, role] of variantsOf(file)) {
-          const doc = v3Doc(zoneId, file, stored3, data, env, role);
-          if ((await writer.publish(doc)) === 'failed') builtOk = false;
-          else if (isStatusFile(file)) keep(v3Part(file), doc.data[0]!);
-        }
+      if (!staticRun && !statusRun) {
+        // the ttl refresh: the stored data of each status file, in a new envelope
+        const parts = (await readParts(tx, [zoneId], V3_STATUS_PARTS, true)).get(zoneId);
+        const docs = STATUS_V3.map((file): GbfsDoc | undefined => {
+          const f = parts?.get(v3Part(file))?.fragment;
+          return f && { version: '3.0', scopes: [zoneId], file, ttl: gbfsTtl(file), status: true, data: [fragmentSegment(f)] };
+        });
+        // a part that is not what the file holds (never stored, or the file written otherwise): build
+        if (docs.every((d) => d && writer.holds(d))) {
+          result.work = 'refresh';
+          for (const d of docs) await writer.publish(d!);
+        } else statusRun = true;
       }
 
-      // the zone's parts of every 2.2 system that includes it, validated here once
-      keep(SUMMARY_PART, textSegment(zoneSummaryJson(data)));
-      for (const file of V2_PART_FILES) {
-        if (isStatusFile(file) ? !statusRun : !staticRun) continue;
-        const items = v2PartItems(file, data, env);
-        const seg = textSegment(JSON.stringify(items).slice(1, -1));
-        if (stored?.get(v2Part(file))?.sha256 === seg.sha256) continue;
-        const validate = compile(GBFS_V2_SCHEMAS[file]);
-        const doc = envelopeV2(now, gbfsTtl(file), v2PartData(file, items));
-        if (validate(doc)) keep(v2Part(file), seg);
-        else {
-          builtOk = false;
-          result.failed++;
-          ctx.log.error({ zone: zoneId, file, err: describeErrors(validate.errors, 5) }, 'gbfs 2.2 part of a zone not published');
-        }
-      }
-      const changedParts = await storeParts(tx, zoneId, changed);
-      result.partsChanged = changedParts.some((p) => p.startsWith('v2/'));
-    }
-    await writer.flush(tx);
+      let builtOk = true;
+      if (staticRun || statusRun) {
+        // the replica's data once it has replayed past the primary's position read here, after the
+        // counters: it then shows everything they count (or more, which the next tick's counters see)
+        const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
+        const reader = await readerPast(ctx.db, now, now, ctx.log.child({ zone: zoneId }), { primary: tx, waitMs: REPLICA_WAIT_MS });
+        const data = (
+          await readOnReader(
+            reader,
+            (replica) => loadZoneData(replica, load),
+            () => loadZoneData(tx, load),
+          )
+        ).get(zoneId);
+        if (!data) return result;
+        result.work = 'build';
+        const stored = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, SUMMARY_PART, ...V2_PART_FILES.map(v2Part)], false)).get(zoneId);
+        const changed: Array<{ part: string; fragment: Fragment }> = [];
+        const keep = (part: string, seg: Segment) => {
+          if (stored?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
+        };
 
-    const ok = builtOk && writer.result.failed === 0;
-    // a failed build records no counters (-1: built again next tick); a refresh records only its time
-    const tokens = staticRun || statusRun ? (ok ? [statusRun ? st.status_token : null, staticRun ? st.static_token : null] : [-1, -1]) : [null, null];
-    const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : null;
-    await tx.query(sql('GbfsZoneBuildUpsert'), [zoneId, tokens[0], tokens[1], statusRun ? sleepKey : null, writer.statusWrittenAt() ?? null, rebuildDueAt, now]);
-    result.written += writer.result.written;
-    result.unchanged += writer.result.unchanged;
-    result.failed += writer.result.failed;
-    return result;
-  }));
+        for (const file of V3_FILES) {
+          if (isStatusFile(file) ? !statusRun : !staticRun) continue;
+          for (const [stored3, role] of variantsOf(file)) {
+            const doc = v3Doc(zoneId, file, stored3, data, env, role);
+            if ((await writer.publish(doc)) === 'failed') builtOk = false;
+            else if (isStatusFile(file)) keep(v3Part(file), doc.data[0]);
+          }
+        }
+
+        // the zone's parts of every 2.2 system that includes it, validated here once
+        keep(SUMMARY_PART, textSegment(zoneSummaryJson(data)));
+        for (const file of V2_PART_FILES) {
+          if (isStatusFile(file) ? !statusRun : !staticRun) continue;
+          const items = v2PartItems(file, data, env);
+          const seg = textSegment(JSON.stringify(items).slice(1, -1));
+          if (stored?.get(v2Part(file))?.sha256 === seg.sha256) continue;
+          const validate = compile(GBFS_V2_SCHEMAS[file]);
+          const doc = envelopeV2(now, gbfsTtl(file), v2PartData(file, items));
+          if (validate(doc)) keep(v2Part(file), seg);
+          else {
+            builtOk = false;
+            result.failed++;
+            ctx.log.error({ zone: zoneId, file, err: describeErrors(validate.errors, 5) }, 'gbfs 2.2 part of a zone not published');
+          }
+        }
+        const changedParts = await storeParts(tx, zoneId, changed);
+        result.partsChanged = changedParts.some((p) => p.startsWith('v2/'));
+      }
+      await writer.flush(tx);
+
+      const ok = builtOk && writer.result.failed === 0;
+      // a failed build records no counters (-1: built again next tick); a refresh records only its time
+      const tokens = staticRun || statusRun ? (ok ? [statusRun ? st.status_token : null, staticRun ? st.static_token : null] : [-1, -1]) : [null, null];
+      const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : null;
+      await tx.query(sql('GbfsZoneBuildUpsert'), [
+        zoneId,
+        tokens[0],
+        tokens[1],
+        statusRun ? sleepKey : null,
+        writer.statusWrittenAt() ?? null,
+        rebuildDueAt,
+        now,
+      ]);
+      result.written += writer.result.written;
+      result.unchanged += writer.result.unchanged;
+      result.failed += writer.result.failed;
+      return result;
+    }),
+  );
   return built.locked ? built.value : { ...result, busy: true };
 }
 
 /** gbfs.json exists once per GBFS role (`gbfs.{role}`); every other file once, built for any role. */
 function variantsOf(file: V3File): Array<[string, Role]> {
-  return file === 'gbfs' ? GBFS_ROLES.map((r) => [`gbfs.${r}`, r]) : [[file, GBFS_ROLES[0]!]];
+  return file === 'gbfs' ? GBFS_ROLES.map((r) => [`gbfs.${r}`, r]) : [[file, GBFS_ROLES[0]]];
 }
 
 function v3Doc(zoneId: string, file: V3File, stored: string, z: ZoneData, env: BuildEnv, role: Role): GbfsDoc {
