@@ -12,6 +12,11 @@ WITH_DB := $(if $(EMBEDDED),scripts/pg.sh with)
 # start); with an external DATABASE_URL, SIGNING_SECRET must be configured
 export SIGNING_SECRET_FILE := $(if $(EMBEDDED),$(if $(SIGNING_SECRET),,$(CURDIR)/.data/signing-secret))
 TSX := node --import tsx
+# mocha workers of make test: every test file owns its database (a clone of the migrated template)
+# and its ports, so files run side by side; most of a file's time is waiting on Postgres, child
+# processes and sockets, so twice the cores keeps 2 cores busy (mocha's default, cores - 1, is one
+# worker here)
+TEST_JOBS ?= 4
 
 # ops arguments (make backfill ZONE=berlin FROM=2026-11-20T00 TO=2026-11-20T23 FEEDS=all)
 ZONE ?= all
@@ -74,7 +79,7 @@ test: deps
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
 	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
-	@NODE_ENV=test $(WITH_DB) npx mocha 'test/**/*.test.ts'
+	@NODE_ENV=test $(WITH_DB) npx mocha --parallel --jobs $(TEST_JOBS) 'test/**/*.test.ts'
 
 # the named queries' generated types against a clone of the migrated template first (a renamed
 # column fails here, naming the query), then the type check

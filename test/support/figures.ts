@@ -1,12 +1,14 @@
 /**
  * Figures of the reliability tests (hostile input, access, logs, races): how many inputs were tried,
- * races run, faults injected, and how many answers broke a rule. Every reliability file imports this
- * module; ES modules are evaluated once per run, so the root `after` hook registered below exists
- * once, whatever order mocha loads the files in, and runs after the last file. The totals are
- * printed as a short table (visible in CI logs) and written to test-artifacts/reliability-figures.json.
+ * races run, faults injected, and how many answers broke a rule. The suite runs in parallel (mocha
+ * workers, one test file at a time each): after every file the root hook of test/support/global.ts
+ * writes the figures that file counted into the run's folder (FIGURES_DIR, set by the global setup
+ * in the main process before the workers start), and the global teardown adds them up, prints them
+ * as a short table (visible in CI logs) and writes test-artifacts/reliability-figures.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
@@ -24,24 +26,41 @@ export function count(row: string, what: Figure, n = 1): void {
   r[what] += n;
 }
 
-export function figures(): Array<{ row: string } & Record<Figure, number>> {
+type Row = { row: string } & Record<Figure, number>;
+
+export function figures(): Row[] {
   return [...rows.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([row, r]) => ({ row, ...r }));
 }
 
-/** The table, once; also written to test-artifacts/reliability-figures.json. */
-export function printFigures(): void {
+/** Writes what this process counted since the last flush into `dir` (one file each), and forgets it. */
+export function flushFigures(dir: string): void {
   const all = figures();
+  rows.clear();
   if (all.length === 0) return;
-  const total = all.reduce(
-    (t, r) => ({ ...t, inputs: t.inputs + r.inputs, races: t.races + r.races, faults: t.faults + r.faults, failures: t.failures + r.failures }),
-    {
-      row: 'total',
-      inputs: 0,
-      races: 0,
-      faults: 0,
-      failures: 0,
-    },
-  );
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${process.pid}-${randomBytes(4).toString('hex')}.json`), JSON.stringify(all));
+}
+
+/** The sum of every flush in `dir`, printed as a table and written to test-artifacts/reliability-figures.json. */
+export function printFigures(dir: string): void {
+  const sum = new Map<string, Row>();
+  let files: string[] = [];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  } catch {
+    return; // nothing was counted
+  }
+  for (const f of files) {
+    for (const r of JSON.parse(readFileSync(join(dir, f), 'utf8')) as Row[]) {
+      const t = sum.get(r.row) ?? { row: r.row, inputs: 0, races: 0, faults: 0, failures: 0 };
+      for (const k of ['inputs', 'races', 'faults', 'failures'] as const) t[k] += r[k];
+      sum.set(r.row, t);
+    }
+  }
+  const all = [...sum.values()].sort((a, b) => a.row.localeCompare(b.row));
+  if (all.length === 0) return;
+  const total: Row = { row: 'total', inputs: 0, races: 0, faults: 0, failures: 0 };
+  for (const r of all) for (const k of ['inputs', 'races', 'faults', 'failures'] as const) total[k] += r[k];
   const lines = [...all, total].map(
     (r) =>
       `  ${r.row.padEnd(28)} ${String(r.inputs).padStart(8)} ${String(r.races).padStart(7)} ${String(r.faults).padStart(7)} ${String(r.failures).padStart(9)}`,
@@ -49,20 +68,12 @@ export function printFigures(): void {
   const header = `  ${'reliability figures'.padEnd(28)} ${'inputs'.padStart(8)} ${'races'.padStart(7)} ${'faults'.padStart(7)} ${'failures'.padStart(9)}`;
   console.log(['', header, `  ${'-'.repeat(header.length - 2)}`, ...lines, ''].join('\n'));
   try {
-    const dir = join(ROOT, 'test-artifacts');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'reliability-figures.json'), JSON.stringify({ at: new Date().toISOString(), rows: all, total }, null, 2));
+    const out = join(ROOT, 'test-artifacts');
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'reliability-figures.json'), JSON.stringify({ at: new Date().toISOString(), rows: all, total }, null, 2));
   } catch {
     // a read-only checkout still shows the table in the log
   }
-}
-
-const ONCE = Symbol.for('reliability-figures.after');
-const g = globalThis as Record<symbol, unknown>;
-if (!g[ONCE] && typeof after === 'function') {
-  g[ONCE] = true;
-  // imported at the top of a test file, outside any describe(): this hook belongs to the root suite
-  after(printFigures);
 }
 
 /** What must never appear in an answer: stack frames, SQL text, driver internals. */

@@ -1,15 +1,26 @@
 /**
- * Mocha global fixture: builds the migrated template database once before any test file runs, and
- * says clearly when the official specs are absent.
+ * Mocha global fixtures and root hooks. The suite runs in parallel (`make test`: mocha --parallel,
+ * one test file at a time per worker); the global setup and teardown run once, in the main process,
+ * and the root hooks in every worker for every file.
+ *
+ * Setup: builds the migrated template database once before any test file runs (each file clones
+ * it), says clearly when the official specs are absent, and opens the run's folder of reliability
+ * figures (test/support/figures.ts) that the teardown adds up and prints.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { dropLeftoverDatabases, ensureTemplate } from './db.js';
+import { flushFigures, printFigures } from './figures.js';
 import { SPECS_DIR } from '../../lib/paths.js';
 
 process.env.NODE_ENV = 'test';
-// a random signing secret of this run, inherited by the processes tests start (bin/run.ts, publisher)
+// a random signing secret of this run, inherited by the workers and the processes tests start
+// (bin/run.ts, publisher); set here, at load, in the main process before any worker is forked
 process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
+// the reliability figures of this run: workers inherit the folder from the main process
+process.env.FIGURES_DIR ??= mkdtempSync(join(tmpdir(), 'platform-figures-'));
 
 export async function mochaGlobalSetup(): Promise<void> {
   await ensureTemplate();
@@ -21,3 +32,16 @@ export async function mochaGlobalSetup(): Promise<void> {
     console.warn(`\n  !! official specs not found at ${SPECS_DIR} (set SPECS_DIR): conformance tests will be skipped\n`);
   }
 }
+
+export function mochaGlobalTeardown(): void {
+  const dir = process.env.FIGURES_DIR!;
+  printFigures(dir);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export const mochaHooks = {
+  /** After each test file: what it counted goes to the run's folder (a worker runs many files). */
+  afterAll(): void {
+    flushFigures(process.env.FIGURES_DIR!);
+  },
+};
