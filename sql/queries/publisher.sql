@@ -162,9 +162,15 @@ SELECT z.id AS zone_id, (date_trunc('hour', z.created_at AT TIME ZONE 'UTC') AT 
 
 -- name: PubNeedsRepublish
 -- Dirty hours; failed hours after a backoff growing with the attempts (2^n minutes, at most an
--- hour); pending hours left behind by a crashed publisher (the advisory lock is gone with it).
--- The WHERE clause matches the predicate of feed_publications_outstanding arm by arm, so the scan
--- reads only outstanding rows whatever the history.
+-- hour); claims that never recorded (the advisory lock is gone with their publisher): pending hours
+-- (a first publication) and published hours with attempts (a republication: PubClaim cleared dirty
+-- and counted an attempt, only PublicationHourlyRecord sets it back to 0, PubFailed makes the row
+-- 'failed'), left by a publisher killed before its record or unable to reach the database for
+-- PubFailed (issue 26).
+-- A publication still running is taken too: its job waits for the lock, then finds the content
+-- unchanged and writes nothing.
+-- The WHERE clause matches the predicate of feed_publications_outstanding (migration 000200) arm
+-- by arm, so the scan reads only outstanding rows whatever the history.
 -- hour: of the NOT NULL feed_publications.hour.
 -- not null: hour
 SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
@@ -172,6 +178,7 @@ SELECT feed, version, scope, (hour AT TIME ZONE 'UTC') AS hour
  WHERE (dirty AND status <> 'failed')
     OR (status = 'failed' AND failed_at < $1::timestamptz - make_interval(mins => least(60, power(2, least(attempts, 6))::int)))
     OR (status = 'pending')
+    OR (status = 'published' AND attempts > 0)
  ORDER BY hour
  LIMIT $2;
 
