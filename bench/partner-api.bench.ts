@@ -481,7 +481,7 @@ export async function run(): Promise<BenchResult> {
     metrics.requests_total = closed.total + apiList.total + a.total + b.total;
     metrics.non_2xx = closed.non2xx - closed.shed + apiList.non2xx - apiList.shed + a.non2xx + b.non2xx;
     metrics.errors = closed.errors + apiList.errors + a.errors + b.errors;
-    const ended = await db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'ENDED'`);
+    const ended = await db.one<{ n: number }>(`SELECT count(*)::int AS n FROM rentals WHERE state = 'ENDED'`);
     metrics.rentals_ended = ended.n;
     if (metrics.non_2xx) notes.push(`${metrics.non_2xx} non-2xx answers (a start refused leaves its end answering 400)`);
     for (const [what, n] of refusals) notes.push(`${n} × ${what}`);

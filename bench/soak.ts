@@ -198,7 +198,7 @@ async function main(): Promise<void> {
       while (Date.now() < deadline) {
         await sleep(Math.min(10_000, Math.max(0, deadline - Date.now())));
         const due = latestDueHour(ctx.clock.now(), config.publishLatenessSeconds);
-        const lag = await ctx.db.one(
+        const lag = await ctx.db.one<{ behind: number; latest: string | null }>(
           `SELECT count(*) FILTER (WHERE status <> 'published' OR dirty)::int AS behind, max(hour) FILTER (WHERE status = 'published')::text AS latest FROM feed_publications`,
         );
         const errors =
@@ -223,7 +223,7 @@ async function main(): Promise<void> {
     for (const z of zones) await publishHour(ctx, trips20, z, floorHour(end));
 
     const checks: Array<[string, boolean, string]> = [];
-    const noTrip = await ctx.db.one(
+    const noTrip = await ctx.db.one<{ n: number }>(
       `SELECT count(*)::int AS n FROM rentals r WHERE r.state <> 'RUNNING' AND (SELECT count(*) FROM trips t WHERE t.rental_id = r.id) <> 1`,
     );
     checks.push(['every ended rental has exactly one trip', noTrip.n === 0, `${noTrip.n} without`]);
@@ -245,7 +245,7 @@ async function main(): Promise<void> {
       missing === 0 && twice === 0 && seen.size === trips.length,
       `${trips.length} trips, ${missing} missing, ${twice} twice, ${seen.size} published`,
     ]);
-    const orphan = await ctx.db.one(
+    const orphan = await ctx.db.one<{ n: number }>(
       `SELECT count(*)::int AS n FROM rentals r JOIN vehicles v ON v.id = r.vehicle_id WHERE r.state = 'RUNNING' AND v.mds_state <> 'on_trip'`,
     );
     checks.push(['no rental running without its vehicle on a trip', orphan.n === 0, `${orphan.n} found`]);

@@ -296,18 +296,11 @@ program
       if (summary.events === 0) {
         // each vehicle continues from its last event, so a window before the last events of the
         // vehicles it took (the first --vehicles of each zone by code, SimLockVehicles) is empty
-        const { last, most } = await ctx.db.one<{ last: Date | null; most: number }>(
-          `SELECT min(last) AS last, max(n)::int AS most FROM (
-             SELECT (SELECT max(e.ts) FROM events e WHERE e.device_id = v.id) AS last,
-                    row_number() OVER (PARTITION BY v.zone_id ORDER BY v.code) AS rank, count(*) OVER (PARTITION BY v.zone_id) AS n
-               FROM vehicles v WHERE v.zone_id = ANY ($1::text[])) z
-            WHERE rank <= $2`,
-          [summary.zones, opts.vehicles],
-        );
+        const { last, most } = await ctx.db.one(sql('SimVehiclesReach'), [summary.zones, opts.vehicles]);
         throw new AdminError(
           `nothing written in ${window}: the simulator continues each vehicle from its last event, and every vehicle of ` +
             `${summary.zones.join(', ')} has history up to ${last ? `${last.toISOString().slice(0, 16)}Z` : 'after the window'} already (make run's live simulator or an earlier simulate). ` +
-            `Simulate into ${hint.freshDb}, or add vehicles (${hint.vehicles} above the ${most} a zone has: new vehicles start at the window's start)`,
+            `Simulate into ${hint.freshDb}, or add vehicles (${hint.vehicles} above the ${most ?? 0} a zone has: new vehicles start at the window's start)`,
         );
       }
       const s = summary;

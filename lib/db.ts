@@ -124,23 +124,31 @@ export function q(name: string): NamedQuery {
   return found;
 }
 
-/** An untyped row: the driver's (its members are `any` in pg's typings); a typed query's rows have their own types. */
+/** Any row: what a row type must be (the driver's; its members are `any` in pg's typings). Not a row to read. */
 export type Row = pg.QueryResultRow;
+
+/**
+ * The row of an untyped query (`q('Name')`, ad hoc text): its columns are `unknown`, so reading one
+ * needs a check or a named type. Runtime reads are typed queries; what stays untyped is statements
+ * whose rows are not read (`BEGIN`), and the tests' probes, which name their row type.
+ */
+export type UnknownRow = Record<string, unknown>;
 
 /**
  * Something that runs queries: the pool or a client inside a transaction. A typed query
  * (`sql('Name')`, lib/sql/typed.ts) has its parameters checked and its rows typed; the untyped
- * forms (`q('Name')`, ad hoc text) take no typed query, so one cannot fall through to them.
+ * forms (`q('Name')`, ad hoc text) take no typed query, so one cannot fall through to them, and
+ * their rows are `UnknownRow` unless the caller names a type.
  */
 export interface Queryable {
   query<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<pg.QueryResult<R>>;
-  query<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<pg.QueryResult<T>>;
+  query<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<pg.QueryResult<T>>;
   one<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R>;
-  one<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T>;
+  one<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T>;
   maybeOne<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R | undefined>;
-  maybeOne<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T | undefined>;
+  maybeOne<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T | undefined>;
   many<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R[]>;
-  many<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T[]>;
+  many<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T[]>;
 }
 
 /** The parameters of a runner call: the typed overloads pass them as a rest argument. */
@@ -157,8 +165,8 @@ abstract class Runner implements Queryable {
   protected abstract run(config: pg.QueryConfig): Promise<pg.QueryResult>;
 
   query<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<pg.QueryResult<R>>;
-  query<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<pg.QueryResult<T>>;
-  async query<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<pg.QueryResult<T>> {
+  query<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<pg.QueryResult<T>>;
+  async query<T extends Row = UnknownRow>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<pg.QueryResult<T>> {
     const params = paramsOf(args);
     const named = typeof query === 'string' ? undefined : query;
     const label = named?.name ?? 'adhoc';
@@ -174,8 +182,8 @@ abstract class Runner implements Queryable {
   }
 
   one<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R>;
-  one<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T>;
-  async one<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T> {
+  one<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T>;
+  async one<T extends Row = UnknownRow>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T> {
     const res = await this.query<T>(query, paramsOf(args));
     if (res.rows.length !== 1) {
       throw new DbError(
@@ -188,8 +196,8 @@ abstract class Runner implements Queryable {
   }
 
   maybeOne<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R | undefined>;
-  maybeOne<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T | undefined>;
-  async maybeOne<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T | undefined> {
+  maybeOne<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T | undefined>;
+  async maybeOne<T extends Row = UnknownRow>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T | undefined> {
     const res = await this.query<T>(query, paramsOf(args));
     if (res.rows.length > 1) {
       throw new DbError(
@@ -202,8 +210,8 @@ abstract class Runner implements Queryable {
   }
 
   many<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, ...params: ParamsArg<NoInfer<P>>): Promise<R[]>;
-  many<T extends Row = Row>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T[]>;
-  async many<T extends Row = Row>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T[]> {
+  many<T extends Row = UnknownRow>(query: UntypedQuery | string, params?: readonly unknown[]): Promise<T[]>;
+  async many<T extends Row = UnknownRow>(query: NamedQuery | string, ...args: readonly unknown[]): Promise<T[]> {
     return (await this.query<T>(query, paramsOf(args))).rows;
   }
 }
@@ -226,8 +234,8 @@ class ClientRunner extends Runner {
    * connection (the cursor may still be talking to the server).
    */
   stream<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>, batchSize: number): AsyncGenerator<R>;
-  stream<T extends Row = Row>(query: UntypedQuery, params: readonly unknown[], batchSize: number): AsyncGenerator<T>;
-  async *stream<T extends Row = Row>(query: NamedQuery, params: readonly unknown[], batchSize: number): AsyncGenerator<T> {
+  stream<T extends Row = UnknownRow>(query: UntypedQuery, params: readonly unknown[], batchSize: number): AsyncGenerator<T>;
+  async *stream<T extends Row = UnknownRow>(query: NamedQuery, params: readonly unknown[], batchSize: number): AsyncGenerator<T> {
     const started = performance.now();
     const rows = this.client.query(new QueryStream(query.text, [...params], { batchSize, highWaterMark: batchSize }));
     try {

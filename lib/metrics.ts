@@ -5,6 +5,7 @@
 import client from 'prom-client';
 import type { Db } from './db.js';
 import { replayLagBytes } from './replica.js';
+import { sql } from './sql/typed.js';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -58,11 +59,6 @@ export const metrics = {
 };
 
 /**
- * Gauges read from Postgres at scrape time (one small query each), so every process reports the
- * cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and failed jobs, what
- * each history table retains (history_*), and how far the streaming replica is behind.
- */
-/**
  * Has `collect` run at each scrape of `gauge`: prom-client calls a metric's `collect` before reading
  * it, but types it only as a constructor option, and these gauges exist before the database does.
  */
@@ -70,6 +66,11 @@ function onScrape(gauge: client.Gauge, collect: () => Promise<void>): void {
   Object.assign(gauge, { collect });
 }
 
+/**
+ * Gauges read from Postgres at scrape time (one small query each, sql/queries/metrics.sql), so every
+ * process reports the cluster-wide value: dirty hours, publish lag per feed, pg-boss queue depth and
+ * failed jobs, what each history table retains (history_*), and how far the streaming replica is behind.
+ */
 export function registerDbCollectors(db: Db): void {
   const safe = async (fn: () => Promise<void>) => {
     try {
@@ -80,44 +81,19 @@ export function registerDbCollectors(db: Db): void {
   };
   onScrape(metrics.dirtyHours, () =>
     safe(async () => {
-      const [r] = await db.many<{ n: number }>('SELECT count(*)::int AS n FROM feed_publications WHERE dirty');
-      metrics.dirtyHours.set(r?.n ?? 0);
+      metrics.dirtyHours.set((await db.one(sql('MetricsDirtyHours'))).n);
     }),
   );
   onScrape(metrics.publishLag, () =>
     safe(async () => {
-      // per file of the catalogue (hourly_feeds, synced from HOURLY_FEEDS), the latest published row:
-      // a backward walk of feed_publications_hour_scope from the newest hour, not a sort of every
-      // hour ever published
-      const rows = await db.many<{ feed: string; version: string; lag: number }>(`SELECT f.feed, f.version, l.lag
-                                    FROM hourly_feeds f
-                                    JOIN LATERAL (SELECT extract(epoch FROM p.published_at - (p.hour + interval '1 hour') AT TIME ZONE 'UTC')::float8 AS lag
-                                                    FROM feed_publications p
-                                                   WHERE p.feed = f.feed AND p.version = f.version AND p.status = 'published' AND p.published_at IS NOT NULL
-                                                   ORDER BY p.hour DESC LIMIT 1) l ON true`);
-      for (const r of rows) metrics.publishLag.set({ feed: r.feed, version: r.version }, r.lag);
+      for (const r of await db.many(sql('MetricsPublishLag'))) metrics.publishLag.set({ feed: r.feed, version: r.version }, r.lag);
     }),
   );
   // the four history gauges come from one catalogue query, shared by their collects of one scrape
   let historyScrape: Promise<void> | undefined;
   const collectHistory = () =>
     (historyScrape ??= safe(async () => {
-      // one catalogue query: partitions per history table with their day and size (sql/queries/history.sql)
-      const rows = await db.many<{
-        parent: string;
-        partitions: number;
-        oldest: number | null;
-        bytes: number | null;
-        dropped_before: number | null;
-      }>(`SELECT p.relname AS parent,
-                                         count(*) FILTER (WHERE c.relname ~ '_p[0-9]{8}$')::int AS partitions,
-                                         extract(epoch FROM min(to_date(right(c.relname, 8), 'YYYYMMDD')) FILTER (WHERE c.relname ~ '_p[0-9]{8}$')::timestamp)::float8 AS oldest,
-                                         sum(pg_total_relation_size(c.oid))::float8 AS bytes,
-                                         (SELECT extract(epoch FROM dropped_before)::float8 FROM history_retention r WHERE r.source = p.relname) AS dropped_before
-                                    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
-                                   WHERE p.relname IN ('events', 'telemetry', 'trips') AND p.relnamespace = 'public'::regnamespace
-                                   GROUP BY p.relname`);
-      for (const r of rows) {
+      for (const r of await db.many(sql('MetricsHistoryTables'))) {
         metrics.historyPartitions.set({ table: r.parent }, r.partitions);
         metrics.historyBytes.set({ table: r.parent }, r.bytes ?? 0);
         metrics.historyOldestDay.set({ table: r.parent }, r.oldest ?? 0);
@@ -138,20 +114,12 @@ export function registerDbCollectors(db: Db): void {
   });
   onScrape(metrics.rentalsRunning, () =>
     safe(async () => {
-      const [r] = await db.many<{ n: number }>(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`);
-      metrics.rentalsRunning.set(r?.n ?? 0);
+      metrics.rentalsRunning.set((await db.one(sql('MetricsRentalsRunning'))).n);
     }),
   );
   onScrape(metrics.queueDepth, () =>
     safe(async () => {
-      const rows = await db.many<{
-        name: string;
-        queued: number;
-        failed: number;
-      }>(`SELECT name, count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,
-                                         count(*) FILTER (WHERE state = 'failed')::int AS failed
-                                    FROM pgboss.job GROUP BY name`);
-      for (const r of rows) {
+      for (const r of await db.many(sql('MetricsQueueDepth'))) {
         metrics.queueDepth.set({ queue: r.name }, r.queued);
         metrics.jobFailures.set({ queue: r.name }, r.failed);
       }

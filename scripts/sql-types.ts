@@ -1,8 +1,10 @@
 /**
  * Types every named query in sql/queries/*.sql from the database itself: its parameters and result
- * rows, as Postgres describes them on a fresh clone of the migrated template (test/support/db.ts:
+ * rows, as Postgres describes them on a fresh clone of the migrated template (lib/sql/template.ts:
  * keyed by the migrations' hash, on TEST_DATABASE_URL's or DATABASE_URL's server, else the embedded
- * cluster), written to lib/sql/queries.gen.ts.
+ * cluster), written to lib/sql/queries.gen.ts. The clone also gets pg-boss's schema, which pg-boss
+ * creates at run time rather than a migration, so the queries that read it (/metrics) are typed by
+ * the pg-boss version installed.
  *
  *   node --import tsx scripts/sql-types.ts          rewrite lib/sql/queries.gen.ts
  *   node --import tsx scripts/sql-types.ts --check  exit 1, naming each query whose committed types
@@ -13,10 +15,12 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import PgBoss from 'pg-boss';
 import { ROOT } from '../lib/paths.js';
+import { PGBOSS_SCHEMA } from '../lib/publication/queue.js';
 import { readQuerySources } from '../lib/sql/catalog.js';
 import { describeQueries, differences, render } from '../lib/sql/generate.js';
-import { cloneDatabase } from '../test/support/db.js';
+import { cloneDatabase } from '../lib/sql/template.js';
 
 export const GENERATED = join(ROOT, 'lib', 'sql', 'queries.gen.ts');
 
@@ -27,6 +31,7 @@ export async function generate(): Promise<string> {
     const client = new pg.Client({ connectionString: db.url, application_name: 'sql-types' });
     await client.connect();
     try {
+      await client.query(PgBoss.getConstructionPlans(PGBOSS_SCHEMA));
       return render(await describeQueries(client, readQuerySources()));
     } finally {
       await client.end();

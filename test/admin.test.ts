@@ -257,7 +257,9 @@ describe('ops: feed clients in one call', () => {
     }));
     const made = await importFeedClients(t.ctx.db, entries);
     expect(made).to.have.length(30);
-    const rows = await t.ctx.db.many(`SELECT client_id, role, zones, label, secret_hash FROM feed_clients ORDER BY client_id`);
+    const rows = await t.ctx.db.many<{ client_id: string; role: string; zones: string[] | null; label: string; secret_hash: string }>(
+      `SELECT client_id, role, zones, label, secret_hash FROM feed_clients ORDER BY client_id`,
+    );
     expect(rows).to.have.length(30);
     const row = rows.find((r) => r.client_id === 'city-1')!;
     expect([row.role, row.zones, row.label]).to.deep.equal(['city', ['testville'], 'client 1']);
@@ -314,11 +316,13 @@ describe('ops: credentials', () => {
   it('creates, rotates and revokes feed clients', async () => {
     await importZone(t.ctx.db, t.ctx.clock, zoneFile());
     const c = await createFeedClient(t.ctx.db, 'city-of-test', 'city', ['testville']);
-    const row = await t.ctx.db.one("SELECT secret_hash, revoked_at FROM feed_clients WHERE client_id = 'city-of-test'");
+    const row = await t.ctx.db.one<{ secret_hash: string; revoked_at: Date | null }>(
+      "SELECT secret_hash, revoked_at FROM feed_clients WHERE client_id = 'city-of-test'",
+    );
     expect(row.secret_hash).not.to.contain(c.secret);
     expect(await verifySecret(c.secret, row.secret_hash)).to.equal(true);
     const r = await rotateFeedClient(t.ctx.db, 'city-of-test');
-    const row2 = await t.ctx.db.one("SELECT secret_hash FROM feed_clients WHERE client_id = 'city-of-test'");
+    const row2 = await t.ctx.db.one<{ secret_hash: string }>("SELECT secret_hash FROM feed_clients WHERE client_id = 'city-of-test'");
     expect(await verifySecret(c.secret, row2.secret_hash)).to.equal(false);
     expect(await verifySecret(r.secret, row2.secret_hash)).to.equal(true);
     await revokeFeedClient(t.ctx.db, t.ctx.clock, 'city-of-test');

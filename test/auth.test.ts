@@ -6,7 +6,10 @@ import { ManualClock } from '../lib/clock.js';
 import type { Db, Queryable } from '../lib/db.js';
 
 async function partner(db: Queryable, name: string, zones: string[] = []): Promise<string> {
-  const { id } = await db.one(`INSERT INTO partners (name, kind, trip_type, rate_limit_per_minute) VALUES ($1, 'rental', 'rider', 120) RETURNING id`, [name]);
+  const { id } = await db.one<{ id: string }>(
+    `INSERT INTO partners (name, kind, trip_type, rate_limit_per_minute) VALUES ($1, 'rental', 'rider', 120) RETURNING id`,
+    [name],
+  );
   for (const z of zones) {
     await db.query(
       `INSERT INTO zones (id, name, city, country, timezone, currency, vat_rate, parking_mode, boundary)
@@ -67,7 +70,7 @@ describe('auth: api keys', () => {
       tompPostponedCommit: false,
       zones: ['auth-z1', 'auth-z2'],
     });
-    const row = await t.ctx.db.one('SELECT key_hash, key_prefix FROM api_keys WHERE id = $1', [id]);
+    const row = await t.ctx.db.one<{ key_hash: Buffer; key_prefix: string }>('SELECT key_hash, key_prefix FROM api_keys WHERE id = $1', [id]);
     expect(Buffer.compare(row.key_hash, hashApiKey(key))).to.equal(0);
     expect(key.startsWith(row.key_prefix)).to.equal(true);
     expect(row.key_prefix.length).to.be.lessThan(key.length / 2);

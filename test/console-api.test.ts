@@ -167,7 +167,7 @@ describe('console API: ops key and figures', () => {
       const deadline = Date.now() + 45000;
       let left = 1;
       while (left && Date.now() < deadline) {
-        left = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`, [HOUR_QUEUE])).n;
+        left = (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`, [HOUR_QUEUE])).n;
         if (left) await new Promise((r) => setTimeout(r, 200));
       }
       expect(left).to.equal(0);

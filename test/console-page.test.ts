@@ -54,9 +54,13 @@ describe('the /console page in a browser', function () {
       [`${hours.at(-1)}:00:00`],
     );
 
-    const v = await t.ctx.db.one(`SELECT id, code FROM vehicles WHERE zone_id = 'berlin' AND status = 'ready' ORDER BY code LIMIT 1`);
-    const user = await t.ctx.db.one(`SELECT u.id FROM users u JOIN partners p ON p.id = u.partner_id WHERE p.name = 'Demo Partner App' ORDER BY u.id LIMIT 1`);
-    const partner = await t.ctx.db.one(`SELECT id FROM partners WHERE name = 'Demo Partner App'`);
+    const v = await t.ctx.db.one<{ id: string; code: string }>(
+      `SELECT id, code FROM vehicles WHERE zone_id = 'berlin' AND status = 'ready' ORDER BY code LIMIT 1`,
+    );
+    const user = await t.ctx.db.one<{ id: string }>(
+      `SELECT u.id FROM users u JOIN partners p ON p.id = u.partner_id WHERE p.name = 'Demo Partner App' ORDER BY u.id LIMIT 1`,
+    );
+    const partner = await t.ctx.db.one<{ id: string }>(`SELECT id FROM partners WHERE name = 'Demo Partner App'`);
     const r = await startRental(t.ctx, { partnerId: partner.id, userId: user.id, vehicleId: v.id, source: 'partner', userLicenseValidated: true });
     rental = { id: r.id, code: v.code };
 
@@ -125,7 +129,7 @@ describe('the /console page in a browser', function () {
         ps.map((p) => [p.getAttribute('data-code'), p.getAttribute('data-status')]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
       );
     expect(markers).to.deep.equal(db.map((v) => [v.code, v.status]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))));
-    const areas = await t.ctx.db.one(`SELECT count(*)::int AS n FROM areas WHERE zone_id = 'berlin'`);
+    const areas = await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM areas WHERE zone_id = 'berlin'`);
     // the boundary plus one shape per area, under the vehicles
     expect(await page.locator('#map path.leaflet-interactive:not(.vehicle)').count()).to.be.at.least(areas.n);
     expect(await page.locator('.map-legend').textContent())
@@ -137,7 +141,7 @@ describe('the /console page in a browser', function () {
     const popup = page.locator('.leaflet-popup-content');
     await popup.waitFor({ state: 'visible', timeout: 10000 });
     const text = await popup.textContent();
-    const battery = (await t.ctx.db.one(`SELECT battery_percent FROM vehicles WHERE code = $1`, [rental.code])).battery_percent;
+    const battery = (await t.ctx.db.one<{ battery_percent: number }>(`SELECT battery_percent FROM vehicles WHERE code = $1`, [rental.code])).battery_percent;
     expect(text).to.contain(rental.code).and.to.contain(`battery ${battery} %`).and.to.contain('status riding').and.to.contain(`rental ${rental.id}`);
     await screenshot(page, 'console-fleet');
   });
@@ -145,7 +149,7 @@ describe('the /console page in a browser', function () {
   it('Health: rentals running and per-family figures from the metrics registry', async () => {
     await tab('health');
     await page.locator('#rentals-running').waitFor({ timeout: 10000 });
-    const running = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`)).n;
+    const running = (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM rentals WHERE state = 'RUNNING'`)).n;
     expect(await page.locator('#rentals-running').textContent()).to.equal(`rentals running: ${running}`);
     const text = await page.locator('#health-body').textContent();
     expect(text).to.contain('requests per API family').and.to.contain('publish lag').and.to.contain('queue depth').and.to.contain('store errors');

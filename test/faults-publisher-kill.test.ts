@@ -66,7 +66,7 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
     await seedDemo(t.ctx, { vehiclesPerZone: 40, deployedAt });
     await simulateHistory(t.ctx, { days: (now.getTime() - deployedAt.getTime()) / 86_400_000, seed: 7, end: now });
     dueTo = latestDueHour(now, t.ctx.config.publishLatenessSeconds);
-    zones = (await t.ctx.db.many(`SELECT id FROM zones ORDER BY id`)).map((r) => r.id);
+    zones = (await t.ctx.db.many<{ id: string }>(`SELECT id FROM zones ORDER BY id`)).map((r) => r.id);
     for (const z of zones) for (const h of hoursBetween(deployedAt, dueTo)) for (const f of HOURLY_FEEDS) keys.push(objectKey(f, z, h));
     expect(keys.length).to.be.greaterThan(10);
   });

@@ -61,7 +61,9 @@ describe('feeds: history catch-up', function () {
     try {
       await boss.createQueue(QUEUES.hour);
       expect(await enqueueDue(t.ctx, boss)).to.equal(48 + PER_TICK);
-      const rows = await t.ctx.db.many(`SELECT singleton_key, priority FROM pgboss.job WHERE name = $1`, [QUEUES.hour]);
+      const rows = await t.ctx.db.many<{ singleton_key: string; priority: number }>(`SELECT singleton_key, priority FROM pgboss.job WHERE name = $1`, [
+        QUEUES.hour,
+      ]);
       const start = lookbackStart(t.ctx.clock.now(), t.ctx.config.publishLatenessSeconds);
       for (const r of rows) {
         const hour = parseHour(String(r.singleton_key).split(':').at(-1)!)!;

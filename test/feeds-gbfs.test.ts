@@ -44,7 +44,7 @@ describe('feeds: GBFS and insurance', () => {
     await insertClient(db, 'gbfs-all', 'gbfs', null);
     expect((await publishGbfsSnapshots(t.ctx)).failed).to.equal(0);
     for (const z of ['munich', 'augsburg']) await publishHour(t.ctx, feedOf('insurance_trips', '2.0')!, z, new Date(`${HOUR}:00:00Z`));
-    const partner = await db.one(`INSERT INTO partners (name, kind) VALUES ('Insurer', 'insurer') RETURNING id`);
+    const partner = await db.one<{ id: string }>(`INSERT INTO partners (name, kind) VALUES ('Insurer', 'insurer') RETURNING id`);
     await db.query(`INSERT INTO partner_zones (partner_id, zone_id) VALUES ($1, 'munich')`, [partner.id]);
     insurerKey = (await createApiKey(db, partner.id, 'insurance')).key;
     city = `Bearer ${await tokenFor(t.ctx, 'city-munich', 'city', ['munich'])}`;
@@ -158,7 +158,7 @@ describe('feeds: GBFS and insurance', () => {
     it('a zone outside the partner → 403; wrong key → 401; a partner key (another API) → 403 naming it', async () => {
       expect((await trips('augsburg').set('X-Access-Token', insurerKey)).status).to.equal(403);
       expect((await trips().set('X-Access-Token', 'nope')).status).to.equal(401);
-      const p = await t.ctx.db.one(`INSERT INTO partners (name, kind) VALUES ('Rental', 'rental') RETURNING id`);
+      const p = await t.ctx.db.one<{ id: string }>(`INSERT INTO partners (name, kind) VALUES ('Rental', 'rental') RETURNING id`);
       const partnerKey = (await createApiKey(t.ctx.db, p.id, 'partner')).key;
       const other = await trips().set('X-Access-Token', partnerKey);
       expect(other.status).to.equal(403);

@@ -21,7 +21,7 @@ const at = (s: string) => new Date(`2026-11-21T${s}Z`);
 
 /** A trip that reached us at `recordedAt` (the clock of the test, not the database's now()). */
 async function trip(q: Queryable, device: string, zone: string, end: Date, recordedAt: Date): Promise<string> {
-  const r = await q.one(
+  const r = await q.one<{ trip_id: string }>(
     `INSERT INTO trips (trip_id, device_id, zone_id, vehicle_type_id, trip_type, start_time, end_time, start_location, end_location, distance_m, duration_s, recorded_at)
      SELECT gen_random_uuid(), v.id, $2, v.vehicle_type_id, 'rider', $3::timestamptz - interval '10 minutes', $3,
             ST_SetSRID(ST_MakePoint(13.40, 52.51), 4326), ST_SetSRID(ST_MakePoint(13.41, 52.52), 4326), 1500, 600, $4

@@ -13,7 +13,7 @@ const V04 = 'application/vnd.mds.provider+json;version=0.4';
 let n = 0;
 async function vehicle(db: Queryable, zone: string, state: string): Promise<string> {
   const code = `R${(++n).toString().padStart(3, '0')}`;
-  const row = await db.one(
+  const row = await db.one<{ id: string }>(
     `INSERT INTO vehicles (code, zone_id, vehicle_type_id, mds_state, battery_percent, location, license_plate, license_plate_id, last_seen_at)
      VALUES ($1::text, $2, 'rt-scooter', $3, 70, ST_SetSRID(ST_MakePoint(13.40, 52.52), 4326), $1::text, $1::text, $4) RETURNING id`,
     [code, zone, state, new Date(NOW - 60_000)],

@@ -52,7 +52,7 @@ describe('feeds: MDS 2.0 monthly reports', () => {
     scooter = (await feedVehicle(t.ctx.db, zone, { type: 'feed-scooter' })).id;
     bike = (await feedVehicle(t.ctx.db, zone, { type: 'feed-bike' })).id;
     area = (
-      await t.ctx.db.one(
+      await t.ctx.db.one<{ id: string }>(
         `INSERT INTO areas (zone_id, name, area_type, geom) VALUES ($1, 'centre', 'incentive', ST_GeomFromText('MULTIPOLYGON(((13.37 52.49,13.39 52.49,13.39 52.51,13.37 52.51,13.37 52.49)))', 4326)) RETURNING id`,
         [zone],
       )
@@ -94,7 +94,10 @@ describe('feeds: MDS 2.0 monthly reports', () => {
   });
 
   it('stored gzip and served by negotiation: the stored bytes to gzip clients, CSV to the others; ETag and 304', async () => {
-    const row = await t.ctx.db.one(`SELECT object_key, sha256, bytes FROM feed_reports WHERE scope = $1 AND month = '2026-10-01'`, [zone]);
+    const row = await t.ctx.db.one<{ object_key: string; sha256: string; bytes: number }>(
+      `SELECT object_key, sha256, bytes FROM feed_reports WHERE scope = $1 AND month = '2026-10-01'`,
+      [zone],
+    );
     const obj = (await t.ctx.store.get(row.object_key))!;
     const chunks: Buffer[] = [];
     for await (const c of obj.body) chunks.push(c as Buffer);

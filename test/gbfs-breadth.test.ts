@@ -51,10 +51,11 @@ describe('GBFS follows change', function () {
 
   const rows = async () =>
     new Map(
-      (await t.ctx.db.many(`SELECT version, scope, file, sha256, last_updated, object_key FROM gbfs_snapshots`)).map((r) => [
-        `${r.version}/${r.scope}/${r.file}`,
-        r as { sha256: string; last_updated: Date; object_key: string },
-      ]),
+      (
+        await t.ctx.db.many<{ version: string; scope: string; file: string; sha256: string; last_updated: Date; object_key: string }>(
+          `SELECT version, scope, file, sha256, last_updated, object_key FROM gbfs_snapshots`,
+        )
+      ).map((r) => [`${r.version}/${r.scope}/${r.file}`, r as { sha256: string; last_updated: Date; object_key: string }]),
     );
   const tick = async () => {
     t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
@@ -115,7 +116,7 @@ describe('GBFS follows change', function () {
     }
     // the hourly rebuild from scratch happened (staggered) and found the same data
     expect((await rows()).get(`3.0/${A.id}/system_information`)).to.deep.equal(info);
-    const builds = await t.ctx.db.many(`SELECT zone_id, rebuild_due_at FROM gbfs_zone_builds`);
+    const builds = await t.ctx.db.many<{ zone_id: string; rebuild_due_at: Date }>(`SELECT zone_id, rebuild_due_at FROM gbfs_zone_builds`);
     for (const b of builds) expect(b.rebuild_due_at.getTime()).to.be.greaterThan(t.ctx.clock.now().getTime());
   });
 
@@ -138,7 +139,7 @@ describe('GBFS follows change', function () {
     expect(await tick()).to.include({ built: 1 });
     const v = (await v3(A.id, 'vehicle_status')).data.vehicles.find((x: any) => x.vehicle_id === va.gbfsId);
     expect(Date.parse(v.last_reported)).to.equal(t.ctx.clock.now().getTime() - GBFS_RUN_SECONDS * 1000 + 1000);
-    const { gbfs_id } = await t.ctx.db.one(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [va.id]);
+    const { gbfs_id } = await t.ctx.db.one<{ gbfs_id: string }>(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [va.id]);
     expect(await tick()).to.include({ built: 1 });
     const ids = (await v3(A.id, 'vehicle_status')).data.vehicles.map((x: any) => x.vehicle_id);
     expect(ids).to.include(gbfs_id).and.not.include(va.gbfsId);
@@ -178,9 +179,10 @@ describe('GBFS follows change', function () {
 
   it('a 2.2 system assembled from its zones parts is byte for byte the whole-system build', async () => {
     for (const scope of ['city', scopeA]) {
-      const row = await t.ctx.db.one(`SELECT object_key, last_updated FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`, [
-        scope,
-      ]);
+      const row = await t.ctx.db.one<{ object_key: string; last_updated: Date }>(
+        `SELECT object_key, last_updated FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = 'free_bike_status'`,
+        [scope],
+      );
       const obj = await t.ctx.store.get(row.object_key);
       const chunks: Buffer[] = [];
       for await (const c of obj!.body) chunks.push(c as Buffer);
@@ -205,10 +207,10 @@ describe('GBFS follows change', function () {
         providerName: t.ctx.config.providerName,
       };
       for (const file of ['free_bike_status', 'geofencing_zones'] as const) {
-        const r = await t.ctx.db.one(`SELECT object_key, last_updated, ttl FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = $2`, [
-          scope,
-          file,
-        ]);
+        const r = await t.ctx.db.one<{ object_key: string; last_updated: Date; ttl: number }>(
+          `SELECT object_key, last_updated, ttl FROM gbfs_snapshots WHERE version = '2.2' AND scope = $1 AND file = $2`,
+          [scope, file],
+        );
         const o = await t.ctx.store.get(r.object_key);
         const cs: Buffer[] = [];
         for await (const c of o!.body) cs.push(c as Buffer);

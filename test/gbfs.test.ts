@@ -34,7 +34,11 @@ describe('GBFS snapshots', () => {
   const v3 = (zone: string, file: string) => readSnapshot(t.ctx, gbfsSnapshotRef('3.0', zone, file, 'city').objectKey);
   const v2 = (scope: string, file: string) => readSnapshot(t.ctx, gbfsSnapshotRef('2.2', scope, file, 'city').objectKey);
   const rows = async () =>
-    (await t.ctx.db.query('SELECT version, scope, file, object_key, sha256, published_at, last_updated FROM gbfs_snapshots ORDER BY 1, 2, 3')).rows;
+    (
+      await t.ctx.db.query<{ version: '2.2' | '3.0'; scope: string; file: string; object_key: string; sha256: string; published_at: Date; last_updated: Date }>(
+        'SELECT version, scope, file, object_key, sha256, published_at, last_updated FROM gbfs_snapshots ORDER BY 1, 2, 3',
+      )
+    ).rows;
 
   before(async () => {
     const db = t.ctx.db;
@@ -281,7 +285,9 @@ describe('GBFS snapshots', () => {
   });
 
   it('writes a file again when its object is gone from the store, though its row says unchanged (one rule with the hourly files)', async () => {
-    const [victim] = await t.ctx.db.many(`SELECT object_key FROM gbfs_snapshots WHERE version = '3.0' AND file = 'system_information' LIMIT 1`);
+    const [victim] = await t.ctx.db.many<{ object_key: string }>(
+      `SELECT object_key FROM gbfs_snapshots WHERE version = '3.0' AND file = 'system_information' LIMIT 1`,
+    );
     await t.ctx.store.delete(victim.object_key);
     t.ctx.clock.advance(1_000);
     const res = await publishGbfsSnapshots(t.ctx, { only: 'static' });
@@ -313,7 +319,9 @@ describe('GBFS snapshots', () => {
   it('rotates vehicle ids after a trip: the new id is published, the old one is gone', async () => {
     const old = v.ready1.gbfsId;
     // what the rental engine does at the end of a trip
-    const { gbfs_id } = (await t.ctx.db.query(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [v.ready1.id])).rows[0];
+    const { gbfs_id } = (
+      await t.ctx.db.query<{ gbfs_id: string }>(`UPDATE vehicles SET gbfs_id = gen_random_uuid() WHERE id = $1 RETURNING gbfs_id`, [v.ready1.id])
+    ).rows[0];
     t.ctx.clock.advance(5_000);
     const before = new Map((await rows()).map((r) => [`${r.version}/${r.scope}/${r.file}`, r.sha256]));
     const res = await publishGbfsSnapshots(t.ctx, { only: 'status' });

@@ -112,7 +112,7 @@ describe('logs carry no credentials', function () {
     await main.get(`/v1/partner-apis/mds/${fz}/vehicles`).set('Authorization', `Bearer ${accessToken}`).set('Accept', 'application/vnd.mds+json;version=2.0');
     await main.get(`/v1/partner-apis/mds/${fz}/trips?end_time=2026-11-21T08&access_token=${accessToken}`).set('Authorization', `Bearer ${accessToken}`);
     await legacy.get(`/en/${fz}/vehicles`).set('Authorization', `Bearer ${accessToken}`).set('Accept', 'application/vnd.mds+json;version=1.2');
-    const insurer = await db.one(`INSERT INTO partners (name, kind, trip_type) VALUES ('log-insurer', 'insurer', 'rider') RETURNING id`);
+    const insurer = await db.one<{ id: string }>(`INSERT INTO partners (name, kind, trip_type) VALUES ('log-insurer', 'insurer', 'rider') RETURNING id`);
     const insKey = await createApiKey(db, insurer.id, 'insurance', { key: 'ins-key-Hh7Gg6Ff5Dd4' });
     secrets.push(insKey.key);
     await main

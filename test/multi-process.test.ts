@@ -147,7 +147,7 @@ describe('2 API + 2 publisher processes on one database', function () {
 
   /** The due files' rows, with their count of writes in the publication log. */
   async function rows(): Promise<Map<string, Row>> {
-    const found = await ctx.db.many(
+    const found = await ctx.db.many<Row & { feed: string; version: string; scope: string; hour: string }>(
       `SELECT p.feed, p.version, p.scope, to_char(p.hour, 'YYYY-MM-DD"T"HH24') AS hour, p.status, p.dirty, p.sha256, p.record_count,
               (SELECT count(*)::int FROM feed_publication_log g WHERE (g.feed, g.version, g.scope, g.hour) = (p.feed, p.version, p.scope, p.hour)) AS writes
          FROM feed_publications p WHERE p.scope = ANY ($1::text[])`,

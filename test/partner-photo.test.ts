@@ -130,7 +130,7 @@ describe('parking photo', function () {
     const res = await put(r.path, photos.portrait);
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body).to.deep.equal({ decision: 'good-parking' });
-    const row = await t.ctx.db.one(`SELECT photo_key, photo_decision FROM rentals WHERE id = $1`, [r.id]);
+    const row = await t.ctx.db.one<{ photo_key: string; photo_decision: string }>(`SELECT photo_key, photo_decision FROM rentals WHERE id = $1`, [r.id]);
     expect(row.photo_decision).to.equal('good-parking');
     expect((await t.ctx.store.head(row.photo_key))?.contentType).to.equal('image/jpeg');
     expectError(await put(r.path, photos.portrait), 409, 'ParkingPhotoAlreadyDecided');

@@ -77,7 +77,7 @@ describe('partner API: rentals', function () {
     expect(a.receipt).to.equal(undefined);
     expect(a.photoUploadURL).to.equal(undefined);
 
-    const trip = (await t.ctx.db.one(`SELECT trip_id FROM rentals WHERE id = $1`, [started.id])).trip_id;
+    const trip = (await t.ctx.db.one<{ trip_id: string }>(`SELECT trip_id FROM rentals WHERE id = $1`, [started.id])).trip_id;
     const end1 = offset(v.lat, v.lng, 0, 200);
     await recordTelemetry(t.ctx.db, {
       deviceId: v.id,

@@ -143,9 +143,18 @@ describe('publication: every writer indexes the sha256 of the stored bytes', fun
     await publishDueReports(t.ctx);
 
     const rows = [
-      ...(await t.ctx.db.many(`SELECT 'hourly' AS kind, object_key, sha256, bytes FROM feed_publications WHERE scope = $1`, [zone])),
-      ...(await t.ctx.db.many(`SELECT 'gbfs' AS kind, object_key, sha256, bytes FROM gbfs_snapshots WHERE scope = $1`, [zone])),
-      ...(await t.ctx.db.many(`SELECT 'report' AS kind, object_key, sha256, bytes FROM feed_reports WHERE scope = $1`, [zone])),
+      ...(await t.ctx.db.many<{ kind: string; object_key: string; sha256: string; bytes: number }>(
+        `SELECT 'hourly' AS kind, object_key, sha256, bytes FROM feed_publications WHERE scope = $1`,
+        [zone],
+      )),
+      ...(await t.ctx.db.many<{ kind: string; object_key: string; sha256: string; bytes: number }>(
+        `SELECT 'gbfs' AS kind, object_key, sha256, bytes FROM gbfs_snapshots WHERE scope = $1`,
+        [zone],
+      )),
+      ...(await t.ctx.db.many<{ kind: string; object_key: string; sha256: string; bytes: number }>(
+        `SELECT 'report' AS kind, object_key, sha256, bytes FROM feed_reports WHERE scope = $1`,
+        [zone],
+      )),
     ];
     expect(new Set(rows.map((r) => r.kind))).to.deep.equal(new Set(['hourly', 'gbfs', 'report']));
     for (const r of rows) {

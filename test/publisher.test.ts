@@ -148,7 +148,7 @@ describe('publisher: hourly files', function () {
     const empty = await readJson(t.ctx.store, `mds/2.0/${zone}/trips/2026-11-21T11.json.gz`);
     expect(empty.trips).to.deep.equal([]);
 
-    const row = await t.ctx.db.one(
+    const row = await t.ctx.db.one<{ object_key: string; sha256: string; bytes: number; last_updated: Date; source_watermark: Date }>(
       `SELECT status, object_key, sha256, record_count, bytes, dirty, last_updated, published_at, source_watermark FROM feed_publications
         WHERE feed = 'mds_trips' AND version = '2.0' AND scope = $1 AND hour = '2026-11-21 09:00'`,
       [zone],
@@ -209,9 +209,10 @@ describe('publisher: hourly files', function () {
   it('late data marks the hour dirty; the sweep finds it and the republish includes it and clears dirty', async () => {
     const late = await feedTrip(t.ctx.db, { deviceId: v2.id, zoneId: zone, start: at('2026-11-21T09:10:00Z'), end: at('2026-11-21T09:30:00Z') });
     await feedEvent(t.ctx.db, { deviceId: v2.id, zoneId: zone, ts: at('2026-11-21T09:30:00Z'), eventTypes: ['trip_end'], state: 'available', tripIds: [late] });
-    const dirty = await t.ctx.db.many(`SELECT feed, version FROM feed_publications WHERE scope = $1 AND hour = '2026-11-21 09:00' AND dirty ORDER BY 1, 2`, [
-      zone,
-    ]);
+    const dirty = await t.ctx.db.many<{ feed: string; version: string }>(
+      `SELECT feed, version FROM feed_publications WHERE scope = $1 AND hour = '2026-11-21 09:00' AND dirty ORDER BY 1, 2`,
+      [zone],
+    );
     expect(dirty.map((d) => `${d.feed}@${d.version}`)).to.deep.equal([
       'insurance_trips@2.0',
       'mds_events@2.0',

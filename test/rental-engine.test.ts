@@ -150,7 +150,10 @@ describe('rental engine', function () {
     const after = await t.ctx.db.one(`SELECT status, locked, mds_state, gbfs_id FROM vehicles WHERE id = $1`, [v.id]);
     expect(after).to.include({ status: 'ready', locked: true, mds_state: 'available' });
     expect(after.gbfs_id).to.not.equal(veh.gbfs_id);
-    const events = await t.ctx.db.many(`SELECT event_types, vehicle_state, trip_ids FROM events WHERE device_id = $1 ORDER BY ts`, [v.id]);
+    const events = await t.ctx.db.many<{ event_types: string[]; vehicle_state: string; trip_ids: string[] }>(
+      `SELECT event_types, vehicle_state, trip_ids FROM events WHERE device_id = $1 ORDER BY ts`,
+      [v.id],
+    );
     expect(events.map((x) => [x.event_types[0], x.vehicle_state])).to.deep.equal([
       ['trip_start', 'on_trip'],
       ['trip_end', 'available'],
@@ -182,7 +185,7 @@ describe('rental engine', function () {
     const e = await endRental(t.ctx, { partnerId: partner.id, rentalId: r.id });
     expect(e.distanceM).to.be.within(299, 302);
     expect(running.distanceM, 'the running figure counts as the end will').to.equal(e.distanceM);
-    const straight = await t.ctx.db.one(
+    const straight = await t.ctx.db.one<{ m: number; distance_m: number }>(
       `SELECT ST_Distance(start_location::geography, end_location::geography) AS m, distance_m FROM trips WHERE trip_id = $1`,
       [r.tripId],
     );

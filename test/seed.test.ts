@@ -53,7 +53,7 @@ describe('demo seed', () => {
   });
 
   it('prices every vehicle type in every zone', async () => {
-    const rows = await t.ctx.db.many(
+    const rows = await t.ctx.db.many<{ zone_id: string; vehicle_type_id: string; form_factor: string; propulsion_type: string }>(
       `SELECT p.zone_id, p.vehicle_type_id, vt.form_factor, vt.propulsion_type FROM pricing p JOIN vehicle_types vt ON vt.id = p.vehicle_type_id ORDER BY 1, 2`,
     );
     expect(rows.map((r) => `${r.zone_id}/${r.vehicle_type_id}/${r.form_factor}/${r.propulsion_type}`)).to.deep.equal([
@@ -96,7 +96,7 @@ describe('demo seed', () => {
   });
 
   it('creates the demo partners with user pools and working credentials', async () => {
-    const partners = await t.ctx.db.many(
+    const partners = await t.ctx.db.many<{ name: string; kind: string; trip_type: string; users: number }>(
       `SELECT name, kind, trip_type, (SELECT count(*)::int FROM users u WHERE u.partner_id = p.id) AS users FROM partners p ORDER BY name`,
     );
     expect(partners.map((p) => [p.name, p.kind, p.trip_type])).to.deep.equal([

@@ -48,7 +48,7 @@ const DIGESTS = {
  * (`timeFactor`: a live simulator run faster than the clock divides every duration by it).
  */
 async function expectPlausibleTrips(db: Db, source: string, timeFactor = 1): Promise<number> {
-  const trips = await db.many(
+  const trips = await db.many<{ trip_id: string; distance_m: number; duration_s: number; max_speed_kph: number; straight: number }>(
     `SELECT t.trip_id, t.distance_m, t.duration_s, vt.max_speed_kph,
                                       ST_Distance(t.start_location::geography, t.end_location::geography) AS straight
                                  FROM trips t JOIN rentals r ON r.trip_id = t.trip_id JOIN vehicle_types vt ON vt.id = t.vehicle_type_id
@@ -73,7 +73,7 @@ describe('fleet history simulator', function () {
     summary = await simulateHistory(t.ctx, OPTS);
   });
 
-  const rows = (sql: string, params: unknown[] = []) => t.ctx.db.many(sql, params);
+  const rows = (sql: string, params: unknown[] = []) => t.ctx.db.many<Record<string, any>>(sql, params);
   const count = async (sql: string, params: unknown[] = []) => (await t.ctx.db.one(`SELECT count(*)::int AS n FROM (${sql}) x`, params)).n as number;
 
   it('writes rides, events and telemetry for the requested fleet', () => {
@@ -307,7 +307,7 @@ describe('fleet history simulator', function () {
   });
 
   it('every trip of the simulated days is at least as long as the straight line, at a plausible speed', async () => {
-    expect(await expectPlausibleTrips(t.ctx.db, (await t.ctx.db.one(`SELECT source FROM rentals LIMIT 1`)).source)).to.be.greaterThan(50);
+    expect(await expectPlausibleTrips(t.ctx.db, (await t.ctx.db.one<{ source: string }>(`SELECT source FROM rentals LIMIT 1`)).source)).to.be.greaterThan(50);
   });
 
   it('draws valid v4 UUIDs from its PRNG', () => {
@@ -377,12 +377,14 @@ describe('live simulator', function () {
     const { n } = await t.ctx.db.one(`SELECT count(DISTINCT trip_id)::int AS n FROM telemetry WHERE trip_id IS NOT NULL`);
     expect(n).to.be.greaterThan(2);
     expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM trips`)).n).to.equal(rentals.filter((r) => r.state !== 'RUNNING').length);
-    const events = await t.ctx.db.many(`SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`);
+    const events = await t.ctx.db.many<{ device_id: string; event_types: string[]; vehicle_state: MdsState }>(
+      `SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`,
+    );
     let device = '';
     let state: MdsState = 'removed';
     for (const e of events) {
       if (e.device_id !== device) [device, state] = [e.device_id, 'removed'];
-      expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types} ${e.vehicle_state}`).to.equal(true);
+      expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types.join(',')} ${e.vehicle_state}`).to.equal(true);
       state = e.vehicle_state;
     }
     // the ride's distance runs from the start through the telemetry to the end (migration 000131)
@@ -448,7 +450,13 @@ describe('live simulator: its own tenant', function () {
     await live.stop();
     expect(newcomerStarted).to.equal(true);
 
-    const sim = await t.ctx.db.many(`SELECT r.id, r.user_id, r.partner_id, p.name AS partner, u.partner_id AS user_partner
+    const sim = await t.ctx.db.many<{
+      id: string;
+      user_id: string;
+      partner_id: string;
+      partner: string;
+      user_partner: string;
+    }>(`SELECT r.id, r.user_id, r.partner_id, p.name AS partner, u.partner_id AS user_partner
                                        FROM rentals r JOIN partners p ON p.id = r.partner_id JOIN users u ON u.id = r.user_id
                                       WHERE r.source = 'simulator'`);
     expect(sim.length).to.be.greaterThan(20);
@@ -471,7 +479,7 @@ describe('live simulator: its own tenant', function () {
     ).to.equal(0);
     expect((await t.ctx.db.many(`SELECT source FROM rentals WHERE user_id = $1`, [newcomer])).map((r) => r.source)).to.deep.equal(['partner']);
     // the simulator's partners are its own: no key opens them, so nobody else registers users there
-    const tenant = await t.ctx.db.many(
+    const tenant = await t.ctx.db.many<{ name: string; keys: number; users: number }>(
       `SELECT p.name, (SELECT count(*)::int FROM api_keys k WHERE k.partner_id = p.id) AS keys,
                                                (SELECT count(*)::int FROM users u WHERE u.partner_id = p.id) AS users
                                           FROM partners p WHERE p.name = ANY($1::text[])`,
@@ -491,11 +499,13 @@ describe('live simulator: its own tenant', function () {
   it('does not ride with a partner that took a simulator partner’s name and holds a key', async () => {
     // someone else's partner of that name (with a key): the simulator leaves it and its users alone
     await t.ctx.db.query(`UPDATE partners SET name = 'Fleet Simulator (old)' WHERE name = 'Fleet Simulator'`);
-    const { id } = await t.ctx.db.one(`INSERT INTO partners (name, kind, trip_type) VALUES ('Fleet Simulator', 'rental', 'rider') RETURNING id`);
+    const { id } = await t.ctx.db.one<{ id: string }>(
+      `INSERT INTO partners (name, kind, trip_type) VALUES ('Fleet Simulator', 'rental', 'rider') RETURNING id`,
+    );
     const { createApiKey } = await import('../lib/auth/api-keys.js');
     await createApiKey(t.ctx.db, id, 'partner', { key: 'pk-test-squatter', label: 'test' });
     await t.ctx.db.query(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, 'a@example.com', 'a')`, [id]);
-    const before = (await t.ctx.db.one(`SELECT count(*)::int AS n FROM rentals WHERE source = 'simulator'`)).n;
+    const before = (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM rentals WHERE source = 'simulator'`)).n;
     const live = startLiveSimulator(t.ctx, { rate: 10, seed: 12, manual: true });
     for (let i = 0; i < 60; i++) {
       await live.tick();

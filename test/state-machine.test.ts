@@ -200,14 +200,17 @@ describe('recordEvent / recordTelemetry', () => {
     const t3 = new Date('2026-03-01T10:01:00Z');
     await recordTelemetry(t.ctx.db, { deviceId: v, zoneId: zone, ts: t1, location: { lat: 52.521, lng: 13.405 }, batteryPercent: 70 });
     await recordTelemetry(t.ctx.db, { deviceId: v, zoneId: zone, ts: t2, location: { lat: 52.52101, lng: 13.405 }, batteryPercent: 69 }); // ~1 m
-    let row = await t.ctx.db.one(`SELECT battery_percent, last_seen_at, last_moved_at, ST_Y(location) AS lat FROM vehicles WHERE id = $1`, [v]);
+    const row = await t.ctx.db.one<{ battery_percent: number; last_seen_at: Date; last_moved_at: Date; lat: number }>(
+      `SELECT battery_percent, last_seen_at, last_moved_at, ST_Y(location) AS lat FROM vehicles WHERE id = $1`,
+      [v],
+    );
     expect(row.battery_percent).to.equal(69);
     expect(row.lat).to.equal(52.52101);
     expect(row.last_seen_at.toISOString()).to.equal(t2.toISOString());
     expect(row.last_moved_at.toISOString()).to.equal(t1.toISOString());
     await recordTelemetry(t.ctx.db, { deviceId: v, zoneId: zone, ts: t3, location: { lat: 52.523, lng: 13.405 }, batteryPercent: 68, tripId: null });
-    row = await t.ctx.db.one(`SELECT last_moved_at FROM vehicles WHERE id = $1`, [v]);
-    expect(row.last_moved_at.toISOString()).to.equal(t3.toISOString());
+    const moved = await t.ctx.db.one<{ last_moved_at: Date }>(`SELECT last_moved_at FROM vehicles WHERE id = $1`, [v]);
+    expect(moved.last_moved_at.toISOString()).to.equal(t3.toISOString());
     const { count } = await t.ctx.db.one(`SELECT count(*)::int AS count FROM telemetry WHERE device_id = $1`, [v]);
     expect(count).to.equal(3);
   });

@@ -169,7 +169,7 @@ describe('TOMP API errors', () => {
       const { v, legId } = await bookedLeg();
       const spot = { lat: v.lat + 0.01, lng: v.lng + 0.01 };
       await insertNoParking(t.ctx.db, zoneId, spot.lat, spot.lng);
-      const trip = await t.ctx.db.one(`SELECT trip_id FROM rentals WHERE vehicle_id = $1`, [v.id]);
+      const trip = await t.ctx.db.one<{ trip_id: string }>(`SELECT trip_id FROM rentals WHERE vehicle_id = $1`, [v.id]);
       t.ctx.clock.advance(60_000);
       await recordTelemetry(t.ctx.db, { deviceId: v.id, zoneId, ts: t.ctx.clock.now(), location: spot, batteryPercent: 70, tripId: trip.trip_id });
       const res = await legEvent(legId, { event: 'FINISH' });
@@ -207,7 +207,7 @@ describe('TOMP API errors', () => {
     it('a rental ended elsewhere (auto end) shows the leg FINISHED and refuses FINISH with 409', async () => {
       const { legId, bookingId } = await bookedLeg();
       const { endRental } = await import('../lib/rentals/engine.js');
-      const r = await t.ctx.db.one(`SELECT rental_id FROM tomp_bookings WHERE id = $1`, [bookingId]);
+      const r = await t.ctx.db.one<{ rental_id: string }>(`SELECT rental_id FROM tomp_bookings WHERE id = $1`, [bookingId]);
       await endRental(t.ctx, { rentalId: r.rental_id, endState: 'ENDED_WITH_NO_CHARGE' });
       const leg = await api.get(`${P}/legs/${legId}`).set('X-Access-Token', key);
       expect(leg.body.state).to.equal('FINISHED');

@@ -22,7 +22,9 @@ describe('TOMP postponed commit', () => {
 
   const vehicleState = (id: string) => t.ctx.db.one(`SELECT status, mds_state FROM vehicles WHERE id = $1`, [id]);
   const eventTypes = async (id: string) =>
-    (await t.ctx.db.many(`SELECT event_types FROM events WHERE device_id = $1 ORDER BY ts, recorded_at`, [id])).map((r) => r.event_types.join(','));
+    (await t.ctx.db.many<{ event_types: string[] }>(`SELECT event_types FROM events WHERE device_id = $1 ORDER BY ts, recorded_at`, [id])).map((r) =>
+      r.event_types.join(','),
+    );
   const pending = async () => {
     const v = await insertTompVehicle(t.ctx.db, zoneId);
     const res = await api.post(`${P}/bookings/one-stop`).set('X-Access-Token', key).send(oneStopBody(v.id, v));

@@ -179,7 +179,7 @@ describe('TOMP API', () => {
 
       // telemetry shows the vehicle moving: the leg is in use, the price no longer an estimate
       t.ctx.clock.advance(60_000);
-      const trip = await t.ctx.db.one(`SELECT trip_id FROM rentals WHERE vehicle_id = $1`, [v.id]);
+      const trip = await t.ctx.db.one<{ trip_id: string }>(`SELECT trip_id FROM rentals WHERE vehicle_id = $1`, [v.id]);
       await recordTelemetry(t.ctx.db, {
         deviceId: v.id,
         zoneId,

@@ -66,7 +66,7 @@ describe('zone rules: one decision for the engine and GBFS', function () {
       const v2 = geofencingZonesV2({ zones: [data] }).geofencing_zones;
       const features3 = v3.geofencing_zones.features as unknown as Feature[];
       const features2 = v2.features as unknown as Feature[];
-      const { xmin, ymin, xmax, ymax } = await t.ctx.db.one(
+      const { xmin, ymin, xmax, ymax } = await t.ctx.db.one<{ xmin: number; ymin: number; xmax: number; ymax: number }>(
         `SELECT ST_XMin(b) AS xmin, ST_YMin(b) AS ymin, ST_XMax(b) AS xmax, ST_YMax(b) AS ymax FROM (SELECT ST_Envelope(boundary) AS b FROM zones WHERE id = $1) e`,
         [zoneId],
       );
@@ -102,23 +102,23 @@ describe('zone rules: one decision for the engine and GBFS', function () {
   it('outside the operations areas a start is 405 ZoneIsSleeping and an end 405 FailedToEndRentalNoParking', async () => {
     const server = buildApp(t.ctx).callback();
     const K = 'demo-partner-key';
-    const partner = await t.ctx.db.one(
+    const partner = await t.ctx.db.one<{ id: string }>(
       `SELECT partner_id AS id FROM api_keys k JOIN partners p ON p.id = k.partner_id WHERE p.name = 'Demo Partner App' LIMIT 1`,
     );
     const user = await insertUser(t.ctx.db, partner.id);
     // a ready Berlin vehicle that stands where a ride may start and end
-    const vehicles = await t.ctx.db.many(
+    const vehicles = await t.ctx.db.many<{ id: string; vehicle_type_id: string; lng: number; lat: number }>(
       `SELECT id, vehicle_type_id, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE zone_id = 'berlin' AND status = 'ready' AND mds_state = 'available' AND battery_percent > 30`,
     );
     let v: (typeof vehicles)[number] | undefined;
     for (const c of vehicles)
-      if ((await parkingAt(t.ctx.db, 'berlin', { lng: c.lng as number, lat: c.lat as number }, c.vehicle_type_id)).canEnd) {
+      if ((await parkingAt(t.ctx.db, 'berlin', { lng: c.lng, lat: c.lat }, c.vehicle_type_id)).canEnd) {
         v = c;
         break;
       }
     expect(v).to.not.equal(undefined);
     // 2 km east of the operations areas, still inside the zone's box margin
-    const outside = await t.ctx.db.one(
+    const outside = await t.ctx.db.one<{ lng: number }>(
       `SELECT ST_XMax(ST_Extent(geom)) + 2000 / (111320 * cos(radians($1))) AS lng FROM areas WHERE zone_id = 'berlin' AND area_type = 'operations'`,
       [v!.lat],
     );

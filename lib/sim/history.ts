@@ -78,7 +78,7 @@ export async function simulateHistory(ctx: AppContext, opts: SimOptions): Promis
   try {
     return await ctx.db.tx(
       async (tx) => {
-        await tx.query(`SELECT set_config('statement_timeout', $1, true)`, [String(ctx.config.opsStatementTimeoutMs)]);
+        await tx.query(sql('SimStatementTimeout'), [String(ctx.config.opsStatementTimeoutMs)]);
         return run(ctx, tx, root, startMs, endMs, opts);
       },
       { retries: 0 },
@@ -103,7 +103,7 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   let vehiclesAdded = 0;
   if (opts.vehicles !== undefined) {
     for (const zone of models) {
-      const { n } = await tx.one(`SELECT count(*)::int AS n FROM vehicles WHERE zone_id = $1`, [zone.id]);
+      const { n } = await tx.one(sql('SimZoneVehicleCount'), [zone.id]);
       if (n >= opts.vehicles) continue;
       const typeIds = [...zone.pricing.keys()].sort();
       if (typeIds.length === 0) continue;
@@ -179,9 +179,8 @@ async function run(ctx: AppContext, tx: Tx, root: Prng, startMs: number, endMs: 
   let usersAdded = 0;
   const poolAt = new Date(startMs);
   for (const p of riding) {
-    const existing = await tx.many(`SELECT count(*)::int AS n FROM users WHERE partner_id = $1`, [p.id]);
+    const { n: have } = await tx.one(sql('SimSeedUserCount'), [p.id]);
     const want = Math.max(20, Math.ceil(vehicles.length * p.weight * 1.2));
-    const have = existing[0].n as number;
     if (have < want) {
       await insertUsers(tx, userRng, p.id, poolFor(p), have, want - have, poolAt);
       usersAdded += want - have;

@@ -27,9 +27,6 @@ import { along, planRide, type RidePlan } from './rides.js';
 import { localHour, ridingShare } from './simulation.js';
 import { simTenant, simUser, type SimTenantPartner } from './tenant.js';
 
-/** What a tick reads of a zone to know whether it sleeps (lib/zones.ts isSleeping). */
-type ZoneClock = { timezone: string; sleep_windows: unknown; status: string };
-
 export interface LiveOptions {
   /** speed-up factor (default 1) */
   rate?: number;
@@ -105,10 +102,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
       touched = new Set();
       for (const [vehicleId, zone] of [...lowBattery]) {
         lowBattery.delete(vehicleId);
-        const v = await ctx.db.maybeOne<{ battery_percent: number; lng: number; lat: number }>(
-          `SELECT battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE id = $1 AND mds_state = 'available'`,
-          [vehicleId],
-        );
+        const v = await ctx.db.maybeOne(sql('SimLiveAvailableVehicle'), [vehicleId]);
         if (v) await opEvent(vehicleId, zone, ['battery_low'], 'non_operational', 'unavailable', v.battery_percent, [v.lng, v.lat]);
       }
       await driveRides();
@@ -180,13 +174,13 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
 
   async function afterRide(ride: Ride): Promise<void> {
     touched.add(ride.vehicleId);
-    const v = await ctx.db.maybeOne<{ battery_percent: number }>(`SELECT battery_percent FROM vehicles WHERE id = $1`, [ride.vehicleId]);
+    const v = await ctx.db.maybeOne(sql('SimLiveVehicleBattery'), [ride.vehicleId]);
     if (v && v.battery_percent < ride.zone.minBatteryPercent) lowBattery.set(ride.vehicleId, ride.zone);
   }
 
   async function startRides(zone: ZoneModel): Promise<void> {
     const now = ctx.clock.now();
-    const z = await ctx.db.one<ZoneClock>(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
+    const z = await ctx.db.one(sql('SimLiveZoneClock'), [zone.id]);
     if (isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now) || partners.length === 0) return;
     const { fleet, riding } = await ctx.db.one(sql('SimLiveZoneLoad'), [zone.id]);
     const missing = Math.min(MAX_STARTS_PER_TICK, ridingTarget(fleet, z.timezone, now) - riding);
@@ -240,7 +234,7 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
   async function operate(zone: ZoneModel): Promise<void> {
     const now = ctx.clock.now();
     const since = new Date(now.getTime() - (20 * 60000) / rate);
-    const z = await ctx.db.one<ZoneClock>(`SELECT timezone, sleep_windows, status FROM zones WHERE id = $1`, [zone.id]);
+    const z = await ctx.db.one(sql('SimLiveZoneClock'), [zone.id]);
     const sleeping = isSleeping({ timezone: z.timezone, sleepWindows: z.sleep_windows, status: z.status }, now);
     for (const v of await ctx.db.many(sql('SimLiveOutOfService'), [zone.id, since, 3])) {
       if (touched.has(v.id)) continue;

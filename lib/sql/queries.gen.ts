@@ -771,6 +771,49 @@ export interface Queries {
       recorded_ms: number | null;
     };
   };
+  /** sql/queries/metrics.sql */
+  MetricsDirtyHours: {
+    params: [];
+    row: {
+      n: number;
+    };
+  };
+  /** sql/queries/metrics.sql */
+  MetricsPublishLag: {
+    params: [];
+    row: {
+      feed: string;
+      version: string;
+      lag: number;
+    };
+  };
+  /** sql/queries/metrics.sql */
+  MetricsHistoryTables: {
+    params: [];
+    row: {
+      parent: string;
+      partitions: number;
+      oldest: number | null;
+      bytes: number | null;
+      dropped_before: number | null;
+    };
+  };
+  /** sql/queries/metrics.sql */
+  MetricsRentalsRunning: {
+    params: [];
+    row: {
+      n: number;
+    };
+  };
+  /** sql/queries/metrics.sql */
+  MetricsQueueDepth: {
+    params: [];
+    row: {
+      name: string;
+      queued: number;
+      failed: number;
+    };
+  };
   /** sql/queries/partner.sql */
   PartnerUserInsert: {
     params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null];
@@ -1542,6 +1585,13 @@ export interface Queries {
     };
   };
   /** sql/queries/sim.sql */
+  SimZoneVehicleCount: {
+    params: [$1: string | null];
+    row: {
+      n: number;
+    };
+  };
+  /** sql/queries/sim.sql */
   SimInsertVehicles: {
     params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (string | null)[] | null, $5: readonly (number | null)[] | null, $6: readonly (number | null)[] | null, $7: readonly (number | null)[] | null, $8: readonly (string | null)[] | null, $9: readonly (string | null)[] | null, $10: readonly (string | null)[] | null, $11: readonly (string | null)[] | null, $12: Date | string | null];
     row: {
@@ -1694,6 +1744,31 @@ export interface Queries {
     };
   };
   /** sql/queries/sim.sql */
+  SimLiveZoneClock: {
+    params: [$1: string | null];
+    row: {
+      timezone: string;
+      sleep_windows: Json;
+      status: 'operating' | 'closed';
+    };
+  };
+  /** sql/queries/sim.sql */
+  SimLiveVehicleBattery: {
+    params: [$1: string | null];
+    row: {
+      battery_percent: number;
+    };
+  };
+  /** sql/queries/sim.sql */
+  SimLiveAvailableVehicle: {
+    params: [$1: string | null];
+    row: {
+      battery_percent: number;
+      lng: number;
+      lat: number;
+    };
+  };
+  /** sql/queries/sim.sql */
   SimLiveUsers: {
     params: [$1: string | null, $2: string | null, $3: number | bigint | string | null];
     row: {
@@ -1730,6 +1805,21 @@ export interface Queries {
     params: [$1: readonly (string | null)[] | null, $2: Date | string | null, $3: Date | string | null];
     row: {
       simulated: boolean;
+    };
+  };
+  /** sql/queries/sim.sql */
+  SimStatementTimeout: {
+    params: [$1: string | null];
+    row: {
+      set_config: string | null;
+    };
+  };
+  /** sql/queries/sim.sql */
+  SimVehiclesReach: {
+    params: [$1: readonly (string | null)[] | null, $2: number | bigint | string | null];
+    row: {
+      last: Date | null;
+      most: number | null;
     };
   };
   /** sql/queries/sim.sql */

@@ -32,6 +32,10 @@ SELECT id, form_factor, max_range_meters FROM vehicle_types ORDER BY id;
 -- name: SimVehicleCount
 SELECT count(*)::int AS n FROM vehicles;
 
+-- name: SimZoneVehicleCount
+-- A zone's fleet: the history simulator puts vehicles into service up to the number asked for.
+SELECT count(*)::int AS n FROM vehicles WHERE zone_id = $1;
+
 -- name: SimInsertVehicles
 -- New vehicles put into service: the vehicle row (available) and its provider_drop_off event, in one
 -- statement so a vehicle never exists without the event that explains its state. Codes that are
@@ -147,6 +151,7 @@ SELECT id FROM api_keys WHERE key_hash = $1;
 SELECT client_id FROM feed_clients WHERE client_id = $1;
 
 -- name: SimSeedUserCount
+-- A partner's users: the demo seed's pools and the simulator's own tenant (tenant.ts, history.ts) are topped up to a size.
 SELECT count(*)::int AS n FROM users WHERE partner_id = $1;
 
 -- name: SimLiveCandidates
@@ -172,6 +177,20 @@ SELECT p.id, p.name, p.kind, p.trip_type, EXISTS (SELECT 1 FROM api_keys k WHERE
 -- A zone's fleet and how many of its vehicles are on a ride now (any partner's).
 SELECT (SELECT count(*)::int FROM vehicles WHERE zone_id = $1) AS fleet,
        (SELECT count(*)::int FROM rentals WHERE zone_id = $1 AND state = 'RUNNING') AS riding;
+
+-- name: SimLiveZoneClock
+-- What a tick reads of a zone to know whether it sleeps (lib/zones.ts isSleeping).
+SELECT timezone, sleep_windows, status FROM zones WHERE id = $1;
+
+-- name: SimLiveVehicleBattery
+-- A vehicle's battery after a ride: below the zone's minimum it reports battery_low on the next tick.
+SELECT battery_percent FROM vehicles WHERE id = $1;
+
+-- name: SimLiveAvailableVehicle
+-- A vehicle still available (no rider or operator took it since) with its battery and place.
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
+SELECT battery_percent, ST_X(location) AS lng, ST_Y(location) AS lat FROM vehicles WHERE id = $1 AND mds_state = 'available';
 
 -- name: SimLiveUsers
 -- Users of a partner (the live simulator's own) without a running rental.
@@ -207,6 +226,21 @@ UPDATE vehicles SET status = $2, battery_percent = $3, last_seen_at = GREATEST(l
 -- again would add a second history on top of the first, so the simulator refuses.
 SELECT EXISTS (SELECT 1 FROM rentals WHERE source = 'simulator' AND zone_id = ANY ($1::text[])
                   AND started_at >= $2 AND started_at < $3) AS simulated;
+
+-- name: SimStatementTimeout
+-- The history transaction's statement timeout ($1, as set_config takes it: milliseconds as text),
+-- for the rest of the transaction only: the ops long-work limit instead of the pool's.
+SELECT set_config('statement_timeout', $1, true);
+
+-- name: SimVehiclesReach
+-- Why a simulation wrote nothing (bin/ops.ts simulate): the earliest last event among the vehicles it
+-- took (the first $2 of each zone in $1 by code; NULL when none of them has one), and the most
+-- vehicles one of these zones has (NULL when they have none).
+SELECT min(last) AS last, max(n)::int AS most FROM (
+  SELECT (SELECT max(e.ts) FROM events e WHERE e.device_id = v.id) AS last,
+         row_number() OVER (PARTITION BY v.zone_id ORDER BY v.code) AS rank, count(*) OVER (PARTITION BY v.zone_id) AS n
+    FROM vehicles v WHERE v.zone_id = ANY ($1::text[])) z
+ WHERE rank <= $2;
 
 -- name: SimSeedDatabaseState
 -- Whether the demo seed may write here (lib/seed): the demo mark (migration 000180), and what the

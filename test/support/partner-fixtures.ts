@@ -33,11 +33,10 @@ export interface PartnerFixture {
 }
 
 export async function insertPartner(db: Queryable, opts: { rateLimitPerMinute?: number; zones?: string[]; tripType?: string } = {}): Promise<PartnerFixture> {
-  const { id } = await db.one(`INSERT INTO partners (name, kind, trip_type, rate_limit_per_minute) VALUES ($1, 'rental', $2, $3) RETURNING id`, [
-    `partner-${uniq()}`,
-    opts.tripType ?? 'rider',
-    opts.rateLimitPerMinute ?? 100000,
-  ]);
+  const { id } = await db.one<{ id: string }>(
+    `INSERT INTO partners (name, kind, trip_type, rate_limit_per_minute) VALUES ($1, 'rental', $2, $3) RETURNING id`,
+    [`partner-${uniq()}`, opts.tripType ?? 'rider', opts.rateLimitPerMinute ?? 100000],
+  );
   for (const z of opts.zones ?? []) await db.query(`INSERT INTO partner_zones (partner_id, zone_id) VALUES ($1, $2)`, [id, z]);
   const key = await createApiKey(db, id, 'partner', { key: `pk-test-${uniq()}` });
   return { id, key: key.key, keyId: key.id };
@@ -109,7 +108,7 @@ export async function insertArea(
   o: { eastM?: number; northM?: number; halfM?: number; vehicleTypes?: string[]; capacity?: number; name?: string } = {},
 ): Promise<string> {
   const c = offset(zone.lat, zone.lng, o.eastM ?? 0, o.northM ?? 0);
-  const { id } = await db.one(
+  const { id } = await db.one<{ id: string }>(
     `INSERT INTO areas (zone_id, name, area_type, vehicle_types, geom, capacity) VALUES ($1, $2, $3, $4, ST_GeomFromText($5, 4326), $6) RETURNING id`,
     [
       zone.id,
@@ -144,7 +143,7 @@ export async function insertVehicle(db: Queryable, zone: ZoneFixture, o: Vehicle
   const p = offset(zone.lat, zone.lng, o.eastM ?? 0, o.northM ?? 0);
   for (;;) {
     const code = o.code ?? nextCode();
-    const row = await db.maybeOne(
+    const row = await db.maybeOne<{ id: string }>(
       `INSERT INTO vehicles (code, zone_id, vehicle_type_id, status, mds_state, battery_percent, location, license_plate, license_plate_id, last_moved_at)
        VALUES ($1, $2, $3, $4, $5, $6, ST_SetSRID(ST_MakePoint($7, $8), 4326), $9, $9, now())
        ON CONFLICT (code) DO NOTHING RETURNING id`,
@@ -157,7 +156,7 @@ export async function insertVehicle(db: Queryable, zone: ZoneFixture, o: Vehicle
 
 export async function insertUser(db: Queryable, partnerId: string): Promise<string> {
   const tag = uniq();
-  const { id } = await db.one(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, $2, $3) RETURNING id`, [
+  const { id } = await db.one<{ id: string }>(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, $2, $3) RETURNING id`, [
     partnerId,
     `u-${tag}@example.com`,
     `ext-${tag}`,

@@ -72,7 +72,7 @@ export async function insertTompVehicle(
   const code = `T${((process.pid * 7 + n) % 46656).toString(36).toUpperCase().padStart(3, '0')}`;
   const lat = opts.lat ?? 40.4168;
   const lng = opts.lng ?? -3.7038;
-  const row = await q.one(
+  const row = await q.one<{ id: string; gbfs_id: string }>(
     `INSERT INTO vehicles (code, zone_id, vehicle_type_id, status, mds_state, battery_percent, location, license_plate, license_plate_id, last_moved_at)
      VALUES ($1, $2, 'tomp-scooter', $3, $4, $5, ST_SetSRID(ST_MakePoint($6, $7), 4326), $8, $8, '2000-01-01T00:00:00Z')
      RETURNING id, gbfs_id`,
@@ -89,7 +89,7 @@ export interface PartnerOpts {
 }
 
 export async function insertMaasPartner(q: Queryable, opts: PartnerOpts = {}): Promise<{ id: string; key: string }> {
-  const p = await q.one(
+  const p = await q.one<{ id: string }>(
     `INSERT INTO partners (name, kind, trip_type, tomp_postponed_commit, rate_limit_per_minute) VALUES ($1, 'maas', 'maas', $2, $3) RETURNING id`,
     [`maas-${uniq()}`, opts.postponedCommit ?? false, opts.rateLimit ?? 4000],
   );
