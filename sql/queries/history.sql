@@ -48,7 +48,7 @@ SELECT to_char(to_date(right(c.relname, 8), 'YYYYMMDD'), 'YYYY-MM-DD') AS day
 SELECT history_drop_partition($1, $2::date) AS dropped;
 
 -- name: HistoryUnpublishedHours
--- history_unpublished_hours (migration 000160) is a sum of two counts: never null.
+-- history_unpublished_hours (migration 000200) is a sum of two counts: never null.
 -- not null: hours
 SELECT history_unpublished_hours($1, $2::date) AS hours;
 
