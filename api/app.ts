@@ -27,12 +27,14 @@ import { FEED_HOT_FILES, feedRoutes } from './feeds/router.js';
 import { LEGACY_HOT_FILES, legacyRoutes } from './legacy/router.js';
 import { partnerRoutes } from './partner/router.js';
 import { tompRoutes } from './tomp/router.js';
-import { metricsRoutes, opsRoutes } from './ops/router.js';
+import { opsRoutes } from './ops/router.js';
 import { publicRoutes } from './public/router.js';
 import { docsRoutes } from './docs/router.js';
 import { consoleRoutes } from './console/router.js';
 import { consolePage } from './console/page.js';
 import { admissionFor } from '../lib/http/admission.js';
+import { buildMetricsListener } from '../lib/http/metrics.js';
+import { registry } from '../lib/metrics.js';
 import { assertDisjoint, ownerOf, routerOf, type RouteFamily } from '../lib/http/route-miss.js';
 
 /**
@@ -91,13 +93,13 @@ export function buildLegacyApp(ctx: AppContext): Koa {
   return app;
 }
 
-/** The metrics listener (METRICS_HOST:METRICS_PORT, loopback by default): GET /metrics only. */
+/**
+ * The metrics listener (METRICS_HOST:METRICS_PORT, loopback by default): GET /metrics only, the
+ * whole registry of this process (lib/http/metrics.ts, shared with the publisher's listener), in the
+ * request envelope: its scrapes are counted as host `metrics`.
+ */
 export function buildMetricsApp(ctx: AppContext): Koa {
-  const app = new Koa({ proxy: false });
-  app.silent = true;
-  app.use(requestEnvelope(ctx.log, 'metrics'));
-  app.use(metricsRoutes());
-  return app;
+  return buildMetricsListener(registry, ctx.log, [requestEnvelope(ctx.log, 'metrics')]);
 }
 
 const hotPaths = new WeakMap<Koa, HotPath>();

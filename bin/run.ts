@@ -19,12 +19,16 @@
  * that dies otherwise stops the run with exit code 1 and one line saying so: restarting it would
  * hide a crash that a demo should show. A child whose supervisor dies stops on its own (the IPC
  * channel closes).
+ *
+ * Each process serves its own Prometheus metrics on METRICS_HOST: the API on METRICS_PORT, the
+ * publisher child on PUBLISHER_METRICS_PORT (the next port by default); the banner prints both URLs.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { listenOrExit } from '../lib/http/listen.js';
 import { loadConfigOrExit, type Config } from '../lib/config.js';
+import { metricsUrl } from '../lib/http/metrics.js';
 import { migrate } from '../lib/migrate.js';
 import { createContext, closeContext } from '../lib/runtime.js';
 import type { AppContext } from '../lib/context.js';
@@ -36,13 +40,21 @@ const BACKGROUND = 'background';
 
 /** What the two processes tell each other over the IPC channel. */
 type ToBackground = { type: 'start' };
-type FromBackground = { type: 'ready' } | { type: 'stopping'; signal: string };
+type FromBackground = { type: 'ready'; metrics: string } | { type: 'stopping'; signal: string };
 
 /** A child's exit as 'exit' reports it. */
 type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
 async function supervise(): Promise<void> {
   const { config } = loadConfigOrExit();
+  // the two processes' metrics listeners share METRICS_HOST on this machine
+  const { port: metricsPort, publisherPort } = config.metrics;
+  if (metricsPort !== 0 && metricsPort === publisherPort) {
+    console.error(
+      `configuration error: PUBLISHER_METRICS_PORT=${publisherPort} is METRICS_PORT: make run serves the API's and the publisher's metrics on one machine; give them different ports`,
+    );
+    process.exit(2);
+  }
   const ctx = await createContext(config, { applicationName: 'run' });
   const { log } = ctx;
 
@@ -58,7 +70,8 @@ async function supervise(): Promise<void> {
   // (a send to a child that is gone, or a failed kill: its exit says the rest)
   child.on('error', (err) => log.error({ err: err.message }, 'publisher process'));
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const ready = new Promise<void>((resolve) => child.on('message', (m: FromBackground) => m.type === 'ready' && resolve()));
+  // the child's metrics URL comes with its ready
+  const ready = new Promise<string>((resolve) => child.on('message', (m: FromBackground) => m.type === 'ready' && resolve(m.metrics)));
   const servers: Server[] = [];
 
   let stopping = false;
@@ -134,10 +147,11 @@ async function supervise(): Promise<void> {
   servers.push(await listen(buildApp(ctx), config.port, 'PORT'));
   servers.push(await listen(buildLegacyApp(ctx), config.legacyPort, 'LEGACY_PORT'));
   const metrics = buildMetricsApp(ctx).callback();
-  servers.push(await listenOrExit((req, res) => void metrics(req, res), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http));
+  const metricsServer = await listenOrExit((req, res) => void metrics(req, res), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http);
+  servers.push(metricsServer);
 
-  await ready;
-  if (!stopping) printBanner(config, seeded, child);
+  const publisherMetrics = await ready;
+  if (!stopping) printBanner(config, seeded, child, { api: metricsUrl(metricsServer), publisher: publisherMetrics });
 }
 
 /** A child that ended by its own clean stop (exit 0) or by the signal of a stop (a Ctrl-C that reached it before its handlers). */
@@ -172,20 +186,24 @@ async function background(): Promise<void> {
 
   const modules = Promise.all([import('../publisher/index.js'), import('../lib/sim/live.js')]);
   await new Promise<void>((resolve) => process.on('message', (m: ToBackground) => m.type === 'start' && resolve()));
-  const [{ startPublisher }, { startLiveSimulator }] = await modules;
+  const [{ listenPublisherMetrics, startPublisher }, { startLiveSimulator }] = await modules;
   if (stopping) return;
   const ctx = await createContext(config, { applicationName: 'run-publisher' });
+  const metrics = await listenPublisherMetrics(ctx);
   const publisher = await startPublisher(ctx, { cron: true });
   const sim = config.liveSimulator ? startLiveSimulator(ctx, {}) : undefined;
   // PUBLISH_CATCHUP_HOURS_PER_TICK=0 turns the history catch-up off, this one included
   const history = process.env.SEED_DEMO === '1' && config.publishCatchupHoursPerTick > 0 ? publishDemoHistory(ctx, () => publisher.tick()) : undefined;
   work.stop = async () => {
+    const closed = new Promise<void>((r) => metrics.server.close(() => r()));
+    metrics.server.closeIdleConnections();
     await sim?.stop();
     await history?.stop();
     await publisher.stop();
+    await closed;
     await closeContext(ctx);
   };
-  tell({ type: 'ready' });
+  tell({ type: 'ready', metrics: metrics.url });
 }
 
 /**
@@ -233,7 +251,7 @@ function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { st
   };
 }
 
-function printBanner(config: Config, seeded: boolean, child: ChildProcess): void {
+function printBanner(config: Config, seeded: boolean, child: ChildProcess, metrics: { api: string; publisher: string }): void {
   const b = config.publicBaseUrl;
   const l = config.publicLegacyUrl;
   console.log(`
@@ -249,7 +267,7 @@ function printBanner(config: Config, seeded: boolean, child: ChildProcess): void
   API docs             ${b}/docs
   Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)
   Health               ${b}/healthz  ${b}/readyz
-  Metrics              http://${config.metrics.host}:${config.metrics.port}/metrics (not on the public host${config.metrics.token ? '; there with METRICS_TOKEN' : ''})
+  Metrics              API ${metrics.api}   publisher ${metrics.publisher}   (each process its own; not on the public host${config.metrics.token ? ', the API there with METRICS_TOKEN' : ''})
   Processes            API ${process.pid}; publisher${config.liveSimulator ? ' and fleet simulator' : ''} ${child.pid} (log lines carry the pid)
 
   Demo zones: berlin (free-floating), copenhagen (parking spots). Ctrl-C stops everything.

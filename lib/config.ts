@@ -37,11 +37,14 @@ export interface Config {
   readonly legacyPort: number;
   readonly host: string;
   /**
-   * Prometheus metrics: served on their own listener (METRICS_HOST:METRICS_PORT, loopback by
-   * default), never on the public hosts, unless METRICS_TOKEN is set: then the main host serves
-   * /metrics too, to `Authorization: Bearer <METRICS_TOKEN>` only.
+   * Prometheus metrics: every process serves its own on a listener of its own (lib/http/metrics.ts),
+   * on METRICS_HOST (loopback by default), never on the public hosts: an API process on
+   * METRICS_PORT, a publisher process on PUBLISHER_METRICS_PORT (`publisherPort`; by default the
+   * port after METRICS_PORT, so `make run`'s two processes never collide). A port 0 is a free port
+   * the OS picks (the process logs it; `make run` prints it). With METRICS_TOKEN set the API's main
+   * host serves /metrics too, to `Authorization: Bearer <METRICS_TOKEN>` only.
    */
-  readonly metrics: { readonly host: string; readonly port: number; readonly token: string | undefined };
+  readonly metrics: { readonly host: string; readonly port: number; readonly publisherPort: number; readonly token: string | undefined };
   readonly publicBaseUrl: string;
   readonly publicLegacyUrl: string;
   /** HMAC key for signed photo/receipt URLs and feed access tokens. */
@@ -190,6 +193,19 @@ function postgresUrl(env: Env, name: string): string | undefined {
   return v;
 }
 
+function metricsConfig(env: Env, envName: Config['env']): Config['metrics'] {
+  // tests start many entry points side by side: a fixed default port would collide
+  const port = int(env, 'METRICS_PORT', envName === 'test' ? 0 : 9464, 0, 65535);
+  return Object.freeze({
+    host: str(env, 'METRICS_HOST', '127.0.0.1'),
+    port,
+    // the next port: a publisher beside an API process (`make run`, or one machine running both) is
+    // found at a known place without a second variable; a free port when METRICS_PORT is one (or the last)
+    publisherPort: int(env, 'PUBLISHER_METRICS_PORT', port === 0 || port === 65535 ? 0 : port + 1, 0, 65535),
+    token: metricsToken(env),
+  });
+}
+
 function metricsToken(env: Env): string | undefined {
   const token = env.METRICS_TOKEN;
   if (token === undefined || token === '') return undefined;
@@ -254,12 +270,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     legacyPort,
     host: str(env, 'HOST', '127.0.0.1'),
-    metrics: Object.freeze({
-      host: str(env, 'METRICS_HOST', '127.0.0.1'),
-      // tests start many entry points side by side: a fixed default port would collide
-      port: int(env, 'METRICS_PORT', envName === 'test' ? 0 : 9464, 0, 65535),
-      token: metricsToken(env),
-    }),
+    metrics: metricsConfig(env, envName),
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
     publicLegacyUrl: url(env, 'PUBLIC_LEGACY_URL', `http://localhost:${legacyPort}`),
     signingSecret,

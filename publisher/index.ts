@@ -15,10 +15,16 @@
  *                  publisher (publisher/feeds/gbfs/queue.ts)
  * The minute tasks also run once when a publisher with clocks starts (no wait for the backlog).
  * `feeds-publish-hour` also takes the operator console's republishes (lib/publication/queue.ts).
+ * A publisher process serves its own Prometheus metrics (listenPublisherMetrics).
  */
+import type { Server } from 'node:http';
 import PgBoss from 'pg-boss';
 import cron, { type ScheduledTask } from 'node-cron';
+import type { Registry } from 'prom-client';
 import type { AppContext } from '../lib/context.js';
+import { listenOrExit } from '../lib/http/listen.js';
+import { buildMetricsListener, metricsUrl, registryWithout } from '../lib/http/metrics.js';
+import { registry } from '../lib/metrics.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
@@ -163,4 +169,47 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
       await boss.stop({ graceful: true, wait: true, timeout: ctx.config.shutdownTimeoutMs });
     },
   };
+}
+
+/**
+ * The series of lib/metrics.ts that only an API process records (requests, admission, rate limits,
+ * tokens, rental starts, photo decisions) or that report the API's business (rentals running): a
+ * publisher would serve them empty, or a second copy of a gauge the API serves.
+ */
+export const API_ONLY_METRICS = [
+  'http_requests_total',
+  'http_request_duration_seconds',
+  'http_requests_shed_total',
+  'rate_limit_rejections_total',
+  'oauth_tokens_issued_total',
+  'oauth_token_failures_total',
+  'rentals_started_total',
+  'rental_start_failures_total',
+  'rentals_running',
+  'photo_decisions_total',
+];
+
+/**
+ * What a publisher process's /metrics serves: this process's registry without API_ONLY_METRICS. The
+ * default process metrics (RSS, CPU, heap, event-loop lag); what this process counts (the hourly
+ * files it published: feed_publish_duration_seconds, feed_publish_failures_total; store_errors_total;
+ * rentals_ended_total of the idle rentals its sweep ended); and the cluster's gauges read from
+ * Postgres at scrape time (publish lag, dirty hours, queue depth and failed jobs, history tables,
+ * replica lag).
+ */
+export function publisherRegistry(): Registry {
+  return registryWithout(registry, API_ONLY_METRICS);
+}
+
+/**
+ * The publisher process's metrics listener on METRICS_HOST:PUBLISHER_METRICS_PORT (loopback by
+ * default), for the entry points (bin/publisher.ts, bin/run.ts's publisher child): a port taken ends
+ * the process with one line naming the variable. Returns the server and its /metrics URL (the port
+ * the OS picked when configured 0).
+ */
+export async function listenPublisherMetrics(ctx: AppContext): Promise<{ server: Server; url: string }> {
+  const { host, publisherPort } = ctx.config.metrics;
+  const app = buildMetricsListener(publisherRegistry(), ctx.log).callback();
+  const server = await listenOrExit((req, res) => void app(req, res), publisherPort, host, 'PUBLISHER_METRICS_PORT', ctx.config.http);
+  return { server, url: metricsUrl(server) };
 }

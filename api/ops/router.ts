@@ -1,6 +1,6 @@
 /**
  * Operational routes of the main host: liveness, readiness, and Prometheus metrics only behind
- * METRICS_TOKEN (otherwise on their own loopback listener, see metricsRoutes). Liveness says
+ * METRICS_TOKEN (otherwise on their own loopback listener, lib/http/metrics.ts). Liveness says
  * only that the process answers; readiness checks what a request needs (database reachable,
  * migrations current, object store reachable) with a short timeout, so a load balancer takes a
  * broken instance out instead of sending it traffic.
@@ -10,6 +10,7 @@ import type Koa from 'koa';
 import type { AppContext } from '../../lib/context.js';
 import { migrationsCurrent } from '../../lib/migrate.js';
 import { registry } from '../../lib/metrics.js';
+import { serveMetrics } from '../../lib/http/metrics.js';
 import { timingSafeEqual } from 'node:crypto';
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
@@ -47,7 +48,7 @@ export function opsRoutes(ctx: AppContext): Koa.Middleware {
   });
 
   // the public host serves metrics only with METRICS_TOKEN set, and only to its bearer; otherwise
-  // they live on the metrics listener (metricsRoutes, METRICS_HOST:METRICS_PORT)
+  // they live on the metrics listener (lib/http/metrics.ts, METRICS_HOST:METRICS_PORT)
   const token = ctx.config.metrics.token;
   if (token) {
     const expected = Buffer.from(`Bearer ${token}`);
@@ -63,21 +64,9 @@ export function opsRoutes(ctx: AppContext): Koa.Middleware {
         }
         await next();
       },
-      serveMetrics,
+      serveMetrics(registry),
     );
   }
 
-  return router.routes() as Koa.Middleware;
-}
-
-async function serveMetrics(koa: Koa.Context): Promise<void> {
-  koa.type = registry.contentType;
-  koa.body = await registry.metrics();
-}
-
-/** The routes of the metrics listener: GET /metrics, nothing else. */
-export function metricsRoutes(): Koa.Middleware {
-  const router = new Router();
-  router.get('/metrics', serveMetrics);
   return router.routes() as Koa.Middleware;
 }

@@ -11,9 +11,14 @@
  * every language scope's row names. The job runs when a zone of the scope changed (its zone job
  * sends it), when its status files are due for their ttl refresh (the tick sends it), and for its
  * hourly rebuild; unchanged inputs and fresh files write nothing.
+ * The parts, the bulk of what a scope reads, come from the streaming replica once it has replayed
+ * past the primary's WAL position read under the scope's lock (lib/replica.ts readerPast, as a zone
+ * build's data), else from the job's transaction on the primary.
  */
 import type { AppContext } from '../../../lib/context.js';
+import type { DbRole } from '../../../lib/db.js';
 import { sql } from '../../../lib/sql/typed.js';
+import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import {
   GBFS_REBUILD_SECONDS,
@@ -45,7 +50,7 @@ import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, parsedPart, readParts, v2Part, type Parts } from './parts.js';
 import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
 import { SnapshotWriter, constantSegment, fragmentSegment, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
-import { buildEnv, buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
+import { REPLICA_WAIT_MS, buildEnv, buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
 /** A 2.2 client scope: a role and the zones its clients may read (null: every zone). */
 export interface GbfsScope {
@@ -77,6 +82,8 @@ const COMMA = ',';
 
 export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
   const result: GbfsBuildResult = { written: 0, unchanged: 0, failed: 0 };
+  // the zones and which of them have parts, from the primary: a replica a moment behind would have a
+  // zone just built built again
   const zoneIds = (await ctx.db.many(sql('GbfsZoneIds'), [scope.zoneIds])).map((r) => r.id);
   if (!zoneIds.length) return result;
   // a zone never built has no parts yet (a new zone in a new scope): build it first
@@ -89,11 +96,29 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   }
 
   const now = ctx.clock.now();
+  const log = ctx.log.child({ scope: scope.id });
+  /** where the parts were read (the debug line of the build) */
+  let pool: DbRole | undefined;
   // the scope's lock: one build of its files in the cluster; a build in progress elsewhere is left to it
   const built = await tryPublicationLock(ctx, gbfsUnit('scope', scope.id), (held) =>
     held.tx(async (tx): Promise<GbfsBuildResult> => {
-      // read under the lock: a scope job never assembles older parts than the one before it
-      const parts = await readParts(tx, zoneIds, PART_NAMES, true);
+      // read under the lock, after the primary's WAL position is read there: that position is past
+      // every part the scope's previous build assembled (committed before it released the lock) and
+      // every part the zone jobs that sent this job stored, so a scope job never assembles older parts
+      // than the one before it, on the replica either; and what it records (`inputs`) is the digest of
+      // the parts it read, so a build is never recorded as newer than what it shows
+      const reader = await readerPast(ctx.db, now, now, log, { primary: tx, waitMs: REPLICA_WAIT_MS });
+      const parts = await readOnReader(
+        reader,
+        (replica) => {
+          pool = 'replica';
+          return readParts(replica, zoneIds, PART_NAMES, true);
+        },
+        () => {
+          pool = 'primary';
+          return readParts(tx, zoneIds, PART_NAMES, true);
+        },
+      );
       // a zone whose parts could not be built is left out until they can (its job logs why)
       const built = zoneIds.filter((z) => parts.get(z)?.has(SUMMARY_PART));
       if (!built.length) return result;
@@ -158,7 +183,9 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
       };
     }),
   );
-  return built.locked ? built.value : result;
+  if (!built.locked) return result;
+  log.debug({ pool, written: built.value.written, unchanged: built.value.unchanged, failed: built.value.failed }, 'gbfs scope job');
+  return built.value;
 }
 
 /** A small file of the system, built from the zones' summaries and validated whole. */

@@ -63,11 +63,11 @@ const GBFS_ROLES: Role[] = ROLES.filter(hasGbfs);
 const STATUS_V3 = V3_FILES.filter(isStatusFile);
 
 /**
- * How long a build waits for the streaming replica to replay up to the primary's position before it
- * loads from the primary: a replica streams a millisecond or two behind, and a zone's lock and
- * transaction are held meanwhile.
+ * How long a build (a zone's, a 2.2 scope's) waits for the streaming replica to replay up to the
+ * primary's position before it loads from the primary: a replica streams a millisecond or two behind,
+ * and the build's lock and transaction are held meanwhile.
  */
-const REPLICA_WAIT_MS = 200;
+export const REPLICA_WAIT_MS = 200;
 
 export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { force?: GbfsForce } = {}): Promise<ZoneBuildResult> {
   const now = ctx.clock.now();
