@@ -94,7 +94,7 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
     database = await cloneDatabase();
     store = mkdtempSync(join(tmpdir(), 'walkthrough-store-'));
     cwd = mkdtempSync(join(tmpdir(), 'walkthrough-cwd-'));
-    const [port, legacyPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
+    const [port, legacyPort, metricsPort, publisherMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
       cwd: ROOT,
       env: {
@@ -106,6 +106,7 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
         PORT: String(port),
         LEGACY_PORT: String(legacyPort),
         METRICS_PORT: String(metricsPort),
+        PUBLISHER_METRICS_PORT: String(publisherMetricsPort),
         PUBLIC_BASE_URL: `http://localhost:${port}`,
         PUBLIC_LEGACY_URL: `http://localhost:${legacyPort}`,
         SEED_DEMO: '1',
