@@ -17,23 +17,37 @@ const mk = {
     new client.Histogram({ name, help, labelNames, buckets, registers: [registry] }),
 };
 
+/**
+ * The series only an API process records (requests, admission, rate limits, tokens, rental starts,
+ * photo decisions) or that report the API's business (rentals running): declared with each metric
+ * (`api(…)` below), and left out of a publisher's /metrics (publisher/index.ts), which would serve
+ * them empty or as a second copy of a gauge the API serves.
+ */
+const apiOnly: string[] = [];
+const api = <M extends client.Metric>(m: M): M => {
+  apiOnly.push((m as unknown as { name: string }).name);
+  return m;
+};
+
 export const metrics = {
-  httpRequests: mk.counter('http_requests_total', 'HTTP requests by host, route and status', ['host', 'method', 'route', 'status']),
-  httpDuration: mk.histogram(
-    'http_request_duration_seconds',
-    'HTTP request latency',
-    ['host', 'method', 'route', 'status'],
-    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  httpRequests: api(mk.counter('http_requests_total', 'HTTP requests by host, route and status', ['host', 'method', 'route', 'status'])),
+  httpDuration: api(
+    mk.histogram(
+      'http_request_duration_seconds',
+      'HTTP request latency',
+      ['host', 'method', 'route', 'status'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    ),
   ),
-  rentalsStarted: mk.counter('rentals_started_total', 'Rentals started', ['source']),
-  rentalsRunning: mk.gauge('rentals_running', 'Rentals running now (read from Postgres at scrape time)'),
+  rentalsStarted: api(mk.counter('rentals_started_total', 'Rentals started', ['source'])),
+  rentalsRunning: api(mk.gauge('rentals_running', 'Rentals running now (read from Postgres at scrape time)')),
   rentalsEnded: mk.counter('rentals_ended_total', 'Rentals ended by final state', ['state']),
-  rentalStartFailures: mk.counter('rental_start_failures_total', 'Rental starts refused or failed by error code', ['code']),
-  photoDecisions: mk.counter('photo_decisions_total', 'Parking photo decisions', ['decision']),
-  tokensIssued: mk.counter('oauth_tokens_issued_total', 'OAuth access tokens issued', ['role']),
-  tokenFailures: mk.counter('oauth_token_failures_total', 'OAuth token requests refused', ['error']),
-  rateLimited: mk.counter('rate_limit_rejections_total', 'Requests refused by the rate limit', ['family']),
-  shed: mk.counter('http_requests_shed_total', 'Requests refused with 503 by admission control (lib/http/admission.ts)', ['family']),
+  rentalStartFailures: api(mk.counter('rental_start_failures_total', 'Rental starts refused or failed by error code', ['code'])),
+  photoDecisions: api(mk.counter('photo_decisions_total', 'Parking photo decisions', ['decision'])),
+  tokensIssued: api(mk.counter('oauth_tokens_issued_total', 'OAuth access tokens issued', ['role'])),
+  tokenFailures: api(mk.counter('oauth_token_failures_total', 'OAuth token requests refused', ['error'])),
+  rateLimited: api(mk.counter('rate_limit_rejections_total', 'Requests refused by the rate limit', ['family'])),
+  shed: api(mk.counter('http_requests_shed_total', 'Requests refused with 503 by admission control (lib/http/admission.ts)', ['family'])),
   publishDuration: mk.histogram(
     'feed_publish_duration_seconds',
     'Time to publish one feed file',
@@ -52,11 +66,21 @@ export const metrics = {
   historyDroppedBefore: mk.gauge('history_dropped_before_seconds', 'Unix time before which a history table was dropped by retention (0 = nothing dropped)', [
     'table',
   ]),
+  gbfsJobDuration: mk.histogram(
+    'gbfs_job_duration_seconds',
+    'Time of one GBFS job in this process, by kind (zone, scope) and the work it did (none, refresh, build, busy, assemble, failed)',
+    ['kind', 'work'],
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+  ),
+  jobsRun: mk.counter('jobs_run_total', 'pg-boss jobs this process ran, by queue and outcome (done, failed)', ['queue', 'outcome']),
   replicaLag: mk.gauge(
     'db_replica_replay_lag_bytes',
     "Bytes of the primary's WAL the streaming replica (DATABASE_REPLICA_URL) has not replayed yet (0 without one; NaN when either server does not answer)",
   ),
 };
+
+/** The names of the API-only series (see `api` above). */
+export const API_ONLY_METRICS: readonly string[] = apiOnly;
 
 /**
  * Has `collect` run at each scrape of `gauge`: prom-client calls a metric's `collect` before reading

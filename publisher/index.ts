@@ -24,10 +24,11 @@ import type { Registry } from 'prom-client';
 import type { AppContext } from '../lib/context.js';
 import { listenOrExit } from '../lib/http/listen.js';
 import { buildMetricsListener, metricsUrl, registryWithout } from '../lib/http/metrics.js';
-import { registry } from '../lib/metrics.js';
+import { API_ONLY_METRICS, registry } from '../lib/metrics.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
+import { work } from './work.js';
 import { dueHourJobs } from './schedule.js';
 import { ensureQueues, groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
@@ -95,7 +96,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   // pg-boss waits one polling interval between jobs of a worker: keep it short so a backlog drains fast
   const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5 };
   for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
-    await boss.work<HourSetJob>(QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
+    await work<HourSetJob>(boss, QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
       const data = job.data;
       const hour = parseHour(data.hour);
       const feeds = (data.feedIds ?? []).map(feedById);
@@ -113,7 +114,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
 
   // the sweeps: each queue runs its functions in order, one job at a time per cluster (singleton key)
   const sweep = (name: string, fns: Array<(c: AppContext) => Promise<unknown>>) =>
-    boss.work(name, polling, async () => {
+    work(boss, name, polling, async () => {
       for (const fn of fns) await fn(ctx);
     });
   await sweep(QUEUES.rentals, [autoEndIdleRentals, expirePhotoWindows]);
@@ -123,7 +124,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await sweep(QUEUES.reports, [publishDueReports]);
 
   const tick = () => enqueueDue(ctx, boss);
-  await boss.work(QUEUES.tick, polling, async () => {
+  await work(boss, QUEUES.tick, polling, async () => {
     await tick();
   });
 
@@ -170,24 +171,6 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     },
   };
 }
-
-/**
- * The series of lib/metrics.ts that only an API process records (requests, admission, rate limits,
- * tokens, rental starts, photo decisions) or that report the API's business (rentals running): a
- * publisher would serve them empty, or a second copy of a gauge the API serves.
- */
-export const API_ONLY_METRICS = [
-  'http_requests_total',
-  'http_request_duration_seconds',
-  'http_requests_shed_total',
-  'rate_limit_rejections_total',
-  'oauth_tokens_issued_total',
-  'oauth_token_failures_total',
-  'rentals_started_total',
-  'rental_start_failures_total',
-  'rentals_running',
-  'photo_decisions_total',
-];
 
 /**
  * What a publisher process's /metrics serves: this process's registry without API_ONLY_METRICS. The

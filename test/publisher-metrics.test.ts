@@ -19,9 +19,9 @@ import { Db } from '../lib/db.js';
 import { HOUR_MS } from '../lib/feeds/hours.js';
 import { registryWithout } from '../lib/http/metrics.js';
 import { createLogger } from '../lib/log.js';
-import { registry } from '../lib/metrics.js';
+import { API_ONLY_METRICS, registry } from '../lib/metrics.js';
 import { ROOT } from '../lib/paths.js';
-import { API_ONLY_METRICS, publisherRegistry } from '../publisher/index.js';
+import { publisherRegistry } from '../publisher/index.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { freePort, waitFor } from './support/faults.js';
 import { feedZone } from './support/feed-fixtures.js';
@@ -80,6 +80,8 @@ const PUBLISHER_FAMILIES = [
   'feed_publish_failures_total',
   'store_errors_total',
   'rentals_ended_total',
+  'gbfs_job_duration_seconds',
+  'jobs_run_total',
   // the cluster's, read from Postgres at scrape time
   'feed_publish_lag_seconds',
   'feed_dirty_hours',
@@ -156,7 +158,12 @@ describe('publisher metrics', function () {
     // the files due at its start are published by this process: their durations are its own series
     const res = await waitFor('a publish duration in the publisher', async () => {
       const r = await scrape(url);
-      return r && /^feed_publish_duration_seconds_count\{feed="[^"]+",version="[^"]+"\} [1-9]/m.test(r.body) ? r : undefined;
+      return r &&
+        /^feed_publish_duration_seconds_count\{feed="[^"]+",version="[^"]+"\} [1-9]/m.test(r.body) &&
+        /^jobs_run_total\{queue="feeds-publish-hour",outcome="done"\} [1-9]/m.test(r.body) &&
+        /^gbfs_job_duration_seconds_count\{kind="zone",work="[a-z]+"\} [1-9]/m.test(r.body)
+        ? r
+        : undefined;
     });
     expect(res.status).to.equal(200);
     expect(res.type).to.match(/^text\/plain; version=0\.0\.4/);

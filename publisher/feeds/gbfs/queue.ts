@@ -9,7 +9,9 @@
  */
 import type PgBoss from 'pg-boss';
 import type { AppContext } from '../../../lib/context.js';
+import { metrics } from '../../../lib/metrics.js';
 import { sql } from '../../../lib/sql/typed.js';
+import { work } from '../../work.js';
 import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { buildGbfsZone } from './zone.js';
@@ -60,7 +62,7 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
     return scopes.list;
   };
 
-  await boss.work(GBFS_QUEUES.tick, polling, async () => {
+  await work(boss, GBFS_QUEUES.tick, polling, async () => {
     await enqueueGbfsTick(ctx, boss);
   });
 
@@ -68,12 +70,15 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
     const changed: string[] = [];
     for (const job of jobs) {
       const zone = job.data.zone;
+      const end = metrics.gbfsJobDuration.startTimer({ kind: 'zone' });
       try {
         const r = await buildGbfsZone(ctx, zone);
+        end({ work: r.busy ? 'busy' : r.work });
         if (r.partsChanged) changed.push(zone);
         if (r.failed) log.warn({ zone, ...r }, 'gbfs zone built with failures');
       } catch (err) {
         // the next tick builds the zone again
+        end({ work: 'failed' });
         log.error({ err, zone }, 'gbfs zone job failed');
       }
     }
@@ -82,17 +87,20 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
       if (affected.length) await boss.insert(affected.map(scopeJob));
     }
   };
-  for (let i = 0; i < WORKERS; i++) await boss.work<ZoneJob>(GBFS_QUEUES.zone, { ...polling, batchSize: ZONE_BATCH }, zoneWorker);
+  for (let i = 0; i < WORKERS; i++) await work<ZoneJob>(boss, GBFS_QUEUES.zone, { ...polling, batchSize: ZONE_BATCH }, zoneWorker);
 
   const scopeWorker = async (jobs: Array<PgBoss.Job<ScopeJob>>) => {
     for (const job of jobs) {
+      const end = metrics.gbfsJobDuration.startTimer({ kind: 'scope' });
       try {
         const r = await buildGbfsScope(ctx, job.data);
+        end({ work: 'assemble' });
         if (r.failed) log.warn({ scope: job.data.id, ...r }, 'gbfs scope built with failures');
       } catch (err) {
+        end({ work: 'failed' });
         log.error({ err, scope: job.data.id }, 'gbfs scope job failed');
       }
     }
   };
-  for (let i = 0; i < WORKERS; i++) await boss.work<ScopeJob>(GBFS_QUEUES.scope, { ...polling, batchSize: SCOPE_BATCH }, scopeWorker);
+  for (let i = 0; i < WORKERS; i++) await work<ScopeJob>(boss, GBFS_QUEUES.scope, { ...polling, batchSize: SCOPE_BATCH }, scopeWorker);
 }
