@@ -32,7 +32,7 @@ help:
 	@echo "                     fleet simulator; Ctrl-C stops it all, the embedded Postgres included when run started it"
 	@echo "make test            the query types, the type check, the linter and formatter check, then the whole test suite"
 	@echo "make typecheck       the generated query types against the migrated database, then tsc --noEmit"
-	@echo "make lint            the linter (typescript-eslint, type-checked) and the formatter check (prettier)"
+	@echo "make lint            the linter (typescript-eslint, type-checked), the formatter check (prettier), unused code (knip)"
 	@echo "make format          rewrite the sources in the formatter's style"
 	@echo "make sql-types       regenerate lib/sql/queries.gen.ts after changing sql/queries or sql/migrations"
 	@echo "make migrate         apply the database migrations"
@@ -75,7 +75,7 @@ run: deps
 test: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
-	@npx eslint . && npx prettier --check --log-level warn .
+	@npx eslint . && npx prettier --check --log-level warn . && npx knip --no-progress
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
 	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
@@ -87,11 +87,13 @@ typecheck: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
 
-# typescript-eslint with type information (and the layering rules of eslint.config.js), and the
-# formatter's check; `make format` rewrites what the check refuses
+# typescript-eslint with type information (and the layering rules of eslint.config.js), the
+# formatter's check (`make format` rewrites what it refuses), and knip: no unused file, export or
+# dependency (knip.jsonc)
 lint: deps
 	@npx eslint .
 	@npx prettier --check --log-level warn .
+	@npx knip --no-progress
 
 format: deps
 	@npx prettier --write --log-level warn .

@@ -7,7 +7,7 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'req.headers["x-auth-token"]',
   'req.headers["x-access-token"]',
   'req.headers.authorization',
@@ -36,7 +36,7 @@ export const REDACT_PATHS = [
 const CREDENTIAL_PARAMS = new Set(['client_secret', 'api_key', 'apikey', 'key', 'password', 'secret', 'token', 'access_token', 'sig', 'signature']);
 
 /** Whether a query parameter of this name is credential-shaped: the list above, or any *token* / *secret*. */
-export function isCredentialParam(name: string): boolean {
+function isCredentialParam(name: string): boolean {
   let n = name;
   try {
     n = decodeURIComponent(name.replace(/\+/g, ' '));

@@ -13,7 +13,7 @@
 import sharp from 'sharp';
 import exifr from 'exifr';
 
-export const WIDE_ANGLE_BELOW_MM = 24;
+const WIDE_ANGLE_BELOW_MM = 24;
 
 /**
  * True when the whole image decodes. libjpeg reports missing scan data only as a warning ("premature

@@ -27,7 +27,7 @@ export interface Cost {
 }
 
 /** Before this instant rides under 100 m or under 2 minutes were free (requirement, pricing rule 3). */
-export const ALL_RIDES_CHARGED_FROM = new Date('2024-01-01T00:00:00Z');
+const ALL_RIDES_CHARGED_FROM = new Date('2024-01-01T00:00:00Z');
 
 export function durationMinutes(durationSeconds: number): number {
   return Math.ceil(Math.max(0, durationSeconds) / 60);

@@ -47,9 +47,9 @@ import type { Logger } from './log.js';
  * millisecond or two behind, to reach the primary's position; a request (`readCaughtUp`) waits
  * DATABASE_REPLICA_WAIT_MS, then reads on the primary.
  */
-export const REPLAY_WAIT_MS = 1000;
+const REPLAY_WAIT_MS = 1000;
 /** After the replica failed to answer, reads go straight to the primary for this long. */
-export const REPLICA_RETRY_MS = 5000;
+const REPLICA_RETRY_MS = 5000;
 
 /** Replica failures that the primary answers instead: unreachable, or a statement cancelled by recovery (SQLSTATE 40001). */
 const FALLBACK_KINDS: ReadonlySet<DbErrorKind> = new Set(['unavailable', 'retryable']);

@@ -1,7 +1,8 @@
 /**
  * The one UUID text pattern (any version, either case) for ids that reach the database as uuid:
  * checking it first turns a malformed id into the caller's error instead of a SQL cast failure.
- * Version-4-only checks (ids we generate) stay with the rental engine (lib/rentals/errors.ts).
+ * Version-4-only checks (ids we generate) are `isUuidV4` below; the rental engine's `requireUuid`
+ * (lib/rentals/errors.ts) turns a failed one into its error code.
  */
 import { createHash } from 'node:crypto';
 

@@ -9,7 +9,7 @@ import addFormatsImport from 'ajv-formats';
 // ajv-formats is CommonJS with a default export; normalise the interop shape once.
 const addFormats = ((addFormatsImport as { default?: unknown }).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
-export const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
+const ajv = new Ajv({ allErrors: true, strict: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
 addFormats(ajv);
 
 const cache = new WeakMap<object, ValidateFunction>();

@@ -25,7 +25,7 @@ export interface SleepWindow {
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 /** Minutes since local midnight of `at` in `timeZone`. */
-export function localMinutes(at: Date, timeZone: string): number {
+function localMinutes(at: Date, timeZone: string): number {
   let f = formatters.get(timeZone);
   if (!f) {
     f = new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });

@@ -23,15 +23,7 @@ import {
 import type { HourFileResult, PublishResult } from './publish.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
 
-export {
-  OpsError,
-  type CatchupStatus,
-  type CellState,
-  type FileFigures,
-  type HourFailure,
-  type PublishStatusOptions,
-  type StatusRow,
-} from '../lib/publication/status.js';
+export type { CellState, HourFailure, PublishStatusOptions } from '../lib/publication/status.js';
 
 export type BackfillProgress =
   | { kind: 'done'; done: number; total: number; result: PublishResult }

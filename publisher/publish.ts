@@ -87,7 +87,7 @@ export class FeedValidationError extends Error {
  * published file is the archive, and publishing again would overwrite it with what is left. The
  * file's row is left as it is (still served).
  */
-export class ArchivedHourError extends Error {
+class ArchivedHourError extends Error {
   constructor(feedId: string, zoneId: string, hour: Date, source: string, droppedBefore: Date) {
     super(
       `${feedId} ${zoneId} ${formatHour(hour)}: the ${source} of this hour were dropped by retention (everything before ` +
@@ -422,7 +422,7 @@ async function renderSource(
  * publication log, oldest first), else this publication's time. Deterministic for unchanged data,
  * so that republishing it produces the same bytes.
  */
-export function publicationTimes(loggedMs: readonly number[], nowMs: number): PublicationTime {
+function publicationTimes(loggedMs: readonly number[], nowMs: number): PublicationTime {
   return (recordedMs) => {
     if (!Number.isFinite(recordedMs)) return loggedMs[0] ?? nowMs;
     for (const t of loggedMs) if (t >= recordedMs) return t;

@@ -25,7 +25,7 @@ export const REPORT_HEADER = 'provider_id,start_date,duration,special_group_type
 const MONTHS_PER_RUN = 12;
 
 /** MDS reports: counts from 1 to 10 are withheld (-1); 0 and more than 10 are written as they are. */
-export function privateCount(n: number): number {
+function privateCount(n: number): number {
   return n >= 1 && n <= 10 ? -1 : n;
 }
 
@@ -35,7 +35,7 @@ export function zoneGeographyId(providerId: string, zoneId: string): string {
 }
 
 /** The CSV of one zone and month. */
-export async function reportCsv(ctx: Pick<AppContext, 'config'>, db: Queryable, zoneId: string, month: string): Promise<{ csv: string; rows: number }> {
+async function reportCsv(ctx: Pick<AppContext, 'config'>, db: Queryable, zoneId: string, month: string): Promise<{ csv: string; rows: number }> {
   const counts = await db.many(sql('ReportCounts'), [zoneId, `${month}-01T00:00:00`]);
   const zoneGeo = zoneGeographyId(ctx.config.providerId, zoneId);
   const lines = [REPORT_HEADER];
@@ -63,7 +63,7 @@ export type ReportOutcome = StoreOutcome;
  * Claim, counts and index row share one transaction: a failure leaves the report dirty for the
  * next sweep.
  */
-export async function publishReport(ctx: AppContext, zoneId: string, month: string): Promise<ReportOutcome> {
+async function publishReport(ctx: AppContext, zoneId: string, month: string): Promise<ReportOutcome> {
   const key = reportKey(zoneId, month);
   const sink = new PublicationSink(ctx.store, REPORT_INDEX);
   return withPublicationLock(ctx, [key], (held) =>

@@ -14,8 +14,8 @@ import { hourParam } from '../lib/feeds/mds/sources.js';
 import { latestDueHour, lookbackStart } from '../lib/publication/due.js';
 import type { HourJob } from '../lib/publication/queue.js';
 
-export { latestDueHour, lookbackStart, LOOKBACK_HOURS } from '../lib/publication/due.js';
-export { groupByHour, singletonKey, type HourJob, type HourSetJob } from '../lib/publication/queue.js';
+export { latestDueHour, lookbackStart } from '../lib/publication/due.js';
+export { groupByHour, type HourJob } from '../lib/publication/queue.js';
 
 /**
  * With MDS_TELEMETRY_TRIP_DELAY_MINUTES > 0, a trip's points become publishable when its delay runs

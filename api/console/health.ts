@@ -7,7 +7,7 @@
 import { registry } from '../../lib/metrics.js';
 
 /** The API family of a request by its host and route pattern (the http_requests_total labels). */
-export function familyOf(host: string, route: string): string {
+function familyOf(host: string, route: string): string {
   if (host === 'legacy') return 'legacy';
   if (route.startsWith('/v1/partner-apis') || route.startsWith('/gbfs')) return 'feeds';
   if (route.startsWith('/edge/tomp')) return 'tomp';

@@ -16,7 +16,7 @@ import { FEED_ENDPOINTS } from '../feeds/endpoints.js';
 import { LEGACY_ENDPOINTS } from '../legacy/endpoints.js';
 
 export type { OpenApiDocument } from '../../lib/openapi/common.js';
-export { operationsOf, HTTP_METHODS } from '../../lib/openapi/common.js';
+export { operationsOf } from '../../lib/openapi/common.js';
 
 export const DOCUMENT_NAMES = ['partner', 'tomp', 'feeds', 'legacy'] as const;
 export type DocumentName = (typeof DOCUMENT_NAMES)[number];

@@ -8,7 +8,7 @@ import { ROOT } from '../../lib/paths.js';
 import { DOCUMENT_NAMES, openApiDocuments, type DocumentName } from './documents.js';
 
 export const EXPORT_DIR = join(ROOT, 'docs', 'openapi');
-export const EXPORT_URLS = { publicBaseUrl: 'http://localhost:8080', publicLegacyUrl: 'http://localhost:8081' } as const;
+const EXPORT_URLS = { publicBaseUrl: 'http://localhost:8080', publicLegacyUrl: 'http://localhost:8081' } as const;
 
 /** File name → content of every exported document. */
 export function exportedFiles(): Record<`${DocumentName}.json`, string> {

@@ -75,7 +75,7 @@ function fileCache(app: AppContext): ObjectCache | undefined {
 }
 
 /** The bearer token of the request, or undefined when there is no Authorization: Bearer header. */
-export function bearerToken(ctx: Koa.Context): string | undefined {
+function bearerToken(ctx: Koa.Context): string | undefined {
   return bearerOf(ctx.get('Authorization'));
 }
 

@@ -26,7 +26,7 @@ const CACHE_CONTROL = 'public, max-age=3600';
 export type TokenHost = 'main' | 'legacy';
 
 /** The metadata of one host, whose token endpoint is at `tokenPath`. */
-export function authorizationServerMetadata(config: Config, host: TokenHost, tokenPath: string): AuthorizationServerMetadata {
+function authorizationServerMetadata(config: Config, host: TokenHost, tokenPath: string): AuthorizationServerMetadata {
   const issuer = host === 'main' ? config.publicBaseUrl : config.publicLegacyUrl;
   return {
     issuer,

@@ -88,7 +88,7 @@ function hourOrNull(param: string, raw: string): Hour | null {
  * The one value of `name` in a raw query string, exactly as URLSearchParams would decode it; undefined
  * when absent, repeated, or when decoding would be needed ('%', '+'): the ordinary path decides then.
  */
-export function queryValue(qs: string, name: string): string | undefined {
+function queryValue(qs: string, name: string): string | undefined {
   if (qs.includes('%') || qs.includes('+')) return undefined;
   let found: string | undefined;
   let i = 0;

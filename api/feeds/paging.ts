@@ -24,7 +24,7 @@ import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-lim
 import { badParam } from './errors.js';
 import { single } from './params.js';
 
-export { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX };
+export { EVENTS_PAGE_MAX };
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 interface Cursor {
@@ -68,7 +68,7 @@ function decode(secret: string, raw: string): Cursor {
 }
 
 /** `limit` of the request: a whole number from 1 to EVENTS_PAGE_MAX (default EVENTS_PAGE_DEFAULT). */
-export function pageLimit(query: Record<string, string | string[] | undefined>): number {
+function pageLimit(query: Record<string, string | string[] | undefined>): number {
   const raw = single(query, 'limit');
   if (raw === undefined) return EVENTS_PAGE_DEFAULT;
   if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > EVENTS_PAGE_MAX) {

@@ -33,7 +33,7 @@ export interface Hour {
   sql: string;
 }
 
-export function hourOf(start: Date): Hour {
+function hourOf(start: Date): Hour {
   const iso = start.toISOString();
   return { start, key: iso.slice(0, 13), sql: `${iso.slice(0, 13)}:00:00` };
 }
@@ -55,7 +55,7 @@ export function timeHourParam(name: string, raw: unknown): Hour {
 }
 
 /** Parses integer milliseconds since the epoch. */
-export function msParam(name: string, raw: unknown): Date {
+function msParam(name: string, raw: unknown): Date {
   if (typeof raw !== 'string' || raw === '') throw badParam(`missing ${name}`, `${name} is required (integer milliseconds since the Unix epoch)`);
   if (!MS.test(raw)) throw badParam(`invalid ${name}`, `${name} must be integer milliseconds since the Unix epoch`);
   const n = Number(raw);
@@ -70,7 +70,7 @@ export function single(query: Record<string, string | string[] | undefined>, nam
   return v;
 }
 
-export const TWO_WEEKS_MS = 14 * 24 * 3600 * 1000;
+const TWO_WEEKS_MS = 14 * 24 * 3600 * 1000;
 
 /** The recent-events window: start < end, end − start ≤ two weeks, start at most two weeks back. */
 export function recentWindow(query: Record<string, string | string[] | undefined>, now: Date): { start: Date; end: Date } {

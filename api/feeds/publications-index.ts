@@ -17,7 +17,7 @@ import { single, timeHourParam, pathParam } from './params.js';
 import type { MdsPublication } from '../../schemas/mds/publications.js';
 
 /** At most this many days per call (744 hours × 7 files stays a small answer). */
-export const PUBLICATIONS_MAX_DAYS = 31;
+const PUBLICATIONS_MAX_DAYS = 31;
 
 /** What a consumer needs to know of a file: served and current, being republished, or not there yet. */
 export type PublicationState = MdsPublication['state'];

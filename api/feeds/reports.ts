@@ -16,7 +16,7 @@ import { servePublished } from './files.js';
 const MONTH_FILE = /^(\d{4})-(0[1-9]|1[0-2])\.csv$/;
 
 /** Reports change only when a late trip arrives: clients may keep them a while. */
-export const REPORT_CACHE_CONTROL = 'private, max-age=300';
+const REPORT_CACHE_CONTROL = 'private, max-age=300';
 
 export async function monthlyReport(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const claims = claimsOf(ctx);

@@ -17,7 +17,7 @@ import { acceptsEncoding } from '../../lib/http/conditional.js';
 const REALTIME_GZIP_LEVEL = 1;
 
 /** Cache policy of the realtime endpoints: always fresh, never in a shared cache. */
-export const REALTIME_CACHE_CONTROL = 'private, no-cache';
+const REALTIME_CACHE_CONTROL = 'private, no-cache';
 
 export interface StreamSpec<R> {
   contentType: string;

@@ -172,7 +172,7 @@ export function clientCredentials(deps: FeedDeps): Koa.Middleware {
 }
 
 /** The token handler, behind `clientCredentials`: the grant (checked after the client, as before), then the token. */
-export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const request = (ctx.state as TokenRequestState).tokenRequest;
   if (!request) throw new Error('no client was authenticated for this route: its row must declare the clientCredentials auth kind');
   const { client, grant } = request;

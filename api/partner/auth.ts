@@ -10,7 +10,7 @@ import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.j
 
 export { principalOf } from '../../lib/http/api-key-gate.js';
 
-export function presentedKey(ctx: Koa.Context): string | undefined {
+function presentedKey(ctx: Koa.Context): string | undefined {
   const token = ctx.get('x-auth-token');
   if (token) return token.trim();
   return bearerKey(ctx);

@@ -13,7 +13,7 @@ import { allowOf } from '../../lib/http/route-miss.js';
 import { AdmissionRefused } from '../../lib/http/admission.js';
 import { recordFault } from '../../lib/http/fault.js';
 
-export function toRentalError(err: unknown): RentalError {
+function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
   if (isOutage(err)) return new RentalError('ServiceUnavailable', { headers: { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) }, cause: err });
   return new RentalError('InternalServerError', { cause: err });

@@ -13,7 +13,7 @@ import type { Location, RentalRecord } from '../../lib/rentals/types.js';
 
 const DAY_MS = 86_400_000;
 /** Receipt links live 7 to 8 days: the expiry is a day boundary, so a link is stable for a day. */
-export const RECEIPT_LINK_DAYS = 8;
+const RECEIPT_LINK_DAYS = 8;
 
 /** A user row: PartnerUserGet's, or the same columns returned by an insert or update. */
 export function presentUser(r: Pick<RowOf<'PartnerUserGet'>, 'id' | 'email' | 'external_id'>) {
@@ -24,12 +24,12 @@ function location(l: Location | null) {
   return l ? { longitude: l.longitude, latitude: l.latitude } : undefined;
 }
 
-export function receiptUrl(config: Config, rentalId: string, now: Date): string {
+function receiptUrl(config: Config, rentalId: string, now: Date): string {
   const expires = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS + RECEIPT_LINK_DAYS * DAY_MS);
   return config.publicBaseUrl + signPath(config.signingSecret, 'receipt', `/v1/rental/${rentalId}/receipt`, expires);
 }
 
-export function photoUploadUrl(config: Config, r: RentalRecord): string {
+function photoUploadUrl(config: Config, r: RentalRecord): string {
   const expires = new Date(r.endedAt!.getTime() + PHOTO_WINDOW_MS);
   return config.publicBaseUrl + signPath(config.signingSecret, 'photo', `/v1/rental/${r.id}/photo`, expires);
 }
@@ -67,7 +67,7 @@ export function presentRental(config: Config, r: RentalRecord, now: Date) {
   return { id: r.id, type: 'rental', attributes };
 }
 
-export function presentPrice(r: Row) {
+function presentPrice(r: Row) {
   return { currency: String(r.currency).trim(), pricePerMinute: r.price_per_minute as number, startPrice: r.start_price as number, vat: Number(r.vat_rate) };
 }
 

@@ -27,7 +27,7 @@ const EMPTY_SEGMENT = '%00';
 type Layer = { methods: string[] };
 
 /** The path with its empty segments (a trailing slash, `//`) filled with EMPTY_SEGMENT; undefined when there is none. */
-export function fillEmptySegments(path: string): string | undefined {
+function fillEmptySegments(path: string): string | undefined {
   const segments = path.split('/');
   if (segments.length < 3) return undefined;
   let filled = false;

@@ -19,7 +19,7 @@ const TRIP_TYPE_OF_KIND: Record<PartnerKind, 'rider' | 'maas' | 'operator'> = { 
 export class AdminError extends Error {}
 
 /** Finds the partner by name, creating it with the kind that fits the key scope when absent. */
-export async function ensurePartner(db: Db, name: string, scope: KeyScope, opts: { tripType?: 'rider' | 'maas' | 'operator'; postponedCommit?: boolean } = {}) {
+async function ensurePartner(db: Db, name: string, scope: KeyScope, opts: { tripType?: 'rider' | 'maas' | 'operator'; postponedCommit?: boolean } = {}) {
   const found = await db.maybeOne(sql('AdminFindPartnerByName'), [name]);
   if (found) return found;
   const kind = KIND_OF_SCOPE[scope];

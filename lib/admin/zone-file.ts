@@ -9,7 +9,7 @@ import type { ErrorObject } from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
 import { ZONE_ID_SCHEMA } from '../zones.js';
 
-export const AREA_TYPES = ['operations', 'no-parking', 'parking-spot', 'slow-zone', 'no-riding', 'incentive', 'free-floating'] as const;
+const AREA_TYPES = ['operations', 'no-parking', 'parking-spot', 'slow-zone', 'no-riding', 'incentive', 'free-floating'] as const;
 
 /** The id pattern of vehicle_types (migration 000001). */
 const VEHICLE_TYPE_ID = { type: 'string', pattern: '^[a-z0-9_-]{1,32}$' } as const;
@@ -45,7 +45,7 @@ export const VEHICLE_TYPE_SCHEMA = {
  * A zone's prices by vehicle type id, as the pricing table holds them: whole minor units of the
  * zone's currency, VAT included (partner-rental-api.md, Pricing).
  */
-export const PRICES_SCHEMA = {
+const PRICES_SCHEMA = {
   type: 'object',
   minProperties: 1,
   additionalProperties: false,
@@ -113,7 +113,6 @@ export type AreaProperties = FromSchema<typeof AREA_PROPERTIES_SCHEMA>;
 export type VehicleTypeDeclaration = FromSchema<typeof VEHICLE_TYPE_SCHEMA>;
 /** A vehicle type as the table holds it: the declaration with every optional field filled. */
 export type VehicleTypeRow = Required<VehicleTypeDeclaration>;
-export type Prices = Record<string, { start_price: number; price_per_minute: number }>;
 
 /** A validated vehicle type with its omitted fields filled from the schema's defaults. */
 export function withDefaults(t: VehicleTypeDeclaration): VehicleTypeRow {

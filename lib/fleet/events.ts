@@ -26,7 +26,7 @@ export interface EventInput {
   lockedState?: string;
 }
 
-export class VehicleNotFoundError extends Error {
+class VehicleNotFoundError extends Error {
   constructor(readonly deviceId: string) {
     super(`vehicle ${deviceId} not found`);
     this.name = 'VehicleNotFoundError';

@@ -16,7 +16,7 @@
 import type Koa from 'koa';
 
 /** Bytes past the limit that are still drained to keep a connection usable after a refusal. */
-export const DRAIN_BYTES = 256 * 1024;
+const DRAIN_BYTES = 256 * 1024;
 
 /** Deepest JSON nesting (objects and arrays) a request body may have; ours need fewer than 10. */
 export const MAX_JSON_DEPTH = 64;

@@ -22,7 +22,7 @@ export function serveMetrics(registry: Registry): Koa.Middleware {
 }
 
 /** The routes of a metrics listener: GET /metrics, nothing else. */
-export function metricsRoutes(registry: Registry): Koa.Middleware {
+function metricsRoutes(registry: Registry): Koa.Middleware {
   const router = new Router();
   router.get('/metrics', serveMetrics(registry));
   return router.routes() as Koa.Middleware;

@@ -47,7 +47,7 @@ export function routerOf(family: RouteFamily): Router {
 const bare = (prefix: string): string => prefix.replace(/\/+$/, '');
 
 /** `prefix` owns `path` segment-wise (see RouteFamily). */
-export function owns(prefix: string, path: string): boolean {
+function owns(prefix: string, path: string): boolean {
   const p = bare(prefix);
   return p === '' || path === p || path.startsWith(`${p}/`);
 }

@@ -154,15 +154,6 @@ export function components(named: Record<string, object>): { schemas: Record<str
   };
 }
 
-/** `{ in: path, required: true }`, the only way a path parameter may be declared. */
-export function pathParam(name: string, description: string, schema: Schema = { type: 'string' }, example?: unknown): Parameter {
-  return { name, in: 'path', required: true, description, schema, ...(example === undefined ? {} : { example }) };
-}
-
-export function queryParam(name: string, description: string, schema: Schema, required = false, example?: unknown): Parameter {
-  return { name, in: 'query', required, description, schema, ...(example === undefined ? {} : { example }) };
-}
-
 export const json = (schema: Schema, example?: unknown, type = 'application/json'): Record<string, MediaType> => ({
   [type]: { schema, ...(example === undefined ? {} : { example }) },
 });
@@ -172,8 +163,6 @@ export const header = (description: string, schema: Schema = { type: 'string' },
   schema,
   ...(required ? { required } : {}),
 });
-
-export { UUID_V4_SCHEMA as UUID_V4 } from '../uuid.js';
 
 /**
  * Of `components`, the ones `root` reaches through `$ref`s, directly or through other components:

@@ -56,7 +56,7 @@ function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
   return { description: r.description, ...(headers ? { headers } : {}), ...(body ? { content: body } : {}) };
 }
 
-export function operationOf<Code extends string, Auth extends string>(e: EndpointDeclaration<Code, Auth>, family: DocFamily<Code, Auth>): Operation {
+function operationOf<Code extends string, Auth extends string>(e: EndpointDeclaration<Code, Auth>, family: DocFamily<Code, Auth>): Operation {
   const parameters = [
     ...Object.entries(e.params ?? {}).map(([n, p]) => parameter(n, 'path', p, family.schema)),
     ...Object.entries(e.query ?? {}).map(([n, p]) => parameter(n, 'query', p, family.schema)),

@@ -22,7 +22,7 @@ const HEADERS: Partial<Record<number, Record<string, Header>>> = {
 };
 
 /** The body of one error, exactly as the renderer writes it. */
-export function errorBody(code: RentalErrorCode, status: number = ERRORS[code].status, detail: string = ERRORS[code].detail) {
+function errorBody(code: RentalErrorCode, status: number = ERRORS[code].status, detail: string = ERRORS[code].detail) {
   return { errors: [{ status: String(status), code, title: STATUS_CODES[status] ?? 'Error', detail }] };
 }
 
@@ -62,7 +62,7 @@ function errorSchema(status: number, codes: RentalErrorCode[]): Schema {
 }
 
 /** One error response, with the headers of its status and `extra` ones. */
-export function errorResponse(status: number, codes: RentalErrorCode[], extra?: Record<string, Header>): Response {
+function errorResponse(status: number, codes: RentalErrorCode[], extra?: Record<string, Header>): Response {
   const examples: Record<string, { summary: string; value: unknown }> = {};
   for (const code of codes) {
     const body = errorBody(code, status, DETAILS[`${code}@${status}`] ?? ERRORS[code].detail);

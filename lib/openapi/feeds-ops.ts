@@ -12,14 +12,14 @@ export const MDS_12 = 'application/vnd.mds+json;version=1.2';
 export const MDS_04 = 'application/vnd.mds.provider+json;version=0.4';
 export const INSURANCE_20 = 'application/vnd.insurance+json;version=2.0';
 
-export const RETRY_AFTER: Header = retryAfter();
+const RETRY_AFTER: Header = retryAfter();
 export const CACHE_HEADERS: Record<string, Header> = {
   ETag: header('validator of the file; send it back in If-None-Match', { type: 'string' }, true),
   'Last-Modified': header('when the file was (re)published', { type: 'string' }, true),
   'Cache-Control': header('`private, max-age=60` for hour files (they can be republished), the ttl for GBFS files', { type: 'string' }, true),
 };
 
-export const error = (description: string, headers?: Record<string, Header>): Response => ({
+const error = (description: string, headers?: Record<string, Header>): Response => ({
   description,
   ...(headers ? { headers } : {}),
   content: json(schemaRef('FeedError')),

@@ -11,7 +11,7 @@ export function latestDueHour(now: Date, latenessSeconds: number): Date {
 }
 
 /** Hours the publisher's tick checks every time for files never published; older ones are the catch-up's. */
-export const LOOKBACK_HOURS = 48;
+const LOOKBACK_HOURS = 48;
 
 /** The first hour of the tick's look-back at `now`. */
 export function lookbackStart(now: Date, latenessSeconds: number, lookbackHours = LOOKBACK_HOURS): Date {

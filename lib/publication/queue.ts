@@ -78,7 +78,7 @@ export interface HourJob {
   catchup?: boolean;
 }
 
-export function singletonKey(j: { zone: string; hour: string }): string {
+function singletonKey(j: { zone: string; hour: string }): string {
   return `${j.zone}:${j.hour}`;
 }
 

@@ -107,9 +107,6 @@ export class RentalError extends Error {
 
 export const isRentalError = (e: unknown): e is RentalError => e instanceof RentalError;
 
-/** UUID v4 as the requirement specifies for every id path parameter (case-insensitive): lib/uuid.ts. */
-export { isUuidV4 };
-
 /** The id lower-cased when it is a UUID v4; otherwise throws the given code. */
 export function requireUuid(s: unknown, code: RentalErrorCode): string {
   if (!isUuidV4(s)) throw new RentalError(code);

@@ -9,7 +9,7 @@ import { computeCost } from '../pricing.js';
 import { toRentalRecord, type RentalRecord } from './types.js';
 
 /** Fills the figures of a running rental as of `now` (duration so far, distance so far, cost if it ended now). */
-export async function live(db: Queryable, r: RentalRecord, now: Date): Promise<RentalRecord> {
+async function live(db: Queryable, r: RentalRecord, now: Date): Promise<RentalRecord> {
   if (r.state !== 'RUNNING') return r;
   const { distance_m: distanceM } = await db.one(sql('RentalRideDistance'), [r.id]);
   return withFigures(r, now, distanceM);

@@ -21,7 +21,7 @@ function money(minor: number | null, currency: string): string {
 }
 
 /** Renders the receipt PDF of an ended rental. */
-export function renderReceipt(r: RentalRecord, issuer: string): Promise<Buffer> {
+function renderReceipt(r: RentalRecord, issuer: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // fixed dates so the same rental always renders the same bytes
     const doc = new PDFDocument({ size: 'A4', margin: 56, info: { Title: `Receipt ${r.id}`, Author: issuer, CreationDate: r.endedAt ?? r.startedAt } });

@@ -85,7 +85,7 @@ export const VEHICLE_TYPES: DemoVehicleType[] = [
   },
 ];
 
-export const BERLIN: DemoZone = {
+const BERLIN: DemoZone = {
   id: 'berlin',
   name: 'Berlin',
   city: 'Berlin',
@@ -156,7 +156,7 @@ const spot = (name: string, lng: number, lat: number, capacity: number): DemoAre
   capacity,
 });
 
-export const COPENHAGEN: DemoZone = {
+const COPENHAGEN: DemoZone = {
   id: 'copenhagen',
   name: 'København',
   city: 'Copenhagen',

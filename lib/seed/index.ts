@@ -21,8 +21,6 @@ import { DEMO_FEED_CLIENTS, DEMO_PARTNERS, DEMO_ZONES, VEHICLE_TYPES } from './d
 import { insertUsers, insertVehicles } from '../sim/fleet.js';
 import { SIM_PARTNER_NAMES } from '../sim/tenant.js';
 
-export { DEMO_ZONES, DEMO_PARTNERS, DEMO_FEED_CLIENTS, VEHICLE_TYPES } from './data.js';
-
 export interface SeedSummary {
   /** false when the demo zones already existed and nothing was written */
   created: boolean;

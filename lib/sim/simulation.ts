@@ -54,10 +54,8 @@ export interface Partner {
 
 export const TRIP_TYPE_WEIGHT = { rider: 0.6, operator: 0.25, maas: 0.15 } as const;
 /** Rides per available vehicle per hour, by local hour of day (about 5 a day). */
-export const DEMAND = [
-  0.05, 0.03, 0.02, 0.02, 0.02, 0.04, 0.1, 0.24, 0.38, 0.27, 0.2, 0.22, 0.28, 0.28, 0.25, 0.28, 0.35, 0.42, 0.4, 0.32, 0.24, 0.17, 0.12, 0.08,
-];
-export const MIN = 60000;
+const DEMAND = [0.05, 0.03, 0.02, 0.02, 0.02, 0.04, 0.1, 0.24, 0.38, 0.27, 0.2, 0.22, 0.28, 0.28, 0.25, 0.28, 0.35, 0.42, 0.4, 0.32, 0.24, 0.17, 0.12, 0.08];
+const MIN = 60000;
 export const HOUR = 3600000;
 
 /**

@@ -24,7 +24,7 @@
 type Tok = { kind: 'ident' | 'quoted' | 'number' | 'string' | 'param' | 'op' | 'punct'; text: string };
 
 /** SQL tokens without comments; keywords and unquoted identifiers lower-cased. */
-export function tokenize(sql: string): Tok[] {
+function tokenize(sql: string): Tok[] {
   const out: Tok[] = [];
   let i = 0;
   const n = sql.length;

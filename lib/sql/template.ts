@@ -34,7 +34,7 @@ export function urlFor(database: string): string {
 }
 
 /** The template's name: a hash of the migrations and of the hourly-feed catalogue. */
-export function templateName(): string {
+function templateName(): string {
   const h = createHash('sha256');
   for (const m of readMigrations()) h.update(m.sha256);
   // the runner also syncs hourly_feeds from HOURLY_FEEDS (lib/migrate.ts): a changed catalogue needs its own template

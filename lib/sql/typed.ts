@@ -9,7 +9,6 @@ import { q, type NamedQuery } from '../db.js';
 import type { Queries } from './queries.gen.js';
 
 export type { Queries } from './queries.gen.js';
-export type { Json, JsonParam, NoRow, PgInterval } from './values.js';
 
 /** The name of a query in sql/queries/*.sql. */
 export type QueryName = keyof Queries;

@@ -12,7 +12,11 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  */
 export type JsonParam = string | number | boolean | { readonly [key: string]: unknown };
 
-/** An interval as node-postgres parses it (postgres-interval): only the non-zero parts are present. */
+/**
+ * An interval as node-postgres parses it (postgres-interval): only the non-zero parts are present.
+ * Exported for queries.gen.ts, which imports it once a query returns an interval (none does yet).
+ * @public
+ */
 export interface PgInterval {
   years?: number;
   months?: number;

@@ -13,8 +13,7 @@ import { StoreError, type ObjectStore } from './types.js';
 import { FsStore } from './fs.js';
 import { S3Store } from './s3.js';
 
-export type { ObjectStore, ObjectMeta, PutOptions, StoredObject } from './types.js';
-export { StoreError, assertKey, assertPrefix, assertPutOptions } from './types.js';
+export type { ObjectStore } from './types.js';
 
 export async function openStore(config: Config): Promise<ObjectStore> {
   const url = config.storeUrl;

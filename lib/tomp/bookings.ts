@@ -26,7 +26,7 @@ export interface Caller {
 }
 
 /** How long a PENDING booking holds its vehicle; also the validity (Expires) of a confirmed result. */
-export const BOOKING_VALIDITY_SECONDS = 300;
+const BOOKING_VALIDITY_SECONDS = 300;
 
 const CODE = /^[A-Za-z0-9]{4}$/;
 

@@ -8,7 +8,7 @@ import { type Db } from '../db.js';
 import { sql } from '../sql/typed.js';
 
 /** TOMP users have no e-mail of their own; the placeholder is unroutable by construction (RFC 2606 .invalid). */
-export function placeholderEmail(externalId: string): string {
+function placeholderEmail(externalId: string): string {
   return `${externalId.replace(/[^A-Za-z0-9._+-]/g, '_').slice(0, 180) || 'customer'}@maas.invalid`;
 }
 

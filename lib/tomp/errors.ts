@@ -46,7 +46,7 @@ export class TompError extends Error {
 }
 
 /** Seconds a caller should wait before retrying after a vehicle-lock (gateway) failure. */
-export const GATEWAY_RETRY_AFTER_SECONDS = 5;
+const GATEWAY_RETRY_AFTER_SECONDS = 5;
 
 /** Why a booking cannot be made, in words for the MaaS provider (406 detail). */
 const START_REASONS: Partial<Record<string, string>> = {
@@ -65,7 +65,7 @@ const START_REASONS: Partial<Record<string, string>> = {
  * parking rules are a 409 (the leg stays IN_USE; move the vehicle and retry), a lock that failed a
  * 503 with Retry-After, an already ended rental a 409.
  */
-export function fromRentalError(e: { code: string; detail: string; status: number }, phase: 'start' | 'end'): TompError {
+function fromRentalError(e: { code: string; detail: string; status: number }, phase: 'start' | 'end'): TompError {
   if (e.code === 'ServiceUnavailable') return new TompError(503, 'temporarily unavailable; retry later', { type: e.code, retryAfterSeconds: 5 });
   if (phase === 'start') {
     const reason =

@@ -50,7 +50,7 @@ export function bookingStateOf(r: BookingRow): BookingState {
 }
 
 /** TOMP assetClass (NeTEx): kick scooters are STEP, bicycles BICYCLE. */
-export function assetTypeOf(r: Pick<BookingRow, 'vehicle_type_id' | 'form_factor' | 'propulsion_type'>) {
+function assetTypeOf(r: Pick<BookingRow, 'vehicle_type_id' | 'form_factor' | 'propulsion_type'>) {
   const electric = r.propulsion_type !== 'human';
   return {
     id: r.vehicle_type_id,
@@ -87,7 +87,7 @@ function usedParts(fixedMinor: number, flexMinor: number, minutes: number, curre
   ];
 }
 
-export function pricingOf(r: BookingRow, now: Date): { estimated: boolean; parts: FarePart[] } {
+function pricingOf(r: BookingRow, now: Date): { estimated: boolean; parts: FarePart[] } {
   const currency = r.rental_currency ?? r.currency;
   const vatRate = r.rental_vat_rate ?? r.vat_rate;
   const startPrice = r.start_price ?? r.plan_start_price ?? 0;

@@ -15,7 +15,7 @@ export const HISTORY_TABLES: readonly HistoryTable[] = ['events', 'telemetry', '
 const DAY_MS = 86_400_000;
 
 /** `YYYY-MM-DD` of the UTC day of `d`. */
-export function utcDay(d: Date): string {
+function utcDay(d: Date): string {
   return d.toISOString().slice(0, 10);
 }
 

@@ -9,7 +9,7 @@ import { endRental } from '../../lib/rentals/engine.js';
 import { RentalError } from '../../lib/rentals/errors.js';
 
 /** Requirement: a rental whose vehicle has not moved for 10 minutes ends automatically. */
-export const IDLE_AUTO_END_MS = 10 * 60 * 1000;
+const IDLE_AUTO_END_MS = 10 * 60 * 1000;
 const BATCH = 500;
 
 /**

@@ -4,7 +4,7 @@
  * the requirement tables fails before a file is stored. The tests check the files against the
  * official schemas as well.
  */
-export const language = { type: 'string', pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } as const;
+const language = { type: 'string', pattern: '^[a-z]{2,3}(-[A-Z]{2})?$' } as const;
 
 export const localized = {
   type: 'array',

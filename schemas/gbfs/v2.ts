@@ -9,7 +9,7 @@ const str = { type: 'string', minLength: 1 } as const;
 const bool = { type: 'boolean' } as const;
 const ids = { type: 'array', items: str } as const;
 
-export const gbfsV2Schema = envelope('2.2', {
+const gbfsV2Schema = envelope('2.2', {
   type: 'object',
   // one entry per language of the system (docs/gbfs.md)
   minProperties: 1,
@@ -36,7 +36,7 @@ export const gbfsV2Schema = envelope('2.2', {
   additionalProperties: false,
 });
 
-export const gbfsVersionsV2Schema = envelope(
+const gbfsVersionsV2Schema = envelope(
   '2.2',
   container('versions', {
     type: 'object',
@@ -46,7 +46,7 @@ export const gbfsVersionsV2Schema = envelope(
   }),
 );
 
-export const systemInformationV2Schema = envelope('2.2', {
+const systemInformationV2Schema = envelope('2.2', {
   type: 'object',
   additionalProperties: false,
   required: ['system_id', 'language', 'name', 'operator', 'url', 'email', 'timezone', 'rental_apps'],
@@ -62,7 +62,7 @@ export const systemInformationV2Schema = envelope('2.2', {
   },
 });
 
-export const vehicleTypesV2Schema = envelope(
+const vehicleTypesV2Schema = envelope(
   '2.2',
   container('vehicle_types', {
     type: 'object',
@@ -80,7 +80,7 @@ export const vehicleTypesV2Schema = envelope(
   }),
 );
 
-export const freeBikeStatusV2Schema = envelope(
+const freeBikeStatusV2Schema = envelope(
   '2.2',
   container('bikes', {
     type: 'object',
@@ -101,7 +101,7 @@ export const freeBikeStatusV2Schema = envelope(
   }),
 );
 
-export const systemRegionsV2Schema = envelope(
+const systemRegionsV2Schema = envelope(
   '2.2',
   container('regions', {
     type: 'object',
@@ -111,7 +111,7 @@ export const systemRegionsV2Schema = envelope(
   }),
 );
 
-export const systemPricingPlansV2Schema = envelope(
+const systemPricingPlansV2Schema = envelope(
   '2.2',
   container('plans', {
     type: 'object',
@@ -129,7 +129,7 @@ export const systemPricingPlansV2Schema = envelope(
   }),
 );
 
-export const systemAlertsV2Schema = envelope(
+const systemAlertsV2Schema = envelope(
   '2.2',
   container('alerts', {
     type: 'object',
@@ -153,7 +153,7 @@ export const systemAlertsV2Schema = envelope(
   }),
 );
 
-export const geofencingZonesV2Schema = envelope('2.2', {
+const geofencingZonesV2Schema = envelope('2.2', {
   type: 'object',
   additionalProperties: false,
   required: ['geofencing_zones'],

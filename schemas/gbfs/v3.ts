@@ -24,7 +24,7 @@ const bool = { type: 'boolean' } as const;
 const nonNegInt = { type: 'integer', minimum: 0 } as const;
 const ids = { type: 'array', items: str } as const;
 
-export const gbfsV3Schema = envelope('3.0', {
+const gbfsV3Schema = envelope('3.0', {
   type: 'object',
   additionalProperties: false,
   required: ['feeds'],
@@ -45,7 +45,7 @@ export const gbfsV3Schema = envelope('3.0', {
   },
 });
 
-export const gbfsVersionsV3Schema = envelope(
+const gbfsVersionsV3Schema = envelope(
   '3.0',
   container('versions', {
     type: 'object',
@@ -55,7 +55,7 @@ export const gbfsVersionsV3Schema = envelope(
   }),
 );
 
-export const systemInformationV3Schema = envelope('3.0', {
+const systemInformationV3Schema = envelope('3.0', {
   type: 'object',
   additionalProperties: false,
   required: [
@@ -88,7 +88,7 @@ export const systemInformationV3Schema = envelope('3.0', {
   },
 });
 
-export const vehicleTypesV3Schema = envelope(
+const vehicleTypesV3Schema = envelope(
   '3.0',
   container('vehicle_types', {
     type: 'object',
@@ -151,7 +151,7 @@ export const vehicleTypesV3Schema = envelope(
   }),
 );
 
-export const stationInformationV3Schema = envelope(
+const stationInformationV3Schema = envelope(
   '3.0',
   container('stations', {
     type: 'object',
@@ -161,7 +161,7 @@ export const stationInformationV3Schema = envelope(
   }),
 );
 
-export const stationStatusV3Schema = envelope(
+const stationStatusV3Schema = envelope(
   '3.0',
   container('stations', {
     type: 'object',
@@ -182,7 +182,7 @@ export const stationStatusV3Schema = envelope(
   }),
 );
 
-export const vehicleStatusV3Schema = envelope(
+const vehicleStatusV3Schema = envelope(
   '3.0',
   container('vehicles', {
     type: 'object',
@@ -215,7 +215,7 @@ export const vehicleStatusV3Schema = envelope(
   }),
 );
 
-export const systemRegionsV3Schema = envelope(
+const systemRegionsV3Schema = envelope(
   '3.0',
   container('regions', {
     type: 'object',
@@ -225,7 +225,7 @@ export const systemRegionsV3Schema = envelope(
   }),
 );
 
-export const systemPricingPlansV3Schema = envelope(
+const systemPricingPlansV3Schema = envelope(
   '3.0',
   container('plans', {
     type: 'object',
@@ -244,7 +244,7 @@ export const systemPricingPlansV3Schema = envelope(
   }),
 );
 
-export const systemAlertsV3Schema = envelope(
+const systemAlertsV3Schema = envelope(
   '3.0',
   container('alerts', {
     type: 'object',
@@ -282,7 +282,7 @@ const ruleV3 = {
   },
 } as const;
 
-export const geofencingZonesV3Schema = envelope('3.0', {
+const geofencingZonesV3Schema = envelope('3.0', {
   type: 'object',
   additionalProperties: false,
   required: ['geofencing_zones', 'global_rules'],

@@ -133,5 +133,10 @@ export const MdsEventsHeadSchema = {
   properties: head,
 } as const;
 
-/** Head of the telemetry file. */
-export const MdsTelemetryHeadSchema = MdsTripsHeadSchema;
+/** Head of the telemetry file (the same fields as the trips and events heads). */
+export const MdsTelemetryHeadSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['version', 'last_updated', 'ttl'],
+  properties: head,
+} as const;

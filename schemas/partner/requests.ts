@@ -7,7 +7,7 @@
  */
 import type { FromSchema } from 'json-schema-to-ts';
 
-export const LocationSchema = {
+const LocationSchema = {
   type: 'object',
   properties: {
     latitude: { type: 'number', minimum: -90, maximum: 90 },

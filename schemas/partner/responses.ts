@@ -18,7 +18,7 @@ const minor = (description: string) => ({ type: 'integer', minimum: 0, descripti
 const currency = { type: 'string', pattern: '^[A-Z]{3}$', description: 'ISO 4217 alphabetic code', examples: ['EUR'] } as const;
 const vehicleType = { enum: ['scooter', 'bicycle'] } as const;
 
-export const LocationRecord = {
+const LocationRecord = {
   type: 'object',
   properties: { latitude: { type: 'number', minimum: -90, maximum: 90 }, longitude: { type: 'number', minimum: -180, maximum: 180 } },
   required: ['latitude', 'longitude'],
@@ -44,7 +44,7 @@ export const UserRecord = {
   additionalProperties: false,
 } as const;
 
-export const PriceRecord = {
+const PriceRecord = {
   type: 'object',
   properties: {
     currency,
@@ -89,7 +89,7 @@ export const VehicleRecord = {
   additionalProperties: false,
 } as const;
 
-export const CostRecord = {
+const CostRecord = {
   type: 'object',
   properties: {
     startPrice: { type: ['integer', 'null'], minimum: 0, description: 'unlock fee, minor units; null when unknown for historical data' },
@@ -160,7 +160,7 @@ export const RentalRecordSchema = {
   additionalProperties: false,
 } as const;
 
-export const MultiPolygonRecord = {
+const MultiPolygonRecord = {
   type: 'object',
   properties: {
     type: { const: 'MultiPolygon' },
@@ -268,7 +268,7 @@ export const PhotoDecisionRecord = {
   additionalProperties: false,
 } as const;
 
-export const JsonApiErrorRecord = {
+const JsonApiErrorRecord = {
   type: 'object',
   properties: {
     status: { type: 'string', pattern: '^[1-5][0-9]{2}$', description: 'the HTTP status, as a string (JSON:API)' },

@@ -65,7 +65,7 @@ export type OneStopBookingRequest = FromSchema<typeof OneStopBookingRequest>;
 
 export const LEG_EVENTS = ['START_FINISHING', 'FINISH'] as const;
 /** Every legEvent.event value of TOMP 1.6.1: those we do not implement get a 400 that says so. */
-export const TOMP_LEG_EVENTS = [
+const TOMP_LEG_EVENTS = [
   'PREPARE',
   'ASSIGN_ASSET',
   'SET_IN_USE',
@@ -107,7 +107,7 @@ export const BookingOperation = {
 } as const;
 export type BookingOperation = FromSchema<typeof BookingOperation>;
 
-export const SUPPORT_TYPES = [
+const SUPPORT_TYPES = [
   'BROKEN_DOWN',
   'NOT_AT_LOCATION',
   'MISSING_AFTER_PAUSE',

@@ -22,7 +22,7 @@ export const TompErrorRecord = {
   },
 } as const;
 
-export const FarePartRecord = {
+const FarePartRecord = {
   type: 'object',
   required: ['amount', 'currencyCode', 'type'],
   properties: {
@@ -36,7 +36,7 @@ export const FarePartRecord = {
   },
 } as const;
 
-export const FareRecord = {
+const FareRecord = {
   type: 'object',
   required: ['estimated', 'parts'],
   properties: {

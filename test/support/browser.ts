@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ROOT } from '../../lib/paths.js';
 
-export const CHROMIUM = '/usr/bin/chromium';
-export const ARTIFACTS = join(ROOT, 'test-artifacts');
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 const FLAGS = [
   '--headless',
@@ -27,7 +27,7 @@ const FLAGS = [
   '--disable-sync',
 ];
 
-export function isLoopback(url: string): boolean {
+function isLoopback(url: string): boolean {
   const { protocol, hostname } = new URL(url);
   if (protocol === 'data:' || protocol === 'blob:' || protocol === 'about:') return true;
   return hostname === 'localhost' || hostname === '[::1]' || /^127\./.test(hostname);

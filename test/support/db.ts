@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { cloneDatabase, dropDatabase, ensureTemplate, serverUrl, urlFor, withAdmin, type ScratchDatabase } from '../../lib/sql/template.js';
 
-export { cloneDatabase, ensureTemplate, serverUrl, urlFor };
+export { cloneDatabase, ensureTemplate, serverUrl };
 
 export type TestDatabase = ScratchDatabase;
 

@@ -18,7 +18,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
 import { SPECS_DIR } from '../../lib/paths.js';
 
-export function squareWkt(lat: number, lng: number, half = 0.01): string {
+function squareWkt(lat: number, lng: number, half = 0.01): string {
   const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
   return `MULTIPOLYGON(((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b})))`;
 }
@@ -98,21 +98,6 @@ export async function publishHour(
   return key;
 }
 
-/** Stores a GBFS file and its gbfs_snapshots row. */
-export async function publishGbfs(ctx: AppContext, p: { version: '2.2' | '3.0'; scope: string; file: string; body: unknown; ttl?: number }): Promise<string> {
-  const key = `gbfs/${p.version}/${p.scope}/${p.file}.json.gz`;
-  const json = Buffer.from(JSON.stringify(p.body));
-  const sha = createHash('sha256').update(json).digest('hex');
-  await ctx.store.put(key, gzipSync(json), { contentType: 'application/json', contentEncoding: 'gzip', metadata: { sha256: sha } });
-  await ctx.db.query(
-    `INSERT INTO gbfs_snapshots (version, scope, file, object_key, sha256, bytes, ttl, last_updated)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, now())
-     ON CONFLICT (version, scope, file) DO UPDATE SET object_key = EXCLUDED.object_key, sha256 = EXCLUDED.sha256`,
-    [p.version, p.scope, p.file, key, sha, json.length, p.ttl ?? 60],
-  );
-  return key;
-}
-
 /** Basic credentials as RFC 6749 §2.3.1 wants them: each part form-urlencoded, then base64. */
 export function basic(id: string, secret: string): string {
   const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
@@ -133,7 +118,7 @@ export function mdsSpecsAvailable(): boolean {
 }
 
 /** `2.0/micromobility/vehicles`, `1.2.0/vehicles`, `0.4.1/status_changes` … */
-export function mdsSpec(name: string): ValidateFunction {
+function mdsSpec(name: string): ValidateFunction {
   let v = mdsValidators.get(name);
   if (!v) {
     const schema = JSON.parse(readFileSync(join(SPECS_DIR, 'mds', `${name}.json`), 'utf8'));

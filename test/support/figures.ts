@@ -28,7 +28,7 @@ export function count(row: string, what: Figure, n = 1): void {
 
 type Row = { row: string } & Record<Figure, number>;
 
-export function figures(): Row[] {
+function figures(): Row[] {
   return [...rows.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([row, r]) => ({ row, ...r }));
 }
 
@@ -77,7 +77,7 @@ export function printFigures(dir: string): void {
 }
 
 /** What must never appear in an answer: stack frames, SQL text, driver internals. */
-export const LEAK = /at .*\.ts:|SELECT |INSERT |syntax error|pg_|stack/i;
+const LEAK = /at .*\.ts:|SELECT |INSERT |syntax error|pg_|stack/i;
 
 /**
  * Asserts that `res` is no 5xx and leaks nothing; counts the input, and a failure when a rule broke
@@ -103,7 +103,7 @@ export function expectSafe(row: string, res: { status: number; text?: string; bo
 /** One seed for every property, so a failure reproduces; bounded runs keep the suite fast. */
 export const FC = { seed: 20261121, numRuns: 60, endOnFailure: true } as const;
 
-export const NON_V4_UUIDS = [
+const NON_V4_UUIDS = [
   '00000000-0000-0000-0000-000000000000',
   'ffffffff-ffff-ffff-ffff-ffffffffffff',
   '6ba7b810-9dad-11d1-80b4-00c04fd430c8', // v1
@@ -137,7 +137,7 @@ export const IMPOSSIBLE_TIMES = [
 
 export const NUMBERISH = ['1e308', '-1', 'NaN', 'Infinity', '-Infinity', '-0', '0x10', '1.5', '9'.repeat(400), '1e-400', '+1', ' 1', '1 ', '١٢٣'];
 
-export const SQLISH = [
+const SQLISH = [
   "' OR '1'='1",
   "'; DROP TABLE rentals; --",
   '" OR 1=1 --',
@@ -150,7 +150,7 @@ export const SQLISH = [
   '--',
 ];
 
-export const ODD_STRINGS = [
+const ODD_STRINGS = [
   '',
   ' ',
   '\t',
@@ -178,10 +178,10 @@ export const ODD_STRINGS = [
   'constructor',
 ];
 
-export const HOSTILE_STRINGS = [...NON_V4_UUIDS, ...IMPOSSIBLE_TIMES, ...NUMBERISH, ...SQLISH, ...ODD_STRINGS];
+const HOSTILE_STRINGS = [...NON_V4_UUIDS, ...IMPOSSIBLE_TIMES, ...NUMBERISH, ...SQLISH, ...ODD_STRINGS];
 
 /** Already-encoded path segments: traversal, NUL, broken percent-encoding, overlong UTF-8, unicode, very long. */
-export const HOSTILE_SEGMENTS = [
+const HOSTILE_SEGMENTS = [
   '..%2F..%2Fetc%2Fpasswd',
   '..%2f',
   '%2e%2e',
@@ -234,7 +234,7 @@ export const hostileSegment: fc.Arbitrary<string> = fc.oneof(
 export const hostileHeader: fc.Arbitrary<string> = hostileString.map((s) => s.replace(/[^\x20-\x7e]/g, '?').slice(0, 1000));
 
 /** Any JSON value a hostile client may put where a field is expected. */
-export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: hostileString },
   { weight: 1, arbitrary: fc.constantFrom<unknown>(1e308, -1e308, -1, 0, -0, 2 ** 53 + 1, 0.5, null, true, false, [], {}, [null], { $gt: '' }) },
   { weight: 1, arbitrary: fc.double() },
@@ -255,7 +255,7 @@ function setPath(obj: unknown, path: string[], value: unknown, remove: boolean):
 }
 
 /** Every path to a leaf (and to each object) of a JSON object. */
-export function pathsOf(obj: unknown, prefix: string[] = []): string[][] {
+function pathsOf(obj: unknown, prefix: string[] = []): string[][] {
   if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return [prefix];
   const out: string[][] = prefix.length ? [prefix] : [];
   for (const [k, v] of Object.entries(obj as Json)) out.push(...pathsOf(v, [...prefix, k]));
@@ -348,7 +348,7 @@ export async function postChunked(
 }
 
 /** Values that broke real services: NUL (Postgres text), lone surrogates, leap seconds, huge numbers. */
-export const NASTY_VALUES: unknown[] = [
+const NASTY_VALUES: unknown[] = [
   'a\u0000b',
   '\u0000',
   '\ud800',

@@ -7,7 +7,7 @@ import type { Queryable } from '../../lib/db.js';
 let counter = 0;
 
 /** A 0.02° square around (lat, lng) as WKT MultiPolygon. */
-export function squareWkt(lat: number, lng: number, half = 0.01): string {
+function squareWkt(lat: number, lng: number, half = 0.01): string {
   const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
   return `MULTIPOLYGON(((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b})))`;
 }

@@ -14,7 +14,7 @@ import { SPECS_DIR, TOOLS_DIR } from '../../lib/paths.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
-export const GBFS_SPECS = join(SPECS_DIR, 'gbfs');
+const GBFS_SPECS = join(SPECS_DIR, 'gbfs');
 
 export function gbfsSpecsAvailable(): boolean {
   return existsSync(join(GBFS_SPECS, 'v3.0', 'gbfs.json')) && existsSync(join(GBFS_SPECS, 'v2.2', 'gbfs.json'));

@@ -11,7 +11,7 @@ import { DOCUMENT_NAMES, type DocumentName } from '../../api/docs/documents.js';
 import { testConfig } from '../../lib/config.js';
 import type { AppContext } from '../../lib/context.js';
 
-export const SERVED_URLS = { PUBLIC_BASE_URL: 'https://api.mobility.test', PUBLIC_LEGACY_URL: 'https://mds.mobility.test' } as const;
+const SERVED_URLS = { PUBLIC_BASE_URL: 'https://api.mobility.test', PUBLIC_LEGACY_URL: 'https://mds.mobility.test' } as const;
 
 /** Each document's body as served. */
 export async function servedDocuments(): Promise<Record<DocumentName, string>> {

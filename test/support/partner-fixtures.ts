@@ -14,7 +14,7 @@ let n = 0;
 const uniq = () => `${Date.now().toString(36)}${(++n).toString(36)}${randomBytes(2).toString('hex')}`;
 
 /** A square of `halfM` metres half-side around (lat, lng) as WKT MultiPolygon. */
-export function squareM(lat: number, lng: number, halfM: number): string {
+function squareM(lat: number, lng: number, halfM: number): string {
   const dLat = halfM / 111_320;
   const dLng = halfM / (111_320 * Math.cos((lat * Math.PI) / 180));
   const [a, b, c, d] = [lng - dLng, lat - dLat, lng + dLng, lat + dLat];

@@ -60,7 +60,7 @@ export async function standbyOrSkip(test: Mocha.Context, primaryUrl: string): Pr
   return startStandby(primaryUrl);
 }
 
-export async function startStandby(primaryUrl: string): Promise<Standby> {
+async function startStandby(primaryUrl: string): Promise<Standby> {
   const primary = new URL(primaryUrl);
   const base = mkdtempSync(join(tmpdir(), 'pg-standby-'));
   const data = join(base, 'data');

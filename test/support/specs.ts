@@ -42,17 +42,13 @@ function engineFor(schema: { $schema?: string }): Ajv | Ajv2020 {
   return ajv07;
 }
 
-export function specsAvailable(): boolean {
-  return existsSync(SPECS_DIR);
-}
-
 /**
  * The validator of the official schema at `path` (relative to SPECS_DIR, e.g.
  * `mds/1.2.0/status_changes.json`, `gbfs/v3.0/vehicle_status.json`), or undefined when it is absent.
  * A schema that does not compile throws (`mds/0.4.1/events.json` is broken upstream: validate 0.4
  * events against `mds/0.4.1/status_changes.json` records instead, see specs/mds/README.md).
  */
-export function specValidator(path: string): ValidateFunction | undefined {
+function specValidator(path: string): ValidateFunction | undefined {
   const cached = cache.get(path);
   if (cached) return cached;
   const file = join(SPECS_DIR, path);

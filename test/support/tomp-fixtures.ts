@@ -10,7 +10,7 @@ let counter = 0;
 const uniq = () => `${process.pid.toString(36)}${(++counter).toString(36)}`;
 
 /** A square of half-size `half` degrees around (lat, lng) as a WKT polygon ring. */
-export function ring(lat: number, lng: number, half: number): string {
+function ring(lat: number, lng: number, half: number): string {
   const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
   return `((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b}))`;
 }

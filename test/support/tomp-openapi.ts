@@ -21,7 +21,7 @@ import { SPECS_DIR } from '../../lib/paths.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
-export const TOMP_SPEC_FILE = join(SPECS_DIR, 'tomp', 'TOMP-API-1.6.1.yaml');
+const TOMP_SPEC_FILE = join(SPECS_DIR, 'tomp', 'TOMP-API-1.6.1.yaml');
 
 type Json = any;
 
@@ -54,7 +54,7 @@ function convert(node: Json): Json {
  * 2. the seed's state names win: START_FINISHING (and STARTED for legs) are booking/leg states;
  * 3. asset.maxRange is in meters, so its upstream `maximum: 100` cannot hold.
  */
-export const DEVIATIONS: Array<{ what: string; apply: (defs: Record<string, Json>) => void }> = [
+const DEVIATIONS: Array<{ what: string; apply: (defs: Record<string, Json>) => void }> = [
   {
     what: 'negative coordinates are valid',
     apply: (d) => {

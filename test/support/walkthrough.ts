@@ -40,7 +40,7 @@ export function readWalkthroughBlocks(markdown: string): WalkthroughBlock[] {
 }
 
 /** Absolute path of an executable on PATH, or undefined. */
-export function findTool(name: string): string | undefined {
+function findTool(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
     const p = join(dir, name);

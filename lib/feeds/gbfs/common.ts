@@ -2,7 +2,7 @@
  * Values both GBFS versions derive the same way: ids, money, deep links, availability, alerts,
  * station counts. The version builders (v2.ts, v3.ts) only shape them.
  */
-import type { GbfsVehicle, GbfsVehicleType, ZoneData } from './model.js';
+import type { GbfsVehicle, ZoneData } from './model.js';
 import { phrasesFor } from './phrases.js';
 import { toMajor } from '../../money.js';
 
@@ -18,7 +18,7 @@ export function planId(zoneId: string, vehicleTypeId: string): string {
   return `${zoneId}:${vehicleTypeId}`;
 }
 
-export function money(minor: number, currency: string, language: string): string {
+function money(minor: number, currency: string, language: string): string {
   try {
     return new Intl.NumberFormat(language, { style: 'currency', currency }).format(toMajor(minor, currency));
   } catch {
@@ -149,11 +149,6 @@ export function zoneAlerts(z: ZoneData, textLanguage: string = z.zone.language):
     });
   }
   return out;
-}
-
-/** Types sorted by id, shared by several files. */
-export function typeById(types: readonly GbfsVehicleType[]): Map<string, GbfsVehicleType> {
-  return new Map(types.map((t) => [t.id, t]));
 }
 
 /** GBFS 3.0 localized text. */

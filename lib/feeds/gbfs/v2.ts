@@ -41,7 +41,7 @@ export function envelopeV2(lastUpdated: Date, ttl: number, data: unknown): Recor
 }
 
 /** Discovery: one entry per language; a one-language system keeps the plain /gbfs/v2/{file}.json URLs. */
-export function gbfsV2(s: V2Scope, env: BuildEnv) {
+function gbfsV2(s: V2Scope, env: BuildEnv) {
   const names = V2_FILES.filter((f) => f === 'gbfs' || canRead(s.role, { family: 'gbfs', version: '2.2', file: f }));
   const several = s.languages.length > 1;
   return Object.fromEntries(
@@ -52,7 +52,7 @@ export function gbfsV2(s: V2Scope, env: BuildEnv) {
   );
 }
 
-export function gbfsVersionsV2(s: V2Scope, env: BuildEnv) {
+function gbfsVersionsV2(s: V2Scope, env: BuildEnv) {
   const versions = [{ version: '2.2', url: v2Url(env.publicBaseUrl, 'gbfs') }];
   // 3.0 is published per zone: it is the same system only when the scope is one zone
   if (s.zones.length === 1) versions.push({ version: '3.0', url: v3Url(env.publicBaseUrl, s.zones[0].zone.id, 'gbfs') });
@@ -82,7 +82,7 @@ function scopeTypes(s: V2Scope): GbfsVehicleType[] {
   return [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
-export function vehicleTypesV2(s: V2Scope) {
+function vehicleTypesV2(s: V2Scope) {
   return {
     vehicle_types: scopeTypes(s).map((t) => ({
       vehicle_type_id: t.id,
@@ -95,7 +95,7 @@ export function vehicleTypesV2(s: V2Scope) {
   };
 }
 
-export function freeBikeStatusV2(s: Pick<V2Scope, 'zones'>, env: BuildEnv) {
+function freeBikeStatusV2(s: Pick<V2Scope, 'zones'>, env: BuildEnv) {
   const bikes = [];
   for (const z of s.zones) {
     const priced = new Set(z.prices.map((p) => p.vehicleTypeId));
@@ -118,11 +118,11 @@ export function freeBikeStatusV2(s: Pick<V2Scope, 'zones'>, env: BuildEnv) {
   return { bikes };
 }
 
-export function systemRegionsV2(s: V2Scope) {
+function systemRegionsV2(s: V2Scope) {
   return { regions: s.zones.map((z) => ({ region_id: z.zone.id, name: z.zone.name })) };
 }
 
-export function systemPricingPlansV2(s: V2Scope) {
+function systemPricingPlansV2(s: V2Scope) {
   const plans = [];
   for (const z of s.zones) {
     const { zone } = z;
@@ -142,7 +142,7 @@ export function systemPricingPlansV2(s: V2Scope) {
   return { plans };
 }
 
-export function systemAlertsV2(s: V2Scope, env: BuildEnv) {
+function systemAlertsV2(s: V2Scope, env: BuildEnv) {
   const alerts = [];
   for (const z of s.zones) {
     for (const a of zoneAlerts(z, s.language)) {

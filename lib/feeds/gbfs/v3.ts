@@ -30,7 +30,7 @@ export function envelopeV3(lastUpdated: Date, ttl: number, data: unknown): Recor
 }
 
 /** gbfs.json for a role: only the files the role may read (gbfs itself always). */
-export function gbfsV3(z: ZoneData, env: BuildEnv, role: Role) {
+function gbfsV3(z: ZoneData, env: BuildEnv, role: Role) {
   const feeds = V3_FILES.filter((f) => f === 'gbfs' || canRead(role, { family: 'gbfs', version: '3.0', file: f })).map((name) => ({
     name,
     url: v3Url(env.publicBaseUrl, z.zone.id, name),
@@ -43,7 +43,7 @@ export function gbfsV3(z: ZoneData, env: BuildEnv, role: Role) {
  * client scope at one URL whose system depends on the caller, so no 2.2 URL names this zone's
  * system for every reader of this file: the caller's manifest.json says which 2.2 system it reads.
  */
-export function gbfsVersionsV3(z: ZoneData, env: BuildEnv) {
+function gbfsVersionsV3(z: ZoneData, env: BuildEnv) {
   return { versions: [{ version: '3.0', url: v3Url(env.publicBaseUrl, z.zone.id, 'gbfs') }] };
 }
 
@@ -64,7 +64,7 @@ export function manifestV3(s: V2Scope, env: BuildEnv) {
   return { datasets };
 }
 
-export function systemInformationV3(z: ZoneData, env: BuildEnv) {
+function systemInformationV3(z: ZoneData, env: BuildEnv) {
   const { zone } = z;
   return {
     system_id: `${env.providerId}:${zone.id}`,
@@ -83,7 +83,7 @@ export function systemInformationV3(z: ZoneData, env: BuildEnv) {
   };
 }
 
-export function vehicleTypesV3(z: ZoneData, env: BuildEnv) {
+function vehicleTypesV3(z: ZoneData, env: BuildEnv) {
   const { zone } = z;
   const priced = new Set(z.prices.map((p) => p.vehicleTypeId));
   return {
@@ -115,7 +115,7 @@ export function vehicleTypesV3(z: ZoneData, env: BuildEnv) {
   };
 }
 
-export function stationInformationV3(z: ZoneData) {
+function stationInformationV3(z: ZoneData) {
   const { zone } = z;
   return {
     stations: z.areas
@@ -133,7 +133,7 @@ export function stationInformationV3(z: ZoneData) {
   };
 }
 
-export function stationStatusV3(z: ZoneData) {
+function stationStatusV3(z: ZoneData) {
   const renting = zoneRentable(z);
   return {
     stations: stationCounts(z).map((c) => ({
@@ -149,7 +149,7 @@ export function stationStatusV3(z: ZoneData) {
   };
 }
 
-export function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
+function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
   return {
     vehicles: z.vehicles.map((v) => {
       const f = vehicleFlags(z, v);
@@ -170,11 +170,11 @@ export function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
   };
 }
 
-export function systemRegionsV3(z: ZoneData) {
+function systemRegionsV3(z: ZoneData) {
   return { regions: [{ region_id: z.zone.id, name: loc(z.zone.name, z.zone.language) }] };
 }
 
-export function systemPricingPlansV3(z: ZoneData) {
+function systemPricingPlansV3(z: ZoneData) {
   const { zone } = z;
   const names = new Map(z.types.map((t) => [t.id, t.name]));
   return {
@@ -192,7 +192,7 @@ export function systemPricingPlansV3(z: ZoneData) {
   };
 }
 
-export function systemAlertsV3(z: ZoneData, env: BuildEnv) {
+function systemAlertsV3(z: ZoneData, env: BuildEnv) {
   return {
     alerts: zoneAlerts(z).map((a) => ({
       alert_id: a.id,

@@ -4,4 +4,4 @@ export * from './records.js';
 export * from './legacy.js';
 export * from './envelope.js';
 export * from './sources.js';
-export { toInsuranceTrip, averageSpeedKmh, type InsuranceTrip } from '../insurance/records.js';
+export { toInsuranceTrip, averageSpeedKmh } from '../insurance/records.js';

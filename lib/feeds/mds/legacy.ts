@@ -9,14 +9,13 @@ import type { StatusChange04, StatusChange12, Trip04, Trip12, Vehicle04, Vehicle
 import type { EventRow, Provider, TripRow, VehicleStatusRow } from './rows.js';
 
 // The record types are their schemas' (schemas/mds/legacy.ts), the one description of each record.
-export type { FeaturePoint } from '../../../schemas/mds/common.js';
 export type { StatusChange04, StatusChange12, Trip04, Trip12, Vehicle04, Vehicle12 } from '../../../schemas/mds/legacy.js';
 
 // ---------------------------------------------------------------------------------------------
 // Shared shapes
 // ---------------------------------------------------------------------------------------------
 
-export function featurePoint(lat: number, lng: number, timestamp: number): FeaturePoint {
+function featurePoint(lat: number, lng: number, timestamp: number): FeaturePoint {
   return { type: 'Feature', properties: { timestamp: Number(timestamp) }, geometry: { type: 'Point', coordinates: [Number(lng), Number(lat)] } };
 }
 
@@ -24,7 +23,7 @@ export function featurePoint(lat: number, lng: number, timestamp: number): Featu
  * Nominal accuracy (meters) of the route points. The legacy trip record requires the field; our
  * vehicles report consumer-grade GNSS positions, for which 10 m is the usual horizontal accuracy.
  */
-export const ROUTE_ACCURACY_M = 10;
+const ROUTE_ACCURACY_M = 10;
 
 /** Our form factors in the legacy vehicle_type vocabulary (both versions know scooter and bicycle). */
 function legacyVehicleType(formFactor: string): Trip12['vehicle_type'] {
@@ -52,7 +51,7 @@ const TRIP_EVENTS = new Set(['trip_start', 'trip_end', 'trip_cancel', 'trip_ente
 export type State12 = StatusChange12['vehicle_state'];
 
 /** 2.0 vehicle_state → 1.2 vehicle_state. 1.2 has one `unknown` for both "cannot reach" and "cannot find". */
-export const STATE_2_TO_12: Readonly<Record<string, State12>> = {
+const STATE_2_TO_12: Readonly<Record<string, State12>> = {
   removed: 'removed',
   available: 'available',
   non_operational: 'non_operational',
@@ -64,7 +63,7 @@ export const STATE_2_TO_12: Readonly<Record<string, State12>> = {
 };
 
 /** 1.2 vehicle_event enum. */
-export const EVENTS_12: ReadonlySet<string> = new Set([
+const EVENTS_12: ReadonlySet<string> = new Set([
   'agency_drop_off',
   'agency_pick_up',
   'battery_charged',
@@ -94,13 +93,13 @@ export const EVENTS_12: ReadonlySet<string> = new Set([
 ]);
 
 /** 2.0 event types that 1.2 names differently; any other 2.0 type unknown to 1.2 becomes `unspecified`. */
-export const EVENT_2_TO_12: Readonly<Record<string, string>> = {
+const EVENT_2_TO_12: Readonly<Record<string, string>> = {
   not_located: 'missing',
   changed_geographies: 'unspecified',
 };
 
 /** 1.2's rule: event_types must contain at least one of these for the state (status_changes.json allOf). */
-export const VALID_EVENTS_12: Readonly<Record<State12, readonly string[]>> = {
+const VALID_EVENTS_12: Readonly<Record<State12, readonly string[]>> = {
   available: [
     'agency_drop_off',
     'battery_charged',
@@ -177,7 +176,6 @@ export function toTrip12(row: TripRow, p: Provider): Trip12 {
 // 0.4.1
 // ---------------------------------------------------------------------------------------------
 
-export type EventType04 = StatusChange04['event_type'];
 /** A 0.4 status change's event type and reason. */
 export type Event04 = Pick<StatusChange04, 'event_type' | 'event_type_reason'>;
 

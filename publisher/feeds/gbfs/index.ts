@@ -22,9 +22,8 @@ import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope
 import { planGbfsTick } from './tick.js';
 import { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
-export { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
-export { planGbfsTick, type GbfsTickPlan } from './tick.js';
-export { buildGbfsZone, type GbfsBuildResult, type GbfsForce, type ZoneBuildResult } from './zone.js';
+export { planGbfsTick } from './tick.js';
+export { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
 export type GbfsPublishMode = GbfsForce;
 export type GbfsPublishResult = GbfsBuildResult;

@@ -34,7 +34,7 @@ const cache = new LRUCache<string, Cached>({ maxSize: CACHE_BYTES, sizeCalculati
 const cacheKey = (zoneId: string, part: string) => `${zoneId}\u0000${part}`;
 
 /** Remembers a part this process just built (its job stores it in gbfs_zone_parts). */
-export function rememberPart(zoneId: string, part: string, fragment: Fragment): void {
+function rememberPart(zoneId: string, part: string, fragment: Fragment): void {
   cache.set(cacheKey(zoneId, part), { fragment });
 }
 

@@ -44,7 +44,7 @@ const scopeJob = (s: GbfsScope): PgBoss.JobInsert<ScopeJob> => ({
 });
 
 /** One tick: the due zones' and scopes' jobs, in two inserts. Returns the jobs sent (some may be dropped as already queued). */
-export async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
+async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
   const plan = await planGbfsTick(ctx);
   const zones = plan.zones.map((zone): PgBoss.JobInsert<ZoneJob> => ({ name: GBFS_QUEUES.zone, data: { zone }, singletonKey: `gbfs-zone:${zone}` }));
   const scopes = plan.scopes.filter((s) => s.due).map(scopeJob);

@@ -91,7 +91,7 @@ export interface StoredRow {
 
 export type Outcome = 'written' | 'unchanged' | 'failed';
 
-export class GbfsValidationError extends Error {}
+class GbfsValidationError extends Error {}
 
 const rowKey = (version: string, scope: string, file: string) => `${version}/${scope}/${file}`;
 
