@@ -8,12 +8,17 @@ import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { bulkVehicles, feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import {
+  MDS_TELEMETRY,
+  MDS_TRIP,
   streamVehicleRecords,
   streamVehicleStatus,
   streamVehicleStatusRecords,
   streamVehicles,
   toMdsVehicle,
   toMdsVehicleStatus,
+  type TelemetryRow,
+  type VehicleRow,
+  type VehicleStatusRow,
 } from '../lib/feeds/mds/index.js';
 import { mapperOf, recordSql, shape } from '../lib/feeds/mds/shape.js';
 import { compile } from '../lib/validate.js';
@@ -46,6 +51,8 @@ describe('records built in Postgres', () => {
     v.small = await feedVehicle(db, zone, { lat: 0.0000009, lng: 1e-300 });
     v.silent = await feedVehicle(db, zone); // no event: no status
     v.noTelemetry = await feedVehicle(db, zone, { lat: 52.50050000000001, lng: 13.4 });
+    v.twoTrips = await feedVehicle(db, zone);
+    v.holey = await feedVehicle(db, zone);
     await feedEvent(db, {
       deviceId: v.plain.id,
       zoneId: zone,
@@ -77,6 +84,13 @@ describe('records built in Postgres', () => {
        VALUES ($1, $2, '{comms_lost}', 'non_contactable', $3, ST_SetSRID(ST_MakePoint('-0'::float8, 1e-7), 4326), 3)`,
       [v.noTelemetry.id, zone, new Date('2026-11-21T11:30:00Z')],
     );
+    // trip ids (uuid[], printed without to_json): two of them, upper-case input; one with a null element
+    await db.query(
+      `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent, trip_ids)
+       VALUES ($1, $3, '{trip_end}', 'available', $4, ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326), 40, '{5FE6481A-66B2-4959-9076-25B31AA82ED8,1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07}'),
+              ($2, $3, '{trip_end}', 'available', $4, ST_SetSRID(ST_MakePoint(13.4, 52.5), 4326), 40, ARRAY['1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07'::uuid, NULL])`,
+      [v.twoTrips.id, v.holey.id, zone, new Date('2026-11-21T11:10:00Z')],
+    );
     await db.query(
       `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent) VALUES ($1, $2, $3, ST_SetSRID(ST_MakePoint(0.00001, 1.5e-5), 4326), NULL)`,
       [v.small.id, zone, new Date('2026-11-21T11:03:00Z')],
@@ -86,7 +100,7 @@ describe('records built in Postgres', () => {
   it('vehicle status: the JSON text is JSON.stringify of the mapper, byte for byte, in the same order', async () => {
     const { db, config } = t.ctx;
     const rows = await all(streamVehicleStatus(db, zone, NOW));
-    expect(rows.map((r) => r.device_id).sort()).to.deep.equal([v.plain.id, v.odd.id, v.small.id, v.noTelemetry.id].sort());
+    expect(rows.map((r) => r.device_id).sort()).to.deep.equal([v.plain.id, v.odd.id, v.small.id, v.noTelemetry.id, v.twoTrips.id, v.holey.id].sort());
     const runs = await all(streamVehicleStatusRecords(db, config, zone, NOW));
     expect(runs.join(',')).to.equal(rows.map((r) => JSON.stringify(toMdsVehicleStatus(r, config))).join(','));
     // what the mapper leaves out and keeps (the SQL does the same, by the equality above)
@@ -97,6 +111,16 @@ describe('records built in Postgres', () => {
     expect(odd.last_event).to.not.have.property('battery_percent');
     expect(odd.last_event.event_types).to.deep.equal(['battery_low', ODD]);
     expect(odd.last_telemetry.trip_ids).to.deep.equal(['1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07']);
+    // trip ids: none (null in the row) is [], two are both, a null element stays null
+    const tripIds = (id: string) =>
+      toMdsVehicleStatus(
+        rows.find((r) => r.device_id === id)!,
+        config,
+      ).last_event.trip_ids;
+    expect(tripIds(v.small.id)).to.deep.equal([]);
+    expect(tripIds(v.odd.id)).to.deep.equal([]);
+    expect(tripIds(v.twoTrips.id)).to.deep.equal(['5fe6481a-66b2-4959-9076-25b31aa82ed8', '1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07']);
+    expect(tripIds(v.holey.id)).to.deep.equal(['1411de51-7fe7-4cc9-b22a-4bc2fb2a7d07', null]);
     const one = await all(streamVehicleStatusRecords(db, config, zone, NOW, v.odd.id));
     expect(one).to.deep.equal([JSON.stringify(odd)]);
     expect(await all(streamVehicleStatusRecords(db, config, zone, NOW, v.silent.id))).to.deep.equal([]);
@@ -105,7 +129,7 @@ describe('records built in Postgres', () => {
   it('vehicles: the JSON text is JSON.stringify of the mapper, byte for byte, in the same order', async () => {
     const { db, config } = t.ctx;
     const rows = await all(streamVehicles(db, zone));
-    expect(rows).to.have.length(5);
+    expect(rows).to.have.length(7);
     const runs = await all(streamVehicleRecords(db, config, zone));
     expect(runs.join(',')).to.equal(rows.map((r) => JSON.stringify(toMdsVehicle(r, config))).join(','));
     const records = JSON.parse(`[${runs.join(',')}]`);
@@ -186,5 +210,22 @@ describe('records built in Postgres', () => {
   it('a shape starts with a member every record has', () => {
     expect(() => shape<{ a: number }>()(({ int, optional }) => ({ a: optional(int('a')) }))).to.throw(/first member/);
     expect(() => shape<{ a: number }>()(({ constant, optional }) => ({ b: constant(1), a: optional(constant(2)) }))).to.throw(/column member/);
+  });
+
+  it('a shape takes only rows that have what it reads (the compiler refuses each line marked @ts-expect-error)', () => {
+    type NullableTime = Omit<TelemetryRow, 'telemetry_ms'> & { telemetry_ms: number | null };
+    // @ts-expect-error a required timestamp from a column that may be null (a missing `-- not null:`)
+    mapperOf<NullableTime, object>(MDS_TELEMETRY);
+    // @ts-expect-error a trip reads columns a vehicle status row does not have
+    mapperOf<VehicleStatusRow, object>(MDS_TRIP);
+    // @ts-expect-error an integer member on a text column
+    shape<VehicleRow>()(({ int }) => ({ a: int('vehicle_code') }));
+    // @ts-expect-error a column the row does not have
+    shape<VehicleRow>()(({ uuid }) => ({ a: uuid('vehicle_id') }));
+    // and a column that may be null is fine where the member says what null becomes
+    const map = mapperOf<NullableTime, object>(
+      shape<NullableTime>()(({ uuid, int, optional }) => ({ id: uuid('telemetry_id'), t: optional(int('telemetry_ms')) })),
+    );
+    expect(map({ telemetry_id: 'x', telemetry_ms: null } as NullableTime, { providerId: '', providerName: '' })).to.deep.equal({ id: 'x' });
   });
 });

@@ -65,7 +65,9 @@ const trip: TripRow = {
   recorded_ms: T0 + 600_000,
 };
 
-function event(state: string, types: string[], tripIds: string[] | null = null, battery: number | null = 55): EventRow {
+type State = EventRow['vehicle_state'];
+
+function event(state: State, types: string[], tripIds: string[] | null = null, battery: number | null = 55): EventRow {
   return {
     event_id: 'eeeeeeee-1111-4222-8333-444455556666',
     device_id: DEV,
@@ -79,12 +81,15 @@ function event(state: string, types: string[], tripIds: string[] | null = null, 
     vehicle_code: 'AB12',
     form_factor: 'scooter',
     propulsion_type: 'electric',
+    recorded_ms: T0 + 1000,
   };
 }
 
-function status(state: string, types: string[], tripIds: string[] | null = null): VehicleStatusRow {
+function status(state: State, types: string[], tripIds: string[] | null = null): VehicleStatusRow {
+  // a vehicle status row has the event's columns but not when the event was recorded
+  const { recorded_ms: _, ...last } = event(state, types, tripIds);
   return {
-    ...event(state, types, tripIds),
+    ...last,
     telemetry_id: 'cccccccc-1111-4222-8333-444455556666',
     telemetry_ms: T0 + 5000,
     telemetry_lat: 52.6,
@@ -177,7 +182,7 @@ describe('MDS 2.0 mappers', () => {
     expect(st.last_event.event_types).to.deep.equal(['trip_start']);
     expect(st.last_telemetry).to.include({ timestamp: T0 + 5000, journey_id: null, battery_percent: 54 });
     expect(st.last_telemetry.trip_ids).to.deep.equal([TRIP]);
-    const free = toMdsTelemetry(status('available', ['trip_end'], null), P);
+    const free = toMdsTelemetry({ ...status('available', ['trip_end'], null), recorded_ms: T0 + 6000 }, P);
     expect(free.trip_ids).to.equal(null);
     expectValid('MdsVehicle', veh);
     expectValid('MdsVehicleStatus', st);

@@ -763,12 +763,12 @@ export interface Queries {
     row: {
       telemetry_id: string;
       device_id: string;
-      telemetry_ms: number | null;
-      telemetry_lat: number | null;
-      telemetry_lng: number | null;
+      telemetry_ms: number;
+      telemetry_lat: number;
+      telemetry_lng: number;
       telemetry_battery_percent: number | null;
       telemetry_trip_id: string | null;
-      recorded_ms: number | null;
+      recorded_ms: number;
     };
   };
   /** sql/queries/metrics.sql */

@@ -96,13 +96,15 @@ SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_
 -- vehicle_lat, vehicle_lng: of vehicles' NOT NULL location. The event columns of vehicle_current_state
 -- are copied together from one events row (NOT NULL there), and event_id IS NOT NULL is required.
 -- telemetry_id, telemetry_ms, telemetry_lat, telemetry_lng: COALESCEd with NOT NULL vehicle columns.
+-- trip_ids stays uuid[] (no ::text[] as in the hour's events): the records built in Postgres print
+-- its elements without to_json (lib/feeds/mds/shape.ts `uuids`); node-postgres gives string[] either way.
 -- not null: vehicle_lat, vehicle_lng, event_id, event_types, vehicle_state, ts_ms, lat, lng
 -- not null: telemetry_id, telemetry_ms, telemetry_lat, telemetry_lng
 SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
        v.battery_percent AS vehicle_battery_percent,
        ST_Y(v.location) AS vehicle_lat, ST_X(v.location) AS vehicle_lng,
        c.event_id, c.event_types, c.vehicle_state, (extract(epoch FROM c.event_ts) * 1000)::int8 AS ts_ms,
-       ST_Y(c.event_location) AS lat, ST_X(c.event_location) AS lng, c.event_battery_percent AS battery_percent, c.event_trip_ids::text[] AS trip_ids,
+       ST_Y(c.event_location) AS lat, ST_X(c.event_location) AS lng, c.event_battery_percent AS battery_percent, c.event_trip_ids AS trip_ids,
        COALESCE(c.telemetry_id, md5(v.id::text || v.last_seen_at::text)::uuid) AS telemetry_id,
        (extract(epoch FROM COALESCE(c.telemetry_ts, v.last_seen_at)) * 1000)::int8 AS telemetry_ms,
        ST_Y(COALESCE(c.telemetry_location, v.location)) AS telemetry_lat, ST_X(COALESCE(c.telemetry_location, v.location)) AS telemetry_lng,
@@ -121,6 +123,8 @@ SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_
 -- minutes before $3 (the publication time): the trip row is written at the end of the trip, and
 -- its arrival dirties the hours it spans (migration 000120), so the points follow in a republish.
 -- end_time >= ts bounds the probe to the daily trip partitions from the point on.
+-- telemetry_ms, telemetry_lat, telemetry_lng, recorded_ms: of telemetry's NOT NULL ts, location, recorded_at.
+-- not null: telemetry_ms, telemetry_lat, telemetry_lng, recorded_ms
 SELECT t.telemetry_id, t.device_id, (extract(epoch FROM t.ts) * 1000)::int8 AS telemetry_ms,
        ST_Y(t.location) AS telemetry_lat, ST_X(t.location) AS telemetry_lng,
        t.battery_percent AS telemetry_battery_percent, t.trip_id AS telemetry_trip_id,

@@ -6,7 +6,7 @@
  */
 import type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 import type { EventRow, TelemetryRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
-import { mapperOf, shape, type Shape } from './shape.js';
+import { mapperOf, shape } from './shape.js';
 
 // The record types are their schemas' (schemas/mds/v2.ts), the one description of each record.
 export type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
@@ -26,7 +26,7 @@ export function mdsVehicleType(formFactor: string): MdsVehicle['vehicle_type'] {
  * our own brand): MDS 2.0 micromobility only knows rider / rebalance / maintenance, and the
  * channel is the insurance feed's business (its trip_type keeps rider / maas / operator).
  */
-export const MDS_TRIP: Shape = shape<TripRow>()(({ uuid, provider, int, float, object, constant }) => ({
+export const MDS_TRIP = shape<TripRow>()(({ uuid, provider, int, float, object, constant }) => ({
   provider_id: provider(),
   device_id: uuid('device_id'),
   trip_id: uuid('trip_id'),
@@ -42,7 +42,7 @@ export const MDS_TRIP: Shape = shape<TripRow>()(({ uuid, provider, int, float, o
   trip_type: constant(['rider']),
 }));
 
-export const MDS_EVENT: Shape = shape<EventRow>()(({ uuid, text, provider, strings, int, float, object, optional }) => ({
+export const MDS_EVENT = shape<EventRow>()(({ uuid, text, provider, strings, uuids, int, float, object, optional }) => ({
   event_id: uuid('event_id'),
   device_id: uuid('device_id'),
   provider_id: provider(),
@@ -50,12 +50,12 @@ export const MDS_EVENT: Shape = shape<EventRow>()(({ uuid, text, provider, strin
   vehicle_state: text('vehicle_state'),
   timestamp: int('ts_ms'),
   location: object({ lat: float('lat'), lng: float('lng') }),
-  trip_ids: strings('trip_ids', { orEmpty: true }),
+  trip_ids: uuids('trip_ids', { orEmpty: true }),
   // battery_percent is an integer 0–100 in MDS; unknown is left out rather than sent as null
   battery_percent: optional(int('battery_percent')),
 }));
 
-export const MDS_TELEMETRY: Shape = shape<TelemetryRow>()(({ uuid, provider, int, float, object, constant, oneOrNull, optional }) => ({
+export const MDS_TELEMETRY = shape<TelemetryRow>()(({ uuid, provider, int, float, object, constant, oneOrNull, optional }) => ({
   telemetry_id: uuid('telemetry_id'),
   device_id: uuid('device_id'),
   provider_id: provider(),
@@ -67,7 +67,7 @@ export const MDS_TELEMETRY: Shape = shape<TelemetryRow>()(({ uuid, provider, int
   battery_percent: optional(int('telemetry_battery_percent')),
 }));
 
-export const MDS_VEHICLE: Shape = shape<VehicleRow>()(({ uuid, text, provider, int, vocab, oneOrNull, object, constant }) => ({
+export const MDS_VEHICLE = shape<VehicleRow>()(({ uuid, text, provider, int, vocab, oneOrNull, object, constant }) => ({
   device_id: uuid('device_id'),
   provider_id: provider(),
   vehicle_id: text('vehicle_code'),
@@ -79,7 +79,7 @@ export const MDS_VEHICLE: Shape = shape<VehicleRow>()(({ uuid, text, provider, i
 }));
 
 /** A vehicle's last event and last telemetry (VehicleStatusRow holds both, telemetry `telemetry_*`). */
-export const MDS_VEHICLE_STATUS: Shape = shape<VehicleStatusRow>()(({ uuid, provider, object }) => ({
+export const MDS_VEHICLE_STATUS = shape<VehicleStatusRow>()(({ uuid, provider, object }) => ({
   device_id: uuid('device_id'),
   provider_id: provider(),
   last_event: object(MDS_EVENT),

@@ -14,50 +14,90 @@
  * JavaScript prints them (Postgres prints 1e-05 and -0 where JavaScript prints 0.00001 and 0).
  *
  *   const EVENT = shape<EventRow>()(({ uuid, text, int }) => ({ event_id: uuid('event_id'), vehicle_state: text('vehicle_state'), timestamp: int('ts_ms') }));
+ *
+ * A declaration is typed against its source row (`shape<R>()`, R a generated row type, rows.ts): a
+ * member names one of R's columns of the right kind, and the shape records, for the compiler only,
+ * what it needs of a row (`Shape<P>`: each column it reads and the type it reads it as, non-null
+ * unless the member says what null becomes), nested records included. Where rows meet a shape
+ * (`mapperOf<R, T>`, a records query over a typed source in sources.ts) the row type must satisfy
+ * that need, so a column renamed, retyped or made nullable in the SQL fails the type check there.
  */
 import type { Provider } from './rows.js';
 
 /** One member of a record: how its value comes from the row (and the provider). */
 export type Member =
-  | { kind: 'uuid' | 'text' | 'int' | 'float' | 'strings' | 'one_or_null'; col: string; orEmpty?: boolean }
+  | { kind: 'uuid' | 'text' | 'int' | 'float' | 'strings' | 'uuids' | 'one_or_null'; col: string; orEmpty?: boolean }
   | { kind: 'vocab'; col: string; map: Readonly<Record<string, string>>; other: string }
   | { kind: 'const'; value: null | string | number | boolean | readonly unknown[] }
   | { kind: 'provider' }
   | { kind: 'object'; shape: Shape }
   | { kind: 'optional'; member: Member & { col: string } };
 
-/** Members in output order. */
-export type Shape = Readonly<Record<string, Member>>;
+// Phantom: what a member or shape needs of a row rides on it for the compiler only. A function of
+// the row makes it contravariant: a row with more columns, or narrower types, satisfies it.
+declare const needs: unique symbol;
+interface Needs<P> {
+  readonly [needs]?: (row: P) => void;
+}
 
-type Col<R> = Extract<keyof R, string>;
+/** A member that needs `P` of a row. */
+export type Typed<P> = Member & Needs<P>;
 
 /**
- * The member constructors, typed so that a column name must be one of the row's. Plain function
- * members (not methods): a declaration destructures them, so none may depend on `this`.
+ * Members in output order, needing `P` of a source row. `Shape` alone (P = never) is any shape:
+ * what the renderings take.
+ */
+export type Shape<P = never> = Readonly<Record<string, Member>> & Needs<P>;
+
+type Col<R> = Extract<keyof R, string>;
+/** R's columns whose values, null aside, are of type V. */
+type ColOf<R, V> = { [K in Col<R>]: NonNullable<R[K]> extends V ? K : never }[Col<R>];
+/** A row with column C of type V. */
+type Has<C extends string, V> = { readonly [K in C]: V };
+/**
+ * What a declaration (or a nested record's members, or a shape) needs of a row: the intersection of
+ * its members' needs and its own, inferred from the union of their row functions (a contravariant
+ * position).
+ */
+type NeedsOf<M> =
+  | { [K in Extract<keyof M, string>]-?: M[K] extends Needs<infer P> ? (row: P) => void : never }[Extract<keyof M, string>]
+  | (M extends Needs<infer P> ? (row: P) => void : never) extends (row: infer P) => void
+  ? P
+  : never;
+
+/**
+ * The member constructors, typed so that a column must be one of the row's, of the member's kind.
+ * Plain function members (not methods): a declaration destructures them, so none may depend on
+ * `this`.
  */
 export interface Members<R> {
   /** a uuid column, as a JSON string */
-  uuid: (col: Col<R>) => Member;
+  uuid: <C extends ColOf<R, string>>(col: C) => Typed<Has<C, string>>;
   /** a text column, as a JSON string */
-  text: (col: Col<R>) => Member;
+  text: <C extends ColOf<R, string>>(col: C) => Typed<Has<C, string>>;
   /** an integer column (int4, int8), as a JSON number */
-  int: (col: Col<R>) => Member;
+  int: <C extends ColOf<R, number>>(col: C) => Typed<Has<C, number>>;
   /** a double precision column, as a JSON number */
-  float: (col: Col<R>) => Member;
-  /** a text[] column as a JSON array; `orEmpty`: [] when the column is null */
-  strings: (col: Col<R>, opts?: { orEmpty?: boolean }) => Member;
+  float: <C extends ColOf<R, number>>(col: C) => Typed<Has<C, number>>;
+  /** a text[] column as a JSON array; null as null, or `orEmpty`: as [] */
+  strings: <C extends ColOf<R, readonly string[]>>(col: C, opts?: { orEmpty?: boolean }) => Typed<Has<C, readonly string[] | null>>;
+  /**
+   * a uuid[] column as a JSON array of strings, like `strings`: Postgres prints a uuid without
+   * to_json, for which nothing needs escaping
+   */
+  uuids: <C extends ColOf<R, readonly string[]>>(col: C, opts?: { orEmpty?: boolean }) => Typed<Has<C, readonly string[] | null>>;
   /** an array of the column's one value, or null when the column is null */
-  oneOrNull: (col: Col<R>) => Member;
-  /** a column's value through a vocabulary table; `other` for any value not in it */
-  vocab: (col: Col<R>, map: Readonly<Record<string, string>>, other: string) => Member;
+  oneOrNull: <C extends Col<R>>(col: C) => Typed<Has<C, unknown>>;
+  /** a column's value through a vocabulary table; `other` for any value not in it (null too) */
+  vocab: <C extends ColOf<R, string>>(col: C, map: Readonly<Record<string, string>>, other: string) => Typed<Has<C, string | null>>;
   /** the same value for every record */
-  constant: (value: null | string | number | boolean | readonly unknown[]) => Member;
+  constant: (value: null | string | number | boolean | readonly unknown[]) => Typed<unknown>;
   /** our provider id (Provider.providerId) */
-  provider: () => Member;
-  /** a nested record */
-  object: (shape: Shape) => Member;
+  provider: () => Typed<unknown>;
+  /** a nested record from the same row: a shape, or its members written in place */
+  object: <M extends Record<string, Member>>(members: M) => Typed<NeedsOf<M>>;
   /** a column member left out of the record when the column is null */
-  optional: (member: Member) => Member;
+  optional: <P>(member: Typed<P>) => Typed<{ readonly [K in keyof P]: P[K] | null }>;
 }
 
 const COLUMN = /^[a-z_][a-z0-9_]*$/;
@@ -67,27 +107,29 @@ function col(name: string): string {
   return name;
 }
 
-const MEMBERS: Members<Record<string, unknown>> = {
-  uuid: (c) => ({ kind: 'uuid', col: col(c) }),
-  text: (c) => ({ kind: 'text', col: col(c) }),
-  int: (c) => ({ kind: 'int', col: col(c) }),
-  float: (c) => ({ kind: 'float', col: col(c) }),
-  strings: (c, opts) => ({ kind: 'strings', col: col(c), orEmpty: opts?.orEmpty ?? false }),
-  oneOrNull: (c) => ({ kind: 'one_or_null', col: col(c) }),
-  vocab: (c, map, other) => ({ kind: 'vocab', col: col(c), map, other }),
-  constant: (value) => ({ kind: 'const', value }),
+// the constructors at run time: the types above are the compiler's (a column is a string here)
+const MEMBERS: { [K in keyof Members<unknown>]: (...args: never[]) => Member } = {
+  uuid: (c: string) => ({ kind: 'uuid', col: col(c) }),
+  text: (c: string) => ({ kind: 'text', col: col(c) }),
+  int: (c: string) => ({ kind: 'int', col: col(c) }),
+  float: (c: string) => ({ kind: 'float', col: col(c) }),
+  strings: (c: string, opts?: { orEmpty?: boolean }) => ({ kind: 'strings', col: col(c), orEmpty: opts?.orEmpty ?? false }),
+  uuids: (c: string, opts?: { orEmpty?: boolean }) => ({ kind: 'uuids', col: col(c), orEmpty: opts?.orEmpty ?? false }),
+  oneOrNull: (c: string) => ({ kind: 'one_or_null', col: col(c) }),
+  vocab: (c: string, map: Readonly<Record<string, string>>, other: string) => ({ kind: 'vocab', col: col(c), map, other }),
+  constant: (value: null | string | number | boolean | readonly unknown[]) => ({ kind: 'const', value }),
   provider: () => ({ kind: 'provider' }),
-  object: (shape) => ({ kind: 'object', shape }),
-  optional: (member) => {
+  object: (members: Shape) => ({ kind: 'object', shape: members }),
+  optional: (member: Member) => {
     if (!('col' in member)) throw new Error('record shape: only a column member can be optional');
     return { kind: 'optional', member };
   },
 };
 
-/** Declares the shape of a record over source rows of type R. */
-export function shape<R>(): (declare: (m: Members<R>) => Record<string, Member>) => Shape {
+/** Declares the shape of a record over source rows of type R; the shape needs of a row what its members read. */
+export function shape<R>(): <M extends Record<string, Member>>(declare: (m: Members<R>) => M) => Shape<NeedsOf<M>> {
   return (declare) => {
-    const s = declare(MEMBERS as unknown as Members<R>);
+    const s: Record<string, Member> = declare(MEMBERS as unknown as Members<R>);
     const first = Object.values(s)[0];
     // the SQL rendering writes each later member with its leading comma
     if (!first || first.kind === 'optional') throw new Error('record shape: the first member must be present in every record');
@@ -111,6 +153,7 @@ function getter(m: Member): Getter {
     case 'float':
       return (row) => (row[m.col] === null || row[m.col] === undefined ? null : Number(row[m.col]));
     case 'strings':
+    case 'uuids':
       return m.orEmpty ? (row) => row[m.col] ?? [] : (row) => row[m.col] ?? null;
     case 'one_or_null':
       return (row) => (row[m.col] === null || row[m.col] === undefined ? null : [row[m.col]]);
@@ -155,8 +198,8 @@ function builder(s: Shape): (row: Row, p: Provider) => Record<string, unknown> {
   };
 }
 
-/** The JS mapper of a shape: row and provider → the record object. */
-export function mapperOf<R, T>(s: Shape): (row: R, p: Provider) => T {
+/** The JS mapper of a shape: row and provider → the record object. Rows of type R must satisfy what the shape needs. */
+export function mapperOf<R, T>(s: Shape<R>): (row: R, p: Provider) => T {
   return builder(s) as unknown as (row: R, p: Provider) => T;
 }
 
@@ -194,6 +237,13 @@ function valueSql(m: Member, alias: string, providerJson: string): string[] {
       return [`COALESCE(${floatSql(c)}, 'null')`];
     case 'strings':
       return [`COALESCE(to_json(${c})::text, ${m.orEmpty ? "'[]'" : "'null'"})`];
+    case 'uuids':
+      // to_json only for an array holding a null (JSON null there): the uuid[] cast makes any other
+      // element safe to print between quotes as it is
+      return [
+        `CASE WHEN ${c} IS NULL THEN ${m.orEmpty ? "'[]'" : "'null'"} WHEN cardinality(${c}) = 0 THEN '[]'` +
+          ` WHEN array_position(${c}, NULL) IS NULL THEN '["' || array_to_string(${c}::uuid[], '","') || '"]' ELSE to_json(${c})::text END`,
+      ];
     case 'one_or_null':
       return [`COALESCE('[' || to_json(${c})::text || ']', 'null')`];
     case 'vocab':
