@@ -39,12 +39,10 @@
  *   BENCH_BREADTH_MOVING           0.001     share of the fleet starting a ride per 15 s tick (a busy
  *                                            hour of a fleet doing ~2 rides per vehicle a day)
  *   BENCH_BREADTH_WARMUP_S         20        after the catch-up, before the first phase
- * The run's length is the catch-up's: every (zone, hour) is one job of the hourly-file queue, and a
- * publisher takes at most 4 a second (2 workers, each waiting pg-boss's 0.5 s polling interval after
- * every fetch, however short the job), so the day of 100 zones (2,500 jobs) takes about 11 minutes
- * however small its files, and the defaults about 20 minutes on the 2-core machine.
- * BENCH_BREADTH_HISTORY_HOURS=3 measures everything else at 10 and 100 zones × 1,000 vehicles in
- * about 9.
+ * The run's length is mostly the catch-up's: every (zone, hour) is one job of the hourly-file queue;
+ * a publisher's workers drain it (publisher/work.ts: ~17 jobs a second here, where pg-boss's
+ * polling wait after every fetch held them to 4), and the minute tick queues at most 5,000 files
+ * (625 zone-hours), so the day of 100 zones (2,500 jobs) takes about 4 minutes.
  *
  *   BENCH=breadth make bench      or      node --import tsx bench/breadth.bench.ts
  */
