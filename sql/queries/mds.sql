@@ -112,10 +112,16 @@ SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_
        c.telemetry_trip_id::text AS telemetry_trip_id
   FROM vehicles v
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
-  JOIN vehicle_current_state c ON c.device_id = v.id AND c.event_id IS NOT NULL
+  -- the zone's vehicles first, then each one's current state by its primary key: as a plain join the
+  -- planner hashed the whole vehicle_current_state (every zone's vehicles), so a 1,000-vehicle zone
+  -- took 7 ms at 10 zones and 20 ms at 100; LIMIT 1 (one row per device anyway) keeps the subquery
+  -- from being pulled up into that join, so it stays one index probe per vehicle of the zone
+ CROSS JOIN LATERAL (SELECT * FROM vehicle_current_state c
+                      WHERE c.device_id = v.id AND c.event_id IS NOT NULL
+                        AND ($3::text[] IS NULL OR c.vehicle_state = ANY ($3::text[]))
+                        AND ($4::timestamptz IS NULL OR c.vehicle_state NOT IN ('elsewhere', 'removed', 'missing') OR c.event_ts > $4::timestamptz - interval '90 minutes')
+                      LIMIT 1) c
  WHERE v.zone_id = $1 AND ($2::uuid IS NULL OR v.id = $2::uuid)
-   AND ($3::text[] IS NULL OR c.vehicle_state = ANY ($3::text[]))
-   AND ($4::timestamptz IS NULL OR c.vehicle_state NOT IN ('elsewhere', 'removed', 'missing') OR c.event_ts > $4::timestamptz - interval '90 minutes')
  ORDER BY v.id;
 
 -- name: MdsTelemetryOfHour

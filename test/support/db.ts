@@ -19,8 +19,9 @@ export async function emptyDatabase(): Promise<TestDatabase> {
 
 /**
  * Drops the databases that test runs which have ended left behind (a failed file keeps its own for
- * inspection, test/support/context.ts): `platform_test_{pid}_…` of a pid that no longer runs. A
- * run still going on the same cluster keeps its databases.
+ * inspection, test/support/context.ts): `platform_test_{pid}_…` of a pid that no longer runs, and
+ * the replication slots of their standbys (`test_standby_{pid}_…`, test/support/replica.ts). A run
+ * still going on the same cluster keeps its own.
  */
 export async function dropLeftoverDatabases(): Promise<string[]> {
   const rows = await withAdmin((c) =>
@@ -36,5 +37,14 @@ export async function dropLeftoverDatabases(): Promise<string[]> {
   };
   const gone = rows.rows.map((r) => r.datname).filter((name) => !alive(Number(name.split('_')[2])));
   for (const name of gone) await dropDatabase(name);
+  // the replication slots of standbys whose test run died (test/support/replica.ts): they hold WAL
+  const slots = await withAdmin((c) =>
+    c.query<{ slot_name: string }>(`SELECT slot_name FROM pg_replication_slots WHERE slot_name ~ '^test_standby_[0-9]+_[0-9a-f]+$' AND NOT active`),
+  );
+  for (const { slot_name } of slots.rows) {
+    if (alive(Number(slot_name.split('_')[2]))) continue;
+    await withAdmin((c) => c.query('SELECT pg_drop_replication_slot($1)', [slot_name]));
+    gone.push(slot_name);
+  }
   return gone;
 }

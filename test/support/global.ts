@@ -25,7 +25,7 @@ process.env.FIGURES_DIR ??= mkdtempSync(join(tmpdir(), 'platform-figures-'));
 export async function mochaGlobalSetup(): Promise<void> {
   await ensureTemplate();
   const dropped = await dropLeftoverDatabases();
-  if (dropped.length) console.log(`  dropped ${dropped.length} database(s) kept by earlier runs' failed tests`);
+  if (dropped.length) console.log(`  dropped ${dropped.length} database(s) and standby slot(s) kept by earlier runs' failed tests`);
   if (!existsSync(SPECS_DIR)) {
     // CI runs with ../shared beside the clone: its absence there is a broken run, not a reason to skip
     if (process.env.CI) throw new Error(`official specs not found at ${SPECS_DIR} (set SPECS_DIR): CI needs them`);

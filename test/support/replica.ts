@@ -1,9 +1,14 @@
 /**
  * A real streaming standby of the test server, for the tests of DATABASE_REPLICA_URL: pg_basebackup
  * from the server the tests run on (TEST_DATABASE_URL, DATABASE_URL or the embedded cluster) into a
- * temp folder, started on a free loopback port in hot standby. No replication slot: a test that dies
- * must not leave the shared server holding WAL for a standby that is gone. The same steps as
- * `scripts/pg.sh replica`, on any test server.
+ * temp folder, started on a free loopback port in hot standby. The same steps as `scripts/pg.sh
+ * replica`, on any test server.
+ *
+ * With a replication slot of its own (`test_standby_{pid}_{random}`): the suite runs in parallel, and
+ * without one the other files' writes could recycle the WAL the standby needs between the end of the
+ * copy and its first stream (it then never catches up). `destroy` drops the slot; a test run that
+ * died keeps it only until the next run's global setup drops the slots of processes that are gone
+ * (test/support/db.ts dropLeftoverDatabases), so the shared server never holds WAL for long.
  *
  *   before(async function () { standby = await standbyOrSkip(this, serverUrl()); });
  *   after(() => standby?.destroy());
@@ -13,6 +18,7 @@ import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { freePort, waitFor } from './faults.js';
 
@@ -60,6 +66,25 @@ export async function standbyOrSkip(test: Mocha.Context, primaryUrl: string): Pr
   return startStandby(primaryUrl);
 }
 
+/** Drops replication slot `slot` of the server at `primaryUrl`, once no walsender holds it (a few seconds at most). */
+async function dropSlot(primaryUrl: string, slot: string): Promise<void> {
+  const c = new pg.Client({ connectionString: primaryUrl });
+  await c.connect();
+  try {
+    for (let i = 0; i < 50; i++) {
+      const { rows } = await c.query<{ active: boolean }>('SELECT active FROM pg_replication_slots WHERE slot_name = $1', [slot]);
+      if (!rows.length) return;
+      if (!rows[0].active) {
+        await c.query('SELECT pg_drop_replication_slot($1)', [slot]);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await c.end();
+  }
+}
+
 async function startStandby(primaryUrl: string): Promise<Standby> {
   const primary = new URL(primaryUrl);
   const base = mkdtempSync(join(tmpdir(), 'pg-standby-'));
@@ -73,9 +98,12 @@ async function startStandby(primaryUrl: string): Promise<Standby> {
   const port = await freePort();
   const urlFor = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   let started = false;
+  const slot = `test_standby_${process.pid}_${randomBytes(4).toString('hex')}`;
   const destroy = async () => {
     if (started) await asPg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'], 60_000).catch(() => undefined);
     rmSync(base, { recursive: true, force: true });
+    // the slot is free once the standby is gone (a slot still active refuses the drop: wait for it)
+    await dropSlot(primaryUrl, slot).catch(() => undefined);
   };
   try {
     await asPg(
@@ -95,6 +123,10 @@ async function startStandby(primaryUrl: string): Promise<Standby> {
         '-c',
         'fast',
         '--no-sync',
+        // its own slot, written to primary_slot_name by -R
+        '-C',
+        '-S',
+        slot,
       ],
       300_000,
     );
