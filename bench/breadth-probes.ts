@@ -8,12 +8,15 @@
  *   - how old the GBFS snapshots are against their ttl (gbfs_snapshots.last_updated);
  *   - the GBFS runs: per 15 s tick, from the tick job's creation to the completion of the last zone
  *     or scope job created before the next tick (pg-boss's own job rows);
- *   - the API's event-loop delay from its /metrics (prom-client's nodejs_eventloop_lag_*, whose
- *     histogram is reset at each scrape);
+ *   - from the /metrics of the API and of the publisher: each one's event-loop delay (prom-client's
+ *     nodejs_eventloop_lag_*, whose histogram is reset at each scrape), and the objects the
+ *     publisher wrote to its store by kind (store_objects_written_total, store_bytes_written_total,
+ *     counted where every publication is written: lib/publication/sink.ts);
  *   - timed HTTP probes of the zone-scoped reads.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { Db } from '../lib/db.js';
+import { STORE_KINDS, type StoreKind } from '../lib/metrics.js';
 import { processCpuSeconds } from './cpu.js';
 
 /** VmHWM (peak RSS) or VmRSS of a process in MiB; NaN when it has gone. */
@@ -139,13 +142,41 @@ export async function gbfsRuns(db: Db, from: Date, to: Date, intervalS: number):
   return runs;
 }
 
-/** The API's event-loop delay since its previous scrape, beyond the monitor's 10 ms interval (ms). */
-export async function apiLoopDelay(metricsUrl: string): Promise<{ p99Ms: number; maxMs: number }> {
-  const text = await (await fetch(metricsUrl)).text();
-  const value = (name: string) => Number(new RegExp(`^${name} ([0-9.eE+-]+)$`, 'm').exec(text)?.[1] ?? NaN);
+/** One scrape of a process's /metrics: each series, as printed (`name` or `name{labels}`), to its value. */
+export type Scrape = Map<string, number>;
+
+/**
+ * Scrapes a process's /metrics (prom-client's text format). A scrape resets the process's
+ * event-loop delay histogram: what `loopDelay` reads covers the time since the previous scrape.
+ */
+export async function scrapeMetrics(metricsUrl: string): Promise<Scrape> {
+  const res = await fetch(metricsUrl);
+  if (!res.ok) throw new Error(`${metricsUrl}: ${res.status}`);
+  const series: Scrape = new Map();
+  for (const line of (await res.text()).split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    series.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+  }
+  return series;
+}
+
+/** A process's event-loop delay since its previous scrape, beyond the monitor's 10 ms interval (ms). */
+export function loopDelay(scrape: Scrape): { p99Ms: number; maxMs: number } {
   // prom-client monitors with a 10 ms interval and reports whole intervals (an idle loop reads ~10 ms)
-  const beyond = (s: number) => Math.max(0, s * 1000 - 10);
-  return { p99Ms: beyond(value('nodejs_eventloop_lag_p99_seconds')), maxMs: beyond(value('nodejs_eventloop_lag_max_seconds')) };
+  const beyond = (name: string) => Math.max(0, (scrape.get(name) ?? NaN) * 1000 - 10);
+  return { p99Ms: beyond('nodejs_eventloop_lag_p99_seconds'), maxMs: beyond('nodejs_eventloop_lag_max_seconds') };
+}
+
+export interface StoreWrites {
+  files: Record<StoreKind, number>;
+  bytes: Record<StoreKind, number>;
+}
+
+/** The objects a publisher wrote to its store since it started, and their bytes, by kind (a series not printed: 0). */
+export function storeWrites(scrape: Scrape): StoreWrites {
+  const of = (name: string) => Object.fromEntries(STORE_KINDS.map((k) => [k, scrape.get(`${name}{kind="${k}"}`) ?? 0])) as Record<StoreKind, number>;
+  return { files: of('store_objects_written_total'), bytes: of('store_bytes_written_total') };
 }
 
 /** An OAuth access token of a feed client (client credentials, HTTP Basic), from the API's token endpoint. */

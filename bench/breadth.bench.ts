@@ -4,20 +4,24 @@
  * (bench/breadth-fleet.ts: zone file import, clients file import, a partner key, `ops simulate`'s
  * history: a day, then the last closed hour with the whole fleet); then the real processes run side
  * by side on this host: one API process (bin/api.ts, NODE_ENV=production, its /metrics on a
- * loopback port) and one publisher process (bench/breadth-publisher.ts: bin/publisher.ts with its
- * object store counted), and the bench measures:
- *   - catch-up: from the publisher's start until the day and the last closed hour of every zone's
- *     hourly files are published and every zone's GBFS is built: wall time, publisher and Postgres
- *     CPU, the API's event-loop delay meanwhile;
+ * loopback port) and one publisher process (bin/publisher.ts, NODE_ENV=production, its /metrics on
+ * PUBLISHER_METRICS_PORT, a loopback port), and the bench measures:
+ *   - catch-up: from the publisher's start (its /metrics answering: its pool open, its pg-boss and
+ *     workers starting) until the day and the last closed hour of every zone's hourly files are
+ *     published and every zone's GBFS is built: wall time, publisher and Postgres CPU, the API's
+ *     event-loop delay meanwhile;
  *   - steady state, BENCH_BREADTH_MINUTES each, idle (nothing moves) and moving (bench/breadth-fleet.ts
  *     Driver: BENCH_BREADTH_MOVING of the fleet starts a ride every 15 s through the rental engine,
  *     each ending 15 s later): per minute the publisher's CPU, the Postgres CPU of the publisher's
- *     and the API's backends, files and bytes the publisher wrote (GBFS, hourly); the GBFS runs (a
- *     tick's jobs, from pg-boss's rows) against the tick interval and the status ttl; the oldest
- *     GBFS status file seen against its ttl (sampled every 2 s); the API's event-loop delay (p99,
- *     max); the zone-scoped reads, probed one every 250 ms in turn over up to 10 zones: partner
- *     vehicle list, MDS 2.0 vehicles/status, GBFS 3.0 vehicle_status (p50, p99); peak RSS of the
- *     publisher over the two phases (VmHWM reset before them);
+ *     and the API's backends, files and bytes the publisher wrote (GBFS, hourly, other: reports;
+ *     its store_objects_written_total and store_bytes_written_total between the phase's first and
+ *     last scrape of its /metrics); the GBFS runs (a tick's jobs, from pg-boss's rows) against the
+ *     tick interval and the status ttl; the oldest GBFS status file seen against its ttl (sampled
+ *     every 2 s); the API's and the publisher's event-loop delay (p99, max: each one's
+ *     nodejs_eventloop_lag_* over the phase); the zone-scoped reads, probed one every 250 ms in
+ *     turn over up to 10 zones: partner vehicle list, MDS 2.0 vehicles/status, GBFS 3.0
+ *     vehicle_status (p50, p99); peak RSS of the publisher over the two phases (VmHWM reset before
+ *     them);
  *   - the hour: a forced republish of the last closed hour of every zone (the console's
  *     queueRepublish), from the send until every file is written;
  *   - peak RSS of the API (whole run) and of the publisher (catch-up, steady, hour).
@@ -62,28 +66,30 @@ import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 import { systemClock } from '../lib/clock.js';
 import { SimulatedGateway } from '../lib/gateway.js';
 import { createLogger } from '../lib/log.js';
+import type { StoreKind } from '../lib/metrics.js';
 import { ROOT } from '../lib/paths.js';
 import { publicationQueue, queueRepublish } from '../lib/publication/queue.js';
 import { openStore } from '../lib/store/index.js';
 import { startApiProcess, type ApiProcess } from '../test/support/api-process.js';
 import { cloneDatabase } from '../test/support/db.js';
-import { freePort } from '../test/support/faults.js';
+import { freePort, waitFor } from '../test/support/faults.js';
 import { buildOperator, Driver, type Operator } from './breadth-fleet.js';
 import {
-  apiLoopDelay,
   BENCH_APP,
   feedToken,
   freshness,
   gbfsRuns,
+  loopDelay,
   memoryMiB,
   percentile,
   PgCpu,
   Prober,
   resetPeak,
   sampleFreshness,
+  scrapeMetrics,
+  storeWrites,
   type Freshness,
 } from './breadth-probes.js';
-import type { PublisherStats, WriteKind } from './breadth-publisher.js';
 import { processCpuSeconds } from './cpu.js';
 import { runIfMain } from './main.js';
 import type { BenchResult } from './types.js';
@@ -113,15 +119,17 @@ const SEED = 26;
 const r2 = (x: number | null) => (x === null || !Number.isFinite(x) ? null : Math.round(x * 100) / 100);
 const MiB = 1048576;
 
-/** The publisher process: bench/breadth-publisher.ts with an IPC channel. */
+/** The publisher process: bin/publisher.ts, its /metrics on a loopback port. */
 interface PublisherProcess {
   proc: ChildProcess;
   out: () => string;
-  stats(): Promise<PublisherStats>;
+  metricsUrl: string;
 }
 
+/** Starts bin/publisher.ts; resolves once its /metrics answers (right before its workers start). */
 async function startPublisherProcess(databaseUrl: string, storeDir: string): Promise<PublisherProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'breadth-publisher.ts')], {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'publisher.ts')], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -129,37 +137,21 @@ async function startPublisherProcess(databaseUrl: string, storeDir: string): Pro
       DATABASE_URL: databaseUrl,
       STORE_URL: `file://${storeDir}`,
       LOG_LEVEL: 'warn',
+      PUBLISHER_METRICS_PORT: String(port),
       // the last closed hour is due at once (the default waits 5 minutes for late data)
       PUBLISH_LATENESS_SECONDS: '0',
     },
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  proc.stdout!.on('data', (c) => (out = (out + String(c)).slice(-20000)));
-  proc.stderr!.on('data', (c) => (out = (out + String(c)).slice(-20000)));
-  const ready = new Promise<void>((resolve, reject) => {
-    proc.on('message', (m: { type?: string }) => m?.type === 'ready' && resolve());
-    proc.on('exit', (code) => reject(new Error(`publisher exited (${code}) before it was ready: ${out}`)));
-  });
-  await ready;
-  return {
-    proc,
-    out: () => out,
-    stats: () =>
-      new Promise((resolve, reject) => {
-        const gone = () => reject(new Error(`the publisher exited: ${out.slice(-1000)}`));
-        const on = (m: { type?: string }) => {
-          if (m?.type !== 'stats') return;
-          proc.off('message', on);
-          proc.off('exit', gone);
-          resolve(m as PublisherStats);
-        };
-        if (proc.exitCode !== null || proc.signalCode !== null) return gone();
-        proc.on('message', on);
-        proc.once('exit', gone);
-        proc.send('stats');
-      }),
-  };
+  proc.stdout.on('data', (c) => (out = (out + String(c)).slice(-20000)));
+  proc.stderr.on('data', (c) => (out = (out + String(c)).slice(-20000)));
+  const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  const exited = () => proc.exitCode !== null || proc.signalCode !== null;
+  // the first scrape also resets its event-loop delay histogram
+  await waitFor('the publisher to serve /metrics', async () => exited() || (await fetch(metricsUrl).catch(() => undefined))?.ok, 60_000, 50);
+  if (exited()) throw new Error(`publisher exited (${proc.exitCode}) before it was ready: ${out}`);
+  return { proc, out: () => out, metricsUrl };
 }
 
 async function stopProcess(proc: ChildProcess | undefined): Promise<void> {
@@ -256,7 +248,8 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
     api = await startApiProcess(database, storeDir, { NODE_ENV: 'production', METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' });
     const apiPid = api.proc.pid!;
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-    await apiLoopDelay(metricsUrl);
+    const apiLag = async () => loopDelay(await scrapeMetrics(metricsUrl));
+    await apiLag();
 
     // catch-up: the history's hours and the last closed hour of every zone's hourly files, and every zone's first GBFS build
     await pg.sample();
@@ -282,7 +275,7 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
     const catchUpS = (performance.now() - t0) / 1000;
     await pg.sample();
     const pg1 = pg.totals();
-    const catchUpLag = await apiLoopDelay(metricsUrl);
+    const catchUpLag = await apiLag();
     Object.assign(f, {
       catch_up_s: published >= expected ? r2(catchUpS) : null,
       catch_up_zone_hours: zones * (HISTORY_HOURS + 1),
@@ -325,8 +318,8 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
       await refreshTokens();
       await pg.sample();
       const p0 = pg.totals();
-      const s0 = await pub!.stats();
-      await apiLoopDelay(metricsUrl);
+      const s0 = storeWrites(await scrapeMetrics(pub!.metricsUrl));
+      await apiLag();
       const cpu0 = { pub: processCpuSeconds(pubPid), api: processCpuSeconds(apiPid) };
       const rides0 = driver!.counts.started;
       fresh = freshness();
@@ -338,8 +331,10 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
       const minutes = (performance.now() - started) / 60_000;
       const to = new Date();
       const cpu1 = { pub: processCpuSeconds(pubPid), api: processCpuSeconds(apiPid) };
-      const s1 = await pub!.stats();
-      const lag = await apiLoopDelay(metricsUrl);
+      const pubScrape = await scrapeMetrics(pub!.metricsUrl);
+      const s1 = storeWrites(pubScrape);
+      const pubLag = loopDelay(pubScrape);
+      const lag = await apiLag();
       await sampling;
       await pg.sample();
       const p1 = pg.totals();
@@ -349,8 +344,8 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
       if (name === 'moving') await driver!.stop();
       windows.push({ name, from, to });
       const perMin = (x: number) => r2(x / minutes)!;
-      const files = (k: WriteKind) => perMin(s1.files[k] - s0.files[k]);
-      const mib = (k: WriteKind) => perMin((s1.bytes[k] - s0.bytes[k]) / MiB);
+      const files = (k: StoreKind) => perMin(s1.files[k] - s0.files[k]);
+      const mib = (k: StoreKind) => perMin((s1.bytes[k] - s0.bytes[k]) / MiB);
       const pct = (k: string, p: number) => r2(percentile(lat.get(k) ?? [], p));
       for (const [k, why] of prober.failures) notes.push(`z${zones} ${name}: ${k} probe failed: ${why}`);
       return {
@@ -365,14 +360,14 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
         gbfs_mib_per_min: mib('gbfs'),
         hourly_files_per_min: files('hourly'),
         hourly_mib_per_min: mib('hourly'),
-        other_files_per_min: files('other'),
+        other_files_per_min: files('report'),
         gbfs_status_age_max_s: r2(seen.statusAgeMaxS)!,
         gbfs_files_over_ttl_max: seen.overTtlMax,
         gbfs_samples_over_ttl: seen.samplesOverTtl,
         api_lag_p99_ms: r2(lag.p99Ms)!,
         api_lag_max_ms: r2(lag.maxMs)!,
-        publisher_lag_p99_ms: r2(s1.loopP99Ms)!,
-        publisher_lag_max_ms: r2(s1.loopMaxMs)!,
+        publisher_lag_p99_ms: r2(pubLag.p99Ms)!,
+        publisher_lag_max_ms: r2(pubLag.maxMs)!,
         vehicle_list_p50_ms: pct('vehicle_list', 50),
         vehicle_list_p99_ms: pct('vehicle_list', 99),
         mds_vehicles_status_p50_ms: pct('mds_vehicles_status', 50),
@@ -512,14 +507,14 @@ export async function run(): Promise<BenchResult> {
   goal('publisher_peak_steady_mib', '<= 500 (peak RSS over the two steady phases)', (v) => v <= 500);
 
   notes.push(
-    'processes: one API (bin/api.ts, NODE_ENV=production) and one publisher (bench/breadth-publisher.ts = bin/publisher.ts with a counting store, PUBLISH_LATENESS_SECONDS=0), the bench process (setup, driver, probes, samplers) and Postgres, all on these cores',
+    'processes: one API (bin/api.ts, NODE_ENV=production) and one publisher (bin/publisher.ts, NODE_ENV=production, PUBLISH_LATENESS_SECONDS=0), each with its /metrics on a loopback port, the bench process (setup, driver, probes, samplers) and Postgres, all on these cores',
     'CPU: utime + stime from /proc of each process; *_core_percent = CPU seconds / wall seconds of the phase × 100',
     "pg_*: CPU of the Postgres backends of this run's database by application_name, sampled every 2 s (a backend that closed keeps its last sample): publisher (its pool and pg-boss), api, bench (the driver's rides, the samplers, the probes' token requests are the API's); WAL writer, checkpointer and autovacuum launcher are not counted, nor other databases of the cluster",
-    'files and MiB: objects the publisher put into its store (counted in its process), by kind: gbfs (snapshots), hourly (MDS and insurance files)',
+    "files and MiB: objects the publisher wrote to its store, by kind: gbfs (snapshots), hourly (MDS and insurance files), other (monthly reports); from its /metrics (store_objects_written_total, store_bytes_written_total: counted in the publication sink, once per object put, none for unchanged bytes), the phase's last scrape less its first",
     `gbfs_run_*: per 15 s tick, the tick job's creation to the completion of the last zone or scope job created before the next tick (pg-boss's rows); gbfs_status_age_max_s: the oldest status file (ttl ${STATUS_TTL} s) seen, now − last_updated, sampled every 2 s; gbfs_files_over_ttl_max: most files past their ttl in one sample`,
-    'api_lag_* / publisher_lag_*: event-loop delay beyond the 10 ms monitoring interval (prom-client nodejs_eventloop_lag_p99/max_seconds of the API, reset at each scrape; perf_hooks in the publisher)',
+    "api_lag_* / publisher_lag_*: event-loop delay beyond the 10 ms monitoring interval (prom-client's nodejs_eventloop_lag_p99/max_seconds of each process's /metrics, whose histogram is reset at each scrape: the phase's last scrape covers the phase)",
     `latencies: one request every ${PROBE_MS} ms in turn over up to ${PROBE_ZONES} zones (partner vehicle list with a partner key, MDS 2.0 vehicles/status and GBFS 3.0 vehicle_status with the zone's city client token), the whole body read`,
-    `catch_up_s: from the publisher's start until ${HISTORY_HOURS + 1} hours (the history and the last closed hour) of every zone's ${HOURLY_FEEDS.length} hourly files are published and every zone's GBFS is built; each (zone, hour) is one job of the hourly-file queue (the minute tick queues at most 5,000 files). hour_publish_s: a forced republish of the last closed hour of every zone (the console's queueRepublish), from the send to the last file written`,
+    `catch_up_s: from the publisher's start (its /metrics answering, right before its pg-boss and workers start) until ${HISTORY_HOURS + 1} hours (the history and the last closed hour) of every zone's ${HOURLY_FEEDS.length} hourly files are published and every zone's GBFS is built; each (zone, hour) is one job of the hourly-file queue (the minute tick queues at most 5,000 files). hour_publish_s: a forced republish of the last closed hour of every zone (the console's queueRepublish), from the send to the last file written`,
     'ratios: a figure at the largest Z ÷ its Z against the same at the smallest; latencies unscaled',
   );
   return { name: 'breadth', metrics, goals, notes };

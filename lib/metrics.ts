@@ -29,6 +29,13 @@ const api = <M extends client.Metric>(m: M): M => {
   return m;
 };
 
+/**
+ * The kinds of published object, one per index of lib/publication/indexes.ts: hourly files (MDS and
+ * insurance), GBFS files, monthly reports. The `kind` of the store_* series the sink counts.
+ */
+export const STORE_KINDS = ['hourly', 'gbfs', 'report'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+
 export const metrics = {
   httpRequests: api(mk.counter('http_requests_total', 'HTTP requests by host, route and status', ['host', 'method', 'route', 'status'])),
   httpDuration: api(
@@ -60,6 +67,17 @@ export const metrics = {
   queueDepth: mk.gauge('jobs_queue_depth', 'Queued jobs per queue', ['queue']),
   jobFailures: mk.gauge('jobs_failed', 'Jobs in state failed per queue (pg-boss keeps them for inspection)', ['queue']),
   storeErrors: mk.counter('store_errors_total', 'Object store errors by operation', ['op']),
+  storeObjectsWritten: mk.counter(
+    'store_objects_written_total',
+    'Objects this process wrote to the object store through the publication sink (lib/publication/sink.ts), by kind (hourly, gbfs, report)',
+    ['kind'],
+  ),
+  storeBytesWritten: mk.counter('store_bytes_written_total', 'Bytes of the objects in store_objects_written_total as stored (gzip), by kind', ['kind']),
+  storeWritesSkipped: mk.counter(
+    'store_writes_skipped_total',
+    'Objects the publication sink did not write because the store holds the same bytes at the same key, by kind (a GBFS file left alone because its data did not change is decided before the sink and not counted)',
+    ['kind'],
+  ),
   historyPartitions: mk.gauge('history_partitions', 'Daily partitions held per history table (publisher/jobs/history.ts)', ['table']),
   historyBytes: mk.gauge('history_bytes', 'Bytes of each history table, indexes included', ['table']),
   historyOldestDay: mk.gauge('history_oldest_day_seconds', 'Unix time of the oldest UTC day held per history table', ['table']),
@@ -78,6 +96,9 @@ export const metrics = {
     "Bytes of the primary's WAL the streaming replica (DATABASE_REPLICA_URL) has not replayed yet (0 without one; NaN when either server does not answer)",
   ),
 };
+
+// every kind's series from the start, at 0: a rate over a process that has written nothing yet is 0, not absent
+for (const kind of STORE_KINDS) for (const c of [metrics.storeObjectsWritten, metrics.storeBytesWritten, metrics.storeWritesSkipped]) c.inc({ kind }, 0);
 
 /** The names of the API-only series (see `api` above). */
 export const API_ONLY_METRICS: readonly string[] = apiOnly;

@@ -2,8 +2,10 @@
  * The publication sink, its lock and the serving decision (lib/publication/, issue 27): hourly
  * files, GBFS snapshots and monthly reports are stored gzip and indexed with the sha256 of the
  * stored bytes, whichever writer made them; the sink writes nothing for the same bytes, again when
- * the store lost them, and records no row for an object it could not store; one writer per unit in
- * the cluster; the decision answers the same request from the same object the same way.
+ * the store lost them, and records no row for an object it could not store; it counts what it
+ * writes, by kind, object for object and byte for byte (store_objects_written_total,
+ * store_bytes_written_total, store_writes_skipped_total); one writer per unit in the cluster; the
+ * decision answers the same request from the same object the same way.
  */
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
@@ -15,6 +17,7 @@ import { gunzipSync } from 'node:zlib';
 import type { AppContext } from '../lib/context.js';
 import { HOUR_MS, parseHour } from '../lib/feeds/hours.js';
 import { fragment } from '../lib/feeds/gbfs/fragments.js';
+import { metrics, STORE_KINDS, type StoreKind } from '../lib/metrics.js';
 import { GzipSpool, gzipBytes, stitchedBytes, type StoredBytes } from '../lib/publication/bytes.js';
 import { REPORT_INDEX, type ReportIndexRow } from '../lib/publication/indexes.js';
 import { gbfsUnit, tryPublicationLock, withPublicationLock } from '../lib/publication/lock.js';
@@ -39,6 +42,31 @@ async function bytesOf(body: Buffer | Readable): Promise<Buffer> {
 async function stored(store: ObjectStore, key: string): Promise<{ meta: ObjectMeta; bytes: Buffer } | undefined> {
   const o = await store.get(key);
   return o && { meta: o.meta, bytes: await bytesOf(o.body) };
+}
+
+/** The sink's counters of each kind now (lib/metrics.ts). */
+async function storeCounts(): Promise<Record<StoreKind, { written: number; bytes: number; skipped: number }>> {
+  const of = async (c: typeof metrics.storeObjectsWritten, kind: StoreKind) => (await c.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
+  const out = {} as Record<StoreKind, { written: number; bytes: number; skipped: number }>;
+  for (const kind of STORE_KINDS) {
+    out[kind] = {
+      written: await of(metrics.storeObjectsWritten, kind),
+      bytes: await of(metrics.storeBytesWritten, kind),
+      skipped: await of(metrics.storeWritesSkipped, kind),
+    };
+  }
+  return out;
+}
+
+/** What the counters moved by since `before`, per kind. */
+async function countsSince(before: Awaited<ReturnType<typeof storeCounts>>) {
+  const now = await storeCounts();
+  const d = (k: StoreKind) => ({
+    written: now[k].written - before[k].written,
+    bytes: now[k].bytes - before[k].bytes,
+    skipped: now[k].skipped - before[k].skipped,
+  });
+  return { hourly: d('hourly'), gbfs: d('gbfs'), report: d('report') };
 }
 
 /** Counts puts; `fail` makes every put throw. */
@@ -89,6 +117,8 @@ describe('publication: the sink', () => {
     const sink = new PublicationSink<ReportIndexRow>(store, REPORT_INDEX);
     const key = 'test/sink/a.csv.gz';
     const s = gzipBytes('a,b\n1,2\n');
+    const other = gzipBytes('a,b\n1,3\n');
+    const before = await storeCounts();
     const first = await sink.put(undefined, { key, stored: s, contentType: 'text/csv' }, (o) => [row(o.key, s)]);
     expect(first).to.deep.equal({ key, sha256: s.sha256, bytes: s.bytes, outcome: 'written' });
     const obj = (await stored(t.ctx.store, key))!;
@@ -99,12 +129,18 @@ describe('publication: the sink', () => {
     expect((await sink.put(prev, { key, stored: s, contentType: 'text/csv' }, () => [])).outcome).to.equal('unchanged');
     expect(store.puts).to.equal(1);
     // another key or other bytes are not "the same"
-    expect((await sink.put(prev, { key, stored: gzipBytes('a,b\n1,3\n'), contentType: 'text/csv' }, () => [])).outcome).to.equal('written');
+    expect((await sink.put(prev, { key, stored: other, contentType: 'text/csv' }, () => [])).outcome).to.equal('written');
     expect((await sink.put(prev, { key: 'test/sink/b.csv.gz', stored: s, contentType: 'text/csv' }, () => [])).outcome).to.equal('written');
     await t.ctx.store.delete(key);
     expect((await sink.put(prev, { key, stored: s, contentType: 'text/csv' }, () => [])).outcome).to.equal('written');
     expect((await sink.put(prev, { key, stored: s, contentType: 'text/csv' }, () => [], { force: true })).outcome).to.equal('written');
     expect(store.puts).to.equal(5);
+    // counted as the report index's kind, whatever the key: five objects written, one found unchanged
+    expect(await countsSince(before)).to.deep.equal({
+      hourly: { written: 0, bytes: 0, skipped: 0 },
+      gbfs: { written: 0, bytes: 0, skipped: 0 },
+      report: { written: 5, bytes: 4 * s.bytes + other.bytes, skipped: 1 },
+    });
   });
 
   it('records an index row only for an object the store took', async () => {
@@ -113,8 +149,10 @@ describe('publication: the sink', () => {
     const failing = new PublicationSink<ReportIndexRow>(countingStore(t.ctx.store, true), REPORT_INDEX);
     const r = { ...row(`test/sink/${zone}.csv.gz`, s), zone };
     let err: unknown;
+    const before = await storeCounts();
     await failing.put(undefined, { key: r.key, stored: s, contentType: 'text/csv' }, () => [r]).catch((e: unknown) => (err = e));
     expect(String(err)).to.match(/store unavailable/);
+    expect((await countsSince(before)).report, 'a put that failed wrote nothing').to.deep.equal({ written: 0, bytes: 0, skipped: 0 });
     await failing.flush(t.ctx.db, t.ctx.clock.now());
     expect(await t.ctx.db.many(`SELECT 1 FROM feed_reports WHERE scope = $1`, [zone])).to.deep.equal([]);
 
@@ -138,9 +176,38 @@ describe('publication: every writer indexes the sha256 of the stored bytes', fun
     const v = await feedVehicle(t.ctx.db, zone);
     await feedTrip(t.ctx.db, { deviceId: v.id, zoneId: zone, start: new Date('2026-10-05T09:00:00Z'), end: new Date('2026-10-05T09:20:00Z') });
     await feedTrip(t.ctx.db, { deviceId: v.id, zoneId: zone, start: new Date('2026-11-21T09:00:00Z'), end: new Date('2026-11-21T09:20:00Z') });
-    await publishHourSet(t.ctx, zone, parseHour('2026-11-21T09')!);
-    await publishGbfsSnapshots(t.ctx);
-    await publishDueReports(t.ctx);
+    // every put of the three writers, seen by the store: the counters move by exactly these
+    const puts: Array<{ key: string; size: number }> = [];
+    const inner = t.ctx.store;
+    const store: ObjectStore = {
+      put: async (key, body, o) => {
+        const meta = await inner.put(key, body, o);
+        puts.push({ key, size: meta.size });
+        return meta;
+      },
+      get: (key) => inner.get(key),
+      head: (key) => inner.head(key),
+      list: (prefix) => inner.list(prefix),
+      delete: (key) => inner.delete(key),
+      check: () => inner.check(),
+      close: () => inner.close(),
+    };
+    const ctx = { ...t.ctx, store };
+    const before = await storeCounts();
+    await publishHourSet(ctx, zone, parseHour('2026-11-21T09')!);
+    await publishGbfsSnapshots(ctx);
+    await publishDueReports(ctx);
+    const kindOf = (key: string): StoreKind => (key.startsWith('gbfs/') ? 'gbfs' : key.includes('/reports/') ? 'report' : 'hourly');
+    const seen = Object.fromEntries(STORE_KINDS.map((k) => [k, { written: 0, bytes: 0, skipped: 0 }])) as Record<
+      StoreKind,
+      { written: number; bytes: number; skipped: number }
+    >;
+    for (const p of puts) {
+      seen[kindOf(p.key)].written++;
+      seen[kindOf(p.key)].bytes += p.size;
+    }
+    for (const k of STORE_KINDS) expect(seen[k].written, k).to.be.greaterThan(0);
+    expect(await countsSince(before)).to.deep.equal(seen);
 
     const rows = [
       ...(await t.ctx.db.many<{ kind: string; object_key: string; sha256: string; bytes: number }>(
@@ -170,8 +237,10 @@ describe('publication: every writer indexes the sha256 of the stored bytes', fun
     expect((await stored(t.ctx.store, report.object_key))!.meta.contentType).to.equal('text/csv; charset=utf-8');
     // GBFS keeps its data's digest beside it, to tell unchanged data without compressing it again
     expect((await t.ctx.db.many(`SELECT 1 FROM gbfs_snapshots WHERE scope = $1 AND content_digest IS NULL`, [zone])).length).to.equal(0);
-    const again = await publishGbfsSnapshots(t.ctx);
+    const written = await storeCounts();
+    const again = await publishGbfsSnapshots(ctx);
     expect(again.written).to.equal(0);
+    expect((await countsSince(written)).gbfs.written, 'nothing written, nothing counted').to.equal(0);
   });
 });
 

@@ -2,7 +2,8 @@
  * A publisher process serves its own Prometheus metrics (issue 26): the real bin/publisher.ts, as a
  * process of its own on a test database, answers GET /metrics on METRICS_HOST:PUBLISHER_METRICS_PORT
  * (loopback) with the default process metrics, the figures it records itself (the hourly files it
- * publishes) and the cluster's gauges, and nothing only an API process records; any other path is
+ * publishes, the objects it writes to the store: its hourly files, object for object and byte for
+ * byte) and the cluster's gauges, and nothing only an API process records; any other path is
  * 404, and the listener closes with the process on SIGTERM. Under `make run` (bin/run.ts) the
  * publisher child's listener sits on the port after the API's, both printed in the banner, and a
  * configuration that puts them on one port ends the run at once with one line.
@@ -79,6 +80,9 @@ const PUBLISHER_FAMILIES = [
   'feed_publish_duration_seconds',
   'feed_publish_failures_total',
   'store_errors_total',
+  'store_objects_written_total',
+  'store_bytes_written_total',
+  'store_writes_skipped_total',
   'rentals_ended_total',
   'gbfs_job_duration_seconds',
   'jobs_run_total',
@@ -173,6 +177,26 @@ describe('publisher metrics', function () {
     expect(res.body).to.match(/^process_resident_memory_bytes [1-9]/m);
     expect(res.body).to.match(/^jobs_queue_depth\{queue="feeds-publish-hour"\} \d+/m);
     expect(res.body, 'no series of HTTP requests: scrapes are not counted').to.not.match(/^http_/m);
+    expect(res.body).to.match(/^store_objects_written_total\{kind="gbfs"\} [1-9]/m);
+    expect(res.body, 'every kind from the start').to.match(/^store_writes_skipped_total\{kind="report"\} \d+/m);
+
+    // the objects it wrote are counted where they are written: once its hourly files are all
+    // published, the hourly counters are their number and their bytes, as the index records them
+    const db = new Db(database.url, createLogger('silent'), { max: 1 });
+    try {
+      const series = (body: string, name: string) => Number(new RegExp(`^${name}\\{kind="hourly"\\} (\\d+)$`, 'm').exec(body)?.[1]);
+      const counted = await waitFor('the hourly files counted as the index records them', async () => {
+        const body = (await scrape(url))?.body ?? '';
+        const ix = await db.one<{ n: number; bytes: number }>(
+          `SELECT count(*)::int AS n, coalesce(sum(bytes), 0)::float8 AS bytes FROM feed_publications WHERE status = 'published'`,
+        );
+        const c = { n: series(body, 'store_objects_written_total'), bytes: series(body, 'store_bytes_written_total') };
+        return c.n > 0 && c.n === ix.n && c.bytes === ix.bytes && c;
+      });
+      expect(counted.bytes).to.be.greaterThan(0);
+    } finally {
+      await db.close();
+    }
 
     for (const path of ['/', '/healthz', '/metrics/x', '/v1/vehicles']) {
       expect((await scrape(`http://127.0.0.1:${port}${path}`))?.status, path).to.equal(404);

@@ -12,10 +12,16 @@
  *
  * The writer holds the lock of the object (lock.ts) from before it reads the previous row until its
  * rows are recorded, so two writers never interleave on one key.
+ *
+ * Being the one way in, the sink is where a process counts what it writes (lib/metrics.ts
+ * store_objects_written_total, store_bytes_written_total) and what it found unchanged
+ * (store_writes_skipped_total), by the kind of its index.
  */
 import type { Queryable } from '../db.js';
+import { metrics, type StoreKind } from '../metrics.js';
 import type { ObjectStore } from '../store/types.js';
 import type { StoredBytes } from './bytes.js';
+import { GBFS_INDEX, HOURLY_INDEX, REPORT_INDEX } from './indexes.js';
 
 /** What every index row says of its object, whatever else its table holds. */
 export interface IndexedObject {
@@ -51,6 +57,13 @@ export interface PublicationIndexOf<Row> {
   record(db: Queryable, rows: readonly Row[], now: Date): Promise<void>;
 }
 
+/** The kind each index publishes: the `kind` label of the counts. */
+const KIND_OF_INDEX = new Map<PublicationIndexOf<never>, StoreKind>([
+  [HOURLY_INDEX, 'hourly'],
+  [GBFS_INDEX, 'gbfs'],
+  [REPORT_INDEX, 'report'],
+]);
+
 /** A published object as the sink left it. */
 export interface StoredObject {
   key: string;
@@ -66,11 +79,16 @@ export interface StoredObject {
  */
 export class PublicationSink<Row> {
   private readonly rows: Row[] = [];
+  private readonly labels: { kind: StoreKind };
 
   constructor(
     private readonly store: ObjectStore,
     private readonly index: PublicationIndexOf<Row>,
-  ) {}
+  ) {
+    const kind = KIND_OF_INDEX.get(index);
+    if (!kind) throw new Error('PublicationSink: the index is not one of lib/publication/indexes.ts');
+    this.labels = { kind };
+  }
 
   /**
    * Stores `obj` unless unchanged (or `force`), then queues the rows `rowsOf` gives for the result
@@ -84,8 +102,12 @@ export class PublicationSink<Row> {
   ): Promise<StoredObject> {
     const { key, stored } = obj;
     const same = !opts.force && (await unchangedObject(this.store, prev, { sha256: stored.sha256, key }));
-    if (!same) {
+    if (same) metrics.storeWritesSkipped.inc(this.labels);
+    else {
       await this.store.put(key, stored.body(), { contentType: obj.contentType, contentEncoding: 'gzip', metadata: { ...obj.metadata, sha256: stored.sha256 } });
+      // counted once the store took it: a failed put is store_errors_total's
+      metrics.storeObjectsWritten.inc(this.labels);
+      metrics.storeBytesWritten.inc(this.labels, stored.bytes);
     }
     const result: StoredObject = { key, sha256: stored.sha256, bytes: stored.bytes, outcome: same ? 'unchanged' : 'written' };
     this.rows.push(...rowsOf(result));
