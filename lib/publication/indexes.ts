@@ -30,6 +30,7 @@ export interface HourlyIndexRow {
 
 /** feed_publications: the file is 'published' with its figures, its failure cleared. */
 export const HOURLY_INDEX: PublicationIndexOf<HourlyIndexRow> = {
+  kind: 'hourly',
   async record(db, rows, now) {
     await db.query(sql('PublicationHourlyRecord'), [
       rows.map((r) => r.feed),
@@ -63,6 +64,7 @@ export interface GbfsIndexRow {
 
 /** gbfs_snapshots: upserted. */
 export const GBFS_INDEX: PublicationIndexOf<GbfsIndexRow> = {
+  kind: 'gbfs',
   async record(db, rows, now) {
     await db.query(sql('PublicationGbfsRecord'), [
       rows.map((r) => r.version),
@@ -91,6 +93,7 @@ export interface ReportIndexRow {
 
 /** feed_reports: upserted; `dirty` is left to the claim and the late-trip trigger. */
 export const REPORT_INDEX: PublicationIndexOf<ReportIndexRow> = {
+  kind: 'report',
   async record(db, rows, now) {
     await db.query(sql('PublicationReportRecord'), [
       rows.map((r) => r.zone),

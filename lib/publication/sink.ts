@@ -21,7 +21,6 @@ import type { Queryable } from '../db.js';
 import { metrics, type StoreKind } from '../metrics.js';
 import type { ObjectStore } from '../store/types.js';
 import type { StoredBytes } from './bytes.js';
-import { GBFS_INDEX, HOURLY_INDEX, REPORT_INDEX } from './indexes.js';
 
 /** What every index row says of its object, whatever else its table holds. */
 export interface IndexedObject {
@@ -54,15 +53,10 @@ export async function unchangedObject(store: ObjectStore, prev: IndexedObject | 
 
 /** Where a kind of publication records its index rows (indexes.ts): one statement for many rows. */
 export interface PublicationIndexOf<Row> {
+  /** what it indexes: the `kind` label of the store counts */
+  readonly kind: StoreKind;
   record(db: Queryable, rows: readonly Row[], now: Date): Promise<void>;
 }
-
-/** The kind each index publishes: the `kind` label of the counts. */
-const KIND_OF_INDEX = new Map<PublicationIndexOf<never>, StoreKind>([
-  [HOURLY_INDEX, 'hourly'],
-  [GBFS_INDEX, 'gbfs'],
-  [REPORT_INDEX, 'report'],
-]);
 
 /** A published object as the sink left it. */
 export interface StoredObject {
@@ -85,9 +79,7 @@ export class PublicationSink<Row> {
     private readonly store: ObjectStore,
     private readonly index: PublicationIndexOf<Row>,
   ) {
-    const kind = KIND_OF_INDEX.get(index);
-    if (!kind) throw new Error('PublicationSink: the index is not one of lib/publication/indexes.ts');
-    this.labels = { kind };
+    this.labels = { kind: index.kind };
   }
 
   /**
