@@ -17,11 +17,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
 import { SPECS_DIR } from '../../lib/paths.js';
-
-function squareWkt(lat: number, lng: number, half = 0.01): string {
-  const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
-  return `MULTIPOLYGON(((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b})))`;
-}
+import { squareWkt } from './geometry.js';
 
 export async function insertFeedZone(db: Queryable, id: string, createdAt: Date | string = '2020-01-01T00:00:00Z'): Promise<string> {
   await db.query(

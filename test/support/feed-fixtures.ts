@@ -4,13 +4,9 @@
  * holds). Bulk helpers generate rows in SQL so that the bench can make millions quickly.
  */
 import type { Queryable } from '../../lib/db.js';
+import { squareWkt } from './geometry.js';
 
 let counter = 0;
-
-function squareWkt(lat: number, lng: number, half: number): string {
-  const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
-  return `MULTIPOLYGON(((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b})))`;
-}
 
 export async function feedZone(q: Queryable, opts: { id?: string; createdAt?: Date; city?: string; country?: string } = {}): Promise<string> {
   const id = opts.id ?? `fz${process.pid % 1000}x${++counter}`;

@@ -3,15 +3,11 @@
  * vehicles. Plain SQL so that the tests do not depend on lib/seed.
  */
 import type { Queryable } from '../../lib/db.js';
+import { squareWkt } from './geometry.js';
 
 let counter = 0;
 
 /** A 0.02° square around (lat, lng) as WKT MultiPolygon. */
-function squareWkt(lat: number, lng: number, half = 0.01): string {
-  const [a, b, c, d] = [lng - half, lat - half, lng + half, lat + half];
-  return `MULTIPOLYGON(((${a} ${b},${c} ${b},${c} ${d},${a} ${d},${a} ${b})))`;
-}
-
 export async function insertZone(q: Queryable, id = `z${++counter}`, opts: { lat?: number; lng?: number } = {}): Promise<string> {
   const lat = opts.lat ?? 52.52;
   const lng = opts.lng ?? 13.405;
