@@ -231,19 +231,23 @@ export async function publishHourSet(ctx: AppContext, zoneId: string, hour: Date
           }
 
           await Promise.all(jobs.filter((j) => !j.error).map((j) => storeFile(sink, j, zoneId, hourText, opts.force ?? false)));
-          await sink.flush(onC, ctx.clock.now());
           const written = jobs.filter((j) => j.result?.outcome === 'written');
-          if (written.length) {
-            await onC.query(sql('PubLogWritten'), [
-              written.map((j) => j.feed.feed),
-              written.map((j) => j.feed.version),
-              zoneId,
-              hourText,
-              written.map((j) => j.result!.sha256),
-              written.map((j) => j.records),
-              now,
-            ]);
-          }
+          // the index rows and their publication log in one transaction: a reader (publish-status, the
+          // next publication's publication_time) never sees a file published without its write
+          await held.tx(async (tx) => {
+            await sink.flush(tx, ctx.clock.now());
+            if (written.length) {
+              await tx.query(sql('PubLogWritten'), [
+                written.map((j) => j.feed.feed),
+                written.map((j) => j.feed.version),
+                zoneId,
+                hourText,
+                written.map((j) => j.result!.sha256),
+                written.map((j) => j.records),
+                now,
+              ]);
+            }
+          });
         } catch (err) {
           held.discard();
           for (const j of jobs) j.error ??= asError(err);

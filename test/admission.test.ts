@@ -129,12 +129,13 @@ describe('admission control', function () {
     // (the event loop is not watched: on a loaded machine its lag alone would exceed a 1 ms budget)
     const t = useTestContext({ config: { API_MAX_IN_FLIGHT: '1', API_QUEUE_DEADLINE_MS: '1', API_MAX_EVENT_LOOP_DELAY_MS: '0' } });
     let server: ReturnType<ReturnType<typeof buildApp>['callback']>;
+    const gateway = new SimulatedGateway({ delayMs: 1500, timeoutMs: 5000 });
     let p: PartnerFixture;
     let zone: ZoneFixture;
 
     before(async () => {
       // the vehicle takes 1.5 s to unlock: a start holds the only slot that long, whatever the machine's load
-      server = buildApp({ ...t.ctx, gateway: new SimulatedGateway({ delayMs: 1500, timeoutMs: 5000 }) }).callback();
+      server = buildApp({ ...t.ctx, gateway }).callback();
       p = await insertPartner(t.ctx.db);
       zone = await insertZone(t.ctx.db);
     });
@@ -149,7 +150,9 @@ describe('admission control', function () {
         .set('X-Auth-Token', p.key)
         .send({ userId: user, vehicleId: v.id })
         .then((r) => r);
-      await sleep(50);
+      // once the vehicle is unlocking, the start holds the slot (on a loaded machine 50 ms were not always enough)
+      for (const end = performance.now() + 5000; !gateway.calls.some((c) => c.command === 'unlock' && c.vehicleId === v.id) && performance.now() < end;)
+        await sleep(5);
       let t0 = performance.now();
       const partner = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);
       expect(performance.now() - t0, 'refused without waiting').to.be.below(100);
