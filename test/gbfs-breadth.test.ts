@@ -14,6 +14,7 @@ import { startPublisher, type Publisher } from '../publisher/index.js';
 import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
+import { buildV3, envelopeV3 } from '../lib/feeds/gbfs/v3.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
 import { sql } from '../lib/sql/typed.js';
 import { gbfsUnit } from '../lib/publication/lock.js';
@@ -268,5 +269,127 @@ describe('GBFS follows change', function () {
     }
     // every row names its object as written
     for (const [k, r] of await rows()) expect((await t.ctx.store.head(r.object_key))?.metadata.sha256, k).to.equal(r.sha256);
+  });
+});
+
+describe('GBFS vehicle blocks: a build costs the vehicles that changed', function () {
+  this.timeout(60_000);
+  const t = useTestContext({ now: DAY });
+  let Z: ZoneFixture;
+  let scope: string;
+  const vehicles: VehicleFixture[] = [];
+
+  const parts = async () =>
+    new Map(
+      (await t.ctx.db.many<{ part: string; sha256: string }>(`SELECT part, sha256 FROM gbfs_zone_parts WHERE zone_id = $1`, [Z.id])).map((r) => [
+        r.part,
+        r.sha256,
+      ]),
+    );
+  const tick = async () => {
+    t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
+    return runGbfsTick(t.ctx);
+  };
+  /** the stored text of a snapshot and its row */
+  const stored = async (version: '2.2' | '3.0', scopeId: string, file: string) => {
+    const row = await t.ctx.db.one<{ object_key: string; last_updated: Date; ttl: number }>(
+      `SELECT object_key, last_updated, ttl FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3`,
+      [version, scopeId, file],
+    );
+    const obj = await t.ctx.store.get(row.object_key);
+    const chunks: Buffer[] = [];
+    for await (const c of obj!.body) chunks.push(c as Buffer);
+    return { text: gunzipSync(Buffer.concat(chunks)).toString('utf8'), row };
+  };
+
+  before(async () => {
+    Z = await gbfsZone(t.ctx.db, { id: 'blk-z', lat: 48.137, lng: 11.575 });
+    // enough vehicles that most of the 16 blocks (first hex digit of the GBFS id) hold some
+    for (let i = 0; i < 48; i++) vehicles.push(await gbfsVehicle(t.ctx.db, Z.id, 48.13 + i * 0.0002, 11.57 + i * 0.0002, i % 7 ? {} : { type: 'gbfs-bike' }));
+    await gbfsFeedClient(t.ctx.db, 'gbfs', [Z.id]);
+    scope = gbfsV2Scope('gbfs', [Z.id]);
+    expect(await tick()).to.include({ failed: 0 });
+  });
+
+  it('a ride started and one ended: only the blocks of their vehicles are rendered and stored again, and the files are the whole builders text', async () => {
+    const before = await parts();
+    const [ends, starts] = [vehicles[3], vehicles[10]];
+    // the ride's end lists the vehicle again under a new GBFS id, in another block
+    const digit = ends.gbfsId[0] === 'a' ? 'b' : 'a';
+    const newId = `${digit}${ends.gbfsId.slice(1)}`;
+    await t.ctx.db.query(`UPDATE vehicles SET gbfs_id = $2 WHERE id = $1`, [ends.id, newId]);
+    await t.ctx.db.query(`UPDATE vehicles SET status = 'riding' WHERE id = $1`, [starts.id]);
+    expect(await tick()).to.include({ built: 1, failed: 0 });
+    const after = await parts();
+    const changed = [...after.keys()].filter((p) => before.get(p) !== after.get(p)).sort();
+    const blocks = [...new Set([ends.gbfsId[0], digit, starts.gbfsId[0]])];
+    expect(changed).to.have.members(blocks.flatMap((d) => [`v2/free_bike_status/${d}`, `v3/vehicle_status/${d}`]));
+    ends.gbfsId = newId;
+
+    const env = {
+      now: t.ctx.clock.now(),
+      publicBaseUrl: t.ctx.config.publicBaseUrl,
+      providerId: t.ctx.config.providerId,
+      providerName: t.ctx.config.providerName,
+    };
+    const z = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now: env.now, areas: true, vehicles: true })).get(Z.id)!;
+    const v3 = await stored('3.0', Z.id, 'vehicle_status');
+    expect(v3.text).to.equal(JSON.stringify(envelopeV3(v3.row.last_updated, v3.row.ttl, buildV3('vehicle_status', z, env, 'city'))));
+    const ids = JSON.parse(v3.text).data.vehicles.map((v: any) => v.vehicle_id);
+    expect(ids).to.include(newId).and.not.include(starts.gbfsId);
+    const v2 = await stored('2.2', scope, 'free_bike_status');
+    const s: V2Scope = { id: scope, clientScope: scope, role: 'gbfs', zoneIds: [Z.id], zones: [z], language: 'en', languages: ['en'] };
+    expect(v2.text).to.equal(JSON.stringify(envelopeV2(v2.row.last_updated, v2.row.ttl, buildV2('free_bike_status', s, env))));
+  });
+
+  it('the ttl refresh re-envelopes the stored blocks: the same vehicles, nothing loaded', async () => {
+    const before = (await stored('3.0', Z.id, 'vehicle_status')).text;
+    expect(await tick()).to.include({ built: 0, failed: 0 });
+    const after = await stored('3.0', Z.id, 'vehicle_status');
+    expect(after.row.last_updated.getTime()).to.equal(t.ctx.clock.now().getTime());
+    expect(JSON.parse(after.text).data).to.deep.equal(JSON.parse(before).data);
+  });
+
+  it('blocks rendered afresh (a process without them, the hourly rebuild) are the same bytes: nothing is written', async () => {
+    await t.ctx.db.query(`UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint(11.58, 48.139), 4326) WHERE id = $1`, [vehicles[20].id]);
+    expect(await tick()).to.include({ built: 1, failed: 0 });
+    const before = await parts();
+    t.ctx.clock.advance(1000);
+    // 'status': every block rendered from the loaded rows, none reused
+    expect(await publishGbfsSnapshots(t.ctx, { only: 'status' })).to.include({ written: 0, failed: 0 });
+    expect(await parts()).to.deep.equal(before);
+  });
+
+  it('a vehicle that fails its schema: neither file is written, the 2.2 part keeps every previous block, until it is fixed', async () => {
+    const bad = vehicles[30];
+    const before = await parts();
+    const v3Before = (await stored('3.0', Z.id, 'vehicle_status')).row;
+    // latitude out of range: the item fails our schema in both versions
+    await t.ctx.db.query(`UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint(11.58, 95), 4326) WHERE id = $1`, [bad.id]);
+    for (let i = 0; i < 2; i++) {
+      // rendered (and failed) again at every build: no block of it is kept
+      expect((await tick()).failed).to.equal(2);
+      expect((await stored('3.0', Z.id, 'vehicle_status')).row.last_updated).to.deep.equal(v3Before.last_updated);
+      const now = await parts();
+      for (const p of [...now.keys()].filter((k) => k.startsWith('v2/free_bike_status/') || k.startsWith('v3/vehicle_status/')))
+        expect(now.get(p), p).to.equal(before.get(p));
+    }
+    await t.ctx.db.query(`UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint(11.58, 48.14), 4326) WHERE id = $1`, [bad.id]);
+    expect(await tick()).to.include({ failed: 0 });
+    const lat = (doc: any) => doc.data.vehicles.find((v: any) => v.vehicle_id === bad.gbfsId).lat;
+    expect(lat(JSON.parse((await stored('3.0', Z.id, 'vehicle_status')).text))).to.equal(48.14);
+  });
+
+  it('a zone edit (its minimum battery) renders every block again', async () => {
+    const before = await parts();
+    await t.ctx.db.query(`UPDATE zones SET min_battery_percent = 90 WHERE id = $1`, [Z.id]);
+    expect(await tick()).to.include({ built: 1, failed: 0 });
+    const after = await parts();
+    const vehicleParts = [...after.keys()].filter((p) => p.startsWith('v3/vehicle_status/') && after.get(p) !== before.get(p));
+    // every vehicle is disabled now (battery 80 < 90): every non-empty block changed
+    const nonEmpty = new Set(vehicles.filter((v) => v !== vehicles[10]).map((v) => v.gbfsId[0]));
+    expect(vehicleParts.map((p) => p.slice(-1))).to.have.members([...nonEmpty]);
+    const doc = JSON.parse((await stored('3.0', Z.id, 'vehicle_status')).text);
+    expect(doc.data.vehicles.every((v: any) => v.is_disabled)).to.equal(true);
   });
 });

@@ -18,12 +18,22 @@ export function planId(zoneId: string, vehicleTypeId: string): string {
   return `${zoneId}:${vehicleTypeId}`;
 }
 
+/** Currency formats by language and currency: making one costs ~50× a format (a 2.2 system formats every zone's prices). */
+const formats = new Map<string, Intl.NumberFormat | null>();
+
 function money(minor: number, currency: string, language: string): string {
-  try {
-    return new Intl.NumberFormat(language, { style: 'currency', currency }).format(toMajor(minor, currency));
-  } catch {
-    return `${toMajor(minor, currency)} ${currency}`;
+  const key = `${language}\u0000${currency}`;
+  let f = formats.get(key);
+  if (f === undefined) {
+    try {
+      f = new Intl.NumberFormat(language, { style: 'currency', currency });
+    } catch {
+      // not a language tag or not a currency code Intl knows
+      f = null;
+    }
+    formats.set(key, f);
   }
+  return f ? f.format(toMajor(minor, currency)) : `${toMajor(minor, currency)} ${currency}`;
 }
 
 /** "€1.00 to unlock, then €0.25 per minute" in the zone's language (or English), with its tag. */

@@ -36,14 +36,18 @@ export interface Fragment {
 
 export const sha256Hex = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
 
-/** Compresses one piece of text (`sha256`: its digest, when the caller has it already). */
-export function fragment(text: string | Buffer, sha256?: string): Fragment {
+/**
+ * Compresses one piece of text (`sha256`: its digest, when the caller has it already) at zlib
+ * `level` (default: that of every stored object; a piece compressed once and reused many times may
+ * afford more).
+ */
+export function fragment(text: string | Buffer, sha256?: string, level: number = GZIP_LEVEL): Fragment {
   const raw = typeof text === 'string' ? Buffer.from(text) : text;
   return {
     sha256: sha256 ?? sha256Hex(raw),
     crc: crc32(raw) >>> 0,
     length: raw.length,
-    deflate: raw.length ? deflateRawSync(raw, { level: GZIP_LEVEL, finishFlush: constants.Z_SYNC_FLUSH }) : Buffer.alloc(0),
+    deflate: raw.length ? deflateRawSync(raw, { level, finishFlush: constants.Z_SYNC_FLUSH }) : Buffer.alloc(0),
   };
 }
 

@@ -12,7 +12,7 @@ import { V2_FILES, v2LanguageUrl, v2Url, v3Url, type V2File } from './files.js';
 import { phrasesFor } from './phrases.js';
 import { toMajor } from '../../money.js';
 import { areaRule, areaVehicleTypeIds, orderedAreas } from './geofencing.js';
-import type { GbfsVehicleType, ZoneData } from './model.js';
+import type { GbfsVehicle, GbfsVehicleType, ZoneData } from './model.js';
 import { posix } from './time.js';
 
 export interface V2Scope {
@@ -95,25 +95,37 @@ function vehicleTypesV2(s: V2Scope) {
   };
 }
 
+/** The vehicle types a zone prices: a bike of one of them names its pricing plan. */
+export function pricedTypes(z: ZoneData): ReadonlySet<string> {
+  return new Set(z.prices.map((p) => p.vehicleTypeId));
+}
+
+/**
+ * One vehicle of free_bike_status. What it reads of the zone (its id, its flags: status, sleep
+ * window, minimum battery; the priced types) and of `env` (the base URL) is what
+ * publisher/feeds/gbfs/vehicles.ts keys its blocks by.
+ */
+export function freeBikeItemV2(z: ZoneData, env: BuildEnv, priced: ReadonlySet<string>, v: GbfsVehicle) {
+  const f = vehicleFlags(z, v);
+  return {
+    bike_id: v.gbfsId,
+    last_reported: posix(v.lastSeenAt),
+    lat: v.lat,
+    lon: v.lon,
+    is_reserved: f.isReserved,
+    is_disabled: f.isDisabled,
+    vehicle_type_id: v.vehicleTypeId,
+    current_range_meters: currentRangeMeters(v),
+    ...(priced.has(v.vehicleTypeId) ? { pricing_plan_id: planId(z.zone.id, v.vehicleTypeId) } : {}),
+    rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
+  };
+}
+
 function freeBikeStatusV2(s: Pick<V2Scope, 'zones'>, env: BuildEnv) {
   const bikes = [];
   for (const z of s.zones) {
-    const priced = new Set(z.prices.map((p) => p.vehicleTypeId));
-    for (const v of z.vehicles) {
-      const f = vehicleFlags(z, v);
-      bikes.push({
-        bike_id: v.gbfsId,
-        last_reported: posix(v.lastSeenAt),
-        lat: v.lat,
-        lon: v.lon,
-        is_reserved: f.isReserved,
-        is_disabled: f.isDisabled,
-        vehicle_type_id: v.vehicleTypeId,
-        current_range_meters: currentRangeMeters(v),
-        ...(priced.has(v.vehicleTypeId) ? { pricing_plan_id: planId(z.zone.id, v.vehicleTypeId) } : {}),
-        rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
-      });
-    }
+    const priced = pricedTypes(z);
+    for (const v of z.vehicles) bikes.push(freeBikeItemV2(z, env, priced, v));
   }
   return { bikes };
 }
@@ -192,9 +204,10 @@ export function geofencingZonesV2(s: Pick<V2Scope, 'zones'>) {
 
 /**
  * The 2.2 files that are their zones' items end to end, whatever else the system holds: a zone's
- * part is its items' JSON, comma-separated, built and validated once by the zone's job and shared by
- * every scope and language that includes the zone; a scope's file is the skeleton's `open`, its
- * zones' parts joined by commas, and `close` (byte for byte what `buildV2` gives for the scope).
+ * part is its items' JSON, comma-separated (free_bike_status: in vehicle blocks), built and validated
+ * once by the zone's job and shared by every scope and language that includes the zone; a scope's
+ * file is `v2PartData(file, [])` with its zones' parts joined by commas in the array (byte for byte
+ * what `buildV2` gives for the scope).
  */
 export const V2_PART_FILES = ['free_bike_status', 'geofencing_zones'] as const;
 export type V2PartFile = (typeof V2_PART_FILES)[number];
@@ -206,14 +219,6 @@ export function isV2PartFile(file: string): file is V2PartFile {
 /** The `data` of a part file around its items (as freeBikeStatusV2 and geofencingZonesV2 shape it). */
 export function v2PartData(file: V2PartFile, items: unknown[]): unknown {
   return file === 'free_bike_status' ? { bikes: items } : { geofencing_zones: { type: 'FeatureCollection', features: items } };
-}
-
-/** The `data` of a part file with no items, and its JSON around where the items go. */
-export function v2PartSkeleton(file: V2PartFile): { empty: unknown; open: string; close: string } {
-  const empty = v2PartData(file, []);
-  const json = JSON.stringify(empty);
-  const at = json.indexOf('[]');
-  return { empty, open: json.slice(0, at + 1), close: json.slice(at + 1) };
 }
 
 /** One zone's items of a part file (the scope's items are its zones' in zone order). */

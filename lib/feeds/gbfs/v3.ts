@@ -20,7 +20,7 @@ import {
 import { V3_FILES, manifestUrl, v2Url, v3Url, type V3File } from './files.js';
 import { systemInformationV2, type V2Scope } from './v2.js';
 import { areaRule, areaVehicleTypeIds, globalRule, orderedAreas, type Rule } from './geofencing.js';
-import type { ZoneData } from './model.js';
+import type { GbfsVehicle, ZoneData } from './model.js';
 import { openingHours } from './time.js';
 import { toMajor } from '../../money.js';
 import { rfc3339Utc } from '../../clock.js';
@@ -149,25 +149,29 @@ function stationStatusV3(z: ZoneData) {
   };
 }
 
-function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
+/**
+ * One vehicle of vehicle_status. What it reads of the zone (its flags: status, sleep window, minimum
+ * battery) and of `env` (the base URL) is what publisher/feeds/gbfs/vehicles.ts keys its blocks by.
+ */
+export function vehicleStatusItemV3(z: ZoneData, env: BuildEnv, v: GbfsVehicle) {
+  const f = vehicleFlags(z, v);
   return {
-    vehicles: z.vehicles.map((v) => {
-      const f = vehicleFlags(z, v);
-      return {
-        vehicle_id: v.gbfsId,
-        vehicle_type_id: v.vehicleTypeId,
-        lat: v.lat,
-        lon: v.lon,
-        is_reserved: f.isReserved,
-        is_disabled: f.isDisabled,
-        current_fuel_percent: v.batteryPercent / 100,
-        current_range_meters: currentRangeMeters(v),
-        last_reported: rfc3339Utc(v.lastSeenAt),
-        rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
-        ...(v.stationId ? { station_id: v.stationId } : {}),
-      };
-    }),
+    vehicle_id: v.gbfsId,
+    vehicle_type_id: v.vehicleTypeId,
+    lat: v.lat,
+    lon: v.lon,
+    is_reserved: f.isReserved,
+    is_disabled: f.isDisabled,
+    current_fuel_percent: v.batteryPercent / 100,
+    current_range_meters: currentRangeMeters(v),
+    last_reported: rfc3339Utc(v.lastSeenAt),
+    rental_uris: rentalUris(env.publicBaseUrl, v.gbfsId),
+    ...(v.stationId ? { station_id: v.stationId } : {}),
   };
+}
+
+function vehicleStatusV3(z: ZoneData, env: BuildEnv) {
+  return { vehicles: z.vehicles.map((v) => vehicleStatusItemV3(z, env, v)) };
 }
 
 function systemRegionsV3(z: ZoneData) {

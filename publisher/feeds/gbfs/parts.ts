@@ -1,25 +1,35 @@
 /**
  * A zone's parts (gbfs_zone_parts, migration 000150): the pieces of the files built from the zone
  * that other work reuses without rebuilding the zone. Per zone:
- *   v3/vehicle_status, v3/station_status, v3/system_alerts  the data of its 3.0 status files (their
- *                                                            ttl refresh re-envelopes these)
- *   v2/free_bike_status, v2/geofencing_zones               its items of those 2.2 files
- *   v2/summary                                              the zone without vehicles and areas (JSON),
- *                                                            what the other 2.2 files and the manifest need
+ *   v3/station_status, v3/system_alerts   the data of its 3.0 status files (their ttl refresh
+ *   v3/vehicle_status/{0…f}               re-envelopes these); vehicle_status in its vehicle blocks
+ *                                         (vehicles.ts: one part per block, by GBFS id)
+ *   v2/free_bike_status/{0…f}             its items of those 2.2 files (free_bike_status in the same
+ *   v2/geofencing_zones                   blocks)
+ *   v2/summary                            the zone without vehicles and areas (JSON), what the other
+ *                                         2.2 files and the manifest need
  * Each is a compressed fragment (lib/feeds/gbfs/fragments.ts) with its sha256. This process keeps
  * the parts it built or read in memory, by content: a read sends what it holds and gets back only
- * the bodies that differ (one statement, one snapshot), so a 2.2 system of many zones is assembled
- * from memory while its zones do not change.
+ * the bodies that differ (a zone's parts in one statement, one snapshot), so a 2.2 system of many
+ * zones is assembled from memory while its zones do not change.
  */
 import { LRUCache } from 'lru-cache';
 import { type Queryable } from '../../../lib/db.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import type { V2PartFile } from '../../../lib/feeds/gbfs/v2.js';
+import { BLOCK_KEYS } from './vehicles.js';
 
-export const V3_STATUS_PARTS = ['v3/vehicle_status', 'v3/station_status', 'v3/system_alerts'] as const;
 export const SUMMARY_PART = 'v2/summary';
 export const v2Part = (file: string) => `v2/${file}`;
 export const v3Part = (file: string) => `v3/${file}`;
+/** the parts of a file kept in vehicle blocks, in file order */
+const blockParts = (part: string) => BLOCK_KEYS.map((k) => `${part}/${k}`);
+export const V3_VEHICLE_PARTS = blockParts(v3Part('vehicle_status'));
+export const V2_BIKE_PARTS = blockParts(v2Part('free_bike_status'));
+export const V3_STATUS_PARTS = [v3Part('station_status'), v3Part('system_alerts'), ...V3_VEHICLE_PARTS];
+/** the parts of a 2.2 file that is its zones' items, in file order */
+export const v2FileParts = (file: V2PartFile): string[] => (file === 'free_bike_status' ? V2_BIKE_PARTS : [v2Part(file)]);
 
 /** Memory for parts: 300 zones × 800 vehicles are ~30 MB of fragments (every part of every zone). */
 const CACHE_BYTES = 128 * 1024 * 1024;
@@ -48,10 +58,26 @@ export interface PartRef {
 export type Parts = Map<string, Map<string, PartRef>>;
 
 /**
+ * Parts a statement reads at most. GbfsZonePartsGet joins the rows it reads with the versions the
+ * caller holds, and once Postgres settles on the statement's generic plan that join is a nested
+ * loop, whose cost is the product of the two: 300 × 300 is a few milliseconds, while 100 zones ×
+ * 18 parts in one statement (the all-zones 2.2 system) took ~175 ms (bench/gbfs-breadth.bench.ts).
+ */
+const PARTS_PER_READ = 300;
+
+/**
  * The parts `parts` of the zones `zoneIds` as stored, with their content when `bodies` (from memory
- * where it holds the same version).
+ * where it holds the same version). One statement per PARTS_PER_READ parts, the parts of a zone
+ * always in one (one snapshot: its vehicle blocks agree with each other).
  */
 export async function readParts(db: Queryable, zoneIds: readonly string[], parts: readonly string[], bodies: boolean): Promise<Parts> {
+  const out: Parts = new Map();
+  const zonesPerRead = Math.max(1, Math.floor(PARTS_PER_READ / Math.max(1, parts.length)));
+  for (let i = 0; i < zoneIds.length; i += zonesPerRead) await readSome(db, zoneIds.slice(i, i + zonesPerRead), parts, bodies, out);
+  return out;
+}
+
+async function readSome(db: Queryable, zoneIds: readonly string[], parts: readonly string[], bodies: boolean, out: Parts): Promise<void> {
   const held: Array<[string, string, string]> = [];
   if (bodies) {
     for (const z of zoneIds) {
@@ -62,7 +88,6 @@ export async function readParts(db: Queryable, zoneIds: readonly string[], parts
     }
   }
   const rows = await db.many(sql('GbfsZonePartsGet'), [zoneIds, parts, held.map((h) => h[0]), held.map((h) => h[1]), held.map((h) => h[2]), bodies]);
-  const out: Parts = new Map();
   for (const r of rows) {
     let ref: PartRef = { sha256: r.sha256 };
     if (bodies) {
@@ -81,7 +106,6 @@ export async function readParts(db: Queryable, zoneIds: readonly string[], parts
     if (!zone) out.set(r.zone_id, (zone = new Map<string, PartRef>()));
     zone.set(r.part, ref);
   }
-  return out;
 }
 
 /** The parsed JSON of a part (a summary), parsed once per version in this process. */

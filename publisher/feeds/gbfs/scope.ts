@@ -34,22 +34,13 @@ import {
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { contentDigest } from '../../../lib/feeds/gbfs/fragments.js';
 import { zoneFromSummary } from '../../../lib/feeds/gbfs/model.js';
-import {
-  V2_PART_FILES,
-  buildV2,
-  envelopeV2,
-  isV2PartFile,
-  systemLanguages,
-  v2PartSkeleton,
-  type V2PartFile,
-  type V2Scope,
-} from '../../../lib/feeds/gbfs/v2.js';
+import { V2_PART_FILES, buildV2, envelopeV2, isV2PartFile, systemLanguages, v2PartData, type V2PartFile, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
 import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
-import { SUMMARY_PART, parsedPart, readParts, v2Part, type Parts } from './parts.js';
+import { SUMMARY_PART, V2_BIKE_PARTS, parsedPart, readParts, v2FileParts, type Parts } from './parts.js';
 import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
-import { SnapshotWriter, constantSegment, fragmentSegment, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
+import { SnapshotWriter, itemsData, staggerSeconds, storedRows, textSegment, type GbfsDoc } from './snapshots.js';
 import { REPLICA_WAIT_MS, buildEnv, buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
 /** A 2.2 client scope: a role and the zones its clients may read (null: every zone). */
@@ -75,10 +66,11 @@ export function scopeIncludes(scope: GbfsScope, zoneId: string): boolean {
   return scope.zoneIds === null || scope.zoneIds.includes(zoneId);
 }
 
-const PART_NAMES = [SUMMARY_PART, ...V2_PART_FILES.map(v2Part)];
+const PART_NAMES = [SUMMARY_PART, ...V2_PART_FILES.flatMap(v2FileParts)];
+/** the parts the static files of a system are built from (all but the vehicles) */
+const STATIC_PART_NAMES = [SUMMARY_PART, ...v2FileParts('geofencing_zones')];
 /** the 2.2 files whose text depends on the language (the others are one object for every language) */
 const LANGUAGE_FILES: ReadonlySet<V2File> = new Set(['system_information', 'system_pricing_plans', 'system_alerts']);
-const COMMA = ',';
 
 export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
   const result: GbfsBuildResult = { written: 0, unchanged: 0, failed: 0 };
@@ -86,10 +78,13 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   // zone just built built again
   const zoneIds = (await ctx.db.many(sql('GbfsZoneIds'), [scope.zoneIds])).map((r) => r.id);
   if (!zoneIds.length) return result;
-  // a zone never built has no parts yet (a new zone in a new scope): build it first
-  const summaries = await readParts(ctx.db, zoneIds, [SUMMARY_PART], false);
-  for (const z of zoneIds.filter((id) => !summaries.get(id)?.has(SUMMARY_PART))) {
-    const r = await buildGbfsZone(ctx, z);
+  // a zone never built has no parts yet (a new zone in a new scope): build it first; so is a zone
+  // whose vehicles were last built before they were kept in blocks (its status files, now)
+  const have = await readParts(ctx.db, zoneIds, [SUMMARY_PART, V2_BIKE_PARTS[0]], false);
+  for (const z of zoneIds) {
+    const p = have.get(z);
+    if (p?.has(SUMMARY_PART) && p.has(V2_BIKE_PARTS[0])) continue;
+    const r = await buildGbfsZone(ctx, z, p?.has(SUMMARY_PART) ? { force: 'status' } : {});
     result.written += r.written;
     result.unchanged += r.unchanged;
     result.failed += r.failed;
@@ -122,13 +117,15 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
       // a zone whose parts could not be built is left out until they can (its job logs why)
       const built = zoneIds.filter((z) => parts.get(z)?.has(SUMMARY_PART));
       if (!built.length) return result;
-      const inputs = contentDigest([
-        { sha256: scope.id },
-        ...built.flatMap((z) => PART_NAMES.map((p) => ({ sha256: `${z}:${parts.get(z)?.get(p)?.sha256 ?? '-'}` }))),
-      ]);
+      const digestOf = (names: readonly string[]) =>
+        contentDigest([{ sha256: scope.id }, ...built.flatMap((z) => names.map((p) => ({ sha256: `${z}:${parts.get(z)?.get(p)?.sha256 ?? '-'}` })))]);
+      // the digest of what the static files are built from (the zones' summaries and geofencing),
+      // then of every part (the vehicles too): a vehicle that moved assembles the status files only
+      const inputs = digestOf(STATIC_PART_NAMES) + digestOf(PART_NAMES);
       const b = await tx.maybeOne(sql('GbfsScopeBuildGet'), [scope.id]);
       const rebuild = opts.force === 'all' || opts.force === 'static' || !b || b.rebuild_due_at <= now;
-      const changed = opts.force !== undefined || !b || b.inputs !== inputs;
+      const staticChanged = opts.force !== undefined || !b || b.inputs.slice(0, 64) !== inputs.slice(0, 64);
+      const changed = staticChanged || b.inputs !== inputs;
       const refreshDue = !b || now.getTime() - b.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
       if (!rebuild && !changed && !refreshDue) return result;
 
@@ -150,7 +147,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
 
       for (const file of V2_FILES) {
         // static files only when their inputs changed (or rebuilt); status files every run (the refresh)
-        if (!isStatusFile(file) && !rebuild && !changed) continue;
+        if (!isStatusFile(file) && !rebuild && !staticChanged) continue;
         const targets = LANGUAGE_FILES.has(file) ? variants.map((v) => [v]) : [variants];
         for (const group of targets) {
           const s = group[0];
@@ -159,7 +156,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
         }
       }
       // the caller's manifest.json (GBFS 3.0): per client scope, like the 2.2 files
-      if (rebuild || changed) {
+      if (rebuild || staticChanged) {
         const data = manifestV3(base, env);
         await writer.publish({
           version: '3.0',
@@ -205,23 +202,16 @@ function wholeDoc(file: V2File, scopes: string[], s: V2Scope, env: BuildEnv): Gb
 }
 
 /**
- * A file that is its zones' items end to end: the skeleton's opening, the zones' fragments with a
- * comma between non-empty ones, the closing. The zones' items were validated by their jobs; the
- * skeleton (the envelope with no items) is validated here: a valid envelope of valid items is a valid
- * file (the schemas constrain each item, never the array as a whole).
+ * A file that is its zones' items end to end: the skeleton's opening, the zones' fragments (for
+ * free_bike_status each zone's vehicle blocks) with a comma between non-empty ones, the closing. The
+ * zones' items were validated by their jobs; the skeleton (the envelope with no items) is validated
+ * here: a valid envelope of valid items is a valid file (the schemas constrain each item, never the
+ * array as a whole).
  */
 function partDoc(file: V2PartFile, scopes: string[], zoneIds: string[], parts: Parts): GbfsDoc {
-  const sk = v2PartSkeleton(file);
-  const data: Segment[] = [constantSegment(sk.open)];
-  let first = true;
-  for (const z of zoneIds) {
-    const f = parts.get(z)?.get(v2Part(file))?.fragment;
-    if (!f || !f.length) continue;
-    if (!first) data.push(constantSegment(COMMA));
-    data.push(fragmentSegment(f));
-    first = false;
-  }
-  data.push(constantSegment(sk.close));
+  const empty = v2PartData(file, []);
+  const names = v2FileParts(file);
+  const items = zoneIds.flatMap((z) => names.map((p) => parts.get(z)?.get(p)?.fragment).filter((f) => f !== undefined));
   const ttl = gbfsTtl(file);
   return {
     version: '2.2',
@@ -229,8 +219,8 @@ function partDoc(file: V2PartFile, scopes: string[], zoneIds: string[], parts: P
     file,
     ttl,
     status: isStatusFile(file),
-    data,
-    document: (lu) => envelopeV2(lu, ttl, sk.empty),
+    data: itemsData(empty, items),
+    document: (lu) => envelopeV2(lu, ttl, empty),
     schema: GBFS_V2_SCHEMAS[file],
   };
 }

@@ -49,7 +49,7 @@ export function fragmentSegment(f: Fragment): Segment {
 
 /** Constant segments (separators, skeletons), compressed once per process. */
 const constants = new Map<string, Segment>();
-export function constantSegment(text: string): Segment {
+function constantSegment(text: string): Segment {
   let s = constants.get(text);
   if (!s) {
     const f = fragment(text);
@@ -57,6 +57,27 @@ export function constantSegment(text: string): Segment {
     constants.set(text, s);
   }
   return s;
+}
+
+/**
+ * The segments of a `data` whose one array holds items given as fragments of comma-joined items
+ * (a zone's vehicle blocks, the zones' parts of a 2.2 file): the JSON of `empty` (that data with the
+ * array empty) up to the array's `[`, the non-empty fragments with a comma between them, the rest.
+ * Byte for byte JSON.stringify of the data with those items.
+ */
+export function itemsData(empty: unknown, items: Iterable<Fragment>): Segment[] {
+  const json = JSON.stringify(empty);
+  const at = json.indexOf('[]');
+  const data = [constantSegment(json.slice(0, at + 1))];
+  let first = true;
+  for (const f of items) {
+    if (!f.length) continue;
+    if (!first) data.push(constantSegment(','));
+    data.push(fragmentSegment(f));
+    first = false;
+  }
+  data.push(constantSegment(json.slice(at + 1)));
+  return data;
 }
 
 export interface GbfsDoc {

@@ -6,8 +6,10 @@
  *   - nothing changed, status files due for their ttl refresh: the stored data of each status file
  *     with a new envelope (no load, no build, no validation);
  *   - the status counter moved (vehicles, rentals, bookings, GBFS ids, reports) or the zone fell
- *     asleep or woke up: its vehicles loaded, its status files built once (3.0) and its 2.2 vehicle
- *     items, written where the data changed;
+ *     asleep or woke up: its vehicles loaded (with the rest of the zone as this process last loaded
+ *     it, when the static counter has not moved since), its status files built once (3.0) and its
+ *     2.2 vehicle items, written where the data changed; the vehicle files in blocks, of which only
+ *     those whose vehicles changed are rendered, validated, compressed and stored (vehicles.ts);
  *   - the static counter moved (the zone, prices, areas, vehicle types): the static files too;
  *   - never built, or its hourly rebuild due: everything.
  * The 3.0 files are built once for every role (only gbfs.json differs per role). The zone's parts
@@ -18,23 +20,26 @@
  * else from the job's transaction. A build with a failed file records no counters, and the next tick
  * builds again (and logs again) until the data is fixed.
  */
+import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../../lib/context.js';
+import type { Queryable } from '../../../lib/db.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { ROLES, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { GBFS_REBUILD_SECONDS, STATUS_REFRESH_SECONDS, V3_FILES, gbfsTtl, isStatusFile, type V3File } from '../../../lib/feeds/gbfs/files.js';
 import type { Fragment } from '../../../lib/feeds/gbfs/fragments.js';
-import { loadZoneData, zoneSummaryJson, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
+import { loadZoneData, loadZoneVehicles, zoneSummaryJson, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { currentSleepWindow } from '../../../lib/feeds/gbfs/time.js';
 import { V2_PART_FILES, envelopeV2, v2PartData, v2PartItems } from '../../../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
-import { SUMMARY_PART, V3_STATUS_PARTS, readParts, storeParts, v2Part, v3Part } from './parts.js';
+import { SUMMARY_PART, V2_BIKE_PARTS, V3_STATUS_PARTS, V3_VEHICLE_PARTS, readParts, storeParts, v2FileParts, v2Part, v3Part } from './parts.js';
 import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
-import { SnapshotWriter, fragmentSegment, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
+import { SnapshotWriter, fragmentSegment, itemsData, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
+import { vehicleFiles, type VehicleFiles } from './vehicles.js';
 
 /** What to build whatever the counters say: ops and tests (`publishGbfsSnapshots`). */
 export type GbfsForce = 'status' | 'static' | 'all';
@@ -61,6 +66,16 @@ export function buildEnv(ctx: AppContext, now: Date): BuildEnv {
 
 const GBFS_ROLES: Role[] = ROLES.filter(hasGbfs);
 const STATUS_V3 = V3_FILES.filter(isStatusFile);
+
+/**
+ * The zones this process loaded, their vehicles and areas aside, by the static change counter read
+ * before the load (gbfs_static: what bumps it is all that the rest of a zone shows, the zone row,
+ * its prices, types and parking spots). A build of the status files alone, whose counter has not
+ * moved since, loads only the vehicles: the data it holds is at least that recent, and nothing that
+ * counter counts has changed since. A static build, a forced one and the hourly rebuild load
+ * everything.
+ */
+const knownZones = new LRUCache<string, { token: number; data: ZoneData }>({ max: 10_000 });
 
 /**
  * How long a build (a zone's, a 2.2 scope's) waits for the streaming replica to replay up to the
@@ -95,8 +110,15 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
         // the ttl refresh: the stored data of each status file, in a new envelope
         const parts = (await readParts(tx, [zoneId], V3_STATUS_PARTS, true)).get(zoneId);
         const docs = STATUS_V3.map((file): GbfsDoc | undefined => {
-          const f = parts?.get(v3Part(file))?.fragment;
-          return f && { version: '3.0', scopes: [zoneId], file, ttl: gbfsTtl(file), status: true, data: [fragmentSegment(f)] };
+          let data: Segment[] | undefined;
+          if (file === 'vehicle_status') {
+            const blocks = V3_VEHICLE_PARTS.map((p) => parts?.get(p)?.fragment);
+            if (blocks.every((f) => f !== undefined)) data = itemsData(EMPTY_VEHICLES, blocks);
+          } else {
+            const f = parts?.get(v3Part(file))?.fragment;
+            if (f) data = [fragmentSegment(f)];
+          }
+          return data && { version: '3.0', scopes: [zoneId], file, ttl: gbfsTtl(file), status: true, data };
         });
         // a part that is not what the file holds (never stored, or the file written otherwise): build
         if (docs.every((d) => d && writer.holds(d))) {
@@ -110,24 +132,31 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
         // the replica's data once it has replayed past the primary's position read here, after the
         // counters: it then shows everything they count (or more, which the next tick's counters see)
         const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
+        // the status files alone: the rest of the zone as this process loaded it at this static counter
+        const staticToken = Number(st.static_token);
+        const known = staticRun || force ? undefined : knownZones.get(zoneId);
+        const loadZone = async (db: Queryable) =>
+          known?.token === staticToken ? loadZoneVehicles(db, known.data, now) : (await loadZoneData(db, load)).get(zoneId);
         const reader = await readerPast(ctx.db, now, now, ctx.log.child({ zone: zoneId }), { primary: tx, waitMs: REPLICA_WAIT_MS });
-        const data = (
-          await readOnReader(
-            reader,
-            (replica) => loadZoneData(replica, load),
-            () => loadZoneData(tx, load),
-          )
-        ).get(zoneId);
+        const data = await readOnReader(reader, loadZone, () => loadZone(tx));
         if (!data) return result;
+        knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [] } });
         result.work = 'build';
-        const stored = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, SUMMARY_PART, ...V2_PART_FILES.map(v2Part)], false)).get(zoneId);
+        const stored = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, SUMMARY_PART, ...V2_PART_FILES.flatMap(v2FileParts)], false)).get(zoneId);
         const changed: Array<{ part: string; fragment: Fragment }> = [];
         const keep = (part: string, seg: Segment) => {
           if (stored?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
         };
+        // the vehicle files in blocks, only those whose vehicles changed rendered again (vehicles.ts)
+        const vehicles = statusRun ? vehicleFiles(data, env, rebuild || force !== undefined) : undefined;
 
         for (const file of V3_FILES) {
           if (isStatusFile(file) ? !statusRun : !staticRun) continue;
+          if (file === 'vehicle_status') {
+            if ((await writer.publish(vehicleStatusDoc(zoneId, vehicles!))) === 'failed') builtOk = false;
+            else vehicles!.v3.forEach((f, i) => keep(V3_VEHICLE_PARTS[i], fragmentSegment(f)));
+            continue;
+          }
           for (const [stored3, role] of variantsOf(file)) {
             const doc = v3Doc(zoneId, file, stored3, data, env, role);
             if ((await writer.publish(doc)) === 'failed') builtOk = false;
@@ -139,17 +168,23 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
         keep(SUMMARY_PART, textSegment(zoneSummaryJson(data)));
         for (const file of V2_PART_FILES) {
           if (isStatusFile(file) ? !statusRun : !staticRun) continue;
-          const items = v2PartItems(file, data, env);
-          const seg = textSegment(JSON.stringify(items).slice(1, -1));
-          if (stored?.get(v2Part(file))?.sha256 === seg.sha256) continue;
-          const validate = compile(GBFS_V2_SCHEMAS[file]);
-          const doc = envelopeV2(now, gbfsTtl(file), v2PartData(file, items));
-          if (validate(doc)) keep(v2Part(file), seg);
-          else {
+          const fail = (invalid: unknown[]) => {
+            const validate = compile(GBFS_V2_SCHEMAS[file]);
+            if (validate(envelopeV2(now, gbfsTtl(file), v2PartData(file, invalid)))) return false;
             builtOk = false;
             result.failed++;
             ctx.log.error({ zone: zoneId, file, err: describeErrors(validate.errors, 5) }, 'gbfs 2.2 part of a zone not published');
+            return true;
+          };
+          if (file === 'free_bike_status') {
+            // its blocks validated item by item; one invalid item keeps every block of the zone's previous part
+            if (!fail(vehicles!.invalidV2)) vehicles!.v2.forEach((f, i) => keep(V2_BIKE_PARTS[i], fragmentSegment(f)));
+            continue;
           }
+          const items = v2PartItems(file, data, env);
+          const seg = textSegment(JSON.stringify(items).slice(1, -1));
+          if (stored?.get(v2Part(file))?.sha256 === seg.sha256) continue;
+          if (!fail(items)) keep(v2Part(file), seg);
         }
         const changedParts = await storeParts(tx, zoneId, changed);
         result.partsChanged = changedParts.some((p) => p.startsWith('v2/'));
@@ -181,6 +216,27 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
 /** gbfs.json exists once per GBFS role (`gbfs.{role}`); every other file once, built for any role. */
 function variantsOf(file: V3File): Array<[string, Role]> {
   return file === 'gbfs' ? GBFS_ROLES.map((r) => [`gbfs.${r}`, r]) : [[file, GBFS_ROLES[0]]];
+}
+
+const EMPTY_VEHICLES = { vehicles: [] };
+
+/**
+ * vehicle_status from its blocks, validated item by item where they were rendered: what is
+ * validated whole is the skeleton, or with the items that failed (so that the file is not written
+ * and the log says why).
+ */
+function vehicleStatusDoc(zoneId: string, vehicles: VehicleFiles): GbfsDoc {
+  const ttl = gbfsTtl('vehicle_status');
+  return {
+    version: '3.0',
+    scopes: [zoneId],
+    file: 'vehicle_status',
+    ttl,
+    status: true,
+    data: itemsData(EMPTY_VEHICLES, vehicles.v3),
+    document: (lu) => envelopeV3(lu, ttl, { vehicles: vehicles.invalidV3 }),
+    schema: GBFS_V3_SCHEMAS.vehicle_status,
+  };
 }
 
 function v3Doc(zoneId: string, file: V3File, stored: string, z: ZoneData, env: BuildEnv, role: Role): GbfsDoc {

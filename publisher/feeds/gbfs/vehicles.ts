@@ -1,0 +1,174 @@
+/**
+ * A zone's vehicle files in blocks (docs/gbfs.md "Vehicle blocks"): the data of its 3.0
+ * vehicle_status and its items of the 2.2 free_bike_status, each cut into 16 blocks by the first hex
+ * digit of the vehicles' GBFS ids. The files list the vehicles ordered by that id (GbfsVehicles), so
+ * a block is a run of consecutive items and a file is its blocks end to end, a comma between the
+ * non-empty ones: byte for byte the text of the whole-file builders (buildV3, buildV2).
+ *
+ * A block is rendered, validated and compressed only when one of its vehicles changed (any field
+ * of the loaded row), a vehicle joined or left it, or the zone inputs its items read changed
+ * (`itemContext`); the other blocks are the fragments this process made at the zone's previous
+ * build. Each block is one of the zone's parts (parts.ts), so what a build compresses, stores and
+ * sends on to the 2.2 scopes follows the vehicles that changed, not the size of the zone. Items are
+ * validated one by one (our schemas constrain each item, never the array as a whole: valid items in
+ * a valid skeleton make a valid file). A process that has no blocks of the zone (it just started,
+ * or another process built the zone last) renders every block, and so does the zone's hourly
+ * rebuild: a block's bytes are a function of its vehicles, wherever and whenever it is rendered.
+ */
+import { LRUCache } from 'lru-cache';
+import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
+import { fragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import type { GbfsVehicle, ZoneData } from '../../../lib/feeds/gbfs/model.js';
+import { freeBikeItemV2, pricedTypes } from '../../../lib/feeds/gbfs/v2.js';
+import { vehicleStatusItemV3 } from '../../../lib/feeds/gbfs/v3.js';
+import { compile } from '../../../lib/validate.js';
+import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
+import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
+
+/**
+ * The blocks' keys, in file order. 16: a zone of 1,000 vehicles has ~60 in a block (~20 KB of
+ * JSON), and a ride (its start unlists a vehicle, its end lists it again under a new id) renders two
+ * sixteenths of the zone again.
+ */
+export const BLOCK_KEYS = [...'0123456789abcdef'];
+/**
+ * zlib level of the blocks. A block starts its compression afresh (a fragment refers to nothing
+ * before it): at the stored objects' level 3 sixteen blocks are ~7 % larger than the file compressed
+ * whole, at 6 about the same size (measured: docs/gbfs.md "Figures"). A block is compressed once
+ * and then written with every refresh of every file that holds it, so the extra CPU of level 6 is
+ * paid once per change, the bytes at every write.
+ */
+const BLOCK_LEVEL = 6;
+
+export interface VehicleFiles {
+  /** the comma-joined items of each block of the 3.0 vehicle_status (empty fragment: no vehicle) */
+  v3: Fragment[];
+  /** the same for the zone's items of the 2.2 free_bike_status */
+  v2: Fragment[];
+  /** the items that fail their schema (none: every block is valid) */
+  invalidV3: unknown[];
+  invalidV2: unknown[];
+}
+
+interface Block {
+  vehicles: readonly GbfsVehicle[];
+  v3: Fragment;
+  v2: Fragment;
+}
+
+interface ZoneBlocks {
+  context: string;
+  blocks: Array<Block | undefined>;
+}
+
+/** ~300 zones × 800 vehicles: ~25 MB of fragments and the rows they were rendered from. */
+const CACHE_BYTES = 128 * 1024 * 1024;
+/** what a loaded vehicle row costs in memory, roughly */
+const VEHICLE_BYTES = 300;
+
+const cache = new LRUCache<string, ZoneBlocks>({
+  maxSize: CACHE_BYTES,
+  sizeCalculation: (z) => z.blocks.reduce((n, b) => n + (b ? b.v3.deflate.length + b.v2.deflate.length + b.vehicles.length * VEHICLE_BYTES : 0), 1024),
+});
+
+const validV3 = compile(GBFS_V3_SCHEMAS.vehicle_status.properties.data.properties.vehicles.items);
+const validV2 = compile(GBFS_V2_SCHEMAS.free_bike_status.properties.data.properties.bikes.items);
+
+/**
+ * What an item reads besides its vehicle (vehicleStatusItemV3, freeBikeItemV2): the zone row (id,
+ * status, minimum battery), its sleep window, its prices, the base URL of the links. More than the
+ * items need (any edit of the zone renders its blocks again), never less.
+ */
+function itemContext(z: ZoneData, env: BuildEnv): string {
+  return JSON.stringify([z.zone, z.sleeping ?? null, z.prices, env.publicBaseUrl]);
+}
+
+/** Every field of a loaded vehicle: a field added to GbfsVehicle must be added here (the type says so). */
+const VEHICLE_FIELDS = Object.keys({
+  gbfsId: true,
+  vehicleTypeId: true,
+  status: true,
+  batteryPercent: true,
+  lastSeenAt: true,
+  lat: true,
+  lon: true,
+  maxRangeMeters: true,
+  stationId: true,
+} satisfies Record<keyof GbfsVehicle, true>) as Array<keyof GbfsVehicle>;
+
+function sameVehicle(a: GbfsVehicle, b: GbfsVehicle): boolean {
+  for (const k of VEHICLE_FIELDS) {
+    const x = a[k];
+    const y = b[k];
+    if (x instanceof Date ? !(y instanceof Date) || x.getTime() !== y.getTime() : x !== y) return false;
+  }
+  return true;
+}
+
+function sameVehicles(a: readonly GbfsVehicle[], b: readonly GbfsVehicle[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!sameVehicle(a[i], b[i])) return false;
+  return true;
+}
+
+/** The zone's listed vehicles by block, in file order; throws if they are not ordered by GBFS id. */
+function byBlock(vehicles: readonly GbfsVehicle[]): GbfsVehicle[][] {
+  const out: GbfsVehicle[][] = BLOCK_KEYS.map(() => []);
+  let last = 0;
+  for (const v of vehicles) {
+    const i = BLOCK_KEYS.indexOf(v.gbfsId[0]);
+    // a block is a run of the file's items only if the rows come ordered by gbfs_id (GbfsVehicles)
+    if (i < last) throw new Error(`gbfs vehicles not ordered by GBFS id: ${v.gbfsId} after block ${BLOCK_KEYS[last]}`);
+    last = i;
+    out[i].push(v);
+  }
+  return out;
+}
+
+function render(z: ZoneData, env: BuildEnv, priced: ReadonlySet<string>, vehicles: readonly GbfsVehicle[], into: VehicleFiles): Block | undefined {
+  const t3: string[] = [];
+  const t2: string[] = [];
+  let valid = true;
+  for (const v of vehicles) {
+    const a = vehicleStatusItemV3(z, env, v);
+    const b = freeBikeItemV2(z, env, priced, v);
+    if (!validV3(a)) {
+      into.invalidV3.push(a);
+      valid = false;
+    }
+    if (!validV2(b)) {
+      into.invalidV2.push(b);
+      valid = false;
+    }
+    t3.push(JSON.stringify(a));
+    t2.push(JSON.stringify(b));
+  }
+  const block = { vehicles, v3: fragment(t3.join(','), undefined, BLOCK_LEVEL), v2: fragment(t2.join(','), undefined, BLOCK_LEVEL) };
+  into.v3.push(block.v3);
+  into.v2.push(block.v2);
+  // a block with an invalid item is rendered again at every build, and so logged again
+  return valid ? block : undefined;
+}
+
+/**
+ * The vehicle files of a zone whose vehicles are loaded, block by block; `fresh`: render every block
+ * (the zone's hourly rebuild, a forced build) rather than reuse this process's blocks.
+ */
+export function vehicleFiles(z: ZoneData, env: BuildEnv, fresh: boolean): VehicleFiles {
+  const context = itemContext(z, env);
+  const before = fresh ? undefined : cache.get(z.zone.id);
+  const reuse = before?.context === context ? before.blocks : [];
+  const priced = pricedTypes(z);
+  const out: VehicleFiles = { v3: [], v2: [], invalidV3: [], invalidV2: [] };
+  const blocks = byBlock(z.vehicles).map((vehicles, i) => {
+    const prev = reuse[i];
+    if (prev && sameVehicles(prev.vehicles, vehicles)) {
+      out.v3.push(prev.v3);
+      out.v2.push(prev.v2);
+      return prev;
+    }
+    return render(z, env, priced, vehicles, out);
+  });
+  cache.set(z.zone.id, { context, blocks });
+  return out;
+}
