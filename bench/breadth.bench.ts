@@ -45,8 +45,8 @@
  *   BENCH_BREADTH_WARMUP_S         20        after the catch-up, before the first phase
  * The run's length is mostly the catch-up's: every (zone, hour) is one job of the hourly-file queue;
  * a publisher's workers drain it (publisher/work.ts: ~17 jobs a second here, where pg-boss's
- * polling wait after every fetch held them to 4), and the minute tick queues at most 5,000 files
- * (625 zone-hours), so the day of 100 zones (2,500 jobs) takes about 4 minutes.
+ * polling wait after every fetch held them to 4), and the minute tick queues at most 20,000 files
+ * (2,500 zone-hours), so the day of 100 zones (2,500 jobs) takes about 3 minutes.
  *
  *   BENCH=breadth make bench      or      node --import tsx bench/breadth.bench.ts
  */
@@ -514,7 +514,7 @@ export async function run(): Promise<BenchResult> {
     `gbfs_run_*: per 15 s tick, the tick job's creation to the completion of the last zone or scope job created before the next tick (pg-boss's rows); gbfs_status_age_max_s: the oldest status file (ttl ${STATUS_TTL} s) seen, now − last_updated, sampled every 2 s; gbfs_files_over_ttl_max: most files past their ttl in one sample`,
     "api_lag_* / publisher_lag_*: event-loop delay beyond the 10 ms monitoring interval (prom-client's nodejs_eventloop_lag_p99/max_seconds of each process's /metrics, whose histogram is reset at each scrape: the phase's last scrape covers the phase)",
     `latencies: one request every ${PROBE_MS} ms in turn over up to ${PROBE_ZONES} zones (partner vehicle list with a partner key, MDS 2.0 vehicles/status and GBFS 3.0 vehicle_status with the zone's city client token), the whole body read`,
-    `catch_up_s: from the publisher's start (its /metrics answering, right before its pg-boss and workers start) until ${HISTORY_HOURS + 1} hours (the history and the last closed hour) of every zone's ${HOURLY_FEEDS.length} hourly files are published and every zone's GBFS is built; each (zone, hour) is one job of the hourly-file queue (the minute tick queues at most 5,000 files). hour_publish_s: a forced republish of the last closed hour of every zone (the console's queueRepublish), from the send to the last file written`,
+    `catch_up_s: from the publisher's start (its /metrics answering, right before its pg-boss and workers start) until ${HISTORY_HOURS + 1} hours (the history and the last closed hour) of every zone's ${HOURLY_FEEDS.length} hourly files are published and every zone's GBFS is built; each (zone, hour) is one job of the hourly-file queue (the minute tick queues at most 20,000 files). hour_publish_s: a forced republish of the last closed hour of every zone (the console's queueRepublish), from the send to the last file written`,
     'ratios: a figure at the largest Z ÷ its Z against the same at the smallest; latencies unscaled',
   );
   return { name: 'breadth', metrics, goals, notes };

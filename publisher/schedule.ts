@@ -33,10 +33,18 @@ async function releaseDelayedTelemetry(ctx: AppContext, now: Date): Promise<void
   releasedUpTo = now;
 }
 
+/**
+ * Files a tick queues at most from each source (missing, republish): 2,500 (zone, hour) jobs of 8
+ * files, a day of 100 zones in one tick. The workers drain ~17 jobs a second per publisher
+ * (publisher/work.ts), so a tick's jobs are done in about its minute; at 5,000 a day of 100 zones
+ * waited a second tick (BENCH=breadth: catch-up per zone 1.28× the 10-zone figure).
+ */
+const TICK_FILES = 20_000;
+
 export async function dueHourJobs(ctx: AppContext, opts: { lookbackHours?: number; limit?: number; feeds?: readonly HourlyFeed[] } = {}): Promise<HourJob[]> {
   const now = ctx.clock.now();
   const feeds = opts.feeds ?? HOURLY_FEEDS;
-  const limit = opts.limit ?? 5000;
+  const limit = opts.limit ?? TICK_FILES;
   const to = latestDueHour(now, ctx.config.publishLatenessSeconds);
   const from = lookbackStart(now, ctx.config.publishLatenessSeconds, opts.lookbackHours);
   const jobs: HourJob[] = [];
