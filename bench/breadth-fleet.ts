@@ -31,24 +31,12 @@ import { loadZoneModels, parkingPlace, type ZoneModel } from '../lib/sim/model.j
 import { Prng } from '../lib/sim/prng.js';
 import { simTenant } from '../lib/sim/tenant.js';
 import { sql } from '../lib/sql/typed.js';
+import { squarePolygon } from '../test/support/geometry.js';
 
 /** parking spots of a parking-spot zone */
 const SPOTS = 50;
 const SCOOTER = 'breadth-scooter';
 const BIKE = 'breadth-bike';
-
-const square = (x: number, y: number, w: number, h = w) => ({
-  type: 'Polygon',
-  coordinates: [
-    [
-      [x, y],
-      [x + w, y],
-      [x + w, y + h],
-      [x, y + h],
-      [x, y],
-    ],
-  ],
-});
 
 export const zoneId = (n: number) => `bz${String(n).padStart(3, '0')}`;
 
@@ -61,16 +49,16 @@ function zoneDocument(n: number, since: string) {
     ? // SPOTS stations of 60 m on a 10 × 5 grid in the middle of the operations area
       Array.from({ length: SPOTS }, (_, k) => ({
         type: 'Feature',
-        geometry: square(x + 0.02 + (k % 10) * 0.006, y + 0.03 + Math.floor(k / 10) * 0.008, 0.0008, 0.0005),
+        geometry: squarePolygon(x + 0.02 + (k % 10) * 0.006, y + 0.03 + Math.floor(k / 10) * 0.008, 0.0008, 0.0005),
         properties: { area_type: 'parking-spot', name: `Station ${n}.${k}`, capacity: 40 },
       }))
-    : [{ type: 'Feature', geometry: square(x + 0.05, y + 0.05, 0.005), properties: { area_type: 'no-parking', name: `Square ${n}` } }];
+    : [{ type: 'Feature', geometry: squarePolygon(x + 0.05, y + 0.05, 0.005), properties: { area_type: 'no-parking', name: `Square ${n}` } }];
   return {
     type: 'FeatureCollection',
     features: [
       {
         type: 'Feature',
-        geometry: square(x, y, 0.1),
+        geometry: squarePolygon(x, y, 0.1),
         properties: {
           kind: 'zone',
           id: zoneId(n),
@@ -112,8 +100,8 @@ function zoneDocument(n: number, since: string) {
             : {}),
         },
       },
-      { type: 'Feature', geometry: square(x + 0.005, y + 0.005, 0.09), properties: { area_type: 'operations', name: `Centre ${n}` } },
-      { type: 'Feature', geometry: square(x + 0.06, y + 0.02, 0.01), properties: { area_type: 'slow-zone', name: `Old town ${n}`, max_speed_kph: 10 } },
+      { type: 'Feature', geometry: squarePolygon(x + 0.005, y + 0.005, 0.09), properties: { area_type: 'operations', name: `Centre ${n}` } },
+      { type: 'Feature', geometry: squarePolygon(x + 0.06, y + 0.02, 0.01), properties: { area_type: 'slow-zone', name: `Old town ${n}`, max_speed_kph: 10 } },
       ...areas,
     ],
   };

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
+import { squarePolygon } from './support/geometry.js';
 import { importZone, importZones, ZoneImportError } from '../lib/admin/zones.js';
 import { setPrices } from '../lib/admin/prices.js';
 import { importFeedClients } from '../lib/admin/client-import.js';
@@ -7,26 +8,13 @@ import { createFeedClient, createKey, revokeKey, rotateKey, rotateFeedClient, re
 import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
 import { verifySecret } from '../lib/auth/secrets.js';
 
-const square = (x: number, y: number, d: number) => ({
-  type: 'Polygon',
-  coordinates: [
-    [
-      [x, y],
-      [x + d, y],
-      [x + d, y + d],
-      [x, y + d],
-      [x, y],
-    ],
-  ],
-});
-
 function zoneFile(over: Record<string, unknown> = {}, areas: any[] = []) {
   return {
     type: 'FeatureCollection',
     features: [
       {
         type: 'Feature',
-        geometry: square(13.3, 52.4, 0.2),
+        geometry: squarePolygon(13.3, 52.4, 0.2),
         properties: {
           kind: 'zone',
           id: 'testville',
@@ -50,10 +38,10 @@ describe('ops: zone import', () => {
 
   it('creates a zone with its areas and updates it on re-import', async () => {
     const areas = [
-      { type: 'Feature', geometry: square(13.35, 52.45, 0.01), properties: { area_type: 'no-parking', name: 'Park' } },
+      { type: 'Feature', geometry: squarePolygon(13.35, 52.45, 0.01), properties: { area_type: 'no-parking', name: 'Park' } },
       {
         type: 'Feature',
-        geometry: square(13.36, 52.46, 0.01),
+        geometry: squarePolygon(13.36, 52.46, 0.01),
         properties: { area_type: 'slow-zone', name: 'Market', max_speed_kph: 10, vehicle_types: ['scooter'] },
       },
     ];
@@ -67,7 +55,7 @@ describe('ops: zone import', () => {
 
   it('names every bad feature and changes nothing', async () => {
     const bad = zoneFile({ id: 'bad zone!' }, [
-      { type: 'Feature', geometry: square(13.35, 52.45, 0.01), properties: { area_type: 'parking-spot', name: 'Spot A' } },
+      { type: 'Feature', geometry: squarePolygon(13.35, 52.45, 0.01), properties: { area_type: 'parking-spot', name: 'Spot A' } },
       {
         type: 'Feature',
         geometry: {
@@ -84,7 +72,7 @@ describe('ops: zone import', () => {
         },
         properties: { area_type: 'no-riding', name: 'Bowtie' },
       },
-      { type: 'Feature', geometry: square(13.37, 52.47, 0.01), properties: { area_type: 'teleport', name: 'Nowhere' } },
+      { type: 'Feature', geometry: squarePolygon(13.37, 52.47, 0.01), properties: { area_type: 'teleport', name: 'Nowhere' } },
     ]);
     try {
       await importZone(t.ctx.db, t.ctx.clock, bad);

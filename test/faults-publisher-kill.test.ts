@@ -9,13 +9,11 @@
  * published files (every hour republished): readers see the old file or the new one, never a mix.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { startPublisherProcess } from './support/publisher-process.js';
 import { useTestContext } from './support/context.js';
 import { readObject, recordsOf, waitFor } from './support/faults.js';
 import { count } from './support/figures.js';
 import { FsStore } from '../lib/store/fs.js';
-import { ROOT } from '../lib/paths.js';
 import { seedDemo } from '../lib/seed/index.js';
 import { simulateHistory } from '../lib/sim/index.js';
 import { startPublisher } from '../publisher/index.js';
@@ -25,31 +23,6 @@ import { HOURLY_FEEDS, feedById, objectKey } from '../lib/feeds/publications.js'
 import { floorHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
 
 const ROW = 'faults: publisher SIGKILL';
-
-interface Child {
-  proc: ChildProcess;
-  lines: string[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnPublisher(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/support/publisher-child.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  createInterface({ input: proc.stdout }).on('line', (l) => lines.push(l));
-  let stderr = '';
-  proc.stderr.on('data', (d) => (stderr += String(d)));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.on('exit', (code, signal) => {
-      if (code) console.error(stderr.slice(-2000));
-      resolve({ code, signal });
-    }),
-  );
-  return { proc, lines, exited };
-}
 
 describe('faults: publisher killed with SIGKILL mid-write', function () {
   this.timeout(120_000);
@@ -73,7 +46,7 @@ describe('faults: publisher killed with SIGKILL mid-write', function () {
 
   /** Runs a child, polls every key until the kill, kills it after `afterPuts` puts began; returns the read figures. */
   async function killMidWrite(afterPuts: number) {
-    const child = spawnPublisher({ DATABASE_URL: t.database.url, STORE_URL: `file://${t.storeDir}`, FAULTS_SLOW_STORE: '128:15' });
+    const child = startPublisherProcess({ LOG_LEVEL: 'silent', DATABASE_URL: t.database.url, STORE_URL: `file://${t.storeDir}`, FAULTS_SLOW_STORE: '128:15' });
     const reader = await FsStore.open(t.storeDir);
     const reads = { missing: 0, complete: 0, broken: [] as string[] };
     let stop = false;

@@ -16,23 +16,11 @@ import { authenticateFeedClient } from '../lib/auth/feed-clients.js';
 import { dueHourJobs } from '../publisher/schedule.js';
 import { publishStatus } from '../publisher/ops.js';
 import { useTestContext } from './support/context.js';
+import { squarePolygon } from './support/geometry.js';
 
 const ZONES = 100;
 const CLIENTS = 100;
 const DAY = 86_400_000;
-
-const square = (x: number, y: number, d: number) => ({
-  type: 'Polygon',
-  coordinates: [
-    [
-      [x, y],
-      [x + d, y],
-      [x + d, y + d],
-      [x, y + d],
-      [x, y],
-    ],
-  ],
-});
 
 /** Zone n of a grid over Germany: a boundary, an operations area, a no-parking area, its prices. */
 function zone(n: number, since: string) {
@@ -43,7 +31,7 @@ function zone(n: number, since: string) {
     features: [
       {
         type: 'Feature',
-        geometry: square(x, y, 0.1),
+        geometry: squarePolygon(x, y, 0.1),
         properties: {
           kind: 'zone',
           id: `z${String(n).padStart(3, '0')}`,
@@ -74,8 +62,8 @@ function zone(n: number, since: string) {
             : {}),
         },
       },
-      { type: 'Feature', geometry: square(x + 0.01, y + 0.01, 0.08), properties: { area_type: 'operations', name: `Centre ${n}` } },
-      { type: 'Feature', geometry: square(x + 0.05, y + 0.05, 0.005), properties: { area_type: 'no-parking', name: `Station ${n}` } },
+      { type: 'Feature', geometry: squarePolygon(x + 0.01, y + 0.01, 0.08), properties: { area_type: 'operations', name: `Centre ${n}` } },
+      { type: 'Feature', geometry: squarePolygon(x + 0.05, y + 0.05, 0.005), properties: { area_type: 'no-parking', name: `Station ${n}` } },
     ],
   };
 }

@@ -14,14 +14,12 @@
  * claimed and can no longer be recorded. The second case makes the same state with PubClaim itself.
  */
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createInterface } from 'node:readline';
 import { gunzipSync } from 'node:zlib';
+import { startPublisherProcess } from './support/publisher-process.js';
 import { useTestContext } from './support/context.js';
 import { recordsOf, waitFor } from './support/faults.js';
 import { feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
-import { ROOT } from '../lib/paths.js';
 import { sql } from '../lib/sql/typed.js';
 import { feedById, HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
@@ -29,31 +27,6 @@ import { hourParam } from '../lib/feeds/mds/sources.js';
 import { publishHourSet } from '../publisher/publish.js';
 import { dueHourJobs, latestDueHour } from '../publisher/schedule.js';
 import { startPublisher } from '../publisher/index.js';
-
-interface Child {
-  proc: ChildProcess;
-  lines: string[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function spawnPublisher(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'test/support/publisher-child.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'silent', NODE_ENV: 'test', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  createInterface({ input: proc.stdout }).on('line', (l) => lines.push(l));
-  let stderr = '';
-  proc.stderr.on('data', (d) => (stderr += String(d)));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.on('exit', (code, signal) => {
-      if (code) console.error(stderr.slice(-2000));
-      resolve({ code, signal });
-    }),
-  );
-  return { proc, lines, exited };
-}
 
 describe('republish after a publisher killed between its claim and its record (issue 26)', function () {
   this.timeout(120_000);
@@ -139,7 +112,13 @@ describe('republish after a publisher killed between its claim and its record (i
     const late = await feedTrip(t.ctx.db, { deviceId: vehicle, zoneId: zone, start: at(30), end: at(40) });
     expect((await row()).dirty, 'the late trip dirties the file').to.equal(true);
 
-    const child = spawnPublisher({ DATABASE_URL: t.database.url, STORE_URL: `file://${t.storeDir}`, FAULTS_HOLD_PUTS: '1', FAULTS_CONCURRENCY: '4' });
+    const child = startPublisherProcess({
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: t.database.url,
+      STORE_URL: `file://${t.storeDir}`,
+      FAULTS_HOLD_PUTS: '1',
+      FAULTS_CONCURRENCY: '4',
+    });
     await waitFor(`the child to hold the put of ${key}`, () => child.lines.includes(`put-held ${key}`) || child.proc.exitCode !== null, 60_000, 20);
     expect(child.proc.exitCode, 'the child ended before it was killed').to.equal(null);
     child.proc.kill('SIGKILL');
