@@ -2,6 +2,7 @@
  * CPU time of the processes a bench measures (Linux /proc, clock ticks of USER_HZ 100): with it a
  * cost per request holds across runs better than requests per second on a machine other work shares.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Db } from '../lib/db.js';
 
@@ -20,4 +21,25 @@ export function processCpuSeconds(pid: number): number {
 export async function pgCpuSeconds(db: Db, datname: string): Promise<number> {
   const rows = await db.many<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [datname]);
   return rows.reduce((sum, r) => sum + (processCpuSeconds(r.pid) || 0), 0);
+}
+
+/**
+ * Pins processes to CPUs (Linux sched_setaffinity through util-linux `taskset`, every thread with
+ * -a; children forked later inherit it). Returns false where taskset is missing or refused.
+ */
+export function pinCpus(pid: number, cpuList: string): boolean {
+  const r = spawnSync('taskset', ['-a', '-cp', cpuList, String(pid)], { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+/**
+ * The postmaster of the cluster behind `db`: the parent of our own backend. Pinning it pins every
+ * backend it forks afterwards (connections, autovacuum workers); its running auxiliaries are pinned
+ * with it.
+ */
+export async function postgresPids(db: Db): Promise<number[]> {
+  const { pid } = await db.one<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const postmaster = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+  const children = readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return [postmaster, ...children];
 }

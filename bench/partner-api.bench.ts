@@ -21,6 +21,11 @@
  * saturated throughput (closed loop, BENCH_CONNECTIONS connections) is reported as a ratio to the
  * floor's.
  * Partners have the production limit (4000/min), so the rate limiter runs its real path.
+ * The floor is offered (a) too (a_floor_*): what of the tail is the machine's rather than the API's.
+ * The load generator runs on CPU 0 and the server and Postgres on the rest (BENCH_PIN=0: shared); its
+ * own CPU per request is printed (*_generator_cpu_ms_per_request). BENCH_A_SHARE sets (a)'s share of
+ * C (default 0.7); BENCH_TRACE=prefix writes each open-loop request's due time, latency and step to
+ * prefix-<port>-<rate>.txt, to see whether a tail is spread or comes in waves.
  *
  * BENCH_API_WORKERS=n runs the API as n node:cluster workers sharing one port, as bin/api.ts runs
  * it with API_WORKERS in production (Node answers on one core per process; the design scales the API
@@ -31,12 +36,12 @@
  *
  * `npx tsx bench/partner-api.bench.ts` runs it directly; `run()` is for bench/run.ts.
  */
-import { pgCpuSeconds } from './cpu.js';
+import { pgCpuSeconds, pinCpus, postgresPids } from './cpu.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import cluster from 'node:cluster';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -74,6 +79,15 @@ const OVERLOAD_CONNECTIONS = Number(process.env.BENCH_OVERLOAD_CONNECTIONS ?? 12
 /** the admission deadline of the API under test (API_QUEUE_DEADLINE_MS default) */
 const DEADLINE_MS = 2000;
 const LISTED_VEHICLES = 60;
+/** the share of the floor's capacity offered in (a) (the issue's 0.7; other shares to see where the tail begins) */
+const A_SHARE = Number(process.env.BENCH_A_SHARE ?? 0.7);
+/**
+ * The load generator on CPU 0, what it measures (the API or the floor, and Postgres) on the others,
+ * so that neither's scheduling is in the other's figures (BENCH_PIN=0: all share every core). The
+ * capacity C is measured under the same split, so the goals stay relative to what the server side
+ * has.
+ */
+const SERVER_CPUS = cpus().length >= 2 && process.env.BENCH_PIN !== '0' ? `1-${cpus().length - 1}` : undefined;
 
 function benchConfig(databaseUrl: string, storeDir: string) {
   return testConfig({
@@ -130,7 +144,10 @@ function startFloor(databaseUrl: string): Promise<{ port: number; proc: ChildPro
 }
 
 async function spawnListening(args: string[]): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  // taskset execs node in place: the pid is the server's
+  const proc = SERVER_CPUS
+    ? spawn('taskset', ['-c', SERVER_CPUS, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   for await (const chunk of proc.stdout) {
     out += String(chunk);
@@ -257,8 +274,14 @@ function send(agent: http.Agent, port: number, method: string, path: string, key
  */
 async function openLoop(port: number, zoneId: string, listed: string[], slots: Slot[], rate: number, durationS: number, refuse: (what: string) => void) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: slots.length });
-  const idle: Session[] = slots.map((slot) => ({ slot, step: 0 }));
+  // sessions begin at list, pricing or start in turn: begun in step with each other, every session
+  // would send its start in the same fraction of a second (200 starts in a row, then 200 lists, …),
+  // waves of writes at the whole offered rate rather than the mix's third of it
+  const idle: Session[] = slots.map((slot, i) => ({ slot, step: i % 3 }));
   const latencies: number[] = [];
+  /** answered latencies of the writes (start, end) and of the reads (list, pricing), apart */
+  const writeLatencies: number[] = [];
+  const readLatencies: number[] = [];
   const shedLatencies: number[] = [];
   let non2xx = 0;
   let shed = 0;
@@ -269,6 +292,8 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
   let scheduled = 0;
   let answered = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const trace: string[] | undefined = process.env.BENCH_TRACE ? [] : undefined;
   const step = async (s: Session, at: number) => {
     const key = s.slot.key;
     try {
@@ -297,7 +322,10 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
         shedLatencies.push(performance.now() - at);
       } else {
         if (res.status >= 300) non2xx++;
-        latencies.push(performance.now() - at);
+        const took = performance.now() - at;
+        latencies.push(took);
+        trace?.push(`${Math.round(at - t0)} ${took.toFixed(1)} ${s.step}`);
+        (s.step === 2 || s.step === 5 ? writeLatencies : readLatencies).push(took);
         s.step = (s.step + 1) % 6;
       }
     } catch {
@@ -329,9 +357,10 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
   pump();
   await done;
   const elapsedS = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   agent.destroy();
-  latencies.sort((a, b) => a - b);
-  shedLatencies.sort((a, b) => a - b);
+  if (trace) writeFileSync(`${process.env.BENCH_TRACE}-${port}-${rate}.txt`, trace.join('\n'));
+  for (const l of [latencies, shedLatencies, writeLatencies, readLatencies]) l.sort((a, b) => a - b);
   const pct = (l: number[], p: number) => (l.length ? Math.round(l[Math.min(l.length - 1, Math.floor((p / 100) * l.length))] * 10) / 10 : null);
   return {
     total,
@@ -339,12 +368,16 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
     p50: pct(latencies, 50),
     p90: pct(latencies, 90),
     p99: pct(latencies, 99),
+    readP99: pct(readLatencies, 99),
+    writeP99: pct(writeLatencies, 99),
     max: Math.round(latencies[latencies.length - 1] ?? 0),
     non2xx,
     shed,
     shedP99: pct(shedLatencies, 99),
     shedMax: Math.round(shedLatencies[shedLatencies.length - 1] ?? 0),
     errors,
+    /** the generator's own CPU per request sent (ms): it shares the machine with what it measures */
+    generatorCpuMs: Math.round(((cpu.user + cpu.system) / 1000 / answered) * 100) / 100,
   };
 }
 
@@ -359,6 +392,8 @@ export async function run(): Promise<BenchResult> {
   let floorProc: ChildProcess | undefined;
   const refusals = new Map<string, number>();
   const refuse = (what: string) => refusals.set(what, (refusals.get(what) ?? 0) + 1);
+  let pgPids: number[] = [];
+  let pinned = false;
   try {
     const zone = await insertZone(db, { unlockDistanceM: 500 });
     // the vehicles the sessions rent stand in a zone of their own, so that the listed zone keeps its
@@ -383,15 +418,26 @@ export async function run(): Promise<BenchResult> {
     const floorSlots = await slotsFor(CONNECTIONS);
     const warmSlots = await slotsFor(CONNECTIONS);
     const closedSlots = await slotsFor(CONNECTIONS);
+    const floorOpenSlots = await slotsFor(OPEN_CONNECTIONS);
     const openSlots = await slotsFor(OPEN_CONNECTIONS);
     const overloadSlots = await slotsFor(OVERLOAD_CONNECTIONS);
     await db.query('ANALYZE');
+    if (SERVER_CPUS) {
+      pgPids = await postgresPids(db);
+      pinned = pinCpus(process.pid, '0') && pgPids.every((pid) => pinCpus(pid, SERVER_CPUS));
+      notes.push(
+        pinned
+          ? `CPUs: the load generator on CPU 0, the server and Postgres on CPUs ${SERVER_CPUS} (BENCH_PIN=0: shared)`
+          : 'CPUs: pinning failed, all share every core',
+      );
+    }
     const datname = new URL(database.url).pathname.slice(1);
 
     /** A closed loop at saturation: throughput, latency and CPU per request of the server and of Postgres. */
     const saturate = async (port: number, pid: number, slots: Slot[], only?: 'list') => {
       const cpu0 = apiCpuSeconds(pid);
       const pg0 = await pgCpuSeconds(db, datname).catch(() => NaN);
+      const gen0 = process.cpuUsage();
       const r = await autocannon({
         url: `http://127.0.0.1:${port}`,
         connections: CONNECTIONS,
@@ -410,6 +456,7 @@ export async function run(): Promise<BenchResult> {
         errors: r.errors,
         cpu: per(apiCpuSeconds(pid) - cpu0),
         pg: per((await pgCpuSeconds(db, datname).catch(() => NaN)) - pg0),
+        gen: per((process.cpuUsage(gen0).user + process.cpuUsage(gen0).system) / 1e6),
       };
     };
     const warm = (port: number, slots: Slot[]) =>
@@ -427,6 +474,9 @@ export async function run(): Promise<BenchResult> {
     await warm(floorServer.port, floorWarmSlots);
     const floor = await saturate(floorServer.port, floorProc.pid!, floorSlots);
     const floorList = await saturate(floorServer.port, floorProc.pid!, floorSlots, 'list');
+    // the floor offered (a) too: what of the tail at 0.7 × C is the machine's (the generator, Postgres,
+    // the disk's WAL flushes) rather than the API's
+    const floorA = await openLoop(floorServer.port, zone.id, listed, floorOpenSlots, Math.round(A_SHARE * floor.rps), DURATION_S, refuse);
     await stop(floorProc);
 
     const server = await startServer(apiDbUrl, join(dir, 'store'));
@@ -444,12 +494,19 @@ export async function run(): Promise<BenchResult> {
     metrics.load_average_1m = Math.round(loadavg()[0] * 10) / 10;
 
     // (a) 70 % of the machine's capacity: everything answered, promptly
-    const rateA = Math.round(0.7 * floor.rps);
+    const rateA = Math.round(A_SHARE * floor.rps);
     const a = await openLoop(server.port, zone.id, listed, openSlots, rateA, DURATION_S, refuse);
     metrics.a_offered_requests_per_s = rateA;
     metrics.a_answered_requests_per_s = a.perSecond;
     metrics.a_latency_p50_ms = a.p50;
     metrics.a_latency_p99_ms = a.p99;
+    metrics.a_read_p99_ms = a.readP99;
+    metrics.a_write_p99_ms = a.writeP99;
+    metrics.a_generator_cpu_ms_per_request = a.generatorCpuMs;
+    metrics.a_floor_p50_ms = floorA.p50;
+    metrics.a_floor_p99_ms = floorA.p99;
+    metrics.a_floor_read_p99_ms = floorA.readP99;
+    metrics.a_floor_write_p99_ms = floorA.writeP99;
     metrics.a_latency_max_ms = a.max;
     metrics.a_refused_503 = a.shed;
     // (b) twice the capacity: what cannot be served in time is refused at once
@@ -467,6 +524,7 @@ export async function run(): Promise<BenchResult> {
     await stop(proc);
 
     metrics.floor_requests_per_s = floor.rps;
+    metrics.floor_generator_cpu_ms_per_request = floor.gen;
     metrics.floor_list_requests_per_s = floorList.rps;
     metrics.floor_api_cpu_ms_per_request = floor.cpu;
     metrics.floor_postgres_cpu_ms_per_request = floor.pg;
@@ -492,6 +550,8 @@ export async function run(): Promise<BenchResult> {
       `warm-up ${WARMUP_S} s closed loop first (not counted); loop per connection: list, pricing, start, list, pricing, end (1/3 writes); ${PARTNERS} partners with a limit of ${PARTNER_LIMIT_PER_MINUTE}/min each (the limiter runs its real path; the offered loads are not bound by it)`,
     );
   } finally {
+    // the cluster is shared with everything else on the machine: give it every core back
+    if (pinned) for (const pid of [process.pid, ...pgPids]) pinCpus(pid, `0-${cpus().length - 1}`);
     await stop(proc);
     await stop(floorProc);
     await db.close();
