@@ -258,8 +258,8 @@ export function loadConfig(env: Env = process.env): Config {
     admission: Object.freeze({
       maxInFlight: int(env, 'API_MAX_IN_FLIGHT', Math.min(int(env, 'DATABASE_POOL_SIZE', 20, 1, 500), 5 * availableParallelism()), 1, 10000),
       deadlineMs: int(env, 'API_QUEUE_DEADLINE_MS', 2000, 1, 60000),
-      overloadWaitMs: int(env, 'API_QUEUE_OVERLOAD_WAIT_MS', 500, 0, 60000),
-      burstMs: int(env, 'API_QUEUE_BURST_MS', 1000, 0, 60000),
+      overloadWaitMs: int(env, 'API_QUEUE_OVERLOAD_WAIT_MS', 300, 0, 60000),
+      burstMs: int(env, 'API_QUEUE_BURST_MS', 500, 0, 60000),
       maxLagMs: int(env, 'API_MAX_EVENT_LOOP_DELAY_MS', 200, 0, 60000),
       maxQueue: int(env, 'API_MAX_QUEUE', 20000, 0, 1000000),
     }),

@@ -22,8 +22,9 @@ describe('races', function () {
   // requests are sent by this very process through supertest, so their arrival is spread over the
   // event loop that also answers them, which admission reads as a standing queue. The contract under
   // bursts (every request answered, none refused) is proven against a separate API process by
-  // test/bursts.test.ts; here the queue's deadline is long enough never to decide an outcome.
-  const t = useTestContext({ now: '2026-11-21T10:00:00Z', config: { API_QUEUE_DEADLINE_MS: '10000' } });
+  // test/bursts.test.ts; here the queue's budgets (the deadline, and the overload wait it falls to
+  // while a queue stands) are long enough never to decide an outcome.
+  const t = useTestContext({ now: '2026-11-21T10:00:00Z', config: { API_QUEUE_DEADLINE_MS: '10000', API_QUEUE_OVERLOAD_WAIT_MS: '10000' } });
   let api: supertest.Agent;
   let zone: ZoneFixture;
   let partner: { id: string; key: string };

@@ -17,7 +17,9 @@
  *   controlled-delay rule of Facebook's "Fail at Scale" queues (and of CoDel): a queue that drains
  *   is a burst, a queue that stands is overload. The fall is gradual because a burst that arrives
  *   over some time (clients that send again as answers come back) is still a burst: at 2× the
- *   capacity the two lines meet after ~0.7 s, with the default settings, at a wait of ~0.7 s.
+ *   capacity the two lines meet after ~0.45 s, with the default settings (2 s falling to 0.3 s over
+ *   0.5 s), at a wait of ~0.45 s, so what is answered under sustained overload waits well under a
+ *   second (BENCH=partner-api, docs/benchmarks.md).
  *
  * The prediction is (position in the queue) × (the mean time a request holds its slot, an EWMA of
  * the measured durations) ÷ (slots), plus how late the event loop runs: a process whose own CPU is

@@ -95,6 +95,16 @@ export async function publishHour(
 }
 
 /** Basic credentials as RFC 6749 §2.3.1 wants them: each part form-urlencoded, then base64. */
+/**
+ * The token with its signature changed: the signature's first character is replaced (every bit of
+ * it counts). Changing the last characters may not change the signature: base64url's last character
+ * of a 32-byte HMAC carries 2 bits the decoder ignores, so `…xw` and `…xx` can be the same token.
+ */
+export function tamperedToken(token: string): string {
+  const at = token.lastIndexOf('.') + 1;
+  return token.slice(0, at) + (token[at] === 'A' ? 'B' : 'A') + token.slice(at + 1);
+}
+
 export function basic(id: string, secret: string): string {
   const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
   return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
