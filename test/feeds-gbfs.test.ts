@@ -8,7 +8,8 @@ import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { createApiKey } from '../lib/auth/api-keys.js';
 import { feedOf } from '../lib/feeds/publications.js';
-import { V2_FILES, V3_FILES } from '../lib/feeds/gbfs/files.js';
+import { gbfsV2Scope } from '../lib/feeds/roles.js';
+import { STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES } from '../lib/feeds/gbfs/files.js';
 import { publishHour } from '../publisher/publish.js';
 import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { useTestContext } from './support/context.js';
@@ -214,6 +215,69 @@ describe('feeds: GBFS and insurance', () => {
       } finally {
         t.ctx.db.maybeOne = maybeOne;
       }
+    });
+  });
+
+  describe('a ttl refresh stores nothing: the route serves the stored data in the envelope of the row', () => {
+    const v3Path = '/v1/partner-apis/gbfs/munich/vehicle_status.json';
+    const v2Path = '/gbfs/v2/free_bike_status.json';
+    const row = (version: string, scope: string, file: string) =>
+      t.ctx.db.one<{ object_key: string; sha256: string; last_updated: Date }>(
+        `SELECT object_key, sha256, last_updated FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3`,
+        [version, scope, file],
+      );
+
+    it('the row moves, the object stays; GET, HEAD, 304 and identity clients see the new last_updated over the same data', async () => {
+      const local = request(buildApp(t.ctx).callback());
+      const before = await local.get(v3Path).set('Authorization', city);
+      expect(before.status).to.equal(200);
+      const stored = await row('3.0', 'munich', 'vehicle_status');
+      const storedMeta = (await t.ctx.store.head(stored.object_key))!;
+
+      t.ctx.clock.advance((STATUS_REFRESH_SECONDS + 1) * 1000);
+      const res = await publishGbfsSnapshots(t.ctx);
+      expect(res).to.include({ written: 0, failed: 0 });
+      expect(res.refreshed).to.be.greaterThan(0);
+      const refreshed = await row('3.0', 'munich', 'vehicle_status');
+      expect(refreshed.sha256).to.equal(stored.sha256);
+      expect(refreshed.last_updated.getTime()).to.be.greaterThan(stored.last_updated.getTime());
+      expect((await t.ctx.store.head(stored.object_key))!.metadata).to.deep.equal(storedMeta.metadata);
+
+      const after = await local.get(v3Path).set('Authorization', city);
+      expect(after.status).to.equal(200);
+      expectGbfs('3.0', 'vehicle_status', after.body);
+      expect(Date.parse(after.body.last_updated)).to.equal(refreshed.last_updated.getTime());
+      expect(after.body.data).to.deep.equal(before.body.data);
+      expect(after.body.ttl).to.equal(before.body.ttl);
+      expect(after.headers.etag)
+        .to.match(/^"[^"]+"$/)
+        .and.not.equal(before.headers.etag);
+      expect(after.headers['last-modified']).to.equal(refreshed.last_updated.toUTCString());
+      expect((await local.get(v3Path).set('Authorization', city).set('If-None-Match', before.headers.etag)).status).to.equal(200);
+      expect((await local.get(v3Path).set('Authorization', city).set('If-None-Match', after.headers.etag)).status).to.equal(304);
+      const head = await local.head(v3Path).set('Authorization', city).set('Accept-Encoding', 'gzip');
+      expect(head.status).to.equal(200);
+      expect(head.headers['content-length']).to.equal(after.headers['content-length']);
+      expect(head.headers.etag).to.equal(after.headers.etag);
+      const identity = await local.get(v3Path).set('Authorization', city).set('Accept-Encoding', 'identity');
+      expect(identity.headers['content-encoding']).to.equal(undefined);
+      expect(identity.body).to.deep.equal(after.body);
+      expect(identity.headers.etag).to.equal(`W/${after.headers.etag}`);
+    });
+
+    it('the same for a GBFS 2.2 system file (POSIX last_updated)', async () => {
+      const local = request(buildApp(t.ctx).callback());
+      const before = await local.get(v2Path).set('Authorization', gbfs);
+      expect(before.status).to.equal(200);
+      t.ctx.clock.advance((STATUS_REFRESH_SECONDS + 1) * 1000);
+      expect(await publishGbfsSnapshots(t.ctx)).to.include({ written: 0, failed: 0 });
+      const refreshed = await row('2.2', gbfsV2Scope('gbfs', null), 'free_bike_status');
+      const after = await local.get(v2Path).set('Authorization', gbfs);
+      expect(after.status).to.equal(200);
+      expectGbfs('2.2', 'free_bike_status', after.body);
+      expect(after.body.last_updated).to.be.greaterThan(before.body.last_updated);
+      expect(after.body.last_updated).to.equal(refreshed.last_updated.getTime() / 1000);
+      expect(after.body.data).to.deep.equal(before.body.data);
     });
   });
 });

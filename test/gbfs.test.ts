@@ -280,7 +280,7 @@ describe('GBFS snapshots', () => {
     const before = await rows();
     t.ctx.clock.advance(5_000);
     const res = await publishGbfsSnapshots(t.ctx, { only: 'all' });
-    expect(res).to.deep.equal({ written: 0, unchanged: before.length, failed: 0 });
+    expect(res).to.deep.equal({ written: 0, refreshed: 0, unchanged: before.length, failed: 0 });
     expect(await rows()).to.deep.equal(before);
   });
 
@@ -428,9 +428,9 @@ describe('GBFS snapshots: automatic cadence and validation before storing', () =
     expect(await publishGbfsSnapshots(t.ctx)).to.include({ written: 2, failed: 0 });
     expect(await planSha(Z.id)).to.not.equal(sha);
     expect((await readSnapshot(t.ctx, gbfsSnapshotRef('3.0', Z.id, 'system_pricing_plans', 'city').objectKey)).data.plans[0].price).to.equal(1.5);
-    // a tick later: the ttl refresh of the three status files only
+    // a tick later: the ttl refresh of the three status files only, their rows and nothing stored
     t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
-    expect(await publishGbfsSnapshots(t.ctx)).to.include({ written: 3, failed: 0 });
+    expect(await publishGbfsSnapshots(t.ctx)).to.include({ written: 0, refreshed: 3, failed: 0 });
   });
 
   it('does not store a file that fails our schema and still publishes the others', async () => {

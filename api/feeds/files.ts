@@ -10,7 +10,7 @@ import type Koa from 'koa';
 import { requestLogOf } from '../middleware/request-envelope.js';
 import { floorHour } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
-import { serveObject } from '../../lib/http/serve-object.js';
+import { serveObject, type ServeObjectOptions } from '../../lib/http/serve-object.js';
 import { hourFile, hourlyObject, servedObject } from '../../lib/publication/serve.js';
 import type { FeedDeps } from './auth.js';
 import type { ZoneInfo } from './zones.js';
@@ -51,12 +51,14 @@ export async function servePublished(
   row: { key: string; sha256: string | null } | { key: string; version: string },
   cacheControl: string,
   contentType: string,
+  derive?: ServeObjectOptions['derive'],
 ): Promise<boolean> {
   const obj = 'version' in row ? row : servedObject({ object_key: row.key, sha256: row.sha256 })!;
   const served = await serveObject(ctx, deps.app.store, obj.key, {
     cacheControl,
     contentType,
     ...(deps.files ? { cache: { cache: deps.files, version: obj.version } } : {}),
+    ...(derive ? { derive } : {}),
   });
   if (!served) requestLogOf(ctx)?.warn({ key: obj.key }, 'published object missing from the store');
   return served;

@@ -6,7 +6,11 @@
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
  */
 import type Koa from 'koa';
+import { LRUCache } from 'lru-cache';
 import { pathParam } from './params.js';
+import { reEnveloped } from '../../lib/feeds/gbfs/envelope.js';
+import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
+import type { Derived, ServeObjectOptions } from '../../lib/http/serve-object.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
 import { servePublished } from './files.js';
@@ -17,14 +21,58 @@ import { FeedError, forbidden, notFound } from './errors.js';
 const notSnapshotted = () =>
   new FeedError(503, 'service_unavailable', 'this feed has not been published yet; retry shortly', undefined, { 'Retry-After': '30' });
 
-async function serveSnapshot(deps: FeedDeps, ctx: Koa.Context, version: '2.2' | '3.0', scope: string, file: string): Promise<void> {
-  await serveRow(deps, ctx, await deps.gbfs.get([version, scope, file]));
+async function serveSnapshot(deps: FeedDeps, ctx: Koa.Context, version: GbfsVersion, scope: string, file: string): Promise<void> {
+  await serveRow(deps, ctx, version, await deps.gbfs.get([version, scope, file]));
 }
 
-async function serveRow(deps: FeedDeps, ctx: Koa.Context, row: GbfsSnapshotRow | undefined): Promise<void> {
+/**
+ * Stored GBFS objects answered in a later envelope, by object, stored version and last_updated: one
+ * entry per status file a process serves, replaced at each ttl refresh (bounded in bytes).
+ */
+const reEnvelopedObjects = new LRUCache<string, Derived>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (d) => Math.max(1, d.body.length) });
+
+/**
+ * The stored object in the envelope of the row's last_updated, when the publisher refreshed the
+ * file's last_updated without storing it again (publisher/feeds/gbfs/snapshots.ts): the object's
+ * own `last-updated` metadata names the envelope it was stored with.
+ */
+function inRowEnvelope(version: GbfsVersion, row: GbfsSnapshotRow): ServeObjectOptions['derive'] {
+  return (meta) => {
+    const storedAt = meta.metadata['last-updated'];
+    const ttl = Number(meta.metadata.ttl);
+    if (!storedAt || !Number.isInteger(ttl) || Date.parse(storedAt) === row.last_updated.getTime()) return undefined;
+    const id = `${meta.key}|${meta.etag}|${row.last_updated.getTime()}`;
+    return (
+      reEnvelopedObjects.get(id) ??
+      ((stored) => {
+        const body = reEnveloped(stored, version, ttl, new Date(storedAt), row.last_updated);
+        if (!body) return undefined;
+        const lastModified = row.last_updated;
+        const d: Derived = {
+          // a strong validator of these bytes: the stored bytes' and the envelope's
+          meta: { ...meta, size: body.length, etag: `"${meta.etag.replace(/^W\//, '').replaceAll('"', '')}-${lastModified.getTime() / 1000}"`, lastModified },
+          body,
+          lastModifiedHttp: lastModified.toUTCString(),
+        };
+        reEnvelopedObjects.set(id, d);
+        return d;
+      })
+    );
+  };
+}
+
+async function serveRow(deps: FeedDeps, ctx: Koa.Context, version: GbfsVersion, row: GbfsSnapshotRow | undefined): Promise<void> {
   if (!row) throw notSnapshotted();
   const cacheControl = `private, max-age=${Math.max(0, Number(row.ttl))}`;
-  if (!(await servePublished(deps, ctx, { key: row.object_key, sha256: row.sha256 }, cacheControl, 'application/json; charset=utf-8'))) throw notSnapshotted();
+  const served = await servePublished(
+    deps,
+    ctx,
+    { key: row.object_key, sha256: row.sha256 },
+    cacheControl,
+    'application/json; charset=utf-8',
+    inRowEnvelope(version, row),
+  );
+  if (!served) throw notSnapshotted();
 }
 
 function fileParam(raw: string | undefined, files: readonly string[]): string {
@@ -62,7 +110,7 @@ export async function gbfsV2FileInLanguage(deps: FeedDeps, ctx: Koa.Context): Pr
   // a language the system does not have is unknown; a system not published yet is retried
   const row = await deps.gbfs.get(['2.2', v2LanguageScope(scope, language), stored]);
   if (!row && (await deps.gbfs.get(['2.2', scope, stored]))) throw notFound(`this GBFS system has no files in language ${language}`);
-  await serveRow(deps, ctx, row);
+  await serveRow(deps, ctx, '2.2', row);
 }
 
 /** GBFS 2.2 of the caller's region scope: /gbfs/v2/{file}.json */

@@ -9,6 +9,7 @@
 import type Koa from 'koa';
 import { createGunzip } from 'node:zlib';
 import { pipeline, PassThrough, Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { ObjectMeta, ObjectStore } from '../store/types.js';
 import { answerOf, type Answer, type ServeRule } from '../publication/serve.js';
 import { acceptsEncoding } from './conditional.js';
@@ -21,6 +22,21 @@ export interface ServeObjectOptions extends ServeRule {
    * publication row's key + sha256), so that a republished object is never answered from memory.
    */
   cache?: { cache: ObjectCache; version: string };
+  /**
+   * An object answered in another form than it is stored in (a GBFS file: its stored data in the
+   * envelope of a later last_updated): given the stored object's metadata, the representation to
+   * answer (made before), a function from the stored bytes to it, or undefined to answer what is
+   * stored. The function may answer undefined too (the bytes are not what it expects): what is
+   * stored is answered.
+   */
+  derive?: (meta: ObjectMeta) => Derived | ((stored: Buffer) => Derived | undefined) | undefined;
+}
+
+/** A representation made from the stored bytes (ServeObjectOptions.derive). */
+export interface Derived {
+  meta: ObjectMeta;
+  body: Buffer;
+  lastModifiedHttp: string;
 }
 
 interface Found {
@@ -55,8 +71,19 @@ function setHeaders(ctx: Koa.Context, headers: readonly string[]): void {
  * object does not exist (the caller decides what that means).
  */
 export async function serveObject(ctx: Koa.Context, store: ObjectStore, key: string, opts: ServeObjectOptions): Promise<boolean> {
-  const found = await find(store, key, ctx.method === 'HEAD', opts.cache);
+  let found = await find(store, key, ctx.method === 'HEAD', opts.cache);
   if (!found) return false;
+  const derive = opts.derive?.(found.meta);
+  if (derive && typeof derive !== 'function') {
+    found = { meta: derive.meta, body: derive.body, lastModifiedHttp: derive.lastModifiedHttp };
+  } else if (derive) {
+    // the stored bytes, even for a HEAD (the derived length is the answer's Content-Length)
+    const full = found.body ? found : await find(store, key, false, opts.cache);
+    if (!full) return false;
+    const stored = Buffer.isBuffer(full.body) ? full.body : await buffer(full.body!);
+    const d = derive(stored);
+    found = d ? { meta: d.meta, body: d.body, lastModifiedHttp: d.lastModifiedHttp } : { ...full, body: stored };
+  }
   const answer: Answer = answerOf(
     found.lastModifiedHttp ? { meta: found.meta, lastModifiedHttp: found.lastModifiedHttp } : { meta: found.meta },
     {

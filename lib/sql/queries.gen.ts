@@ -368,6 +368,7 @@ export interface Queries {
       object_key: string;
       sha256: string;
       ttl: number;
+      last_updated: Date;
     };
   };
   /** sql/queries/fleet.sql */

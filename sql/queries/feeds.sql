@@ -24,4 +24,6 @@ SELECT (revoked_at IS NOT NULL AND revoked_at <= $2) AS revoked FROM feed_client
 SELECT id, created_at FROM zones;
 
 -- name: FeedGbfsSnapshot
-SELECT object_key, sha256, ttl FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;
+-- last_updated: the row's, which a ttl refresh moves without storing the object again (the file
+-- route serves the stored data in its envelope, lib/feeds/gbfs/envelope.ts).
+SELECT object_key, sha256, ttl, last_updated FROM gbfs_snapshots WHERE version = $1 AND scope = $2 AND file = $3;

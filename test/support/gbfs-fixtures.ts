@@ -11,6 +11,8 @@ import addFormatsImport from 'ajv-formats';
 import type { Queryable } from '../../lib/db.js';
 import type { AppContext } from '../../lib/context.js';
 import { SPECS_DIR, TOOLS_DIR } from '../../lib/paths.js';
+import { reEnveloped } from '../../lib/feeds/gbfs/envelope.js';
+import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 
@@ -130,11 +132,31 @@ export async function gbfsFeedClient(db: Queryable, role: string, zones: string[
   return id;
 }
 
-/** A stored snapshot, decoded, or undefined. */
+/**
+ * A snapshot as the file route serves it, decoded, or undefined: the stored object in the envelope
+ * of its index row's last_updated (a ttl refresh moves only the row; lib/feeds/gbfs/envelope.ts).
+ */
 export async function readSnapshot(ctx: AppContext, key: string): Promise<any> {
+  const text = await servedSnapshotText(ctx, key);
+  return text === undefined ? undefined : JSON.parse(text);
+}
+
+/** readSnapshot's text, byte for byte what the route serves (decoded). */
+export async function servedSnapshotText(ctx: AppContext, key: string): Promise<string | undefined> {
   const obj = await ctx.store.get(key);
   if (!obj) return undefined;
   const chunks: Buffer[] = [];
   for await (const c of obj.body) chunks.push(c as Buffer);
-  return JSON.parse(gunzipSync(Buffer.concat(chunks)).toString('utf8'));
+  let bytes: Buffer = Buffer.concat(chunks);
+  const row = await ctx.db.maybeOne<{ version: GbfsVersion; last_updated: Date }>(
+    `SELECT version, last_updated FROM gbfs_snapshots WHERE object_key = $1 ORDER BY last_updated DESC LIMIT 1`,
+    [key],
+  );
+  const storedAt = obj.meta.metadata['last-updated'];
+  if (row && storedAt && Date.parse(storedAt) !== row.last_updated.getTime()) {
+    const served = reEnveloped(bytes, row.version, Number(obj.meta.metadata.ttl), new Date(storedAt), row.last_updated);
+    if (!served) throw new Error(`${key}: the stored object is not laid out as published`);
+    bytes = served;
+  }
+  return gunzipSync(bytes).toString('utf8');
 }

@@ -99,8 +99,13 @@ export function crc32Combine(crcA: number, crcB: number, lengthB: number): numbe
   return (multmodp(x2nmodp(lengthB, 3), crcA >>> 0) ^ (crcB >>> 0)) >>> 0;
 }
 
+/** CRC-32 of B given crc(A‖B), crc(A) and the length of B (crc32Combine solved for crc(B)). */
+export function crc32Uncombine(crcAB: number, crcA: number, lengthB: number): number {
+  return (multmodp(x2nmodp(lengthB, 3), crcA >>> 0) ^ (crcAB >>> 0)) >>> 0;
+}
+
 // gzip member header: magic, deflate, no flags, mtime 0 (the content says when), no extra flags, Unix
-const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03]);
+export const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03]);
 // an empty final block with fixed Huffman codes: BFINAL=1, BTYPE=01, end-of-block
 const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
 

@@ -48,6 +48,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
 
 function add(into: GbfsBuildResult, r: GbfsBuildResult): void {
   into.written += r.written;
+  into.refreshed += r.refreshed;
   into.unchanged += r.unchanged;
   into.failed += r.failed;
 }
@@ -58,7 +59,7 @@ async function run(
   scopes: (changed: Set<string>) => GbfsScope[],
   force: GbfsForce | undefined,
 ): Promise<GbfsTickResult> {
-  const result: GbfsTickResult = { written: 0, unchanged: 0, failed: 0, zones: zones.length, built: 0, scopes: 0 };
+  const result: GbfsTickResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, zones: zones.length, built: 0, scopes: 0 };
   const changed = new Set<string>();
   await eachLimited(zones, CONCURRENCY, async (zone) => {
     const r = await buildGbfsZone(ctx, zone, force ? { force } : {});
@@ -74,14 +75,14 @@ async function run(
 
 export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsPublishMode } = {}): Promise<GbfsPublishResult> {
   const [zones, clients] = await Promise.all([ctx.db.many(sql('GbfsZoneIds'), [null]), ctx.db.many(sql('GbfsFeedClientScopes'))]);
-  const { written, unchanged, failed } = await run(
+  const { written, refreshed, unchanged, failed } = await run(
     ctx,
     zones.map((z) => z.id),
     () => scopesOf(clients),
     opts.only,
   );
-  ctx.log.debug({ written, unchanged, failed, only: opts.only ?? 'auto' }, 'gbfs snapshots');
-  return { written, unchanged, failed };
+  ctx.log.debug({ written, refreshed, unchanged, failed, only: opts.only ?? 'auto' }, 'gbfs snapshots');
+  return { written, refreshed, unchanged, failed };
 }
 
 export async function runGbfsTick(ctx: AppContext): Promise<GbfsTickResult> {

@@ -73,7 +73,7 @@ const STATIC_PART_NAMES = [SUMMARY_PART, ...v2FileParts('geofencing_zones')];
 const LANGUAGE_FILES: ReadonlySet<V2File> = new Set(['system_information', 'system_pricing_plans', 'system_alerts']);
 
 export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
-  const result: GbfsBuildResult = { written: 0, unchanged: 0, failed: 0 };
+  const result: GbfsBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0 };
   // the zones and which of them have parts, from the primary: a replica a moment behind would have a
   // zone just built built again
   const zoneIds = (await ctx.db.many(sql('GbfsZoneIds'), [scope.zoneIds])).map((r) => r.id);
@@ -86,6 +86,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
     if (p?.has(SUMMARY_PART) && p.has(V2_BIKE_PARTS[0])) continue;
     const r = await buildGbfsZone(ctx, z, p?.has(SUMMARY_PART) ? { force: 'status' } : {});
     result.written += r.written;
+    result.refreshed += r.refreshed;
     result.unchanged += r.unchanged;
     result.failed += r.failed;
   }
@@ -175,13 +176,17 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
       await tx.query(sql('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
       return {
         written: result.written + writer.result.written,
+        refreshed: result.refreshed + writer.result.refreshed,
         unchanged: result.unchanged + writer.result.unchanged,
         failed: result.failed + writer.result.failed,
       };
     }),
   );
   if (!built.locked) return result;
-  log.debug({ pool, written: built.value.written, unchanged: built.value.unchanged, failed: built.value.failed }, 'gbfs scope job');
+  log.debug(
+    { pool, written: built.value.written, refreshed: built.value.refreshed, unchanged: built.value.unchanged, failed: built.value.failed },
+    'gbfs scope job',
+  );
   return built.value;
 }
 

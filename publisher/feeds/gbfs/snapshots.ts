@@ -10,9 +10,10 @@
  *
  * The same data at the same key writes nothing, unless the store lost the object (checked when a
  * build says so: static files are checked at each of their builds). A status file whose data did not
- * change is written again once STATUS_REFRESH_SECONDS old with the new last_updated, without
- * validating again what was validated when the data was built. last_updated is `now` in whole
- * seconds, always after the previous value. The caller holds the lock of the zone or scope
+ * change is refreshed once STATUS_REFRESH_SECONDS old: only its index row moves to the new
+ * last_updated (and the content digest of the text at it); the store keeps the object, and the file
+ * route answers it with the envelope of the row's last_updated (lib/feeds/gbfs/envelope.ts), so an
+ * idle zone stores nothing. last_updated is `now` in whole seconds, always after the previous value. The caller holds the lock of the zone or scope
  * (lib/publication/lock.ts gbfsUnit: one writer per file in the cluster) and records the rows it
  * collected in its transaction (`flush`).
  */
@@ -22,8 +23,7 @@ import { sql } from '../../../lib/sql/typed.js';
 import { STATUS_REFRESH_SECONDS, gbfsObjectKey, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
 import { contentDigest, fragment, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
-import { envelopeV2 } from '../../../lib/feeds/gbfs/v2.js';
-import { envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
+import { ENVELOPE_TAIL, envelopeHead } from '../../../lib/feeds/gbfs/envelope.js';
 import { stitchedBytes } from '../../../lib/publication/bytes.js';
 import { GBFS_INDEX, type GbfsIndexRow } from '../../../lib/publication/indexes.js';
 import { PublicationSink, unchangedObject } from '../../../lib/publication/sink.js';
@@ -90,7 +90,7 @@ export interface GbfsDoc {
   /** gbfs_snapshots.file (`gbfs.{role}` for the 3.0 discovery variants) */
   file: string;
   ttl: number;
-  /** a status file: written again once STATUS_REFRESH_SECONDS old */
+  /** a status file: its last_updated refreshed once STATUS_REFRESH_SECONDS old */
   status: boolean;
   /** the `data` member's JSON, in pieces */
   data: Segment[];
@@ -110,7 +110,7 @@ export interface StoredRow {
   bytes: number;
 }
 
-export type Outcome = 'written' | 'unchanged' | 'failed';
+export type Outcome = 'written' | 'refreshed' | 'unchanged' | 'failed';
 
 class GbfsValidationError extends Error {}
 
@@ -133,15 +133,14 @@ export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<s
   );
 }
 
-/** The envelope before `data`: `{"last_updated":…,"ttl":…,"version":"…","data":` (the JSON of envelopeV2/V3). */
+/** The envelope before `data` (lib/feeds/gbfs/envelope.ts, which the file route re-envelopes with). */
 function headSegment(version: GbfsVersion, lastUpdated: Date, ttl: number): Segment {
-  const json = JSON.stringify(version === '2.2' ? envelopeV2(lastUpdated, ttl, null) : envelopeV3(lastUpdated, ttl, null));
-  return textSegment(json.slice(0, -'null}'.length));
+  return textSegment(envelopeHead(version, lastUpdated, ttl));
 }
-const TAIL = '}';
+const TAIL = ENVELOPE_TAIL;
 
 export class SnapshotWriter {
-  readonly result = { written: 0, unchanged: 0, failed: 0 };
+  readonly result = { written: 0, refreshed: 0, unchanged: 0, failed: 0 };
   private readonly sink: PublicationSink<GbfsIndexRow>;
   /** the oldest last_updated now stored among the status files published here (a build's status_written_at) */
   private statusOldest: Date | undefined;
@@ -206,6 +205,7 @@ export class SnapshotWriter {
       const present =
         !this.checkStore ||
         (await unchangedObject(this.ctx.store, { sha256: prev.sha256, object_key: prev.objectKey }, { sha256: prev.sha256, key: objectKey }));
+      if (!fresh && present) return this.refresh(doc, prev, objectKey);
       if (fresh && present) {
         if (doc.status) this.stored(prev.lastUpdated);
         // the language scopes name the same object: repair one that does not
@@ -229,9 +229,7 @@ export class SnapshotWriter {
       }
     }
 
-    // last_updated moves forward even if the clock does not (two writes in one second)
-    let lastUpdated = wholeSeconds(this.now);
-    if (prev && lastUpdated <= prev.lastUpdated) lastUpdated = new Date(prev.lastUpdated.getTime() + 1000);
+    const lastUpdated = this.nextLastUpdated(prev);
     // new data is validated whole; the same data with a new last_updated was validated when built
     if (!same && doc.document && doc.schema) {
       const validate = compile(doc.schema);
@@ -263,6 +261,36 @@ export class SnapshotWriter {
     );
     if (doc.status) this.stored(lastUpdated);
     return stored.outcome;
+  }
+
+  /** last_updated moves forward even if the clock does not (two writes in one second). */
+  private nextLastUpdated(prev: StoredRow | undefined): Date {
+    const lastUpdated = wholeSeconds(this.now);
+    return prev && lastUpdated <= prev.lastUpdated ? new Date(prev.lastUpdated.getTime() + 1000) : lastUpdated;
+  }
+
+  /**
+   * The ttl refresh of an unchanged status file: its rows (every scope that names the object) at the
+   * new last_updated, the object as stored.
+   */
+  private refresh(doc: GbfsDoc, prev: StoredRow, objectKey: string): 'refreshed' {
+    const lastUpdated = this.nextLastUpdated(prev);
+    const contentDigest = this.digestAt(doc, lastUpdated);
+    this.sink.note(
+      ...doc.scopes.map((scope) => ({
+        version: doc.version,
+        scope,
+        file: doc.file,
+        key: objectKey,
+        sha256: prev.sha256,
+        contentDigest,
+        bytes: prev.bytes,
+        ttl: doc.ttl,
+        lastUpdated,
+      })),
+    );
+    this.stored(lastUpdated);
+    return 'refreshed';
   }
 
   /** Records the index rows of what was published, in the caller's transaction. */

@@ -45,7 +45,10 @@ import { vehicleFiles, type VehicleFiles } from './vehicles.js';
 export type GbfsForce = 'status' | 'static' | 'all';
 
 export interface GbfsBuildResult {
+  /** files whose object was stored */
   written: number;
+  /** status files whose data was unchanged and due: the index row's last_updated moved, nothing was stored (the route serves the stored data in the new envelope) */
+  refreshed: number;
   unchanged: number;
   /** files (or zone parts) that failed to build, validate or store (logged; the others are still published) */
   failed: number;
@@ -87,7 +90,7 @@ export const REPLICA_WAIT_MS = 200;
 export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { force?: GbfsForce } = {}): Promise<ZoneBuildResult> {
   const now = ctx.clock.now();
   const force = opts.force;
-  const result: ZoneBuildResult = { written: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none' };
+  const result: ZoneBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none' };
   // the zone's lock: one build of its files in the cluster; another process building it right now is left to it
   const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) =>
     held.tx(async (tx) => {
@@ -205,6 +208,7 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
         now,
       ]);
       result.written += writer.result.written;
+      result.refreshed += writer.result.refreshed;
       result.unchanged += writer.result.unchanged;
       result.failed += writer.result.failed;
       return result;
