@@ -482,7 +482,10 @@ export async function run(): Promise<BenchResult> {
     const b = byZones.get(large)!;
     const ratio = (k: string, scale: number) => {
       const [x, y] = [a[k], b[k]];
-      return x === null || y === null || x === undefined || y === undefined || x === 0 ? null : r2(y / scale / x);
+      if (x === null || y === null || x === undefined || y === undefined) return null;
+      // nothing at either size (idle GBFS writes): no cost per zone to grow
+      if (x === 0 && y === 0) return 0;
+      return x === 0 ? null : r2(y / scale / x);
     };
     for (const k of PER_ZONE) metrics[`${k}_per_zone_ratio`] = ratio(k, large / small);
     for (const k of FLAT) metrics[`${k}_ratio`] = ratio(k, 1);
