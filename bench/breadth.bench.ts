@@ -43,6 +43,7 @@
  *   BENCH_BREADTH_MOVING           0.001     share of the fleet starting a ride per 15 s tick (a busy
  *                                            hour of a fleet doing ~2 rides per vehicle a day)
  *   BENCH_BREADTH_WARMUP_S         20        after the catch-up, before the first phase
+ *   BENCH_CPU_PROF                 (unset)   a directory: the publisher writes its V8 CPU profile there
  * The run's length is mostly the catch-up's: every (zone, hour) is one job of the hourly-file queue;
  * a publisher's workers drain it (publisher/work.ts: ~17 jobs a second here, where pg-boss's
  * polling wait after every fetch held them to 4), and the minute tick queues at most 20,000 files
@@ -129,7 +130,9 @@ interface PublisherProcess {
 /** Starts bin/publisher.ts; resolves once its /metrics answers (right before its workers start). */
 async function startPublisherProcess(databaseUrl: string, storeDir: string): Promise<PublisherProcess> {
   const port = await freePort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'publisher.ts')], {
+  // BENCH_CPU_PROF=dir: the publisher writes a V8 CPU profile there when it exits (node --cpu-prof)
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const proc = spawn(process.execPath, [...prof, '--import', 'tsx', join(ROOT, 'bin', 'publisher.ts')], {
     cwd: ROOT,
     env: {
       ...process.env,
