@@ -279,6 +279,13 @@ with_cluster() {
     rc=0
     wait "$child" || rc=$?
   done
+  # a trapped signal cuts `wait` short (status > 128); when the command ended meanwhile, bash has
+  # kept its status, which one more `wait` reports (127: the status was the one reported already)
+  if [ "$rc" -gt 128 ]; then
+    local own=0
+    wait "$child" 2>/dev/null || own=$?
+    [ "$own" -eq 127 ] || rc=$own
+  fi
   trap - INT TERM HUP
   flock 9
   rm -f "$LEASES/$$"
