@@ -13,9 +13,9 @@
  * change is refreshed once STATUS_REFRESH_SECONDS old: only its index row moves to the new
  * last_updated (and the content digest of the text at it); the store keeps the object, and the file
  * route answers it with the envelope of the row's last_updated (lib/feeds/gbfs/envelope.ts), so an
- * idle zone stores nothing. last_updated is `now` in whole seconds, always after the previous value. The caller holds the lock of the zone or scope
- * (lib/publication/lock.ts gbfsUnit: one writer per file in the cluster) and records the rows it
- * collected in its transaction (`flush`).
+ * idle zone stores nothing. last_updated is `now` in whole seconds, always after the previous value.
+ * The caller holds the lock of the zone or scope (lib/publication/lock.ts gbfsUnit: one writer per
+ * file in the cluster) and records the rows it collected in its transaction (`flush`).
  */
 import type { AppContext } from '../../../lib/context.js';
 import { type Queryable } from '../../../lib/db.js';
