@@ -31,7 +31,10 @@ const OUTAGE_MS = 4000;
 const ANSWER_WITHIN_MS = 3000;
 
 interface Answer {
+  /** 'down' for a request that began or ended while the database was down */
   phase: 'before' | 'down' | 'after';
+  /** the phase it began in */
+  began: 'before' | 'down' | 'after';
   what: 'start' | 'end';
   status: number;
   ms: number;
@@ -159,7 +162,7 @@ describe('faults: Postgres restarted under load', function () {
         const res = current
           ? await call(`/v1/rental/${current}/end`, {})
           : await call('/v1/rental/start', { userId: p.user, vehicleId: p.vehicle, userLicenseValidated: true });
-        answers.push({ phase: at === phase ? at : 'down', what, status: res.status, ms: res.ms, code: res.body?.errors?.[0]?.code });
+        answers.push({ phase: at === phase ? at : 'down', began: at, what, status: res.status, ms: res.ms, code: res.body?.errors?.[0]?.code });
         if (res.status === 200 && what === 'start') {
           started.add(res.body.data[0].id);
           running.set(p.user, res.body.data[0].id);
@@ -202,7 +205,9 @@ describe('faults: Postgres restarted under load', function () {
 
     const down = answers.filter((a) => a.phase === 'down');
     const bad = answers.filter((a) => a.status >= 500 && a.status !== 503);
-    const slow = down.filter((a) => a.ms > ANSWER_WITHIN_MS || a.status === 0);
+    // an answer of the outage is prompt; a rental that began before it and was answered 200 was not
+    // one (it committed before the database stopped: its time is the machine's load before the outage)
+    const slow = down.filter((a) => !(a.status === 200 && a.began === 'before') && (a.ms > ANSWER_WITHIN_MS || a.status === 0));
     if (bad.length || slow.length) count(ROW, 'failures', bad.length + slow.length);
     expect(down.length, 'requests answered while the database was down').to.be.greaterThan(10);
     expect(bad, 'answers other than 503 among the 5xx').to.deep.equal([]);

@@ -7,7 +7,7 @@
  * Everything listens on 127.0.0.1 only.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -103,8 +103,38 @@ export function recordsOf(body: any): any[] {
 // Ports
 // ---------------------------------------------------------------------------------------------
 
-/** A free loopback TCP port (bound and released; good enough for a test that binds it right away). */
+/** The first port of the kernel's ephemeral range (Linux), where outgoing connections take their local ports. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 11_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Binds and releases `port` on loopback: whether nothing held it a moment ago. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free loopback TCP port for a process a test starts: below the kernel's ephemeral range, so that
+ * between this answer and the process's bind (a demo seed can take seconds) no outgoing connection
+ * of the parallel suite (Postgres, HTTP clients) takes it as its local port, which a port of
+ * `listen(0)` invited (a walkthrough's bin/run.ts once found its PORT in use). Random within
+ * 10000–(range start − 1), checked by binding it; `listen(0)` only if none is found.
+ */
 export async function freePort(): Promise<number> {
+  const high = ephemeralLow() - 1;
+  for (let i = 0; i < 50; i++) {
+    const port = 10_000 + Math.floor(Math.random() * (high - 10_000));
+    if (await bindable(port)) return port;
+  }
   const srv = createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   const port = (srv.address() as { port: number }).port;
