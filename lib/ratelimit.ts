@@ -8,9 +8,14 @@
  * lock makes ranges of concurrent claims from any process disjoint), then spends that slice locally.
  * Positions past the limit are refused, so the sum of allowed requests over all processes can never
  * exceed the limit. Once a claim reaches the limit the process refuses the rest of the window locally.
- * The price: positions a process claimed but did not spend expire with the window, so near the limit
- * a key may get up to (processes × slice) fewer requests than its budget; the slice is at most 1/20 of
- * the limit (and at most 50), and 1 for limits under 40, where the counting is exact per request.
+ * The price: positions a process claimed but did not spend are lost with the window. The slice is at
+ * most 1/20 of the limit (and at most 50), and shrinks as the window's count nears the limit: at most
+ * 1/20 of what was left at the process's last claim, down to 1, so the last positions are claimed one
+ * at a time. While the key's requests keep coming to every process (a load balancer's spread), every
+ * process spends what it holds and the budget ends, to within a position or two per process, at the
+ * same request everywhere: the (limit+1)-th is the first 429, not one process's 429s interleaved with
+ * another's last slice. A process that stops getting the key's requests still loses what it holds
+ * (at most a slice) for the rest of the window.
  * A crash of Postgres empties the table (unlogged), which forgives at most one minute of counts.
  */
 import type { Clock } from './clock.js';
@@ -30,9 +35,12 @@ const WINDOW_MS = 60_000;
 const KEEP_MS = 2 * WINDOW_MS;
 const MAX_SLICE = 50;
 
-/** Positions claimed per round trip: 1/20 of the limit, at least 1, at most 50. */
-export function sliceFor(limitPerMinute: number): number {
-  return Math.max(1, Math.min(MAX_SLICE, Math.floor(limitPerMinute / 20)));
+/**
+ * Positions claimed per round trip: 1/20 of what is left of the limit after `seen` (the window's count
+ * at this process's last claim; 0 before its first), at least 1, at most 50.
+ */
+export function sliceFor(limitPerMinute: number, seen = 0): number {
+  return Math.max(1, Math.min(MAX_SLICE, Math.floor((limitPerMinute - seen) / 20)));
 }
 
 /** What this process holds of one key's current window. */
@@ -43,6 +51,8 @@ interface Lease {
   last: number;
   /** the window's counter reached the limit: refuse locally until the window ends */
   exhausted: boolean;
+  /** the window's count at this process's last claim (the slices shrink as it nears the limit) */
+  seen: number;
   /** the claim in flight, shared by every request of this key that waits for positions */
   claiming?: Promise<void>;
 }
@@ -65,7 +75,7 @@ export class RateLimiter {
       const windowStart = now - (now % WINDOW_MS);
       let found = this.leases.get(keyId);
       if (!found || found.windowStart !== windowStart) {
-        found = { windowStart, next: 1, last: 0, exhausted: false };
+        found = { windowStart, next: 1, last: 0, exhausted: false, seen: 0 };
         this.leases.set(keyId, found);
       }
       const lease = found;
@@ -85,9 +95,10 @@ export class RateLimiter {
   }
 
   private async claim(keyId: string, lease: Lease, limit: number, now: number): Promise<void> {
-    const slice = sliceFor(limit);
+    const slice = sliceFor(limit, lease.seen);
     this.claims++;
     const { count } = await this.db.one(sql('AuthRateLimitClaim'), [keyId, new Date(lease.windowStart), slice]);
+    lease.seen = Math.max(lease.seen, count);
     const first = count - slice + 1;
     if (first <= limit) {
       lease.next = first;
