@@ -8,7 +8,7 @@
 import type Koa from 'koa';
 import { LRUCache } from 'lru-cache';
 import { pathParam } from './params.js';
-import { reEnveloped } from '../../lib/feeds/gbfs/envelope.js';
+import { reEnveloped, staleEnvelope } from '../../lib/feeds/gbfs/envelope.js';
 import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
 import type { Derived, ServeObjectOptions } from '../../lib/http/serve-object.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
@@ -38,14 +38,13 @@ const reEnvelopedObjects = new LRUCache<string, Derived>({ maxSize: 64 * 1024 * 
  */
 function inRowEnvelope(version: GbfsVersion, row: GbfsSnapshotRow): ServeObjectOptions['derive'] {
   return (meta) => {
-    const storedAt = meta.metadata['last-updated'];
-    const ttl = Number(meta.metadata.ttl);
-    if (!storedAt || !Number.isInteger(ttl) || Date.parse(storedAt) === row.last_updated.getTime()) return undefined;
+    const stale = staleEnvelope(meta.metadata, row.last_updated);
+    if (!stale) return undefined;
     const id = `${meta.key}|${meta.etag}|${row.last_updated.getTime()}`;
     return (
       reEnvelopedObjects.get(id) ??
       ((stored) => {
-        const body = reEnveloped(stored, version, ttl, new Date(storedAt), row.last_updated);
+        const body = reEnveloped(stored, version, stale.ttl, stale.storedAt, row.last_updated);
         if (!body) return undefined;
         const lastModified = row.last_updated;
         const d: Derived = {

@@ -11,7 +11,7 @@ import addFormatsImport from 'ajv-formats';
 import type { Queryable } from '../../lib/db.js';
 import type { AppContext } from '../../lib/context.js';
 import { SPECS_DIR, TOOLS_DIR } from '../../lib/paths.js';
-import { reEnveloped } from '../../lib/feeds/gbfs/envelope.js';
+import { reEnveloped, staleEnvelope } from '../../lib/feeds/gbfs/envelope.js';
 import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
@@ -152,9 +152,9 @@ export async function servedSnapshotText(ctx: AppContext, key: string): Promise<
     `SELECT version, last_updated FROM gbfs_snapshots WHERE object_key = $1 ORDER BY last_updated DESC LIMIT 1`,
     [key],
   );
-  const storedAt = obj.meta.metadata['last-updated'];
-  if (row && storedAt && Date.parse(storedAt) !== row.last_updated.getTime()) {
-    const served = reEnveloped(bytes, row.version, Number(obj.meta.metadata.ttl), new Date(storedAt), row.last_updated);
+  const stale = row && staleEnvelope(obj.meta.metadata, row.last_updated);
+  if (row && stale) {
+    const served = reEnveloped(bytes, row.version, stale.ttl, stale.storedAt, row.last_updated);
     if (!served) throw new Error(`${key}: the stored object is not laid out as published`);
     bytes = served;
   }

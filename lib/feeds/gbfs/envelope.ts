@@ -10,6 +10,7 @@
  * the rest, and the gzip trailer's CRC-32 recomputed from the parts' CRCs. The rest is copied as
  * stored: nothing is decompressed, parsed or compressed again but the ~70-byte head.
  */
+import { LRUCache } from 'lru-cache';
 import { crc32Combine, crc32Uncombine, fragment, GZIP_HEADER, type Fragment } from './fragments.js';
 import type { GbfsVersion } from './files.js';
 import { envelopeV2 } from './v2.js';
@@ -24,17 +25,25 @@ export function envelopeHead(version: GbfsVersion, lastUpdated: Date, ttl: numbe
 /** The envelope's end after `data`. */
 export const ENVELOPE_TAIL = '}';
 
-const heads = new Map<string, Fragment>();
+/** Head fragments by text: a process serves the same few heads many times. */
+const heads = new LRUCache<string, Fragment>({ max: 1024 });
 
-/** The head's fragment, memoized (a process serves the same few heads many times). */
 function headFragment(version: GbfsVersion, lastUpdated: Date, ttl: number): Fragment {
   const text = envelopeHead(version, lastUpdated, ttl);
   let f = heads.get(text);
-  if (!f) {
-    if (heads.size >= 1024) heads.clear();
-    heads.set(text, (f = fragment(text)));
-  }
+  if (!f) heads.set(text, (f = fragment(text)));
   return f;
+}
+
+/**
+ * The envelope a stored GBFS object was written with (its `last-updated` and `ttl` metadata), when
+ * it is not the one of the index row's `lastUpdated`; undefined when the object is served as stored.
+ */
+export function staleEnvelope(metadata: Record<string, string>, lastUpdated: Date): { storedAt: Date; ttl: number } | undefined {
+  const storedAt = metadata['last-updated'];
+  const ttl = Number(metadata.ttl);
+  if (!storedAt || !Number.isInteger(ttl) || Date.parse(storedAt) === lastUpdated.getTime()) return undefined;
+  return { storedAt: new Date(storedAt), ttl };
 }
 
 /**

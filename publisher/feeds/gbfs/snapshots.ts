@@ -139,6 +139,11 @@ function headSegment(version: GbfsVersion, lastUpdated: Date, ttl: number): Segm
 }
 const TAIL = ENVELOPE_TAIL;
 
+/** The index row of `doc` in one of its scopes: the object it names, its text's digest and last_updated. */
+function indexRow(doc: GbfsDoc, scope: string, object: { key: string; sha256: string; bytes: number }, contentDigest: string, lastUpdated: Date): GbfsIndexRow {
+  return { version: doc.version, scope, file: doc.file, key: object.key, sha256: object.sha256, bytes: object.bytes, contentDigest, ttl: doc.ttl, lastUpdated };
+}
+
 export class SnapshotWriter {
   readonly result = { written: 0, refreshed: 0, unchanged: 0, failed: 0 };
   private readonly sink: PublicationSink<GbfsIndexRow>;
@@ -212,17 +217,7 @@ export class SnapshotWriter {
         for (const other of doc.scopes.slice(1)) {
           const r = this.rows.get(rowKey(doc.version, other, doc.file));
           if (!r || r.sha256 !== prev.sha256 || r.objectKey !== objectKey) {
-            this.sink.note({
-              version: doc.version,
-              scope: other,
-              file: doc.file,
-              key: objectKey,
-              sha256: prev.sha256,
-              contentDigest: prev.contentDigest!,
-              bytes: prev.bytes,
-              ttl: doc.ttl,
-              lastUpdated: prev.lastUpdated,
-            });
+            this.sink.note(indexRow(doc, other, { key: objectKey, sha256: prev.sha256, bytes: prev.bytes }, prev.contentDigest!, prev.lastUpdated));
           }
         }
         return 'unchanged';
@@ -246,18 +241,7 @@ export class SnapshotWriter {
         contentType: 'application/json',
         metadata: { 'last-updated': lastUpdated.toISOString(), ttl: String(doc.ttl) },
       },
-      (o) =>
-        doc.scopes.map((scope) => ({
-          version: doc.version,
-          scope,
-          file: doc.file,
-          key: o.key,
-          sha256: o.sha256,
-          contentDigest: digest,
-          bytes: o.bytes,
-          ttl: doc.ttl,
-          lastUpdated,
-        })),
+      (o) => doc.scopes.map((scope) => indexRow(doc, scope, o, digest, lastUpdated)),
     );
     if (doc.status) this.stored(lastUpdated);
     return stored.outcome;
@@ -276,19 +260,7 @@ export class SnapshotWriter {
   private refresh(doc: GbfsDoc, prev: StoredRow, objectKey: string): 'refreshed' {
     const lastUpdated = this.nextLastUpdated(prev);
     const contentDigest = this.digestAt(doc, lastUpdated);
-    this.sink.note(
-      ...doc.scopes.map((scope) => ({
-        version: doc.version,
-        scope,
-        file: doc.file,
-        key: objectKey,
-        sha256: prev.sha256,
-        contentDigest,
-        bytes: prev.bytes,
-        ttl: doc.ttl,
-        lastUpdated,
-      })),
-    );
+    this.sink.note(...doc.scopes.map((scope) => indexRow(doc, scope, { key: objectKey, sha256: prev.sha256, bytes: prev.bytes }, contentDigest, lastUpdated)));
     this.stored(lastUpdated);
     return 'refreshed';
   }
