@@ -24,7 +24,7 @@
  * The floor is offered (a) too (a_floor_*): what of the tail is the machine's rather than the API's.
  * The load generator runs on CPU 0 and the server and Postgres on the rest (BENCH_PIN=0: shared); its
  * own CPU per request is printed (*_generator_cpu_ms_per_request). BENCH_A_SHARE sets (a)'s share of
- * C (default 0.7); BENCH_TRACE=prefix writes each open-loop request's due time, latency and step to
+ * C (default 0.7); BENCH_TRACE=prefix writes each open-loop request's due time, latency and step (or `refused`) to
  * prefix-<port>-<rate>.txt, to see whether a tail is spread or comes in waves.
  *
  * BENCH_API_WORKERS=n runs the API as n node:cluster workers sharing one port, as bin/api.ts runs
@@ -320,6 +320,7 @@ async function openLoop(port: number, zoneId: string, listed: string[], slots: S
       if (res.status === 503) {
         shed++;
         shedLatencies.push(performance.now() - at);
+        trace?.push(`${Math.round(at - t0)} ${(performance.now() - at).toFixed(1)} refused`);
       } else {
         if (res.status >= 300) non2xx++;
         const took = performance.now() - at;
