@@ -70,11 +70,41 @@ export function redactUrl(url: string): string {
 
 /**
  * The request's logger (a child carrying its request id, set by api/middleware/request-envelope.ts,
- * replaced by a family's gate with one carrying more ids); undefined on an app built without the
+ * with the ids a family's gate adds: bindRequestLog); undefined on an app built without the
  * envelope. Koa types `ctx.state` as `any`: this is the one place that says what `ctx.state.log`
  * holds, in lib/ because the shared HTTP helpers (lib/http/) read it as well as the API.
  */
 export const requestLogOf = (ctx: Pick<Koa.Context, 'state'>): Logger | undefined => ctx.state.log as Logger | undefined;
+
+/**
+ * Makes `ctx.state.log` the child of `log` with `bindings`, created on first use: most requests
+ * log nothing but their access line, which is written only at info, and a pino child costs the
+ * serialisation of its bindings (under overload, the children of refused requests were a tenth of
+ * the API's CPU). Bindings added before that first use go into the one child; after it, into a
+ * child of it.
+ */
+export function lazyRequestLog(ctx: Pick<Koa.Context, 'state'>, log: Logger, bindings: Record<string, unknown>): void {
+  let child: Logger | undefined;
+  Object.defineProperty(ctx.state, 'log', {
+    configurable: true,
+    enumerable: true,
+    get: () => (child ??= log.child(bindings)),
+  });
+  Object.defineProperty(ctx.state, 'logBindings', {
+    configurable: true,
+    enumerable: false,
+    value: (more: Record<string, unknown>) => {
+      if (child) child = child.child(more);
+      else Object.assign(bindings, more);
+    },
+  });
+}
+
+/** Adds ids to the request's logger (a family's gate: the partner and key), without creating it. */
+export function bindRequestLog(ctx: Pick<Koa.Context, 'state'>, more: Record<string, unknown>): void {
+  const bind = ctx.state.logBindings as ((more: Record<string, unknown>) => void) | undefined;
+  bind?.(more);
+}
 
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const opts = { level, redact: { paths: REDACT_PATHS, censor: '[Redacted]' }, base: { pid: process.pid } };

@@ -130,6 +130,17 @@ describe('logs carry no credentials', function () {
     const leaked = secrets.filter((s) => out.includes(s));
     if (leaked.length) count(ROW, 'failures', leaked.length);
     expect(leaked, `leaked into the log: ${leaked.map((s) => s.slice(0, 12) + '…').join(', ')}`).to.deep.equal([]);
+    // a keyed request's lines name the request, the partner and the key, added by the gate to a
+    // logger that exists only once something logs (lib/log.ts lazyRequestLog)
+    const lines = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const startLines = lines.filter((l) => l.msg === 'request' && l.url === '/v1/rental/start' && l.status === 200);
+    expect(startLines, 'one access line for the rental start answered 200').to.have.length(1);
+    expect(startLines[0]).to.include({ partnerId: partner.id });
+    expect(startLines[0].keyId).to.be.a('string');
+    expect(startLines[0].requestId).to.be.a('string');
   });
 
   it('every credential-shaped query parameter is redacted, whatever its case or escaping', async () => {

@@ -7,7 +7,7 @@ import { faultOf, recordFault, type Fault } from '../../lib/http/fault.js';
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../lib/log.js';
-import { redactUrl, requestLogOf } from '../../lib/log.js';
+import { lazyRequestLog, redactUrl, requestLogOf } from '../../lib/log.js';
 import client from 'prom-client';
 import { metrics } from '../../lib/metrics.js';
 import { closeIfBodyUnread, isClientAborted } from '../../lib/http/body.js';
@@ -81,16 +81,7 @@ export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
     const requestId = requestIdOf(ctx.get('x-request-id'));
     ctx.state.requestId = requestId;
     // the per-request child logger is made on first use: most requests only write the access line
-    let child: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', {
-      configurable: true,
-      enumerable: true,
-      get: () => (child ??= log.child({ requestId })),
-      // a family may replace it with a child carrying more ids (partner, key)
-      set: (next: Logger) => {
-        child = next;
-      },
-    });
+    lazyRequestLog(ctx, log, { requestId });
     ctx.set('X-Request-Id', requestId);
     // 499 (the nginx convention): the client went away mid-body; not a server error in logs or metrics
     let aborted = false;

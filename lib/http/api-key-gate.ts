@@ -11,7 +11,7 @@ import type { AppContext } from '../context.js';
 import { ApiKeyVerifier, KEY_SCOPES, type KeyScope, type Principal } from '../auth/api-keys.js';
 import { RateLimiter } from '../ratelimit.js';
 import { metrics } from '../metrics.js';
-import { requestLogOf } from '../log.js';
+import { bindRequestLog } from '../log.js';
 
 export interface ApiKeyGate {
   scope: KeyScope;
@@ -66,7 +66,7 @@ export function apiKeyGate(app: AppContext, gate: ApiKeyGate): Koa.Middleware {
       }
     }
     ctx.state.principal = principal;
-    ctx.state.log = requestLogOf(ctx)?.child({ partnerId: principal.partnerId, keyId: principal.keyId });
+    bindRequestLog(ctx, { partnerId: principal.partnerId, keyId: principal.keyId });
     await next();
   };
 }
