@@ -21,22 +21,9 @@
  *   0.5 s), at a wait of ~0.45 s, so what is answered under sustained overload waits well under a
  *   second (BENCH=partner-api, docs/benchmarks.md).
  *
- * The prediction is (position in the queue) × (the time each position takes), plus how late the
- * event loop runs. Each position takes the larger of two estimates: the mean time a request holds
- * its slot (an EWMA of the measured durations) ÷ (slots), and, while a queue stands, the measured
- * interval between two waiters leaving it. The first is known before any queue forms (a burst from
- * idle is predicted from it), but it is measured at the load before: when the load jumps past the
- * capacity, slot times grow with the contention for the CPU, and a queue admitted on the old mean
- * would wait several times its prediction. The second is what the queue actually does, known after
- * a few waiters have left it, but it counts only under overload (the pressure has lasted burstMs):
- * during a burst, the pace is measured while the process may still be warming up (pool connections
- * opening, code not yet optimised) and would refuse requests that a moment later are served. Under
- * overload, waiters already queued are judged again as each one leaves: one that can no longer be
- * served by its deadline (the last in the queue first) is refused then rather than at it, so a queue
- * admitted during the burst on the old mean is cut to what the deadline allows at burstMs.
- *
- * The loop's lateness counts because a process whose own CPU is the bottleneck makes requests wait
- * before Node even reads them, which the queue cannot see. A loop
+ * The prediction is (position in the queue) × (the mean time a request holds its slot, an EWMA of
+ * the measured durations) ÷ (slots), plus how late the event loop runs: a process whose own CPU is
+ * the bottleneck makes requests wait before Node even reads them, which the queue cannot see. A loop
  * later than `maxLagMs` counts as pressure, and under overload such a loop refuses new requests even
  * with slots free (as fastify's under-pressure does): each admitted one would only make the loop
  * later, while a refusal costs next to nothing, so the loop stays punctual and refusals stay fast.
@@ -55,10 +42,6 @@ const ALPHA = 0.05;
  * that came late.
  */
 const HEADROOM = 1.25;
-/** weight of the newest interval in the mean interval between two departures from a standing queue */
-const DRAIN_ALPHA = 0.2;
-/** departures from a standing queue before their mean interval is trusted */
-const DRAIN_SAMPLES = 3;
 
 export interface AdmissionLimits {
   /** requests running at once (API_MAX_IN_FLIGHT) */
@@ -85,11 +68,7 @@ export class AdmissionRefused extends Error {
 
 interface Waiter {
   admit: () => void;
-  /** refuses the waiter (removed from the queue by the caller) */
-  refuse: () => void;
   timer: NodeJS.Timeout;
-  /** performance.now() at which its deadline passes */
-  deadline: number;
 }
 
 export class Admission {
@@ -97,11 +76,6 @@ export class Admission {
   private readonly queue: Waiter[] = [];
   /** mean time a request holds its slot (ms); the prior is replaced within a few dozen requests */
   private slotMs = 5;
-  /** mean interval between two departures from the queue while it stands (ms), and how many were seen */
-  private drainMs = 0;
-  private drainSamples = 0;
-  /** when a waiter last left the queue, while it stands (undefined: no queue) */
-  private lastDeparture: number | undefined;
   /** how late the last sampling timer fired (ms) */
   private lagMs = 0;
   private sampler?: NodeJS.Timeout;
@@ -131,13 +105,7 @@ export class Admission {
   /** The wait a request arriving now is predicted to have, in ms. */
   predictedWaitMs(): number {
     const ahead = this.inFlight < this.limits.maxInFlight ? 0 : this.queue.length + 1;
-    return this.lagMs + ahead * this.positionMs();
-  }
-
-  /** How long each position of the queue is predicted to take (ms): see the module's comment. */
-  private positionMs(): number {
-    const bySlots = this.slotMs / this.limits.maxInFlight;
-    return this.drainSamples >= DRAIN_SAMPLES && this.overloaded ? Math.max(bySlots, this.drainMs) : bySlots;
+    return this.lagMs + (ahead * this.slotMs) / this.limits.maxInFlight;
   }
 
   /** Overload rather than a burst: the queue has stood, or the loop been late, for burstMs or longer. */
@@ -174,21 +142,15 @@ export class Admission {
       return true;
     }
     this.pressure(true);
-    if (this.queue.length === 0) this.lastDeparture = performance.now();
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         admit: resolve,
-        refuse: () => {
-          clearTimeout(waiter.timer);
-          reject(this.refuse());
-        },
         timer: setTimeout(() => {
           const i = this.queue.indexOf(waiter);
           if (i >= 0) this.queue.splice(i, 1);
-          this.drained();
+          if (this.queue.length === 0) this.pressure(false);
           reject(this.refuse());
         }, this.limits.deadlineMs),
-        deadline: performance.now() + this.limits.deadlineMs,
       };
       this.queue.push(waiter);
     });
@@ -199,39 +161,11 @@ export class Admission {
     if (next) {
       // the slot passes straight to the oldest waiter: inFlight stays the same
       clearTimeout(next.timer);
-      const now = performance.now();
-      if (this.lastDeparture !== undefined) {
-        this.drainMs = this.drainSamples === 0 ? now - this.lastDeparture : this.drainMs + DRAIN_ALPHA * (now - this.lastDeparture - this.drainMs);
-        this.drainSamples++;
-      }
-      this.lastDeparture = now;
+      if (this.queue.length === 0) this.pressure(false);
       next.admit();
-      this.shedHopeless(now);
-      this.drained();
     } else {
       this.inFlight--;
     }
-  }
-
-  /**
-   * Refuses, last first, the waiters the queue's measured pace can no longer serve by their deadline:
-   * told now, they can go elsewhere or come back, instead of holding a place they would lose at it.
-   */
-  private shedHopeless(now: number): void {
-    if (this.drainSamples < DRAIN_SAMPLES || !this.overloaded) return;
-    const per = this.positionMs();
-    for (let last = this.queue.at(-1); last && now + this.queue.length * per > last.deadline; last = this.queue.at(-1)) {
-      this.queue.pop();
-      last.refuse();
-    }
-  }
-
-  /** After a waiter left the queue: an empty queue ends the pressure and the pace measured on it. */
-  private drained(): void {
-    if (this.queue.length > 0) return;
-    this.lastDeparture = undefined;
-    this.drainSamples = 0;
-    this.pressure(false);
   }
 
   private refuse(predictedMs = this.predictedWaitMs()): AdmissionRefused {
