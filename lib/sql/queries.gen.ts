@@ -262,10 +262,16 @@ export interface Queries {
   };
   /** sql/queries/auth.sql */
   AuthRateLimitClaim: {
-    params: [$1: string | null, $2: Date | string | null, $3: number | null];
+    params: [$1: string | null, $2: Date | string | null, $3: number | null, $4: number | null];
     row: {
-      count: number;
+      claimed_from: number;
+      claimed_to: number;
     };
+  };
+  /** sql/queries/auth.sql */
+  AuthRateLimitReturn: {
+    params: [$1: string | null, $2: Date | string | null, $3: number | null];
+    row: NoRow;
   };
   /** sql/queries/auth.sql */
   AuthRateLimitPrune: {

@@ -35,13 +35,14 @@ UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL
 RETURNING id, partner_id, scope, label;
 
 -- name: AuthRateLimitClaim
--- Claims the next $3 positions of the key's window for one process (lib/ratelimit.ts). The row lock
--- of the upsert serialises concurrent claims of one key across every API process, so the claimed
--- ranges (count - $3, count] never overlap; positions past the limit are refused by the caller.
-INSERT INTO rate_limit_counters AS c (key_id, window_start, count)
-VALUES ($1, $2, $3)
-ON CONFLICT (key_id, window_start) DO UPDATE SET count = c.count + $3
-RETURNING c.count;
+-- Claims the next $3 positions of the key's window, up to the limit $4, for one process
+-- (lib/ratelimit.ts; migration 000230): the positions (claimed_from, claimed_to], none when equal.
+-- not null: claimed_from, claimed_to
+SELECT claimed_from, claimed_to FROM rate_limit_claim($1, $2, $3, $4);
+
+-- name: AuthRateLimitReturn
+-- Hands back $3 positions of the key's window that this process claimed and will not spend.
+UPDATE rate_limit_counters SET count = count - $3 WHERE key_id = $1 AND window_start = $2;
 
 -- name: AuthRateLimitPrune
 DELETE FROM rate_limit_counters WHERE window_start < $1;
