@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { RateLimiter, sliceFor } from '../lib/ratelimit.js';
+import { ManualClock } from '../lib/clock.js';
+import { Db } from '../lib/db.js';
 
 /** Round trips one process makes to spend a whole budget alone: its slices shrink near the limit. */
 function claimsToSpend(limit: number): number {
@@ -9,11 +11,20 @@ function claimsToSpend(limit: number): number {
   for (; count < limit; n++) count += sliceFor(limit, count);
   return n;
 }
-import { ManualClock } from '../lib/clock.js';
-import { Db } from '../lib/db.js';
-
 describe('rate limiter', () => {
   const t = useTestContext({ now: '2026-11-21T10:00:00Z' });
+
+  /** `fn` with two pools of `max` connections each, as two API processes have; both closed after. */
+  async function twoProcesses(max: number, fn: (db1: Db, db2: Db) => Promise<void>): Promise<void> {
+    const db1 = new Db(t.database.url, t.ctx.log, { max });
+    const db2 = new Db(t.database.url, t.ctx.log, { max });
+    try {
+      await fn(db1, db2);
+    } finally {
+      await db1.close();
+      await db2.close();
+    }
+  }
 
   it('allows the limit, then refuses with remaining 0 and retryAfter until the window ends', async () => {
     const clock = new ManualClock('2026-11-21T10:00:15.500Z');
@@ -40,9 +51,7 @@ describe('rate limiter', () => {
 
   it('shares one budget between limiters of separate pools (processes)', async () => {
     const clock = new ManualClock('2026-11-21T10:10:00Z');
-    const db1 = new Db(t.database.url, t.ctx.log, { max: 5 });
-    const db2 = new Db(t.database.url, t.ctx.log, { max: 5 });
-    try {
+    await twoProcesses(5, async (db1, db2) => {
       const a = new RateLimiter(db1, clock);
       const b = new RateLimiter(db2, clock);
       const hits = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).hit('key-shared', 25)));
@@ -50,17 +59,12 @@ describe('rate limiter', () => {
       // every allowed hit saw a distinct position in the window
       expect(new Set(hits.filter((h) => h.allowed).map((h) => h.remaining)).size).to.equal(25);
       expect(hits.filter((h) => !h.allowed).every((h) => h.remaining === 0 && h.retryAfterSeconds === 60)).to.equal(true);
-    } finally {
-      await db1.close();
-      await db2.close();
-    }
+    });
   });
 
   it('claims slices: two limiters sharing a limit never allow more than it in total, with ~limit/slice round trips', async () => {
     const clock = new ManualClock('2026-11-21T10:20:30Z');
-    const db1 = new Db(t.database.url, t.ctx.log, { max: 5 });
-    const db2 = new Db(t.database.url, t.ctx.log, { max: 5 });
-    try {
+    await twoProcesses(5, async (db1, db2) => {
       const limit = 200;
       const slice = sliceFor(limit);
       expect(slice).to.equal(10);
@@ -89,17 +93,12 @@ describe('rate limiter', () => {
       // the next window starts a fresh budget
       clock.advance(30_000);
       expect(await a.hit('key-slices', limit)).to.deep.equal({ allowed: true, remaining: limit - 1, retryAfterSeconds: 0 });
-    } finally {
-      await db1.close();
-      await db2.close();
-    }
+    });
   });
 
   it('over two processes the budget ends at about the same request for both: the (limit+1)-th is the first refusal, to within a position or two', async () => {
     const clock = new ManualClock('2026-11-21T10:25:00Z');
-    const db1 = new Db(t.database.url, t.ctx.log, { max: 2 });
-    const db2 = new Db(t.database.url, t.ctx.log, { max: 2 });
-    try {
+    await twoProcesses(2, async (db1, db2) => {
       for (const limit of [200, 4000]) {
         const a = new RateLimiter(db1, clock);
         const b = new RateLimiter(db2, clock);
@@ -113,17 +112,12 @@ describe('rate limiter', () => {
         expect(refusedBefore, `${limit}: refusals before the last allowed request`).to.be.at.most(2);
         clock.advance(60_000);
       }
-    } finally {
-      await db1.close();
-      await db2.close();
-    }
+    });
   });
 
   it("a key's traffic moving to another process mid-minute: the positions the first held come back, and the (limit+1)-th is the first 429", async () => {
     const clock = new ManualClock('2026-11-21T10:27:00Z');
-    const db1 = new Db(t.database.url, t.ctx.log, { max: 2 });
-    const db2 = new Db(t.database.url, t.ctx.log, { max: 2 });
-    try {
+    await twoProcesses(2, async (db1, db2) => {
       const limit = 1000;
       const a = new RateLimiter(db1, clock);
       const b = new RateLimiter(db2, clock);
@@ -140,10 +134,7 @@ describe('rate limiter', () => {
       expect(a.returns).to.equal(1);
       const { count } = await t.ctx.db.one(`SELECT count FROM rate_limit_counters WHERE key_id = 'key-moved'`);
       expect(count).to.equal(limit);
-    } finally {
-      await db1.close();
-      await db2.close();
-    }
+    });
   });
 
   it('at the default limit a busy key costs one round trip per 50 requests', async () => {

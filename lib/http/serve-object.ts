@@ -75,14 +75,13 @@ export async function serveObject(ctx: Koa.Context, store: ObjectStore, key: str
   if (!found) return false;
   const derive = opts.derive?.(found.meta);
   if (derive && typeof derive !== 'function') {
-    found = { meta: derive.meta, body: derive.body, lastModifiedHttp: derive.lastModifiedHttp };
+    found = derive;
   } else if (derive) {
     // the stored bytes, even for a HEAD (the derived length is the answer's Content-Length)
     const full = found.body ? found : await find(store, key, false, opts.cache);
     if (!full) return false;
     const stored = Buffer.isBuffer(full.body) ? full.body : await buffer(full.body!);
-    const d = derive(stored);
-    found = d ? { meta: d.meta, body: d.body, lastModifiedHttp: d.lastModifiedHttp } : { ...full, body: stored };
+    found = derive(stored) ?? { ...full, body: stored };
   }
   const answer: Answer = answerOf(
     found.lastModifiedHttp ? { meta: found.meta, lastModifiedHttp: found.lastModifiedHttp } : { meta: found.meta },

@@ -137,7 +137,6 @@ export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<s
 function headSegment(version: GbfsVersion, lastUpdated: Date, ttl: number): Segment {
   return textSegment(envelopeHead(version, lastUpdated, ttl));
 }
-const TAIL = ENVELOPE_TAIL;
 
 /** The index row of `doc` in one of its scopes: the object it names, its text's digest and last_updated. */
 function indexRow(doc: GbfsDoc, scope: string, object: { key: string; sha256: string; bytes: number }, contentDigest: string, lastUpdated: Date): GbfsIndexRow {
@@ -162,7 +161,7 @@ export class SnapshotWriter {
   }
 
   private digestAt(doc: GbfsDoc, lastUpdated: Date): string {
-    return contentDigest([headSegment(doc.version, lastUpdated, doc.ttl), ...doc.data, constantSegment(TAIL)]);
+    return contentDigest([headSegment(doc.version, lastUpdated, doc.ttl), ...doc.data, constantSegment(ENVELOPE_TAIL)]);
   }
 
   /** Whether the stored file is this document's data (a refresh may reuse it). */
@@ -231,7 +230,7 @@ export class SnapshotWriter {
       if (!validate(doc.document(lastUpdated))) throw new GbfsValidationError(`${doc.version} ${doc.file}: ${describeErrors(validate.errors, 5)}`);
     }
     const head = headSegment(doc.version, lastUpdated, doc.ttl);
-    const tail = constantSegment(TAIL);
+    const tail = constantSegment(ENVELOPE_TAIL);
     const digest = contentDigest([head, ...doc.data, tail]);
     const stored = await this.sink.put(
       prev && { sha256: prev.sha256, object_key: prev.objectKey },
