@@ -64,15 +64,27 @@ describe('admission control', function () {
       const a = new Admission(limits({ maxInFlight: 1, deadlineMs: 200 }));
       // teach it how long a slot is held: ~20 ms
       for (let i = 0; i < 60; i++) await outcome(a, () => sleep(20));
-      const results = await Promise.all(Array.from({ length: 40 }, () => outcome(a, () => sleep(20))));
+      // a refusal decided on arrival comes before any slot of the burst is done (a 20 ms bound here
+      // failed at 51 ms in a fresh-clone run: the parallel suite's load, not a late refusal)
+      let done = 0;
+      const doneAtRefusal: number[] = [];
+      const results = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          outcome(a, async () => {
+            await sleep(20);
+            done++;
+          }).then((r) => {
+            if (!r.ok) doneAtRefusal.push(done);
+            return r;
+          }),
+        ),
+      );
       const served = results.filter((r) => r.ok);
       const refused = results.filter((r) => !r.ok);
       expect(served.length, 'about deadline / slot time are queued').to.be.within(5, 15);
       expect(refused.length).to.equal(40 - served.length);
-      for (const r of refused) {
-        expect(r.ms, 'a refusal is decided on arrival').to.be.below(20);
-        expect(r.retryAfter).to.equal(1);
-      }
+      expect(doneAtRefusal, 'a refusal is decided on arrival').to.deep.equal(refused.map(() => 0));
+      for (const r of refused) expect(r.retryAfter).to.equal(1);
       for (const r of served) expect(r.ms, 'served within the deadline (+ the slot itself)').to.be.below(200 + 60);
     });
 
