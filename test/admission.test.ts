@@ -128,8 +128,10 @@ describe('admission control', function () {
       expect((await outcome(a, () => Promise.resolve())).ok).to.equal(true); // starts the sampler
       const until = performance.now() + 150;
       while (performance.now() < until); // a blocked loop, as a CPU-bound process has
-      await new Promise((r) => setImmediate(r));
-      await sleep(0);
+      // the request comes right after the sample that saw the late loop, with no other sample between
+      // (setImmediate runs in the same turn of the loop as the timers; a sleep(0) here could let a
+      // second, punctual sample in on a loaded machine)
+      for (let i = 0; i < 1000 && !a.overloaded; i++) await new Promise((r) => setImmediate(r));
       expect((await outcome(a, () => Promise.resolve())).ok, 'late loop, standing pressure').to.equal(false);
       // recovers once a sample finds the loop punctual again; on a machine the parallel suite loads,
       // a 25 ms sample can itself be 20 ms late now and then, so the recovery is awaited, not timed
