@@ -39,7 +39,7 @@ import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, V2_BIKE_PARTS, parsedPart, readParts, v2FileParts, type Parts } from './parts.js';
-import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
+import { gbfsUnit, withPublicationLock } from '../../../lib/publication/lock.js';
 import { SnapshotWriter, itemsData, staggerSeconds, storedRows, textSegment, type GbfsDoc } from './snapshots.js';
 import { REPLICA_WAIT_MS, buildEnv, buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
@@ -95,8 +95,12 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   const log = ctx.log.child({ scope: scope.id });
   /** where the parts were read (the debug line of the build) */
   let pool: DbRole | undefined;
-  // the scope's lock: one build of its files in the cluster; a build in progress elsewhere is left to it
-  const built = await tryPublicationLock(ctx, gbfsUnit('scope', scope.id), (held) =>
+  // the scope's lock: one build of its files in the cluster. A build in progress elsewhere is waited
+  // for, not left to: it may have read the zones' parts before the ones this job was sent for were
+  // stored, and a scope is built again only when one of its zones changes or its refresh is due
+  // (a zone is different: its own change counters send the next tick's job). After the wait the
+  // parts read here are as new as the holder's, and most often it built them already: nothing to do
+  const built = await withPublicationLock(ctx, [gbfsUnit('scope', scope.id)], (held) =>
     held.tx(async (tx): Promise<GbfsBuildResult> => {
       // read under the lock, after the primary's WAL position is read there: that position is past
       // every part the scope's previous build assembled (committed before it released the lock) and
@@ -182,12 +186,8 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
       };
     }),
   );
-  if (!built.locked) return result;
-  log.debug(
-    { pool, written: built.value.written, refreshed: built.value.refreshed, unchanged: built.value.unchanged, failed: built.value.failed },
-    'gbfs scope job',
-  );
-  return built.value;
+  log.debug({ pool, written: built.written, refreshed: built.refreshed, unchanged: built.unchanged, failed: built.failed }, 'gbfs scope job');
+  return built;
 }
 
 /** A small file of the system, built from the zones' summaries and validated whole. */
