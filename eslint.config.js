@@ -10,7 +10,7 @@ const forbid = (folders, why) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'docs/**', 'bench/results/**', 'test-artifacts/**'] },
+  { ignores: ['node_modules/**', 'dist/**', '.data/**', 'docs/**', 'bench/results/**', 'test-artifacts/**'] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: { allowDefaultProject: ['*.js'] }, tsconfigRootDir: import.meta.dirname } },

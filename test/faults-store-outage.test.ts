@@ -20,6 +20,7 @@ import { publishStatus } from '../publisher/ops.js';
 import { HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { AppContext } from '../lib/context.js';
+import { entry } from './support/entries.js';
 
 const ROW = 'faults: store outage';
 const run = promisify(execFile);
@@ -107,11 +108,10 @@ describe('faults: object store down while publishing (S3)', function () {
         AWS_ACCESS_KEY_ID: 'S3RVER',
         AWS_SECRET_ACCESS_KEY: 'S3RVER',
       };
-      const cli = await run(
-        process.execPath,
-        ['--import', 'tsx', 'bin/ops.ts', 'publish-status', '--zone', zone, '--from', '2026-11-21T10', '--to', '2026-11-21T11'],
-        { cwd: ROOT, env },
-      ).then(
+      const cli = await run(process.execPath, [entry('ops'), 'publish-status', '--zone', zone, '--from', '2026-11-21T10', '--to', '2026-11-21T11'], {
+        cwd: ROOT,
+        env,
+      }).then(
         (r) => ({ code: 0, stdout: r.stdout }),
         (e) => ({ code: e.code as number, stdout: String(e.stdout) }),
       );

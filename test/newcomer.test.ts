@@ -22,6 +22,7 @@ import { floorHour, formatHour } from '../lib/feeds/hours.js';
 import { createLogger } from '../lib/log.js';
 import { ROOT } from '../lib/paths.js';
 import { useTestContext } from './support/context.js';
+import { entry } from './support/entries.js';
 
 const readme = () => readFileSync(join(ROOT, 'README.md'), 'utf8');
 
@@ -111,8 +112,8 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
         LIVE_SIMULATOR: 'false',
         LOG_LEVEL: 'warn',
       };
-      // as the Makefile's run target: pg.sh with node --import tsx bin/run.ts, in a process group of its own
-      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', process.execPath, '--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
+      // as the Makefile's run target: pg.sh with node dist/run.mjs, in a process group of its own
+      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', process.execPath, entry('run')], {
         cwd: ROOT,
         env: runEnv,
         detached: true,
@@ -179,7 +180,7 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
   });
 
   it('ops zone --help points to docs/operations.md, which exists with its sample zone file', () => {
-    const help = spawnSync(process.execPath, ['--import', 'tsx', 'bin/ops.ts', 'zone', 'import', '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const help = spawnSync(process.execPath, [entry('ops'), 'zone', 'import', '--help'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
     const doc = /docs\/(operations\.md)/.exec(help.stdout);
     expect(doc, help.stdout).to.not.equal(null);
     const text = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');

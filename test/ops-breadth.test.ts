@@ -17,6 +17,7 @@ import { dueHourJobs } from '../publisher/schedule.js';
 import { publishStatus } from '../publisher/ops.js';
 import { useTestContext } from './support/context.js';
 import { squarePolygon } from './support/geometry.js';
+import { entry } from './support/entries.js';
 
 const ZONES = 100;
 const CLIENTS = 100;
@@ -75,7 +76,7 @@ describe('ops at breadth: a hundred zones and a hundred clients, one call each',
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   const cli = (args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'bin/ops.ts', ...args], {
+    spawnSync(process.execPath, [entry('ops'), ...args], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 120_000,

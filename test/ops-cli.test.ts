@@ -15,13 +15,14 @@ import { ROOT } from '../lib/paths.js';
 import { Db } from '../lib/db.js';
 import { useTestContext } from './support/context.js';
 import { cloneDatabase } from './support/db.js';
+import { entry } from './support/entries.js';
 
 describe('ops CLI: one-line errors and the embedded database', function () {
   this.timeout(120000);
   const t = useTestContext();
 
   const cli = (args: string[], env: Record<string, string | undefined> = {}) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'bin/ops.ts', ...args], {
+    spawnSync(process.execPath, [entry('ops'), ...args], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 60_000,

@@ -26,6 +26,7 @@ import { publisherRegistry } from '../publisher/index.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { freePort, waitFor } from './support/faults.js';
 import { feedZone } from './support/feed-fixtures.js';
+import { entry } from './support/entries.js';
 
 /** A child process with its output collected and its exit awaited. */
 interface Proc {
@@ -34,8 +35,8 @@ interface Proc {
   exited: Promise<[number | null, NodeJS.Signals | null]>;
 }
 
-function start(entry: string, env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', entry)], {
+function start(name: 'publisher' | 'run', env: Record<string, string>): Proc {
+  const child = spawn(process.execPath, [entry(name)], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '5000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -146,7 +147,7 @@ describe('publisher metrics', function () {
   it('bin/publisher.ts answers GET /metrics on its loopback listener with its own figures, 404 elsewhere, and closes it on SIGTERM', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}/metrics`;
-    const p = start('publisher.ts', { DATABASE_URL: database.url, STORE_URL: `file://${store}`, PUBLISHER_METRICS_PORT: String(port) });
+    const p = start('publisher', { DATABASE_URL: database.url, STORE_URL: `file://${store}`, PUBLISHER_METRICS_PORT: String(port) });
     procs.push(p);
     const first = await waitFor(
       'the publisher to serve /metrics',
@@ -221,7 +222,7 @@ describe('publisher metrics', function () {
       LIVE_SIMULATOR: 'false',
       LOG_LEVEL: 'warn',
     };
-    const run = start('run.ts', env);
+    const run = start('run', env);
     procs.push(run);
     const banner = await waitFor(
       'the banner',
@@ -247,7 +248,7 @@ describe('publisher metrics', function () {
     expect(code, run.out()).to.equal(0);
     expect(await scrape(publisher), "the child's listener is closed").to.equal(undefined);
 
-    const clash = start('run.ts', { ...env, PUBLISHER_METRICS_PORT: String(metricsPort) });
+    const clash = start('run', { ...env, PUBLISHER_METRICS_PORT: String(metricsPort) });
     procs.push(clash);
     const [clashCode] = await clash.exited;
     expect(clashCode, clash.out()).to.equal(2);

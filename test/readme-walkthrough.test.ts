@@ -29,6 +29,7 @@ import { DEMO_FEED_CLIENTS, DEMO_PARTNERS } from '../lib/seed/data.js';
 import { HOUR_QUEUE } from '../lib/publication/queue.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { readWalkthroughBlocks, requireTools, runWalkthrough, type BlockRun, type WalkthroughRun } from './support/walkthrough.js';
+import { entry } from './support/entries.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const BLOCKS = readWalkthroughBlocks(README);
@@ -95,7 +96,7 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
     store = mkdtempSync(join(tmpdir(), 'walkthrough-store-'));
     cwd = mkdtempSync(join(tmpdir(), 'walkthrough-cwd-'));
     const [port, legacyPort, metricsPort, publisherMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
+    child = spawn(process.execPath, [entry('run')], {
       cwd: ROOT,
       env: {
         ...process.env,

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, ConfigError } from '../lib/config.js';
 import { ROOT } from '../lib/paths.js';
+import { entry } from './support/entries.js';
 
 describe('signing secret (lib/config.ts)', function () {
   this.timeout(60000);
@@ -20,7 +21,7 @@ describe('signing secret (lib/config.ts)', function () {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'SIGNING_SECRET' && k !== 'SIGNING_SECRET_FILE') env[k] = v;
     for (const nodeEnv of ['development', 'test', 'production']) {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
+      const r = spawnSync(process.execPath, [entry('run')], {
         cwd: ROOT,
         env: { ...env, NODE_ENV: nodeEnv, DATABASE_URL: 'postgres://unused.invalid/none', PORT: '0', LEGACY_PORT: '0' },
         encoding: 'utf8',

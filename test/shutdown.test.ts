@@ -17,6 +17,7 @@ import { Db } from '../lib/db.js';
 import { createLogger } from '../lib/log.js';
 import { insertPartner, insertZone, insertVehicle, insertUser } from './support/partner-fixtures.js';
 import { ROOT } from '../lib/paths.js';
+import { entry } from './support/entries.js';
 
 interface Run {
   child: ChildProcess;
@@ -58,7 +59,7 @@ describe('shutdown (bin/run.ts)', function () {
   /** bin/run.ts on loopback ports, once its banner is out. */
   async function start(env: Record<string, string>): Promise<Run> {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'run.ts')], {
+    const child = spawn(process.execPath, [entry('run')], {
       cwd: ROOT,
       env: {
         ...process.env,

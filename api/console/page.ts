@@ -10,9 +10,9 @@ import type Koa from 'koa';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from '../../lib/paths.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
+const here = join(ROOT, 'api', 'console');
 const leafletDist = dirname(createRequire(import.meta.url).resolve('leaflet/dist/leaflet.js'));
 
 interface Asset {

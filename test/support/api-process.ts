@@ -4,10 +4,10 @@
  * database (cache coherence).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { ROOT } from '../../lib/paths.js';
 import type { TestDatabase } from './db.js';
 import { freePort, waitFor } from './faults.js';
+import { entry } from './entries.js';
 
 export interface ApiProcess {
   base: string;
@@ -23,7 +23,7 @@ export interface ApiProcess {
 export async function startApiProcess(database: TestDatabase, store: string, env: Record<string, string> = {}): Promise<ApiProcess> {
   const port = await freePort();
   const legacyPort = await freePort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'api.ts')], {
+  const proc = spawn(process.execPath, [entry('api')], {
     cwd: ROOT,
     env: {
       ...process.env,

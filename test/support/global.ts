@@ -4,8 +4,9 @@
  * and the root hooks in every worker for every file.
  *
  * Setup: builds the migrated template database once before any test file runs (each file clones
- * it), says clearly when the official specs are absent, and opens the run's folder of reliability
- * figures (test/support/figures.ts) that the teardown adds up and prints.
+ * it) and the bundled entry points that tests start as child processes (test/support/entries.ts),
+ * says clearly when the official specs are absent, and opens the run's folder of reliability figures
+ * (test/support/figures.ts) that the teardown adds up and prints.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { join } from 'node:path';
 import { dropLeftoverDatabases, ensureTemplate } from './db.js';
 import { flushFigures, printFigures } from './figures.js';
 import { SPECS_DIR } from '../../lib/paths.js';
+import { buildEntries } from '../../scripts/build.js';
+import { TEST_ENTRIES } from './entries.js';
 
 process.env.NODE_ENV = 'test';
 // a random signing secret of this run, inherited by the workers and the processes tests start
@@ -23,7 +26,8 @@ process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
 process.env.FIGURES_DIR ??= mkdtempSync(join(tmpdir(), 'platform-figures-'));
 
 export async function mochaGlobalSetup(): Promise<void> {
-  await ensureTemplate();
+  // the bundles child processes run (test/support/entries.ts), built from the sources of this run
+  await Promise.all([ensureTemplate(), buildEntries(TEST_ENTRIES)]);
   const dropped = await dropLeftoverDatabases();
   if (dropped.length) console.log(`  dropped ${dropped.length} database(s) and standby slot(s) kept by earlier runs' failed tests`);
   if (!existsSync(SPECS_DIR)) {

@@ -5,10 +5,10 @@
  * for the words a child waits for (FAULTS_WAIT_START=1, FAULTS_WAIT_GO=1).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ROOT } from '../../lib/paths.js';
 import { waitFor } from './faults.js';
+import { entry } from './entries.js';
 
 /** One file's outcome as the publisher logged it ('feed hour published', publisher/publish.ts). */
 export interface LoggedFile {
@@ -36,7 +36,7 @@ export interface PublisherProcess {
 }
 
 export function startPublisherProcess(env: Record<string, string>): PublisherProcess {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'support', 'publisher-child.ts')], {
+  const proc = spawn(process.execPath, [entry('publisher-child')], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: 'info', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
