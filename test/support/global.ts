@@ -25,7 +25,11 @@ process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
 // the reliability figures of this run: workers inherit the folder from the main process
 process.env.FIGURES_DIR ??= mkdtempSync(join(tmpdir(), 'platform-figures-'));
 
+/** when the global setup began: the teardown prints the suite's time from here (issue 27: under 2 minutes) */
+let setupAt = 0;
+
 export async function mochaGlobalSetup(): Promise<void> {
+  setupAt = performance.now();
   // the bundles child processes run (test/support/entries.ts), built from the sources of this run
   await Promise.all([ensureTemplate(), buildEntries(TEST_ENTRIES)]);
   const dropped = await dropLeftoverDatabases();
@@ -40,6 +44,7 @@ export async function mochaGlobalSetup(): Promise<void> {
 export function mochaGlobalTeardown(): void {
   const dir = process.env.FIGURES_DIR!;
   printFigures(dir);
+  console.log(`  suite time: ${((performance.now() - setupAt) / 1000).toFixed(1)} s from the global setup (template, bundles) to this teardown\n`);
   rmSync(dir, { recursive: true, force: true });
 }
 
