@@ -31,7 +31,8 @@ export const FEED_CLIENT_SCHEMA = {
 
 export type FeedClientEntry = FromSchema<typeof FEED_CLIENT_SCHEMA>;
 
-const validClient = compile<FeedClientEntry>(FEED_CLIENT_SCHEMA);
+// compiled on first use (lib/validate.ts caches it): every ops command loads this module, few import clients
+const validClient = () => compile<FeedClientEntry>(FEED_CLIENT_SCHEMA);
 
 export interface ImportedClient {
   client_id: string;
@@ -72,9 +73,10 @@ export async function importFeedClients(db: Db, entries: Array<{ source: string;
   const known = new Set((await db.many(sql('AdminListZoneIds'))).map((z) => z.id));
   const seen = new Set<string>();
   const clients: FeedClientEntry[] = [];
+  const valid = validClient();
   for (const { source, entry } of entries) {
-    if (!validClient(entry)) {
-      problems.push(`${source}: ${schemaProblems(validClient.errors, 'entry')}`);
+    if (!valid(entry)) {
+      problems.push(`${source}: ${schemaProblems(valid.errors, 'entry')}`);
       continue;
     }
     const c = entry;

@@ -34,9 +34,9 @@ import {
 } from './zone-file.js';
 import { unpricedWarnings } from './prices.js';
 
-const validZone = compile<ZoneProperties>(ZONE_PROPERTIES_SCHEMA);
-const validArea = compile<AreaProperties>(AREA_PROPERTIES_SCHEMA);
-const validGeom = compile(POLYGONAL_SCHEMA);
+// compiled on first use (lib/validate.ts caches them): every ops command loads this module, few import zones
+const validZone = () => compile<ZoneProperties>(ZONE_PROPERTIES_SCHEMA);
+const validArea = () => compile<AreaProperties>(AREA_PROPERTIES_SCHEMA);
 
 /** A feature as read, before validation. */
 interface RawFeature {
@@ -114,16 +114,18 @@ function parseDocument(d: ZoneDocument, prefix: string, now: Date, problems: str
       problems.push(`${where}: not a GeoJSON Feature`);
       continue;
     }
-    if (!validGeom(f.geometry)) problems.push(`${where}: geometry must be a Polygon or MultiPolygon`);
+    if (!compile(POLYGONAL_SCHEMA)(f.geometry)) problems.push(`${where}: geometry must be a Polygon or MultiPolygon`);
     else geoms.push({ where, json: JSON.stringify(f.geometry) });
     const p = f.properties;
     if (p?.kind === 'zone') {
-      if (validZone(p)) zone = p;
-      else problems.push(`${where}: ${schemaProblems(validZone.errors)}`);
+      const valid = validZone();
+      if (valid(p)) zone = p;
+      else problems.push(`${where}: ${schemaProblems(valid.errors)}`);
       continue;
     }
-    if (validArea(p)) areas.push({ props: p, geometry: f.geometry, id: typeof f.id === 'string' ? f.id : null });
-    else problems.push(`${where}: ${schemaProblems(validArea.errors)}`);
+    const valid = validArea();
+    if (valid(p)) areas.push({ props: p, geometry: f.geometry, id: typeof f.id === 'string' ? f.id : null });
+    else problems.push(`${where}: ${schemaProblems(valid.errors)}`);
     if (f.id !== undefined && !isUuidV4(f.id)) problems.push(`${where}: id must be a UUID v4 when given`);
     if (p?.area_type === 'parking-spot' && p.capacity === undefined) problems.push(`${where}: a parking-spot needs a capacity`);
     if (p?.area_type !== 'parking-spot' && p?.capacity !== undefined) problems.push(`${where}: only parking-spot areas have a capacity`);
