@@ -275,9 +275,12 @@ with_cluster() {
   child=$!
   trap ':' INT
   trap 'kill -TERM "$child" 2>/dev/null || true' TERM HUP
-  while kill -0 "$child" 2>/dev/null; do
+  # wait at least once: a command that ended before the first check (sh -c 'exit 3' on a busy
+  # machine) still has its status kept by bash, and a loop that tested kill -0 first lost it (0)
+  while :; do
     rc=0
     wait "$child" || rc=$?
+    kill -0 "$child" 2>/dev/null || break
   done
   # a trapped signal cuts `wait` short (status > 128); when the command ended meanwhile, bash has
   # kept its status, which one more `wait` reports (127: the status was the one reported already)
