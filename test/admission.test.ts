@@ -90,7 +90,9 @@ describe('admission control', function () {
       expect(refused.length - atDeadline.length, 'most refusals are decided on arrival').to.be.at.least(40 - 15 - 3);
       expect(doneAtRefusal.filter((d) => d > 0).length, 'a refusal after arrival is one at the deadline').to.be.at.most(atDeadline.length);
       for (const r of refused) expect(r.retryAfter).to.equal(1);
-      for (const r of served) expect(r.ms, 'served within the deadline (+ the slot itself)').to.be.below(200 + 60);
+      // the deadline bounds the wait for a slot, which the waiter's own timer enforces; the slot's
+      // 20 ms sleep itself took 180 ms more in a fresh-clone run under the parallel suite's load
+      for (const r of served) expect(r.ms, 'served within the deadline (+ the slot itself and timer lateness)').to.be.below(200 + 250);
     });
 
     it('a queue that stands is overload: the budget falls to the short one as it lasts, and is whole again once it drains', async () => {
