@@ -150,7 +150,8 @@ export class RateLimiter {
 
   /** Starts the hand-back sweep (unref'd: it never keeps a process alive). */
   private startSweeper(): void {
-    this.sweeper ??= setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
+    if (this.sweeper) return;
+    this.sweeper = setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
     this.sweeper.unref();
   }
 

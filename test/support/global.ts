@@ -15,8 +15,7 @@ import { join } from 'node:path';
 import { dropLeftoverDatabases, ensureTemplate } from './db.js';
 import { flushFigures, printFigures } from './figures.js';
 import { SPECS_DIR } from '../../lib/paths.js';
-import { buildEntries } from '../../scripts/build.js';
-import { TEST_ENTRIES } from './entries.js';
+import { ENTRIES, buildEntries } from '../../scripts/build.js';
 
 process.env.NODE_ENV = 'test';
 // a random signing secret of this run, inherited by the workers and the processes tests start
@@ -30,8 +29,9 @@ let setupAt = 0;
 
 export async function mochaGlobalSetup(): Promise<void> {
   setupAt = performance.now();
-  // the bundles child processes run (test/support/entries.ts), built from the sources of this run
-  await Promise.all([ensureTemplate(), buildEntries(TEST_ENTRIES)]);
+  // the bundles child processes run (test/support/entries.ts), built from the sources of this run:
+  // the platform's entry points and the publisher with fault injection
+  await Promise.all([ensureTemplate(), buildEntries([...ENTRIES, 'test/support/publisher-child.ts'])]);
   const dropped = await dropLeftoverDatabases();
   if (dropped.length) console.log(`  dropped ${dropped.length} database(s) and standby slot(s) kept by earlier runs' failed tests`);
   if (!existsSync(SPECS_DIR)) {
