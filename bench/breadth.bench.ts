@@ -91,7 +91,7 @@ import {
   storeWrites,
   type Freshness,
 } from './breadth-probes.js';
-import { processCpuSeconds } from './cpu.js';
+import { processCpuSeconds, processCpuTimes } from './cpu.js';
 import { runIfMain } from './main.js';
 import type { BenchResult } from './types.js';
 
@@ -169,6 +169,8 @@ async function stopProcess(proc: ChildProcess | undefined): Promise<void> {
 interface PhaseFigures {
   publisher_cpu_s_per_min: number;
   publisher_core_percent: number;
+  /** the kernel's share of it (stime: syscalls, the store's file writes and fsyncs, socket writes) */
+  publisher_system_share: number | null;
   api_cpu_s_per_min: number;
   pg_publisher_cpu_s_per_min: number;
   pg_api_cpu_s_per_min: number;
@@ -323,7 +325,7 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
       const p0 = pg.totals();
       const s0 = storeWrites(await scrapeMetrics(pub!.metricsUrl));
       await apiLag();
-      const cpu0 = { pub: processCpuSeconds(pubPid), api: processCpuSeconds(apiPid) };
+      const cpu0 = { pub: processCpuSeconds(pubPid), pubSys: processCpuTimes(pubPid).system, api: processCpuSeconds(apiPid) };
       const rides0 = driver!.counts.started;
       fresh = freshness();
       prober.start();
@@ -333,7 +335,7 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
       await sleep(MINUTES * 60_000);
       const minutes = (performance.now() - started) / 60_000;
       const to = new Date();
-      const cpu1 = { pub: processCpuSeconds(pubPid), api: processCpuSeconds(apiPid) };
+      const cpu1 = { pub: processCpuSeconds(pubPid), pubSys: processCpuTimes(pubPid).system, api: processCpuSeconds(apiPid) };
       const pubScrape = await scrapeMetrics(pub!.metricsUrl);
       const s1 = storeWrites(pubScrape);
       const pubLag = loopDelay(pubScrape);
@@ -354,6 +356,7 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
       return {
         publisher_cpu_s_per_min: perMin(cpu1.pub - cpu0.pub),
         publisher_core_percent: r2(((cpu1.pub - cpu0.pub) / (minutes * 60)) * 100)!,
+        publisher_system_share: r2((cpu1.pubSys - cpu0.pubSys) / (cpu1.pub - cpu0.pub)),
         api_cpu_s_per_min: perMin(cpu1.api - cpu0.api),
         pg_publisher_cpu_s_per_min: perMin(p1.publisher - p0.publisher),
         pg_api_cpu_s_per_min: perMin(p1.api - p0.api),

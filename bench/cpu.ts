@@ -8,12 +8,18 @@ import type { Db } from '../lib/db.js';
 
 /** utime + stime of one process, in seconds; NaN when it has gone. */
 export function processCpuSeconds(pid: number): number {
+  const t = processCpuTimes(pid);
+  return t.user + t.system;
+}
+
+/** User and system CPU seconds of a process (all its threads), from /proc; NaN when it is gone. */
+export function processCpuTimes(pid: number): { user: number; system: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
+    return { user: Number(f[11]) / 100, system: Number(f[12]) / 100 };
   } catch {
-    return NaN;
+    return { user: NaN, system: NaN };
   }
 }
 
