@@ -557,8 +557,8 @@ export interface Queries {
     };
   };
   /** sql/queries/gbfs.sql */
-  GbfsZonePartUpsert: {
-    params: [$1: string | null, $2: string | null, $3: string | null, $4: number | bigint | string | null, $5: number | bigint | string | null, $6: Buffer | null];
+  GbfsZonePartsUpsert: {
+    params: [$1: string | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (number | bigint | string | null)[] | null, $5: readonly (number | bigint | string | null)[] | null, $6: readonly (Buffer | null)[] | null];
     row: {
       part: string;
     };

@@ -137,10 +137,13 @@ SELECT p.zone_id, p.part, p.sha256, p.crc32, p.length,
   LEFT JOIN unnest($3::text[], $4::text[], $5::text[]) AS c (zone_id, part, sha256) ON c.zone_id = p.zone_id AND c.part = p.part
  WHERE p.zone_id = ANY ($1::text[]) AND p.part = ANY ($2::text[]);
 
--- name: GbfsZonePartUpsert
--- One part of zone $1 (the body a binary parameter); a row only when its content changed.
+-- name: GbfsZonePartsUpsert
+-- The parts of zone $1 that a build made ($2 names, $3 sha256, $4 crc32, $5 length, $6 bodies, in
+-- step), in one statement: a ride changes four or five of a zone's parts, each a round trip when
+-- they were stored one by one. A row back for each part whose content changed.
 INSERT INTO gbfs_zone_parts AS p (zone_id, part, sha256, crc32, length, body)
-VALUES ($1, $2, $3, $4, $5, $6)
+SELECT $1, u.part, u.sha256, u.crc32, u.length, u.body
+  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[]) AS u (part, sha256, crc32, length, body)
 ON CONFLICT (zone_id, part) DO UPDATE
    SET sha256 = EXCLUDED.sha256, crc32 = EXCLUDED.crc32, length = EXCLUDED.length, body = EXCLUDED.body
  WHERE p.sha256 <> EXCLUDED.sha256

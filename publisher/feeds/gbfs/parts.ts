@@ -119,14 +119,22 @@ export function parsedPart<T>(zoneId: string, part: string, ref: PartRef, parse:
   return parsed;
 }
 
-/** Stores the parts of a zone that changed; returns the names of those whose content changed. */
+/**
+ * Stores the parts of a zone that changed, in one statement; returns the names of those whose
+ * content changed. The bodies go as one bytea array, which the driver sends as hex text (twice the
+ * bytes of a binary parameter): a ride's four or five changed parts are ~30 KB, and one round trip
+ * costs both processes more than the hex does.
+ */
 export async function storeParts(tx: Queryable, zoneId: string, changed: ReadonlyArray<{ part: string; fragment: Fragment }>): Promise<string[]> {
-  const out: string[] = [];
-  // one statement per part: a Buffer parameter goes to Postgres binary (an array of bytea would be hex text)
-  for (const c of changed) {
-    const row = await tx.maybeOne(sql('GbfsZonePartUpsert'), [zoneId, c.part, c.fragment.sha256, c.fragment.crc, c.fragment.length, c.fragment.deflate]);
-    if (row) out.push(row.part);
-    rememberPart(zoneId, c.part, c.fragment);
-  }
-  return out;
+  if (!changed.length) return [];
+  const rows = await tx.many(sql('GbfsZonePartsUpsert'), [
+    zoneId,
+    changed.map((c) => c.part),
+    changed.map((c) => c.fragment.sha256),
+    changed.map((c) => c.fragment.crc),
+    changed.map((c) => c.fragment.length),
+    changed.map((c) => c.fragment.deflate),
+  ]);
+  for (const c of changed) rememberPart(zoneId, c.part, c.fragment);
+  return rows.map((r) => r.part);
 }
