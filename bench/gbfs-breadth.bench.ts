@@ -234,7 +234,8 @@ async function measure(zones: number): Promise<Figures> {
         );
       }
       await vehicles(ctx.db, id, VEHICLES, z * VEHICLES);
-      if (process.env.BENCH_GBFS_NO_CITY !== '1') await ctx.db.query(`INSERT INTO feed_clients (client_id, secret_hash, role, zones) VALUES ($1, 'scrypt$x', 'city', ARRAY[$2])`, [`city-${id}`, id]);
+      if (process.env.BENCH_GBFS_NO_CITY !== '1')
+        await ctx.db.query(`INSERT INTO feed_clients (client_id, secret_hash, role, zones) VALUES ($1, 'scrypt$x', 'city', ARRAY[$2])`, [`city-${id}`, id]);
     }
     await ctx.db.query(`INSERT INTO feed_clients (client_id, secret_hash, role, zones) VALUES ('gbfs-all', 'scrypt$x', 'gbfs', NULL)`);
     await ctx.db.query('ANALYZE');
