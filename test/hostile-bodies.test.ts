@@ -238,6 +238,8 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
   describe('on a listening server', () => {
     let server: Server;
     let port: number;
+    /** requests the server has parsed the headers of */
+    let requests = 0;
     const lines: Array<Record<string, unknown>> = [];
 
     before(async () => {
@@ -249,6 +251,7 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
         },
       });
       server = createServer(withHotPath(buildApp({ ...t.ctx, log: createLogger('info', sink) })));
+      server.on('request', () => requests++);
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       port = (server.address() as AddressInfo).port;
     });
@@ -266,9 +269,13 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       const route = '/edge/tomp/support';
       for (let i = 0; i < 5; i++) {
         const c = await RawClient.open(port);
+        const seen = requests;
         c.socket.write(
           `POST ${route} HTTP/1.1\r\nHost: x\r\nX-Access-Token: ${tompKey}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"supportType":`,
         );
+        // aborted once the server has the request (a socket closed before its headers were read is
+        // no request at all: nothing to log), and its handler has had time to start reading the body
+        for (let w = 0; w < 250 && requests === seen; w++) await new Promise((r) => setTimeout(r, 20));
         await new Promise((r) => setTimeout(r, 50));
         c.socket.destroy();
         count(ROW, 'inputs');

@@ -346,7 +346,10 @@ describe('reads on a streaming replica', function () {
     const builder: AppContext = { ...app, log: captured.log };
     const zone = await gbfsZone(app.db);
     const a = await gbfsVehicle(app.db, zone.id, zone.lat, zone.lng);
-    const scope: GbfsScope = { id: gbfsV2Scope('gbfs', [zone.id]), role: 'gbfs', zoneIds: [zone.id] };
+    // a scope of two zones (one of a single zone is assembled by its zone's job, on the primary)
+    const other = await gbfsZone(app.db);
+    const zoneIds = [zone.id, other.id].sort();
+    const scope: GbfsScope = { id: gbfsV2Scope('gbfs', zoneIds), role: 'gbfs', zoneIds };
     const bikes = async () =>
       (await readSnapshot(app, gbfsSnapshotRef('2.2', scope.id, 'free_bike_status', 'gbfs').objectKey)).data.bikes.map((x: { bike_id: string }) => x.bike_id);
     /** the pool the scope's last job read its parts from (its debug line) */
@@ -363,6 +366,7 @@ describe('reads on a streaming replica', function () {
         )
       ).sha256;
     expect(await buildGbfsZone(builder, zone.id)).to.include({ work: 'build', failed: 0 });
+    expect(await buildGbfsZone(builder, other.id)).to.include({ work: 'build', failed: 0 });
     await waitFor('replayed', caughtUp, 60_000);
     // caught up: the replica (it must also pass the position read under the scope's lock, which a
     // busy shared server may take longer than the build waits for: a few tries)

@@ -18,7 +18,7 @@
  */
 import type { AppContext } from '../../../lib/context.js';
 import { sql } from '../../../lib/sql/typed.js';
-import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
+import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
@@ -28,10 +28,11 @@ export { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 export type GbfsPublishMode = GbfsForce;
 export type GbfsPublishResult = GbfsBuildResult;
 
-/** A tick's files, and its jobs: zones given a job, of which built from loaded data, and scopes. */
+/** A tick's files, and its jobs: zones given a job, of which built from loaded data, and 2.2 systems assembled. */
 export interface GbfsTickResult extends GbfsBuildResult {
   zones: number;
   built: number;
+  /** scopes of several zones given a job, and single-zone scopes assembled by their zone's job */
   scopes: number;
 }
 
@@ -53,32 +54,51 @@ function add(into: GbfsBuildResult, r: GbfsBuildResult): void {
   into.failed += r.failed;
 }
 
+/**
+ * `all`: every client scope (a single-zone one is assembled by its zone's job); `due`: the scopes of
+ * several zones to assemble once the zones are done, given the zones whose 2.2 parts changed.
+ */
 async function run(
   ctx: AppContext,
   zones: readonly string[],
-  scopes: (changed: Set<string>) => GbfsScope[],
+  all: readonly GbfsScope[],
+  due: (changed: Set<string>) => GbfsScope[],
   force: GbfsForce | undefined,
 ): Promise<GbfsTickResult> {
   const result: GbfsTickResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, zones: zones.length, built: 0, scopes: 0 };
+  const owned = ownedScopes(all);
   const changed = new Set<string>();
   await eachLimited(zones, CONCURRENCY, async (zone) => {
-    const r = await buildGbfsZone(ctx, zone, force ? { force } : {});
+    const r = await buildGbfsZone(ctx, zone, { ...(force ? { force } : {}), scopes: owned.get(zone) ?? [] });
     add(result, r);
     if (r.work === 'build') result.built++;
+    result.scopes += r.systems;
     if (r.partsChanged) changed.add(zone);
   });
-  const due = scopes(changed);
-  result.scopes = due.length;
-  await eachLimited(due, 1, async (scope) => add(result, await buildGbfsScope(ctx, scope, force ? { force } : {})));
+  const shared = due(changed).filter((s) => ownerZone(s) === undefined);
+  result.scopes += shared.length;
+  await eachLimited(shared, 1, async (scope) => add(result, await buildGbfsScope(ctx, scope, force ? { force } : {})));
   return result;
+}
+
+/** The single-zone scopes by their zone (system.ts ownerZone). */
+function ownedScopes(all: readonly GbfsScope[]): Map<string, GbfsScope[]> {
+  const out = new Map<string, GbfsScope[]>();
+  for (const s of all) {
+    const z = ownerZone(s);
+    if (z !== undefined) out.set(z, [...(out.get(z) ?? []), s]);
+  }
+  return out;
 }
 
 export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsPublishMode } = {}): Promise<GbfsPublishResult> {
   const [zones, clients] = await Promise.all([ctx.db.many(sql('GbfsZoneIds'), [null]), ctx.db.many(sql('GbfsFeedClientScopes'))]);
+  const scopes = scopesOf(clients);
   const { written, refreshed, unchanged, failed } = await run(
     ctx,
     zones.map((z) => z.id),
-    () => scopesOf(clients),
+    scopes,
+    () => scopes,
     opts.only,
   );
   ctx.log.debug({ written, refreshed, unchanged, failed, only: opts.only ?? 'auto' }, 'gbfs snapshots');
@@ -87,5 +107,5 @@ export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsP
 
 export async function runGbfsTick(ctx: AppContext): Promise<GbfsTickResult> {
   const plan = await planGbfsTick(ctx);
-  return run(ctx, plan.zones, (changed) => plan.scopes.filter((s) => s.due || [...changed].some((z) => scopeIncludes(s, z))), undefined);
+  return run(ctx, plan.zones, plan.scopes, (changed) => plan.scopes.filter((s) => s.due || [...changed].some((z) => scopeIncludes(s, z))), undefined);
 }

@@ -1,9 +1,10 @@
 /**
  * GBFS through pg-boss: the tick (once per cluster every GBFS_RUN_SECONDS, singleton key `gbfs`)
- * sends one job per zone with work and per 2.2 scope due, and the workers of every publisher
- * process share them. A zone's job has the singleton key `gbfs-zone:{zone}` (never two queued) and
- * the zone's advisory lock (never two running: a second one finds the zone busy and leaves it); a
- * zone job whose 2.2 parts changed sends the jobs of the scopes that include the zone. A scope job
+ * sends one job per zone with work and per 2.2 scope of several zones due, and the workers of every
+ * publisher process share them. A zone's job has the singleton key `gbfs-zone:{zone}` (never two
+ * queued) and the zone's advisory lock (never two running: a second one finds the zone busy and
+ * leaves it); it assembles the zone's own 2.2 systems (its single-zone scopes, system.ts) itself, and
+ * a zone job whose 2.2 parts changed sends the jobs of the other scopes that include the zone. A scope job
  * starts SCOPE_DELAY after it is sent, so that the zone jobs of one tick land first and the scope is
  * assembled once for all of them (a send while one is queued is dropped: `short` policy).
  */
@@ -12,7 +13,7 @@ import type { AppContext } from '../../../lib/context.js';
 import { metrics } from '../../../lib/metrics.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { work } from '../../work.js';
-import { buildGbfsScope, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
+import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { buildGbfsZone } from './zone.js';
 
@@ -47,7 +48,8 @@ const scopeJob = (s: GbfsScope): PgBoss.JobInsert<ScopeJob> => ({
 async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
   const plan = await planGbfsTick(ctx);
   const zones = plan.zones.map((zone): PgBoss.JobInsert<ZoneJob> => ({ name: GBFS_QUEUES.zone, data: { zone }, singletonKey: `gbfs-zone:${zone}` }));
-  const scopes = plan.scopes.filter((s) => s.due).map(scopeJob);
+  // a due scope of one zone is assembled by its zone's job (its zone is among plan.zones)
+  const scopes = plan.scopes.filter((s) => s.due && ownerZone(s) === undefined).map(scopeJob);
   if (zones.length) await boss.insert(zones);
   if (scopes.length) await boss.insert(scopes);
   return zones.length + scopes.length;
@@ -68,11 +70,13 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
 
   const zoneWorker = async (jobs: Array<PgBoss.Job<ZoneJob>>) => {
     const changed: string[] = [];
+    const all = await clientScopes();
     for (const job of jobs) {
       const zone = job.data.zone;
       const end = metrics.gbfsJobDuration.startTimer({ kind: 'zone' });
       try {
-        const r = await buildGbfsZone(ctx, zone);
+        // the zone's own 2.2 systems (its single-zone scopes) are assembled by this build
+        const r = await buildGbfsZone(ctx, zone, { scopes: all.filter((s) => ownerZone(s) === zone) });
         end({ work: r.busy ? 'busy' : r.work });
         if (r.partsChanged) changed.push(zone);
         if (r.failed) log.warn({ zone, ...r }, 'gbfs zone built with failures');
@@ -83,7 +87,7 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
       }
     }
     if (changed.length) {
-      const affected = (await clientScopes()).filter((s) => changed.some((z) => scopeIncludes(s, z)));
+      const affected = all.filter((s) => ownerZone(s) === undefined && changed.some((z) => scopeIncludes(s, z)));
       if (affected.length) await boss.insert(affected.map(scopeJob));
     }
   };

@@ -29,6 +29,19 @@ import { GBFS_INDEX, type GbfsIndexRow } from '../../../lib/publication/indexes.
 import { PublicationSink, unchangedObject } from '../../../lib/publication/sink.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 
+/** What to build whatever the counters say: ops and tests (`publishGbfsSnapshots`). */
+export type GbfsForce = 'status' | 'static' | 'all';
+
+export interface GbfsBuildResult {
+  /** files whose object was stored */
+  written: number;
+  /** status files whose data was unchanged and due: the index row's last_updated moved, nothing was stored (the route serves the stored data in the new envelope) */
+  refreshed: number;
+  unchanged: number;
+  /** files (or zone parts) that failed to build, validate or store (logged; the others are still published) */
+  failed: number;
+}
+
 /** A piece of a document's text: its sha256 now, its compressed fragment when it is written. */
 export interface Segment {
   readonly sha256: string;

@@ -8,12 +8,12 @@
 import type { AppContext } from '../../../lib/context.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { STATUS_REFRESH_SECONDS } from '../../../lib/feeds/gbfs/files.js';
-import { scopesOf, type GbfsScope } from './scope.js';
+import { ownerZone, scopesOf, type GbfsScope } from './scope.js';
 
 export interface GbfsTickPlan {
-  /** zones with work: a per-zone job each */
+  /** zones with work (their own, or a due scope of theirs alone): a per-zone job each */
   zones: string[];
-  /** every client scope; `due`: never built, or its status files due for their refresh, or its rebuild due */
+  /** every client scope; `due`: never built, or its status files due for their refresh, or its rebuild due (a single-zone scope's zone is then among `zones`) */
   scopes: Array<GbfsScope & { due: boolean }>;
 }
 
@@ -26,11 +26,15 @@ export async function planGbfsTick(ctx: AppContext): Promise<GbfsTickPlan> {
   ]);
   const built = new Map(builds.map((b) => [b.scope, b]));
   const refreshBefore = now.getTime() - STATUS_REFRESH_SECONDS * 1000;
-  return {
-    zones: zones.map((z) => z.id),
-    scopes: scopesOf(clients).map((s) => {
-      const b = built.get(s.id);
-      return { ...s, due: !b || b.status_written_at.getTime() <= refreshBefore || b.rebuild_due_at <= now };
-    }),
-  };
+  const scopes = scopesOf(clients).map((s) => {
+    const b = built.get(s.id);
+    return { ...s, due: !b || b.status_written_at.getTime() <= refreshBefore || b.rebuild_due_at <= now };
+  });
+  // a due scope of one zone is its zone's work (system.ts): the zone gets a job for it
+  const due = new Set(zones.map((z) => z.id));
+  for (const s of scopes) {
+    const owner = ownerZone(s);
+    if (s.due && owner !== undefined) due.add(owner);
+  }
+  return { zones: [...due].sort(), scopes };
 }

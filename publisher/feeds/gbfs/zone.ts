@@ -11,7 +11,10 @@
  *     2.2 vehicle items, written where the data changed; the vehicle files in blocks, of which only
  *     those whose vehicles changed are rendered, validated, compressed and stored (vehicles.ts);
  *   - the static counter moved (the zone, prices, areas, vehicle types): the static files too;
- *   - never built, or its hourly rebuild due: everything.
+ *   - never built, or its hourly rebuild due: everything;
+ *   - then the zone's own 2.2 systems (the scopes of one zone, system.ts: most city clients' scopes),
+ *     assembled in the same transaction from the zone's parts as this build left them, each when
+ *     its inputs changed or its files are due, so a ride in a city costs one job, not two.
  * The 3.0 files are built once for every role (only gbfs.json differs per role). The zone's parts
  * of the 2.2 systems are stored for the scope jobs (parts.ts); `partsChanged` tells the caller to
  * assemble the scopes that include the zone. The counters are read before the data, so a build is
@@ -36,23 +39,25 @@ import { buildV3, envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
-import { SUMMARY_PART, V2_BIKE_PARTS, V3_STATUS_PARTS, V3_VEHICLE_PARTS, readParts, storeParts, v2FileParts, v2Part, v3Part } from './parts.js';
+import { SUMMARY_PART, V2_BIKE_PARTS, V3_STATUS_PARTS, V3_VEHICLE_PARTS, readParts, storeParts, v2Part, v3Part, type PartRef, type Parts } from './parts.js';
+import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';
 import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
-import { SnapshotWriter, fragmentSegment, itemsData, staggerSeconds, storedRows, textSegment, type GbfsDoc, type Segment } from './snapshots.js';
+import {
+  SnapshotWriter,
+  fragmentSegment,
+  itemsData,
+  staggerSeconds,
+  storedRows,
+  textSegment,
+  type GbfsBuildResult,
+  type GbfsDoc,
+  type GbfsForce,
+  type Segment,
+  type StoredRow,
+} from './snapshots.js';
 import { vehicleFiles, type VehicleFiles } from './vehicles.js';
 
-/** What to build whatever the counters say: ops and tests (`publishGbfsSnapshots`). */
-export type GbfsForce = 'status' | 'static' | 'all';
-
-export interface GbfsBuildResult {
-  /** files whose object was stored */
-  written: number;
-  /** status files whose data was unchanged and due: the index row's last_updated moved, nothing was stored (the route serves the stored data in the new envelope) */
-  refreshed: number;
-  unchanged: number;
-  /** files (or zone parts) that failed to build, validate or store (logged; the others are still published) */
-  failed: number;
-}
+export type { GbfsBuildResult, GbfsForce } from './snapshots.js';
 
 export interface ZoneBuildResult extends GbfsBuildResult {
   /** one of the zone's 2.2 parts changed: the scopes that include the zone must be assembled again */
@@ -61,6 +66,8 @@ export interface ZoneBuildResult extends GbfsBuildResult {
   busy: boolean;
   /** what the job did: nothing due, the ttl refresh of the stored status data, or a build from loaded data */
   work: 'none' | 'refresh' | 'build';
+  /** the zone's own 2.2 systems (its single-zone scopes, system.ts) that had work and were assembled */
+  systems: number;
 }
 
 export function buildEnv(ctx: AppContext, now: Date): BuildEnv {
@@ -87,10 +94,20 @@ const knownZones = new LRUCache<string, { token: number; data: ZoneData }>({ max
  */
 export const REPLICA_WAIT_MS = 200;
 
-export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { force?: GbfsForce } = {}): Promise<ZoneBuildResult> {
+/**
+ * `scopes`: the client scopes whose system is this zone's own (a single-zone scope of this zone,
+ * system.ts ownerZone; others are ignored), assembled after the zone's files in the same
+ * transaction, under the zone's lock.
+ */
+export async function buildGbfsZone(
+  ctx: AppContext,
+  zoneId: string,
+  opts: { force?: GbfsForce; scopes?: readonly GbfsScope[] } = {},
+): Promise<ZoneBuildResult> {
   const now = ctx.clock.now();
   const force = opts.force;
-  const result: ZoneBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none' };
+  const own = (opts.scopes ?? []).filter((s) => ownerZone(s) === zoneId);
+  const result: ZoneBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none', systems: 0 };
   // the zone's lock: one build of its files in the cluster; another process building it right now is left to it
   const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) =>
     held.tx(async (tx) => {
@@ -104,14 +121,21 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
       const staticRun = rebuild || force === 'static' || Number(st.built_static_token) !== Number(st.static_token);
       let statusRun = rebuild || force === 'status' || Number(st.built_status_token) !== Number(st.status_token) || st.sleep_key !== sleepKey;
       const refreshDue = neverBuilt || st.status_written_at === null || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
-      if (!staticRun && !statusRun && !refreshDue) return result;
+      const zoneWork = staticRun || statusRun || refreshDue;
+      if (!zoneWork && !own.length) return result;
 
-      const writer = new SnapshotWriter(ctx, now, await storedRows(tx, [zoneId]), staticRun);
+      const writer = new SnapshotWriter(ctx, now, zoneWork ? await storedRows(tx, [zoneId]) : new Map<string, StoredRow>(), staticRun);
       const env = buildEnv(ctx, now);
+      // the zone's parts as stored (with their contents where the zone's own systems need them),
+      // then with what this build stored: what the zone's systems are assembled from
+      const ownParts = own.length ? SYSTEM_PARTS : [];
+      let current: Map<string, PartRef> | undefined;
+      const changed: Array<{ part: string; fragment: Fragment }> = [];
 
-      if (!staticRun && !statusRun) {
+      if (!zoneWork) current = (await readParts(tx, [zoneId], ownParts, true)).get(zoneId);
+      else if (!staticRun && !statusRun) {
         // the ttl refresh: the stored data of each status file, in a new envelope
-        const parts = (await readParts(tx, [zoneId], V3_STATUS_PARTS, true)).get(zoneId);
+        const parts = (current = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, ...ownParts], true)).get(zoneId));
         const docs = STATUS_V3.map((file): GbfsDoc | undefined => {
           let data: Segment[] | undefined;
           if (file === 'vehicle_status') {
@@ -145,8 +169,7 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
         if (!data) return result;
         knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [] } });
         result.work = 'build';
-        const stored = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, SUMMARY_PART, ...V2_PART_FILES.flatMap(v2FileParts)], false)).get(zoneId);
-        const changed: Array<{ part: string; fragment: Fragment }> = [];
+        const stored = (current = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, ...SYSTEM_PARTS], own.length > 0)).get(zoneId));
         const keep = (part: string, seg: Segment) => {
           if (stored?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
         };
@@ -192,25 +215,41 @@ export async function buildGbfsZone(ctx: AppContext, zoneId: string, opts: { for
         const changedParts = await storeParts(tx, zoneId, changed);
         result.partsChanged = changedParts.some((p) => p.startsWith('v2/'));
       }
-      await writer.flush(tx);
-
-      const ok = builtOk && writer.result.failed === 0;
-      // a failed build records no counters (-1: built again next tick); a refresh records only its time
-      const tokens = staticRun || statusRun ? (ok ? [statusRun ? st.status_token : null, staticRun ? st.static_token : null] : [-1, -1]) : [null, null];
-      const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : null;
-      await tx.query(sql('GbfsZoneBuildUpsert'), [
-        zoneId,
-        tokens[0],
-        tokens[1],
-        statusRun ? sleepKey : null,
-        writer.statusWrittenAt() ?? null,
-        rebuildDueAt,
-        now,
-      ]);
+      if (zoneWork) {
+        await writer.flush(tx);
+        const ok = builtOk && writer.result.failed === 0;
+        // a failed build records no counters (-1: built again next tick); a refresh records only its time
+        const tokens = staticRun || statusRun ? (ok ? [statusRun ? st.status_token : null, staticRun ? st.static_token : null] : [-1, -1]) : [null, null];
+        const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : null;
+        await tx.query(sql('GbfsZoneBuildUpsert'), [
+          zoneId,
+          tokens[0],
+          tokens[1],
+          statusRun ? sleepKey : null,
+          writer.statusWrittenAt() ?? null,
+          rebuildDueAt,
+          now,
+        ]);
+      }
       result.written += writer.result.written;
       result.refreshed += writer.result.refreshed;
       result.unchanged += writer.result.unchanged;
       result.failed += writer.result.failed;
+
+      // the zone's own systems, from its parts as now stored
+      if (own.length) {
+        const mine = new Map(current);
+        for (const c of changed) mine.set(c.part, { sha256: c.fragment.sha256, fragment: c.fragment });
+        const parts: Parts = new Map([[zoneId, mine]]);
+        for (const scope of own) {
+          const a = await assembleSystem(ctx, tx, scope, [zoneId], parts, env, force);
+          result.written += a.result.written;
+          result.refreshed += a.result.refreshed;
+          result.unchanged += a.result.unchanged;
+          result.failed += a.result.failed;
+          if (a.assembled) result.systems++;
+        }
+      }
       return result;
     }),
   );
