@@ -491,15 +491,7 @@ export interface Queries {
     params: [$1: readonly (string | null)[] | null];
     row: {
       zone_id: string;
-      gbfs_id: string;
-      vehicle_type_id: string;
-      status: 'ready' | 'riding' | 'booked' | 'unavailable';
-      battery_percent: number;
-      last_seen_ms: number;
-      lat: number;
-      lon: number;
-      max_range_meters: number;
-      station_id: string | null;
+      vehicles: string;
     };
   };
   /** sql/queries/gbfs.sql */

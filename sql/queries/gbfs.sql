@@ -65,12 +65,19 @@ SELECT id, zone_id, created_at
 -- are never listed. station_id: the parking spot the vehicle stands in, if any (PostGIS containment),
 -- found by one spatial join of the zones' parking spots with their listed vehicles (the GiST index of
 -- vehicles.location per spot), not by a lookup per vehicle; the first spot by id when spots overlap.
--- last_seen_ms: epoch milliseconds (a number is what the builders need; no date parsing per row).
--- last_seen_ms, lat, lon: of the NOT NULL last_seen_at and location.
--- not null: last_seen_ms, lat, lon
-SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
-       (extract(epoch FROM v.last_seen_at) * 1000)::float8 AS last_seen_ms,
-       ST_Y(v.location) AS lat, ST_X(v.location) AS lon, t.max_range_meters, s.station_id
+-- One row per zone: its vehicles as one JSON array of arrays, ordered by GBFS id, each
+-- [gbfs_id, vehicle_type_id, status, battery_percent, last_seen_ms, lat, lon, max_range_meters,
+-- station_id] (last_seen_ms: epoch milliseconds; lat, lon, last_seen_ms of NOT NULL columns). A zone
+-- is ~1,000 vehicles and is loaded at every build in which one of them changed: Postgres writes the
+-- array in C and Node parses it with JSON.parse, where ten columns of a thousand rows through the
+-- driver's row parser took most of a build's load (bench/gbfs-breadth.bench.ts profile). A zone
+-- without listed vehicles has no row.
+-- not null: vehicles
+SELECT v.zone_id,
+       json_agg(json_build_array(v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
+                                 (extract(epoch FROM v.last_seen_at) * 1000)::float8,
+                                 ST_Y(v.location), ST_X(v.location), t.max_range_meters, s.station_id)
+                ORDER BY v.gbfs_id)::text AS vehicles
   FROM vehicles v
   JOIN vehicle_types t ON t.id = v.vehicle_type_id
   LEFT JOIN (
@@ -80,7 +87,7 @@ SELECT v.zone_id, v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
          WHERE a.zone_id = ANY ($1::text[]) AND a.area_type = 'parking-spot' AND sv.status IN ('ready', 'booked')
          ORDER BY sv.id, a.id) s ON s.id = v.id
  WHERE v.zone_id = ANY ($1::text[]) AND v.status IN ('ready', 'booked')
- ORDER BY v.zone_id, v.gbfs_id;
+ GROUP BY v.zone_id;
 
 -- name: GbfsFeedClientScopes
 -- The distinct region scopes of GBFS 2.2: one per (role, zones) among clients that are not revoked.

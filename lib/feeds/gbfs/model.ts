@@ -232,23 +232,30 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
     out,
     (z) => z.stations,
   );
-  group(vehicles, byZone, vehicleOf, out, (z) => z.vehicles);
+  for (const r of vehicles) {
+    const z = out.get(r.zone_id);
+    if (z) z.vehicles = vehiclesOf(r);
+  }
   return out;
 }
 
-function vehicleOf(r: RowOf<'GbfsVehicles'>): GbfsVehicle {
-  return {
-    gbfsId: r.gbfs_id,
-    vehicleTypeId: r.vehicle_type_id,
+/** A vehicle as GbfsVehicles writes it: [gbfs_id, vehicle_type_id, status, battery_percent, last_seen_ms, lat, lon, max_range_meters, station_id]. */
+type VehicleTuple = [string, string, GbfsVehicle['status'], number, number, number, number, number, string | null];
+
+/** A zone's row of GbfsVehicles: its vehicles, in GBFS id order. */
+function vehiclesOf(r: RowOf<'GbfsVehicles'>): GbfsVehicle[] {
+  return (JSON.parse(r.vehicles) as VehicleTuple[]).map(([gbfsId, vehicleTypeId, status, batteryPercent, lastSeenMs, lat, lon, maxRangeMeters, stationId]) => ({
+    gbfsId,
+    vehicleTypeId,
     // GbfsVehicles lists only ready and booked vehicles
-    status: r.status as GbfsVehicle['status'],
-    batteryPercent: r.battery_percent,
-    lastSeenAt: new Date(r.last_seen_ms),
-    lat: r.lat,
-    lon: r.lon,
-    maxRangeMeters: r.max_range_meters,
-    stationId: r.station_id,
-  };
+    status,
+    batteryPercent,
+    lastSeenAt: new Date(lastSeenMs),
+    lat,
+    lon,
+    maxRangeMeters,
+    stationId,
+  }));
 }
 
 /**
@@ -257,8 +264,8 @@ function vehicleOf(r: RowOf<'GbfsVehicles'>): GbfsVehicle {
  * of the status files whose caller knows the rest has not changed since (its static change counter).
  */
 export async function loadZoneVehicles(db: Queryable, known: ZoneData, now: Date): Promise<ZoneData> {
-  const rows = await db.many(sql('GbfsVehicles'), [[known.zone.id]]);
-  return { ...known, areas: [], vehicles: rows.map(vehicleOf), sleeping: currentSleepWindow(known.zone.sleepWindows, known.zone.timezone, now) };
+  const row = await db.maybeOne(sql('GbfsVehicles'), [[known.zone.id]]);
+  return { ...known, areas: [], vehicles: row ? vehiclesOf(row) : [], sleeping: currentSleepWindow(known.zone.sleepWindows, known.zone.timezone, now) };
 }
 
 /**
