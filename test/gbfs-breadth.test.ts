@@ -21,6 +21,7 @@ import {
   type ZoneFixture,
 } from './support/gbfs-fixtures.js';
 import { buildGbfsZone, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
+import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
 import { startPublisher, type Publisher } from '../publisher/index.js';
 import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
@@ -256,10 +257,32 @@ describe('GBFS follows change', function () {
     try {
       await held.query(sql('PublicationLock'), [units]);
       expect(await buildGbfsZone(t.ctx, A.id, { force: 'all' })).to.include({ busy: true, written: 0 });
+      // a scope of A alone is A's own: its files are written under A's lock, by A's build, never beside it
+      expect(await buildGbfsScope(t.ctx, { id: scopeA, role: 'gbfs', zoneIds: [A.id] }, { force: 'all' })).to.deep.equal({
+        written: 0,
+        refreshed: 0,
+        unchanged: 0,
+        failed: 0,
+      });
     } finally {
       await held.query(sql('PublicationUnlock'), [units]);
       held.release();
     }
+  });
+
+  it("a scope of one zone is assembled by its zone's build, in the same transaction, from the parts it just stored", async () => {
+    const v = await gbfsVehicle(t.ctx.db, A.id, 48.1371, 11.5751);
+    t.ctx.clock.advance(1000);
+    const own: GbfsScope = { id: scopeA, role: 'gbfs', zoneIds: [A.id] };
+    const r = await buildGbfsZone(t.ctx, A.id, { scopes: [own, { id: 'city', role: 'city', zoneIds: null }] });
+    // the zone's vehicle_status and its own system's free_bike_status; the city's system (every zone) is its job's
+    expect(r).to.include({ work: 'build', partsChanged: true, systems: 1, failed: 0 });
+    const bikes = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', scopeA, 'free_bike_status', 'gbfs').objectKey)).data.bikes.map((x: any) => x.bike_id);
+    expect(bikes).to.include(v.gbfsId);
+    const city = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', 'city', 'free_bike_status', 'city').objectKey)).data.bikes.map((x: any) => x.bike_id);
+    expect(city).to.not.include(v.gbfsId);
+    // nothing changed since: the next build of the zone assembles nothing
+    expect(await buildGbfsZone(t.ctx, A.id, { scopes: [own] })).to.include({ work: 'none', systems: 0, written: 0 });
   });
 
   it('through pg-boss: the tick sends one job per zone with work, two publishers share them, a new zone and scope are published', async function () {

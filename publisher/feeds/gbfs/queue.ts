@@ -34,6 +34,8 @@ const SCOPES_TTL_MS = 5_000;
 
 interface ZoneJob {
   zone: string;
+  /** the zone's own 2.2 systems (its single-zone scopes) as the tick read them; absent in a job sent before they were kept here */
+  scopes?: GbfsScope[];
 }
 type ScopeJob = GbfsScope;
 
@@ -47,7 +49,11 @@ const scopeJob = (s: GbfsScope): PgBoss.JobInsert<ScopeJob> => ({
 /** One tick: the due zones' and scopes' jobs, in two inserts. Returns the jobs sent (some may be dropped as already queued). */
 async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
   const plan = await planGbfsTick(ctx);
-  const zones = plan.zones.map((zone): PgBoss.JobInsert<ZoneJob> => ({ name: GBFS_QUEUES.zone, data: { zone }, singletonKey: `gbfs-zone:${zone}` }));
+  const zones = plan.zones.map((zone): PgBoss.JobInsert<ZoneJob> => ({
+    name: GBFS_QUEUES.zone,
+    data: { zone, scopes: plan.scopes.filter((s) => ownerZone(s) === zone).map(({ id, role, zoneIds }) => ({ id, role, zoneIds })) },
+    singletonKey: `gbfs-zone:${zone}`,
+  }));
   // a due scope of one zone is assembled by its zone's job (its zone is among plan.zones)
   const scopes = plan.scopes.filter((s) => s.due && ownerZone(s) === undefined).map(scopeJob);
   if (zones.length) await boss.insert(zones);
@@ -75,8 +81,8 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
       const zone = job.data.zone;
       const end = metrics.gbfsJobDuration.startTimer({ kind: 'zone' });
       try {
-        // the zone's own 2.2 systems (its single-zone scopes) are assembled by this build
-        const r = await buildGbfsZone(ctx, zone, { scopes: all.filter((s) => ownerZone(s) === zone) });
+        // the zone's own 2.2 systems (its single-zone scopes, as the tick read them) are assembled by this build
+        const r = await buildGbfsZone(ctx, zone, { scopes: job.data.scopes ?? all.filter((s) => ownerZone(s) === zone) });
         end({ work: r.busy ? 'busy' : r.work });
         if (r.partsChanged) changed.push(zone);
         if (r.failed) log.warn({ zone, ...r }, 'gbfs zone built with failures');

@@ -47,10 +47,12 @@ function add(into: GbfsBuildResult, r: GbfsBuildResult): void {
 
 export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
   const result: GbfsBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0 };
-  // a scope of one zone is the zone's: its build assembles it, under the zone's lock
+  // a scope of one zone is the zone's: its build assembles it (with the zone's other own scopes,
+  // whose parts the build may change), under the zone's lock
   const owner = ownerZone(scope);
   if (owner !== undefined) {
-    const r = await buildGbfsZone(ctx, owner, { ...opts, scopes: [scope] });
+    const others = scopesOf(await ctx.db.many(sql('GbfsFeedClientScopes'))).filter((s) => s.id !== scope.id && ownerZone(s) === owner);
+    const r = await buildGbfsZone(ctx, owner, { ...opts, scopes: [scope, ...others] });
     return { written: r.written, refreshed: r.refreshed, unchanged: r.unchanged, failed: r.failed };
   }
   // the zones and which of them have parts, from the primary: a replica a moment behind would have a
