@@ -15,6 +15,7 @@
  *   - timed HTTP probes of the zone-scoped reads.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import type { Db } from '../lib/db.js';
 import { STORE_KINDS, type StoreKind } from '../lib/metrics.js';
 import { processCpuSeconds } from './cpu.js';
@@ -197,15 +198,52 @@ export interface ProbeTarget {
   request: (i: number) => { path: string; headers: Record<string, string> };
 }
 
+/** How many probes of each target a cycle holds: the targets' requests repeat after that many (2,520: a multiple of every zone count up to 10, so each probed zone gets its share). */
+const CYCLE = 2520;
+
 /**
- * Probes the targets in turn, one request at a time, one every `everyMs`; latency is the request
- * and its whole body. A non-2xx answer is counted apart (and not timed).
+ * The probe loop, in a worker thread of its own: the bench's main thread drives the rides through
+ * the rental engine and samples Postgres and the store, and a probe timed on that event loop would
+ * count the bench's own work (at 100 zones, ten times the rides of 10) as the API's latency.
+ */
+const LOOP = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { base, cycle, everyMs } = workerData;
+const latencies = {};
+const failures = {};
+for (const c of cycle) latencies[c.name] = [];
+let stopping = false;
+parentPort.on('message', () => { stopping = true; });
+(async () => {
+  let i = 0;
+  let next = performance.now();
+  while (!stopping) {
+    const c = cycle[i++ % cycle.length];
+    const t0 = performance.now();
+    try {
+      const res = await fetch(base + c.path, { headers: c.headers });
+      await res.arrayBuffer();
+      if (res.ok) latencies[c.name].push(performance.now() - t0);
+      else failures[c.name] = res.status + ' ' + c.path;
+    } catch (err) {
+      failures[c.name] = err.message + ' ' + c.path;
+    }
+    next += everyMs;
+    await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+  }
+  parentPort.postMessage({ latencies, failures });
+})();
+`;
+
+/**
+ * Probes the targets in turn, one request at a time, one every `everyMs`, from a worker thread;
+ * latency is the request and its whole body. A non-2xx answer is counted apart (and not timed).
+ * The targets' requests are taken when the prober starts (a phase's tokens).
  */
 export class Prober {
   readonly latencies = new Map<string, number[]>();
   readonly failures = new Map<string, string>();
-  private stopping = false;
-  private running: Promise<void> | undefined;
+  private worker: Worker | undefined;
 
   constructor(
     private readonly base: string,
@@ -214,36 +252,25 @@ export class Prober {
   ) {}
 
   start(): void {
-    this.stopping = false;
-    for (const t of this.targets) this.latencies.set(t.name, []);
-    this.running = this.loop();
+    const cycle: Array<{ name: string; path: string; headers: Record<string, string> }> = [];
+    for (let n = 0; n < CYCLE; n++) for (const t of this.targets) cycle.push({ name: t.name, ...t.request(n) });
+    this.worker = new Worker(LOOP, { eval: true, workerData: { base: this.base, cycle, everyMs: this.everyMs } });
   }
 
   async stop(): Promise<Map<string, number[]>> {
-    this.stopping = true;
-    await this.running;
+    const worker = this.worker;
+    if (!worker) return this.latencies;
+    this.worker = undefined;
+    const done = new Promise<{ latencies: Record<string, number[]>; failures: Record<string, string> }>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    worker.postMessage('stop');
+    const r = await done;
+    await worker.terminate();
+    for (const [k, v] of Object.entries(r.latencies)) this.latencies.set(k, v);
+    for (const [k, v] of Object.entries(r.failures)) this.failures.set(k, v);
     return this.latencies;
-  }
-
-  private async loop(): Promise<void> {
-    let i = 0;
-    let next = performance.now();
-    while (!this.stopping) {
-      const t = this.targets[i % this.targets.length];
-      const { path, headers } = t.request(Math.floor(i / this.targets.length));
-      i++;
-      const t0 = performance.now();
-      try {
-        const res = await fetch(`${this.base}${path}`, { headers });
-        await res.arrayBuffer();
-        if (res.ok) this.latencies.get(t.name)!.push(performance.now() - t0);
-        else this.failures.set(t.name, `${res.status} ${path}`);
-      } catch (err) {
-        this.failures.set(t.name, `${(err as Error).message} ${path}`);
-      }
-      next += this.everyMs;
-      await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
-    }
   }
 }
 

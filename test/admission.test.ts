@@ -62,8 +62,11 @@ describe('admission control', function () {
 
     it('refuses at once, with a Retry-After, what would wait past the deadline; serves the rest within it', async () => {
       const a = new Admission(limits({ maxInFlight: 1, deadlineMs: 200 }));
-      // teach it how long a slot is held: ~20 ms
+      // teach it how long a slot is held: ~20 ms, more when the parallel suite makes timers late (a
+      // slot of 40 ms admits half as many: 4 in one run of the whole suite)
+      const taught = performance.now();
       for (let i = 0; i < 60; i++) await outcome(a, () => sleep(20));
+      const slotMs = (performance.now() - taught) / 60;
       // a refusal decided on arrival comes before any slot of the burst is done (a 20 ms bound here
       // failed at 51 ms in a fresh-clone run: the parallel suite's load, not a late refusal)
       let done = 0;
@@ -81,7 +84,7 @@ describe('admission control', function () {
       );
       const served = results.filter((r) => r.ok);
       const refused = results.filter((r) => !r.ok);
-      expect(served.length, 'about deadline / slot time are queued').to.be.within(5, 15);
+      expect(served.length, 'about deadline / slot time are queued').to.be.within(Math.min(5, Math.floor(200 / slotMs / 2)), 15);
       expect(refused.length).to.equal(40 - served.length);
       // refused on arrival, or (the one other path) by the waiter's own timer at its deadline when the
       // machine ran the queued slots slower than it had learned (seen once under the parallel suite:
