@@ -8,8 +8,9 @@
  * A block is rendered and compressed only when one of its vehicles changed (any field of the
  * loaded row), a vehicle joined or left it, or the zone inputs its items read changed
  * (`itemContext`); the other blocks are the fragments this process made at the zone's previous
- * build. Of a block rendered again, only the items of vehicles that changed are validated again. Each block is one of the zone's parts (parts.ts), so what a build compresses, stores and
- * sends on to the 2.2 scopes follows the vehicles that changed, not the size of the zone. Items are
+ * build; of a block rendered again, only the items of vehicles that changed are validated again.
+ * Each block is one of the zone's parts (parts.ts), so what a build compresses, stores and sends
+ * on to the 2.2 scopes follows the vehicles that changed, not the size of the zone. Items are
  * validated one by one (our schemas constrain each item, never the array as a whole: valid items in
  * a valid skeleton make a valid file). A process that has no blocks of the zone (it just started,
  * or another process built the zone last) renders every block, and so does the zone's hourly
