@@ -95,7 +95,9 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
       expect(status()).to.match(/^running on \d+$/);
       process.kill(-child.pid!, 'SIGINT');
       const [code] = await exited;
-      expect(code, err).to.equal(0);
+      // both streams in the message: exit 255 was seen twice in ~30 fresh-clone runs (never alone or
+      // under CPU stress); whether the command printed 'child stopped' tells whose status it was
+      expect(code, `stderr: ${err}\nstdout: ${out}`).to.equal(0);
       expect(out).to.contain('child stopped');
       expect(err).to.contain('[pg] stopped');
       expect(status()).to.equal('stopped');
