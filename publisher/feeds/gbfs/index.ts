@@ -20,6 +20,7 @@ import type { AppContext } from '../../../lib/context.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
+import { addResults } from './snapshots.js';
 import { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
 export { planGbfsTick } from './tick.js';
@@ -47,13 +48,6 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
-function add(into: GbfsBuildResult, r: GbfsBuildResult): void {
-  into.written += r.written;
-  into.refreshed += r.refreshed;
-  into.unchanged += r.unchanged;
-  into.failed += r.failed;
-}
-
 /**
  * `all`: every client scope (a single-zone one is assembled by its zone's job); `due`: the scopes of
  * several zones to assemble once the zones are done, given the zones whose 2.2 parts changed.
@@ -70,14 +64,14 @@ async function run(
   const changed = new Set<string>();
   await eachLimited(zones, CONCURRENCY, async (zone) => {
     const r = await buildGbfsZone(ctx, zone, { ...(force ? { force } : {}), scopes: owned.get(zone) ?? [] });
-    add(result, r);
+    addResults(result, r);
     if (r.work === 'build') result.built++;
     result.scopes += r.systems;
     if (r.partsChanged) changed.add(zone);
   });
   const shared = due(changed).filter((s) => ownerZone(s) === undefined);
   result.scopes += shared.length;
-  await eachLimited(shared, 1, async (scope) => add(result, await buildGbfsScope(ctx, scope, force ? { force } : {})));
+  await eachLimited(shared, 1, async (scope) => addResults(result, await buildGbfsScope(ctx, scope, force ? { force } : {})));
   return result;
 }
 

@@ -17,7 +17,7 @@ import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import { SUMMARY_PART, V2_BIKE_PARTS, readParts } from './parts.js';
 import { gbfsUnit, withPublicationLock } from '../../../lib/publication/lock.js';
-import type { GbfsBuildResult, GbfsForce } from './snapshots.js';
+import { addResults, type GbfsBuildResult, type GbfsForce } from './snapshots.js';
 import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';
 import { REPLICA_WAIT_MS, buildEnv, buildGbfsZone } from './zone.js';
 
@@ -36,13 +36,6 @@ export function scopesOf(rows: ReadonlyArray<{ role: Role; zones: string[] | nul
 
 export function scopeIncludes(scope: GbfsScope, zoneId: string): boolean {
   return scope.zoneIds === null || scope.zoneIds.includes(zoneId);
-}
-
-function add(into: GbfsBuildResult, r: GbfsBuildResult): void {
-  into.written += r.written;
-  into.refreshed += r.refreshed;
-  into.unchanged += r.unchanged;
-  into.failed += r.failed;
 }
 
 export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
@@ -65,7 +58,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   for (const z of zoneIds) {
     const p = have.get(z);
     if (p?.has(SUMMARY_PART) && p.has(V2_BIKE_PARTS[0])) continue;
-    add(result, await buildGbfsZone(ctx, z, p?.has(SUMMARY_PART) ? { force: 'status' } : {}));
+    addResults(result, await buildGbfsZone(ctx, z, p?.has(SUMMARY_PART) ? { force: 'status' } : {}));
   }
 
   const now = ctx.clock.now();
@@ -96,7 +89,7 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
         },
       );
       const { result: r } = await assembleSystem(ctx, tx, scope, zoneIds, parts, buildEnv(ctx, now), opts.force);
-      add(result, r);
+      addResults(result, r);
       return result;
     }),
   );

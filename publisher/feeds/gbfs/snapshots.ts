@@ -42,6 +42,14 @@ export interface GbfsBuildResult {
   failed: number;
 }
 
+/** Adds the counts of `r` to `into`. */
+export function addResults(into: GbfsBuildResult, r: GbfsBuildResult): void {
+  into.written += r.written;
+  into.refreshed += r.refreshed;
+  into.unchanged += r.unchanged;
+  into.failed += r.failed;
+}
+
 /** A piece of a document's text: its sha256 now, its compressed fragment when it is written. */
 export interface Segment {
   readonly sha256: string;

@@ -39,7 +39,17 @@ import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, parsedPart, v2FileParts, type Parts } from './parts.js';
-import { SnapshotWriter, itemsData, staggerSeconds, storedRows, textSegment, type GbfsBuildResult, type GbfsDoc, type GbfsForce } from './snapshots.js';
+import {
+  SnapshotWriter,
+  itemsData,
+  staggerSeconds,
+  storedRows,
+  textSegment,
+  type GbfsBuildResult,
+  type GbfsDoc,
+  type GbfsForce,
+  type Segment,
+} from './snapshots.js';
 
 /** A 2.2 client scope: a role and the zones its clients may read (null: every zone). */
 export interface GbfsScope {
@@ -145,9 +155,8 @@ export async function assembleSystem(
   return { result: { ...writer.result }, assembled: true };
 }
 
-/** A small file of the system, built from the zones' summaries and validated whole. */
-function wholeDoc(file: V2File, scopes: string[], s: V2Scope, env: BuildEnv): GbfsDoc {
-  const data = buildV2(file, s, env);
+/** A 2.2 file of the system: `data` its data's text, `skeleton` what its envelope is validated with. */
+function v2Doc(file: V2File, scopes: string[], data: Segment[], skeleton: unknown): GbfsDoc {
   const ttl = gbfsTtl(file);
   return {
     version: '2.2',
@@ -155,10 +164,16 @@ function wholeDoc(file: V2File, scopes: string[], s: V2Scope, env: BuildEnv): Gb
     file,
     ttl,
     status: isStatusFile(file),
-    data: [textSegment(JSON.stringify(data))],
-    document: (lu) => envelopeV2(lu, ttl, data),
+    data,
+    document: (lu) => envelopeV2(lu, ttl, skeleton),
     schema: GBFS_V2_SCHEMAS[file],
   };
+}
+
+/** A small file of the system, built from the zones' summaries and validated whole. */
+function wholeDoc(file: V2File, scopes: string[], s: V2Scope, env: BuildEnv): GbfsDoc {
+  const data = buildV2(file, s, env);
+  return v2Doc(file, scopes, [textSegment(JSON.stringify(data))], data);
 }
 
 /**
@@ -172,15 +187,5 @@ function partDoc(file: V2PartFile, scopes: string[], zoneIds: string[], parts: P
   const empty = v2PartData(file, []);
   const names = v2FileParts(file);
   const items = zoneIds.flatMap((z) => names.map((p) => parts.get(z)?.get(p)?.fragment).filter((f) => f !== undefined));
-  const ttl = gbfsTtl(file);
-  return {
-    version: '2.2',
-    scopes,
-    file,
-    ttl,
-    status: isStatusFile(file),
-    data: itemsData(empty, items),
-    document: (lu) => envelopeV2(lu, ttl, empty),
-    schema: GBFS_V2_SCHEMAS[file],
-  };
+  return v2Doc(file, scopes, itemsData(empty, items), empty);
 }

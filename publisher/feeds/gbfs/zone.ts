@@ -44,6 +44,7 @@ import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './syste
 import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
 import {
   SnapshotWriter,
+  addResults,
   fragmentSegment,
   itemsData,
   staggerSeconds,
@@ -231,10 +232,7 @@ export async function buildGbfsZone(
           now,
         ]);
       }
-      result.written += writer.result.written;
-      result.refreshed += writer.result.refreshed;
-      result.unchanged += writer.result.unchanged;
-      result.failed += writer.result.failed;
+      addResults(result, writer.result);
 
       // the zone's own systems, from its parts as now stored
       if (own.length) {
@@ -243,10 +241,7 @@ export async function buildGbfsZone(
         const parts: Parts = new Map([[zoneId, mine]]);
         for (const scope of own) {
           const a = await assembleSystem(ctx, tx, scope, [zoneId], parts, env, force);
-          result.written += a.result.written;
-          result.refreshed += a.result.refreshed;
-          result.unchanged += a.result.unchanged;
-          result.failed += a.result.failed;
+          addResults(result, a.result);
           if (a.assembled) result.systems++;
         }
       }
