@@ -3,7 +3,8 @@
  * cost per request holds across runs better than requests per second on a machine other work shares.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import type { Db } from '../lib/db.js';
 
 /** utime + stime of one process, in seconds; NaN when it has gone. */
@@ -48,4 +49,20 @@ export async function postgresPids(db: Db): Promise<number[]> {
   const postmaster = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
   const children = readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
   return [postmaster, ...children];
+}
+
+/**
+ * Starts a V8 CPU profile of this process (all threads' JS on the main isolate); the returned
+ * function stops it and writes it to `file` (open in Chrome DevTools or speedscope).
+ */
+export async function startProfile(): Promise<(file: string) => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async (file) => {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
 }

@@ -10,8 +10,11 @@
  *     nginx with two workers, and — when bin/api.ts exists — the API with API_WORKERS=2; and the
  *     CPU time each single-process server spends per answer (`*_cpu_us_per_req`, from
  *     process.cpuUsage and /proc), which moves far less with the machine's load than req/s.
- *  2. Median time of /vehicles/status for a 10,000-vehicle zone. Goal ≤ 250 ms.
- *  3. Peak RSS of this process (API in-process).
+ *  2. Peak RSS of this process (API in-process).
+ *
+ * `/vehicles/status` of a 10,000-vehicle zone (issue 26: median ≤ 100 ms) is measured by
+ * bench/vehicles-status.bench.ts alone: an earlier copy here timed the client's gunzip and JSON.parse
+ * in this process too (~150 ms of a ~250 ms figure), against an older goal of 250 ms.
  *
  * Runs against a fresh database cloned from the migrated template (DATABASE_URL or the embedded
  * cluster). `npx tsx bench/feeds.bench.ts` runs it directly; `run()` is for bench/run.ts.
@@ -303,29 +306,6 @@ function ensureWrk(notes: string[]): string | undefined {
   return wrkPath ?? undefined;
 }
 
-async function seedVehicles(db: Db, n: number): Promise<void> {
-  await db.query(`INSERT INTO vehicle_types (id, form_factor, propulsion_type, name, make, model, max_range_meters, max_speed_kph)
-                  VALUES ('bench-scooter', 'scooter', 'electric', 'Scooter', 'Acme', 'S1', 40000, 20)`);
-  await db.query(
-    `INSERT INTO vehicles (code, zone_id, vehicle_type_id, mds_state, battery_percent, location, license_plate, license_plate_id)
-     SELECT lpad(upper(to_hex(i + 4096)), 4, '0'), $1, 'bench-scooter', 'available', 50 + i % 50,
-            ST_SetSRID(ST_MakePoint(13.3 + (i % 100) * 0.002, 52.45 + (i / 100) * 0.002), 4326), 'P' || i, 'PID' || i
-       FROM generate_series(1, $2) i`,
-    [ZONE, n],
-  );
-  await db.query(
-    `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent)
-     SELECT id, zone_id, '{service_start}', 'available', now() - interval '2 hours', location, battery_percent FROM vehicles WHERE zone_id = $1`,
-    [ZONE],
-  );
-  await db.query(
-    `INSERT INTO telemetry (device_id, zone_id, ts, location, battery_percent)
-     SELECT id, zone_id, now() - interval '1 minute', location, battery_percent FROM vehicles WHERE zone_id = $1`,
-    [ZONE],
-  );
-  await db.query('ANALYZE');
-}
-
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
@@ -465,20 +445,6 @@ export async function run(): Promise<BenchResult> {
     metrics.api_2_workers_vs_nginx_2_workers = ratio('api_2_workers', 'nginx_2_workers');
     while (stops.length) await stops.pop()!();
 
-    await seedVehicles(ctx.db, 10_000);
-    const url = `http://127.0.0.1:${apiPort}/v1/partner-apis/mds/${ZONE}/vehicles/status`;
-    const times: number[] = [];
-    let count = 0;
-    for (let i = 0; i < 21; i++) {
-      const t0 = performance.now();
-      const res = await fetch(url, { headers: { Authorization: `Bearer ${accessToken}` } });
-      const json = (await res.json()) as { vehicles_status: unknown[] };
-      times.push(performance.now() - t0);
-      count = json.vehicles_status.length;
-    }
-    times.sort((a, b) => a - b);
-    metrics.vehicles_status_count = count;
-    metrics.vehicles_status_median_ms = Math.round(times[Math.floor(times.length / 2)]);
     metrics.peak_rss_mb = Math.round(process.resourceUsage().maxRSS / 1024);
     notes.push(`load average at end: ${load()}; peak_rss_mb is this process (bench + in-process API, FEED_CACHE_BYTES=${config.feedCacheBytes})`);
   } finally {
@@ -492,10 +458,7 @@ export async function run(): Promise<BenchResult> {
   return {
     name: 'feeds',
     metrics,
-    goals: [
-      { metric: 'api_vs_nginx', goal: '>= 0.80', met: metrics.api_vs_nginx == null ? null : metrics.api_vs_nginx >= 0.8 },
-      { metric: 'vehicles_status_median_ms', goal: '<= 250', met: (metrics.vehicles_status_median_ms ?? Infinity) <= 250 },
-    ],
+    goals: [{ metric: 'api_vs_nginx', goal: '>= 0.80', met: metrics.api_vs_nginx == null ? null : metrics.api_vs_nginx >= 0.8 }],
     notes,
   };
 }

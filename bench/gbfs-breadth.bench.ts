@@ -24,10 +24,9 @@
  *   BENCH_GBFS_MOVED=0.001             the share that moves or starts a ride (default 0.01)
  *   BENCH_GBFS_QUEUE=0                 skip the ticks through pg-boss
  */
-import { processCpuSeconds } from './cpu.js';
+import { processCpuSeconds, startProfile } from './cpu.js';
 import { runIfMain } from './main.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -60,18 +59,6 @@ const QUEUE = process.env.BENCH_GBFS_QUEUE !== '0';
 const SPOTS = 50;
 /** BENCH_GBFS_CPUPROF=dir: a V8 CPU profile of each measured minute (open in Chrome DevTools) */
 const PROFILE_DIR = process.env.BENCH_GBFS_CPUPROF;
-
-async function startProfile(): Promise<(file: string) => Promise<void>> {
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  return async (file) => {
-    const { profile } = await session.post('Profiler.stop');
-    writeFileSync(file, JSON.stringify(profile));
-    session.disconnect();
-  };
-}
 
 /** The store, counting the objects put and their bytes (GBFS puts Buffers) into `into`. */
 function counting(store: ObjectStore, into: { objects: number; bytes: number }): ObjectStore {

@@ -12,12 +12,13 @@
  * For context: the query's execution time in Postgres (EXPLAIN ANALYZE, median of 5), CPU per
  * request of this process (API + client) and of the database's backends (figures that other load on
  * a shared machine moves far less than latency), and whether JIT is on for the pool's connections.
+ * BENCH_VS_CPUPROF=file writes a V8 CPU profile of the requests that measure this process's CPU.
  *
  *   BENCH=vehicles-status make bench      or      node --import tsx bench/vehicles-status.bench.ts
  */
 import http from 'node:http';
 import { once } from 'node:events';
-import { pgCpuSeconds } from './cpu.js';
+import { pgCpuSeconds, startProfile } from './cpu.js';
 import { runIfMain } from './main.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -147,9 +148,11 @@ export async function run(): Promise<BenchResult> {
     // asks on, which in the app's pool is the very backend that served the sequential requests
     const probe = new Db(database.url, log, { max: 1 });
     const pg0 = await pgCpuSeconds(probe, datname);
+    const profile = process.env.BENCH_VS_CPUPROF ? await startProfile() : undefined;
     const node0 = process.cpuUsage();
     for (let i = 0; i < CPU_REQUESTS; i++) await get(port, path, identity);
     const node = process.cpuUsage(node0);
+    if (profile) await profile(process.env.BENCH_VS_CPUPROF!);
     const pg1 = await pgCpuSeconds(probe, datname);
     await probe.close();
     metrics.node_cpu_ms_per_request = round1((node.user + node.system) / 1000 / CPU_REQUESTS);
