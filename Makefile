@@ -145,7 +145,8 @@ ops: deps
 publish-status: deps
 	@$(WITH_DB) $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))
 
-bench: deps
+# build: the benches that run the API or the publisher as processes start them from dist/, as make run does
+bench: build
 	@$(WITH_DB) $(TSX) bench/run.ts
 
 soak: deps
