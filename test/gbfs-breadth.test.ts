@@ -22,6 +22,9 @@ import {
 } from './support/gbfs-fixtures.js';
 import { buildGbfsZone, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
 import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
+import { readParts, storeParts } from '../publisher/feeds/gbfs/parts.js';
+import type { Queryable } from '../lib/db.js';
+import type { UntypedQuery } from '../lib/sql/typed.js';
 import { startPublisher, type Publisher } from '../publisher/index.js';
 import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
@@ -441,5 +444,41 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     expect(vehicleParts.map((p) => p.slice(-1))).to.have.members([...nonEmpty]);
     const doc = JSON.parse((await stored('3.0', Z.id, 'vehicle_status')).text);
     expect(doc.data.vehicles.every((v: any) => v.is_disabled)).to.equal(true);
+  });
+});
+
+describe('GBFS parts: read from this process memory', () => {
+  const t = useTestContext({ now: DAY });
+
+  // seen in the two-publishers test of test/gbfs.test.ts: a scope job read a zone's parts offering the
+  // versions it held, a zone build of the same process stored newer ones before the rows came back,
+  // and the parts that came back without their bodies were left without content, so the 2.2
+  // free_bike_status of the scope was written without that zone's bikes
+  it("a part that came back without its body keeps the version the read offered, whatever this process's memory holds by then", async () => {
+    const Z = await gbfsZone(t.ctx.db, { id: 'gbfs-parts-race' });
+    const part = 'v2/free_bike_status/0';
+    const v1 = fragment('{"bike_id":"one"}');
+    const v2 = fragment('{"bike_id":"two"}');
+    await storeParts(t.ctx.db, Z.id, [{ part, fragment: v1 }]);
+    let replaced = false;
+    // the statement answers (v1 without its body: this process offered v1), then, before its rows
+    // are handed on, another build of this process stores v2
+    const racing = Object.assign(Object.create(t.ctx.db) as Queryable, {
+      many: async (query: UntypedQuery, params: readonly unknown[]) => {
+        const rows = await t.ctx.db.many(query, params);
+        if (!replaced) {
+          replaced = true;
+          await storeParts(t.ctx.db, Z.id, [{ part, fragment: v2 }]);
+        }
+        return rows;
+      },
+    });
+    const read = (await readParts(racing, [Z.id], [part], true)).get(Z.id)!.get(part)!;
+    expect(replaced).to.equal(true);
+    expect(read.sha256).to.equal(v1.sha256);
+    expect(read.fragment && inflateFragment(read.fragment).toString()).to.equal('{"bike_id":"one"}');
+    // and the next read gets v2 with its content
+    const next = (await readParts(t.ctx.db, [Z.id], [part], true)).get(Z.id)!.get(part)!;
+    expect(next.fragment && inflateFragment(next.fragment).toString()).to.equal('{"bike_id":"two"}');
   });
 });

@@ -78,29 +78,41 @@ export async function readParts(db: Queryable, zoneIds: readonly string[], parts
 }
 
 async function readSome(db: Queryable, zoneIds: readonly string[], parts: readonly string[], bodies: boolean, out: Parts): Promise<void> {
-  const held: Array<[string, string, string]> = [];
+  // the fragments offered as held, kept here: while the statement runs, a build of this process may
+  // replace a cache entry with a newer version (or the cache evict it), and a row that came back
+  // without its body names the version offered, not whatever the cache holds by then
+  const held = new Map<string, { zone: string; part: string; fragment: Fragment }>();
   if (bodies) {
-    for (const z of zoneIds) {
-      for (const p of parts) {
-        const c = cache.get(cacheKey(z, p));
-        if (c) held.push([z, p, c.fragment.sha256]);
+    for (const zone of zoneIds) {
+      for (const part of parts) {
+        const c = cache.get(cacheKey(zone, part));
+        if (c) held.set(cacheKey(zone, part), { zone, part, fragment: c.fragment });
       }
     }
   }
-  const rows = await db.many(sql('GbfsZonePartsGet'), [zoneIds, parts, held.map((h) => h[0]), held.map((h) => h[1]), held.map((h) => h[2]), bodies]);
+  const offered = [...held.values()];
+  const rows = await db.many(sql('GbfsZonePartsGet'), [
+    zoneIds,
+    parts,
+    offered.map((h) => h.zone),
+    offered.map((h) => h.part),
+    offered.map((h) => h.fragment.sha256),
+    bodies,
+  ]);
   for (const r of rows) {
     let ref: PartRef = { sha256: r.sha256 };
     if (bodies) {
       const key = cacheKey(r.zone_id, r.part);
+      let fragment: Fragment | undefined;
       if (r.body) {
-        const fragment: Fragment = { sha256: r.sha256, crc: Number(r.crc32), length: Number(r.length), deflate: r.body };
+        fragment = { sha256: r.sha256, crc: Number(r.crc32), length: Number(r.length), deflate: r.body };
         cache.set(key, { fragment });
-        ref = { sha256: r.sha256, fragment };
       } else {
-        // the body is omitted only when the memory holds this very version
-        const c = cache.get(key);
-        if (c && c.fragment.sha256 === r.sha256) ref = { sha256: r.sha256, fragment: c.fragment };
+        // the body is omitted only when this read offered this very version
+        fragment = held.get(key)?.fragment;
+        if (fragment?.sha256 !== r.sha256) throw new Error(`part ${r.part} of zone ${r.zone_id} came back without its content`);
       }
+      ref = { sha256: r.sha256, fragment };
     }
     let zone = out.get(r.zone_id);
     if (!zone) out.set(r.zone_id, (zone = new Map<string, PartRef>()));
