@@ -52,7 +52,7 @@ export async function postgresPids(db: Db): Promise<number[]> {
 }
 
 /**
- * Starts a V8 CPU profile of this process (all threads' JS on the main isolate); the returned
+ * Starts a V8 CPU profile of this thread's JavaScript (a worker's is not in it); the returned
  * function stops it and writes it to `file` (open in Chrome DevTools or speedscope).
  */
 export async function startProfile(): Promise<(file: string) => Promise<void>> {
