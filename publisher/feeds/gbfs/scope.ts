@@ -45,8 +45,8 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   const owner = ownerZone(scope);
   if (owner !== undefined) {
     const others = scopesOf(await ctx.db.many(sql('GbfsFeedClientScopes'))).filter((s) => s.id !== scope.id && ownerZone(s) === owner);
-    const r = await buildGbfsZone(ctx, owner, { ...opts, scopes: [scope, ...others] });
-    return { written: r.written, refreshed: r.refreshed, unchanged: r.unchanged, failed: r.failed };
+    addResults(result, await buildGbfsZone(ctx, owner, { ...opts, scopes: [scope, ...others] }));
+    return result;
   }
   // the zones and which of them have parts, from the primary: a replica a moment behind would have a
   // zone just built built again
