@@ -9,12 +9,13 @@
  * (test/support/figures.ts) that the teardown adds up and prints.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { dropLeftoverDatabases, ensureTemplate } from './db.js';
 import { flushFigures, printFigures } from './figures.js';
-import { SPECS_DIR } from '../../lib/paths.js';
+import { FAILURES_FILE, type FailureLine } from './reporter.js';
+import { ROOT, SPECS_DIR } from '../../lib/paths.js';
 import { ENTRIES, buildEntries } from '../../scripts/build.js';
 
 process.env.NODE_ENV = 'test';
@@ -45,7 +46,25 @@ export function mochaGlobalTeardown(): void {
   const dir = process.env.FIGURES_DIR!;
   printFigures(dir);
   console.log(`  suite time: ${((performance.now() - setupAt) / 1000).toFixed(1)} s from the global setup (template, bundles) to this teardown\n`);
+  printFailures(dir);
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** The run's failures again, last: what a CI log read from its end must show (test/support/reporter.ts). */
+function printFailures(dir: string): void {
+  let text = '';
+  try {
+    text = readFileSync(join(dir, FAILURES_FILE), 'utf8');
+  } catch {
+    return; // none failed
+  }
+  const failures = text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as FailureLine);
+  console.log(`  ${failures.length} failing (in full above):`);
+  for (const f of failures) console.log(`  - ${relative(ROOT, f.file) || '(no file)'}: ${f.title}\n      ${f.message.slice(0, 300)}`);
+  console.log('');
 }
 
 export const mochaHooks = {
