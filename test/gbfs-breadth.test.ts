@@ -459,7 +459,7 @@ describe('GBFS parts: read from this process memory', () => {
     const part = 'v2/free_bike_status/0';
     const v1 = fragment('{"bike_id":"one"}');
     const v2 = fragment('{"bike_id":"two"}');
-    await storeParts(t.ctx.db, Z.id, [{ part, fragment: v1 }]);
+    await storeParts(t.ctx.db, [{ zone: Z.id, part, fragment: v1 }]);
     let replaced = false;
     // the statement answers (v1 without its body: this process offered v1), then, before its rows
     // are handed on, another build of this process stores v2
@@ -468,7 +468,7 @@ describe('GBFS parts: read from this process memory', () => {
         const rows = await t.ctx.db.many(query, params);
         if (!replaced) {
           replaced = true;
-          await storeParts(t.ctx.db, Z.id, [{ part, fragment: v2 }]);
+          await storeParts(t.ctx.db, [{ zone: Z.id, part, fragment: v2 }]);
         }
         return rows;
       },

@@ -30,20 +30,41 @@ export interface HeldLock {
 }
 
 export type Locked<T> = { locked: true; value: T } | { locked: false };
+/** What tryPublicationLocks took: the units held while `fn` ran (none: `fn` did not run). */
+export type LockedSome<T> = { units: string[]; value: T } | { units: []; value?: undefined };
 
 /** Runs `fn` holding the locks of `units`, waiting for them. Errors of `fn` are thrown after the locks are released. */
 export async function withPublicationLock<T>(ctx: Pick<AppContext, 'db' | 'log'>, units: readonly string[], fn: (held: HeldLock) => Promise<T>): Promise<T> {
   const r = await hold(ctx, [...new Set(units)].sort(), true, fn);
-  if (!r.locked) throw new Error('a waiting lock came back untaken');
-  return r.value;
+  if (!r.units.length) throw new Error('a waiting lock came back untaken');
+  return r.value as T;
 }
 
 /** Runs `fn` holding the lock of `unit` if no other process holds it; `{ locked: false }` (fn not run) if one does. */
-export function tryPublicationLock<T>(ctx: Pick<AppContext, 'db' | 'log'>, unit: string, fn: (held: HeldLock) => Promise<T>): Promise<Locked<T>> {
-  return hold(ctx, [unit], false, fn);
+export async function tryPublicationLock<T>(ctx: Pick<AppContext, 'db' | 'log'>, unit: string, fn: (held: HeldLock) => Promise<T>): Promise<Locked<T>> {
+  const r = await hold(ctx, [unit], false, fn);
+  return r.units.length ? { locked: true, value: r.value as T } : { locked: false };
 }
 
-async function hold<T>(ctx: Pick<AppContext, 'db' | 'log'>, sorted: readonly string[], wait: boolean, fn: (held: HeldLock) => Promise<T>): Promise<Locked<T>> {
+/**
+ * Runs `fn` once, holding those of `units` that no other process holds (taken in one statement,
+ * given to `fn`); `fn` does not run when every one is held elsewhere. A batch of GBFS zone jobs is
+ * built so, in one transaction (publisher/feeds/gbfs/zone.ts).
+ */
+export function tryPublicationLocks<T>(
+  ctx: Pick<AppContext, 'db' | 'log'>,
+  units: readonly string[],
+  fn: (held: HeldLock, units: readonly string[]) => Promise<T>,
+): Promise<LockedSome<T>> {
+  return hold(ctx, [...new Set(units)].sort(), false, fn);
+}
+
+async function hold<T>(
+  ctx: Pick<AppContext, 'db' | 'log'>,
+  sorted: readonly string[],
+  wait: boolean,
+  fn: (held: HeldLock, units: readonly string[]) => Promise<T>,
+): Promise<LockedSome<T>> {
   let client: pg.PoolClient;
   try {
     client = await ctx.db.pool.connect();
@@ -52,16 +73,20 @@ async function hold<T>(ctx: Pick<AppContext, 'db' | 'log'>, sorted: readonly str
   }
   const conn = onConnection(client, ctx.log);
   let discard = false;
-  let locked = false;
+  /** the lock statement answered (a failed one may have left a lock half taken) */
+  let answered = false;
+  /** the units held */
+  let units: string[] = [];
   try {
     if (wait) {
       await conn.query(sql('PublicationLock'), [sorted]);
-      locked = true;
+      units = [...sorted];
     } else {
-      // null only for a null key: not taken either
-      locked = (await conn.one(sql('PublicationTryLock'), [sorted[0]])).locked === true;
-      if (!locked) return { locked: false };
+      // a statement that fails here may have taken some: the connection is then closed (below)
+      units = (await conn.many(sql('PublicationTryLocks'), [sorted])).map((r) => r.unit);
     }
+    answered = true;
+    if (!units.length) return { units: [] };
     const held: HeldLock = {
       conn,
       discard: () => void (discard = true),
@@ -77,15 +102,15 @@ async function hold<T>(ctx: Pick<AppContext, 'db' | 'log'>, sorted: readonly str
         }
       },
     };
-    return { locked: true, value: await fn(held) };
+    return { units, value: await fn(held, units) };
   } catch (err) {
     // a statement that failed on the lock itself may have left it half taken
-    if (!locked) discard = true;
+    if (!answered) discard = true;
     throw err;
   } finally {
-    if (locked && !discard) {
+    if (units.length && !discard) {
       try {
-        await conn.query(sql('PublicationUnlock'), [sorted]);
+        await conn.query(sql('PublicationUnlock'), [units]);
       } catch {
         discard = true;
       }

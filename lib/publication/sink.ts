@@ -111,6 +111,11 @@ export class PublicationSink<Row> {
     this.rows.push(...rows);
   }
 
+  /** The queued rows, handed over (the caller records them with others'); the queue is emptied. */
+  take(): Row[] {
+    return this.rows.splice(0);
+  }
+
   /** Records the queued rows in the writer's connection or transaction. */
   async flush(db: Queryable, now: Date): Promise<void> {
     if (!this.rows.length) return;

@@ -510,9 +510,10 @@ export interface Queries {
     };
   };
   /** sql/queries/gbfs.sql */
-  GbfsZoneState: {
-    params: [$1: string | null];
+  GbfsZoneStates: {
+    params: [$1: readonly (string | null)[] | null];
     row: {
+      zone_id: string;
       timezone: string;
       sleep_windows: Json;
       status_token: number;
@@ -525,8 +526,8 @@ export interface Queries {
     };
   };
   /** sql/queries/gbfs.sql */
-  GbfsZoneBuildUpsert: {
-    params: [$1: string | null, $2: number | bigint | string | null, $3: number | bigint | string | null, $4: string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null];
+  GbfsZoneBuildsUpsert: {
+    params: [$1: readonly (string | null)[] | null, $2: readonly (number | bigint | string | null)[] | null, $3: readonly (number | bigint | string | null)[] | null, $4: readonly (string | null)[] | null, $5: readonly (Date | string | null)[] | null, $6: readonly (Date | string | null)[] | null, $7: Date | string | null];
     row: NoRow;
   };
   /** sql/queries/gbfs.sql */
@@ -550,8 +551,9 @@ export interface Queries {
   };
   /** sql/queries/gbfs.sql */
   GbfsZonePartsUpsert: {
-    params: [$1: string | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (number | bigint | string | null)[] | null, $5: readonly (number | bigint | string | null)[] | null, $6: readonly (Buffer | null)[] | null];
+    params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (number | bigint | string | null)[] | null, $5: readonly (number | bigint | string | null)[] | null, $6: readonly (Buffer | null)[] | null];
     row: {
+      zone_id: string;
       part: string;
     };
   };
@@ -566,17 +568,18 @@ export interface Queries {
     };
   };
   /** sql/queries/gbfs.sql */
-  GbfsScopeBuildGet: {
-    params: [$1: string | null];
+  GbfsScopeBuildsGet: {
+    params: [$1: readonly (string | null)[] | null];
     row: {
+      scope: string;
       inputs: string;
       status_written_at: Date;
       rebuild_due_at: Date;
     };
   };
   /** sql/queries/gbfs.sql */
-  GbfsScopeBuildUpsert: {
-    params: [$1: string | null, $2: string | null, $3: Date | string | null, $4: Date | string | null];
+  GbfsScopeBuildsUpsert: {
+    params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (Date | string | null)[] | null, $4: readonly (Date | string | null)[] | null];
     row: NoRow;
   };
   /** sql/queries/history.sql */
@@ -1005,10 +1008,10 @@ export interface Queries {
     };
   };
   /** sql/queries/publisher.sql */
-  PublicationTryLock: {
-    params: [$1: string | null];
+  PublicationTryLocks: {
+    params: [$1: readonly (string | null)[] | null];
     row: {
-      locked: boolean | null;
+      unit: string;
     };
   };
   /** sql/queries/publisher.sql */
@@ -1025,7 +1028,7 @@ export interface Queries {
   };
   /** sql/queries/publisher.sql */
   PublicationGbfsRows: {
-    params: [$1: readonly (string | null)[] | null];
+    params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null];
     row: {
       version: '2.2' | '3.0';
       scope: string;

@@ -108,10 +108,11 @@ SELECT z.id
     OR b.rebuild_due_at <= $1::timestamptz
  ORDER BY z.id;
 
--- name: GbfsZoneState
--- A per-zone job's first read, under its lock: the counters now (read before the data, so that a
--- build is never labelled newer than what it shows), the zone's sleep windows, and its last build.
-SELECT z.timezone, z.sleep_windows,
+-- name: GbfsZoneStates
+-- A batch of per-zone jobs' first read, under the zones' locks: the counters now (read before the
+-- data, so that a build is never labelled newer than what it shows), the zones' sleep windows, and
+-- their last builds (NULL columns: never built). One row per zone of $1 that exists.
+SELECT z.id AS zone_id, z.timezone, z.sleep_windows,
        COALESCE(zv.version + zv.gbfs_static + zv.gbfs_status, 0) AS status_token,
        COALESCE(zv.gbfs_static, 0) AS static_token,
        b.status_token AS built_status_token, b.static_token AS built_static_token, b.sleep_key,
@@ -119,17 +120,19 @@ SELECT z.timezone, z.sleep_windows,
   FROM zones z
   LEFT JOIN zone_versions zv ON zv.zone_id = z.id
   LEFT JOIN gbfs_zone_builds b ON b.zone_id = z.id
- WHERE z.id = $1;
+ WHERE z.id = ANY ($1::text[]);
 
--- name: GbfsZoneBuildUpsert
--- $2..$6 NULL: keep what the row has (a refresh records only when the status files were written).
+-- name: GbfsZoneBuildsUpsert
+-- The build rows of a batch of zones, as their builds decided them from the rows they read under the
+-- zones' locks (GbfsZoneStates): $1 zones, $2 status tokens, $3 static tokens, $4 sleep keys,
+-- $5 status_written_at, $6 rebuild_due_at, in step; $7 now.
 INSERT INTO gbfs_zone_builds AS b (zone_id, status_token, static_token, sleep_key, status_written_at, rebuild_due_at, built_at)
-VALUES ($1, COALESCE($2::bigint, -1), COALESCE($3::bigint, -1), COALESCE($4::text, ''), COALESCE($5::timestamptz, 'epoch'),
-        COALESCE($6::timestamptz, 'epoch'), $7)
+SELECT u.zone_id, u.status_token, u.static_token, u.sleep_key, u.status_written_at, u.rebuild_due_at, $7::timestamptz
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[])
+       AS u (zone_id, status_token, static_token, sleep_key, status_written_at, rebuild_due_at)
 ON CONFLICT (zone_id) DO UPDATE
-   SET status_token = COALESCE($2::bigint, b.status_token), static_token = COALESCE($3::bigint, b.static_token),
-       sleep_key = COALESCE($4::text, b.sleep_key), status_written_at = COALESCE($5::timestamptz, b.status_written_at),
-       rebuild_due_at = COALESCE($6::timestamptz, b.rebuild_due_at), built_at = $7;
+   SET status_token = EXCLUDED.status_token, static_token = EXCLUDED.static_token, sleep_key = EXCLUDED.sleep_key,
+       status_written_at = EXCLUDED.status_written_at, rebuild_due_at = EXCLUDED.rebuild_due_at, built_at = EXCLUDED.built_at;
 
 -- name: GbfsZoneIds
 -- The zones of a 2.2 scope that exist ($1 NULL: every zone), by id.
@@ -145,27 +148,29 @@ SELECT p.zone_id, p.part, p.sha256, p.crc32, p.length,
  WHERE p.zone_id = ANY ($1::text[]) AND p.part = ANY ($2::text[]);
 
 -- name: GbfsZonePartsUpsert
--- The parts of zone $1 that a build made ($2 names, $3 sha256, $4 crc32, $5 length, $6 bodies, in
--- step), in one statement: a ride changes four or five of a zone's parts, each a round trip when
--- they were stored one by one. A row back for each part whose content changed.
+-- The parts that a batch of zone builds made ($1 zones, $2 names, $3 sha256, $4 crc32, $5 length,
+-- $6 bodies, in step), in one statement: a ride changes four or five of a zone's parts, each a round
+-- trip when they were stored one by one. A row back for each part whose content changed.
 INSERT INTO gbfs_zone_parts AS p (zone_id, part, sha256, crc32, length, body)
-SELECT $1, u.part, u.sha256, u.crc32, u.length, u.body
-  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[]) AS u (part, sha256, crc32, length, body)
+SELECT u.zone_id, u.part, u.sha256, u.crc32, u.length, u.body
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[]) AS u (zone_id, part, sha256, crc32, length, body)
 ON CONFLICT (zone_id, part) DO UPDATE
    SET sha256 = EXCLUDED.sha256, crc32 = EXCLUDED.crc32, length = EXCLUDED.length, body = EXCLUDED.body
  WHERE p.sha256 <> EXCLUDED.sha256
-RETURNING p.part;
+RETURNING p.zone_id, p.part;
 
 -- name: GbfsScopeBuilds
 SELECT scope, inputs, status_written_at, rebuild_due_at FROM gbfs_scope_builds;
 
--- name: GbfsScopeBuildGet
-SELECT inputs, status_written_at, rebuild_due_at FROM gbfs_scope_builds WHERE scope = $1;
+-- name: GbfsScopeBuildsGet
+-- The build rows of the 2.2 scopes $1, as their builds read them under the locks of their files.
+SELECT scope, inputs, status_written_at, rebuild_due_at FROM gbfs_scope_builds WHERE scope = ANY ($1::text[]);
 
--- name: GbfsScopeBuildUpsert
--- $3, $4 NULL: keep what the row has.
+-- name: GbfsScopeBuildsUpsert
+-- The build rows of 2.2 scopes, as their builds decided them from the rows they read under the locks
+-- (GbfsScopeBuildsGet): $1 scopes, $2 inputs, $3 status_written_at, $4 rebuild_due_at, in step.
 INSERT INTO gbfs_scope_builds AS b (scope, inputs, status_written_at, rebuild_due_at)
-VALUES ($1, $2, COALESCE($3::timestamptz, 'epoch'), COALESCE($4::timestamptz, 'epoch'))
+SELECT u.scope, u.inputs, u.status_written_at, u.rebuild_due_at
+  FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS u (scope, inputs, status_written_at, rebuild_due_at)
 ON CONFLICT (scope) DO UPDATE
-   SET inputs = $2, status_written_at = COALESCE($3::timestamptz, b.status_written_at),
-       rebuild_due_at = COALESCE($4::timestamptz, b.rebuild_due_at);
+   SET inputs = EXCLUDED.inputs, status_written_at = EXCLUDED.status_written_at, rebuild_due_at = EXCLUDED.rebuild_due_at;

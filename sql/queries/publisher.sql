@@ -10,9 +10,11 @@
 -- so two writers of overlapping sets cannot deadlock. unnest yields them in array order.
 SELECT count(pg_advisory_lock(hashtextextended(k, 7305040)))::int AS locked FROM unnest($1::text[]) AS k;
 
--- name: PublicationTryLock
--- The same lock, left alone when another process holds it (a GBFS build in progress there).
-SELECT pg_try_advisory_lock(hashtextextended($1, 7305040)) AS locked;
+-- name: PublicationTryLocks
+-- The same locks, each left alone when another process holds it (a GBFS build in progress there):
+-- the units of $1 taken. Trying never waits, so the order does not matter.
+-- not null: unit
+SELECT k AS unit FROM unnest($1::text[]) AS k WHERE pg_try_advisory_lock(hashtextextended(k, 7305040));
 
 -- name: PublicationUnlock
 SELECT count(pg_advisory_unlock(hashtextextended(k, 7305040)))::int AS unlocked FROM unnest($1::text[]) AS k;
@@ -32,9 +34,11 @@ UPDATE feed_publications p
  WHERE p.feed = u.feed AND p.version = u.version AND p.scope = u.scope AND p.hour = u.hour;
 
 -- name: PublicationGbfsRows
--- The GBFS index rows of the scopes $1 (zone ids, 2.2 scope ids and their language scopes), as a
--- build reads them under its lock.
-SELECT version, scope, file, sha256, content_digest, bytes, last_updated, object_key FROM gbfs_snapshots WHERE scope = ANY ($1::text[]);
+-- The GBFS index rows of the scopes $1 (zone ids, 2.2 scope ids), and of the language scopes of the
+-- 2.2 scopes $2 (`{scope}/lang={language}`), as a build reads them under its lock.
+SELECT version, scope, file, sha256, content_digest, bytes, last_updated, object_key
+  FROM gbfs_snapshots
+ WHERE scope = ANY ($1::text[]) OR (scope LIKE '%/lang=%' AND split_part(scope, '/lang=', 1) = ANY ($2::text[]));
 
 -- name: PublicationGbfsRecord
 -- The index rows of GBFS files now in the store, arrays in the same order: $1 versions, $2 scopes,

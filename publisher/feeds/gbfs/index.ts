@@ -21,7 +21,7 @@ import { sql } from '../../../lib/sql/typed.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { addResults } from './snapshots.js';
-import { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
+import { ZONE_BATCH, buildGbfsZones, type GbfsBuildResult, type GbfsForce } from './zone.js';
 
 export { planGbfsTick } from './tick.js';
 export { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
@@ -37,7 +37,7 @@ export interface GbfsTickResult extends GbfsBuildResult {
   scopes: number;
 }
 
-/** Zone jobs run at once by the in-process runners (the queue has its own concurrency). */
+/** Batches of zone jobs run at once by the in-process runners (the queue has its own concurrency). */
 const CONCURRENCY = 2;
 
 async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
@@ -62,12 +62,21 @@ async function run(
   const result: GbfsTickResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, zones: zones.length, built: 0, scopes: 0 };
   const owned = ownedScopes(all);
   const changed = new Set<string>();
-  await eachLimited(zones, CONCURRENCY, async (zone) => {
-    const r = await buildGbfsZone(ctx, zone, { ...(force ? { force } : {}), scopes: owned.get(zone) ?? [] });
-    addResults(result, r);
-    if (r.work === 'build') result.built++;
-    result.scopes += r.systems;
-    if (r.partsChanged) changed.add(zone);
+  // in batches, as the queue's workers take them (zone.ts buildGbfsZones)
+  const batches: string[][] = [];
+  for (let i = 0; i < zones.length; i += ZONE_BATCH) batches.push(zones.slice(i, i + ZONE_BATCH));
+  await eachLimited(batches, CONCURRENCY, async (batch) => {
+    const built = await buildGbfsZones(
+      ctx,
+      batch.map((zone) => ({ zone, scopes: owned.get(zone) ?? [] })),
+      force,
+    );
+    for (const [zone, r] of built) {
+      addResults(result, r);
+      if (r.work === 'build') result.built++;
+      result.scopes += r.systems;
+      if (r.partsChanged) changed.add(zone);
+    }
   });
   const shared = due(changed).filter((s) => ownerZone(s) === undefined);
   result.scopes += shared.length;

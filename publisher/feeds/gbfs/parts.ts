@@ -131,22 +131,29 @@ export function parsedPart<T>(zoneId: string, part: string, ref: PartRef, parse:
   return parsed;
 }
 
+/** A part a build made, to store. */
+export interface NewPart {
+  zone: string;
+  part: string;
+  fragment: Fragment;
+}
+
 /**
- * Stores the parts of a zone that changed, in one statement; returns the names of those whose
- * content changed. The bodies go as one bytea array, which the driver sends as hex text (twice the
- * bytes of a binary parameter): a ride's four or five changed parts are ~30 KB, and one round trip
- * costs both processes more than the hex does.
+ * Stores the parts that changed (of one zone or of a batch of zones built in one transaction), in
+ * one statement; returns those whose content changed. The bodies go as one bytea array, which the
+ * driver sends as hex text (twice the bytes of a binary parameter): a ride's four or five changed
+ * parts are ~30 KB, and one round trip costs both processes more than the hex does.
  */
-export async function storeParts(tx: Queryable, zoneId: string, changed: ReadonlyArray<{ part: string; fragment: Fragment }>): Promise<string[]> {
+export async function storeParts(tx: Queryable, changed: readonly NewPart[]): Promise<Array<{ zone: string; part: string }>> {
   if (!changed.length) return [];
   const rows = await tx.many(sql('GbfsZonePartsUpsert'), [
-    zoneId,
+    changed.map((c) => c.zone),
     changed.map((c) => c.part),
     changed.map((c) => c.fragment.sha256),
     changed.map((c) => c.fragment.crc),
     changed.map((c) => c.fragment.length),
     changed.map((c) => c.fragment.deflate),
   ]);
-  for (const c of changed) rememberPart(zoneId, c.part, c.fragment);
-  return rows.map((r) => r.part);
+  for (const c of changed) rememberPart(c.zone, c.part, c.fragment);
+  return rows.map((r) => ({ zone: r.zone_id, part: r.part }));
 }

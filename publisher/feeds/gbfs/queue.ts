@@ -15,17 +15,11 @@ import { sql } from '../../../lib/sql/typed.js';
 import { work } from '../../work.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
-import { buildGbfsZone } from './zone.js';
+import { ZONE_BATCH, buildGbfsZones, type TimedZoneBuildResult, type ZoneJobSpec } from './zone.js';
 
 export const GBFS_QUEUES = { tick: 'feeds-gbfs', zone: 'feeds-gbfs-zone', scope: 'feeds-gbfs-scope' } as const;
 
 const SCOPE_DELAY = '3 seconds';
-/**
- * Jobs a worker fetches at once. pg-boss waits its polling interval after every fetch that took less
- * (0.5 s), so a worker drains at most one batch per interval: 300 idle zones are 10 batches of two
- * workers, a few seconds, within the tick; each process takes what it fetched, the others the rest.
- */
-const ZONE_BATCH = 16;
 /** workers per queue and process (each builds its batch one zone or scope at a time) */
 const WORKERS = 2;
 const SCOPE_BATCH = 16;
@@ -75,22 +69,33 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
   });
 
   const zoneWorker = async (jobs: Array<PgBoss.Job<ZoneJob>>) => {
-    const changed: string[] = [];
     const all = await clientScopes();
-    for (const job of jobs) {
-      const zone = job.data.zone;
-      const end = metrics.gbfsJobDuration.startTimer({ kind: 'zone' });
-      try {
-        // the zone's own 2.2 systems (its single-zone scopes, as the tick read them) are assembled by this build
-        const r = await buildGbfsZone(ctx, zone, { scopes: job.data.scopes ?? all.filter((s) => ownerZone(s) === zone) });
-        end({ work: r.busy ? 'busy' : r.work });
-        if (r.partsChanged) changed.push(zone);
-        if (r.failed) log.warn({ zone, ...r }, 'gbfs zone built with failures');
-      } catch (err) {
-        // the next tick builds the zone again
-        end({ work: 'failed' });
-        log.error({ err, zone }, 'gbfs zone job failed');
+    // the zone's own 2.2 systems (its single-zone scopes, as the tick read them) are assembled by its build
+    const specs: ZoneJobSpec[] = jobs.map((job) => ({ zone: job.data.zone, scopes: job.data.scopes ?? all.filter((s) => ownerZone(s) === job.data.zone) }));
+    const results = new Map<string, TimedZoneBuildResult | undefined>();
+    try {
+      for (const [zone, r] of await buildGbfsZones(ctx, specs)) results.set(zone, r);
+    } catch (err) {
+      // nothing of the batch was recorded: its zones one by one, so that one zone's failure holds back no other
+      log.warn({ err, zones: specs.length }, 'gbfs zone batch failed: building its zones one by one');
+      for (const spec of specs) {
+        const at = performance.now();
+        try {
+          results.set(spec.zone, (await buildGbfsZones(ctx, [spec])).get(spec.zone));
+        } catch (err) {
+          // the next tick builds the zone again
+          results.set(spec.zone, undefined);
+          metrics.gbfsJobDuration.observe({ kind: 'zone', work: 'failed' }, (performance.now() - at) / 1000);
+          log.error({ err, zone: spec.zone }, 'gbfs zone job failed');
+        }
       }
+    }
+    const changed: string[] = [];
+    for (const [zone, r] of results) {
+      if (!r) continue;
+      metrics.gbfsJobDuration.observe({ kind: 'zone', work: r.busy ? 'busy' : r.work }, r.seconds);
+      if (r.partsChanged) changed.push(zone);
+      if (r.failed) log.warn({ zone, ...r }, 'gbfs zone built with failures');
     }
     if (changed.length) {
       const affected = all.filter((s) => ownerZone(s) === undefined && changed.some((z) => scopeIncludes(s, z)));

@@ -17,6 +17,7 @@ import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import { SUMMARY_PART, V2_BIKE_PARTS, readParts } from './parts.js';
 import { gbfsUnit, withPublicationLock } from '../../../lib/publication/lock.js';
+import { BuildTx } from './batch.js';
 import { addResults, type GbfsBuildResult, type GbfsForce } from './snapshots.js';
 import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';
 import { REPLICA_WAIT_MS, buildEnv, buildGbfsZone } from './zone.js';
@@ -88,7 +89,9 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
           return readParts(tx, zoneIds, SYSTEM_PARTS, true);
         },
       );
-      const { result: r } = await assembleSystem(ctx, tx, scope, zoneIds, parts, buildEnv(ctx, now), opts.force);
+      const batch = new BuildTx(tx, now);
+      const { result: r } = await assembleSystem(ctx, batch, scope, zoneIds, parts, buildEnv(ctx, now), opts.force);
+      await batch.flush();
       addResults(result, r);
       return result;
     }),

@@ -15,11 +15,9 @@
  * route answers it with the envelope of the row's last_updated (lib/feeds/gbfs/envelope.ts), so an
  * idle zone stores nothing. last_updated is `now` in whole seconds, always after the previous value.
  * The caller holds the lock of the zone or scope (lib/publication/lock.ts gbfsUnit: one writer per
- * file in the cluster) and records the rows it collected in its transaction (`flush`).
+ * file in the cluster) and records the rows it collected in its transaction (batch.ts BuildTx).
  */
 import type { AppContext } from '../../../lib/context.js';
-import { type Queryable } from '../../../lib/db.js';
-import { sql } from '../../../lib/sql/typed.js';
 import { STATUS_REFRESH_SECONDS, gbfsObjectKey, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
 import { contentDigest, fragment, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
@@ -135,24 +133,8 @@ export type Outcome = 'written' | 'refreshed' | 'unchanged' | 'failed';
 
 class GbfsValidationError extends Error {}
 
-const rowKey = (version: string, scope: string, file: string) => `${version}/${scope}/${file}`;
-
-/** The stored snapshots of `scopes` (zone ids, 2.2 scopes and their language scopes), by version/scope/file. */
-export async function storedRows(db: Queryable, scopes: string[]): Promise<Map<string, StoredRow>> {
-  const rows = await db.many(sql('PublicationGbfsRows'), [scopes]);
-  return new Map(
-    rows.map((r) => [
-      rowKey(r.version, r.scope, r.file),
-      {
-        sha256: r.sha256,
-        contentDigest: r.content_digest,
-        lastUpdated: r.last_updated,
-        objectKey: r.object_key,
-        bytes: Number(r.bytes),
-      },
-    ]),
-  );
-}
+/** The key of a stored row in the rows a writer compares with (batch.ts BuildTx.readRows). */
+export const rowKey = (version: string, scope: string, file: string) => `${version}/${scope}/${file}`;
 
 /** The envelope before `data` (lib/feeds/gbfs/envelope.ts, which the file route re-envelopes with). */
 function headSegment(version: GbfsVersion, lastUpdated: Date, ttl: number): Segment {
@@ -285,9 +267,9 @@ export class SnapshotWriter {
     return 'refreshed';
   }
 
-  /** Records the index rows of what was published, in the caller's transaction. */
-  async flush(tx: Queryable): Promise<void> {
-    await this.sink.flush(tx, this.now);
+  /** The index rows of what was published, handed over once (batch.ts BuildTx records them in its transaction). */
+  takeRows(): GbfsIndexRow[] {
+    return this.sink.take();
   }
 }
 

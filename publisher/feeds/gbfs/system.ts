@@ -17,8 +17,6 @@
  *     (scope.ts), run once the zone jobs of a tick have stored their parts.
  */
 import type { AppContext } from '../../../lib/context.js';
-import type { Queryable } from '../../../lib/db.js';
-import { sql } from '../../../lib/sql/typed.js';
 import type { Role } from '../../../lib/feeds/roles.js';
 import {
   GBFS_REBUILD_SECONDS,
@@ -39,17 +37,8 @@ import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { manifestV3Schema } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, parsedPart, v2FileParts, type Parts } from './parts.js';
-import {
-  SnapshotWriter,
-  itemsData,
-  staggerSeconds,
-  storedRows,
-  textSegment,
-  type GbfsBuildResult,
-  type GbfsDoc,
-  type GbfsForce,
-  type Segment,
-} from './snapshots.js';
+import { EPOCH, type BuildTx } from './batch.js';
+import { SnapshotWriter, itemsData, staggerSeconds, textSegment, type GbfsBuildResult, type GbfsDoc, type GbfsForce, type Segment } from './snapshots.js';
 
 /** A 2.2 client scope: a role and the zones its clients may read (null: every zone). */
 export interface GbfsScope {
@@ -79,13 +68,13 @@ export interface SystemAssembly {
 
 /**
  * Assembles the system of `scope` from `parts` (of `zoneIds`, the scope's zones that exist, their
- * contents at hand), in `tx`, whose caller holds the lock of the system's files. What it records
- * (`inputs`) is the digest of the parts it read, so a build is never recorded as newer than what it
- * shows.
+ * contents at hand), in the transaction `batch`, whose caller holds the lock of the system's files
+ * and flushes what it records. What it records (`inputs`) is the digest of the parts it read, so a
+ * build is never recorded as newer than what it shows.
  */
 export async function assembleSystem(
   ctx: AppContext,
-  tx: Queryable,
+  batch: BuildTx,
   scope: GbfsScope,
   zoneIds: readonly string[],
   parts: Parts,
@@ -102,7 +91,7 @@ export async function assembleSystem(
   // the digest of what the static files are built from (the zones' summaries and geofencing),
   // then of every part (the vehicles too): a vehicle that moved assembles the status files only
   const inputs = digestOf(STATIC_PART_NAMES) + digestOf(SYSTEM_PARTS);
-  const b = await tx.maybeOne(sql('GbfsScopeBuildGet'), [scope.id]);
+  const b = await batch.scopeBuild(scope.id);
   const rebuild = force === 'all' || force === 'static' || !b || b.rebuild_due_at <= now;
   const staticChanged = force !== undefined || !b || b.inputs.slice(0, 64) !== inputs.slice(0, 64);
   const changed = staticChanged || b.inputs !== inputs;
@@ -114,15 +103,7 @@ export async function assembleSystem(
   const base: V2Scope = { id: scope.id, clientScope: scope.id, role: scope.role, zoneIds: scope.zoneIds, zones, language: languages[0], languages };
   // one language: the plain scope; several: the plain scope in the first, and one scope per language
   const variants: V2Scope[] = [base, ...(languages.length > 1 ? languages.map((l) => ({ ...base, id: v2LanguageScope(scope.id, l), language: l })) : [])];
-  const writer = new SnapshotWriter(
-    ctx,
-    now,
-    await storedRows(
-      tx,
-      variants.map((v) => v.id),
-    ),
-    rebuild,
-  );
+  const writer = new SnapshotWriter(ctx, now, await batch.readRows([scope.id], [scope.id]), rebuild);
 
   for (const file of V2_FILES) {
     // static files only when their inputs changed (or rebuilt); status files every run (the refresh)
@@ -148,10 +129,13 @@ export async function assembleSystem(
       schema: manifestV3Schema,
     });
   }
-  await writer.flush(tx);
-  const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(scope.id)) * 1000) : null;
+  batch.record(writer);
   // a failed file: the inputs are not recorded, so the next run tries again
-  await tx.query(sql('GbfsScopeBuildUpsert'), [scope.id, writer.result.failed ? '' : inputs, writer.statusWrittenAt() ?? null, rebuildDueAt]);
+  batch.scopeBuilt(scope.id, {
+    inputs: writer.result.failed ? '' : inputs,
+    status_written_at: writer.statusWrittenAt() ?? b?.status_written_at ?? EPOCH,
+    rebuild_due_at: rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(scope.id)) * 1000) : (b?.rebuild_due_at ?? EPOCH),
+  });
   return { result: { ...writer.result }, assembled: true };
 }
 

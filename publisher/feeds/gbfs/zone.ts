@@ -25,7 +25,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../../lib/context.js';
-import type { Queryable } from '../../../lib/db.js';
+import type { Db, Queryable } from '../../../lib/db.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { readerPast, readOnReader } from '../../../lib/replica.js';
 import { ROLES, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
@@ -39,22 +39,21 @@ import { buildV3, envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile, describeErrors } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
-import { SUMMARY_PART, V2_BIKE_PARTS, V3_STATUS_PARTS, V3_VEHICLE_PARTS, readParts, storeParts, v2Part, v3Part, type PartRef, type Parts } from './parts.js';
+import { SUMMARY_PART, V2_BIKE_PARTS, V3_STATUS_PARTS, V3_VEHICLE_PARTS, readParts, v2Part, v3Part, type PartRef, type Parts } from './parts.js';
+import { BuildTx, EPOCH } from './batch.js';
 import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';
-import { gbfsUnit, tryPublicationLock } from '../../../lib/publication/lock.js';
+import { gbfsUnit, tryPublicationLocks } from '../../../lib/publication/lock.js';
 import {
   SnapshotWriter,
   addResults,
   fragmentSegment,
   itemsData,
   staggerSeconds,
-  storedRows,
   textSegment,
   type GbfsBuildResult,
   type GbfsDoc,
   type GbfsForce,
   type Segment,
-  type StoredRow,
 } from './snapshots.js';
 import { vehicleFiles, type VehicleFiles } from './vehicles.js';
 
@@ -96,159 +95,276 @@ const knownZones = new LRUCache<string, { token: number; data: ZoneData }>({ max
 export const REPLICA_WAIT_MS = 200;
 
 /**
- * `scopes`: the client scopes whose system is this zone's own (a single-zone scope of this zone,
- * system.ts ownerZone; others are ignored), assembled after the zone's files in the same
- * transaction, under the zone's lock.
+ * Zone jobs built together (a worker's fetch, queue.ts; the in-process runs of index.ts), in one
+ * transaction. pg-boss waits its polling interval after every fetch that took less (0.5 s), so a
+ * worker drains at most one batch per interval: 300 idle zones are 10 batches of two workers, a few
+ * seconds, within the tick; each process takes what it fetched, the others the rest.
+ */
+export const ZONE_BATCH = 16;
+
+/** A zone job: the zone, and the client scopes whose system is its own (single-zone scopes of it, system.ts ownerZone; others are ignored). */
+export interface ZoneJobSpec {
+  zone: string;
+  scopes?: readonly GbfsScope[];
+}
+
+/** A zone build's result, and the time it took (its own work and a share of its batch's statements). */
+export interface TimedZoneBuildResult extends ZoneBuildResult {
+  seconds: number;
+}
+
+const noResult = (): TimedZoneBuildResult => ({
+  written: 0,
+  refreshed: 0,
+  unchanged: 0,
+  failed: 0,
+  partsChanged: false,
+  busy: false,
+  work: 'none',
+  systems: 0,
+  seconds: 0,
+});
+
+/**
+ * One zone's job (its own 2.2 systems, `scopes`, assembled after its files in the same transaction,
+ * under the zone's lock): a batch of one.
  */
 export async function buildGbfsZone(
   ctx: AppContext,
   zoneId: string,
   opts: { force?: GbfsForce; scopes?: readonly GbfsScope[] } = {},
 ): Promise<ZoneBuildResult> {
+  const { seconds: _, ...result } = (await buildGbfsZones(ctx, [{ zone: zoneId, scopes: opts.scopes ?? [] }], opts.force)).get(zoneId)!;
+  return result;
+}
+
+/** What a zone's build must do, decided from its state read under its lock. */
+interface ZonePlan {
+  zone: string;
+  st: ZoneState;
+  own: GbfsScope[];
+  sleepKey: string;
+  rebuild: boolean;
+  staticRun: boolean;
+  statusRun: boolean;
+  zoneWork: boolean;
+}
+
+type ZoneState = Awaited<ReturnType<typeof readStates>> extends Map<string, infer S> ? S : never;
+
+async function readStates(tx: Queryable, zones: readonly string[]) {
+  return new Map((await tx.many(sql('GbfsZoneStates'), [zones])).map((s) => [s.zone_id, s]));
+}
+
+function planZone(job: ZoneJobSpec, st: ZoneState, now: Date, force: GbfsForce | undefined): ZonePlan {
+  const own = (job.scopes ?? []).filter((s) => ownerZone(s) === job.zone);
+  const sleeping = currentSleepWindow(st.sleep_windows, st.timezone, now);
+  const sleepKey = sleeping ? sleeping.start.toISOString() : '';
+  // no build row yet (LEFT JOIN): its columns are null, all NOT NULL in gbfs_zone_builds
+  const neverBuilt = st.built_status_token === null;
+  const rebuild = force === 'all' || neverBuilt || st.rebuild_due_at === null || st.rebuild_due_at <= now;
+  const staticRun = rebuild || force === 'static' || Number(st.built_static_token) !== Number(st.static_token);
+  const statusRun = rebuild || force === 'status' || Number(st.built_status_token) !== Number(st.status_token) || st.sleep_key !== sleepKey;
+  const refreshDue = neverBuilt || st.status_written_at === null || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
+  return { zone: job.zone, st, own, sleepKey, rebuild, staticRun, statusRun, zoneWork: staticRun || statusRun || refreshDue };
+}
+
+/**
+ * The jobs of a batch of zones (a worker's fetch, publisher/feeds/gbfs/queue.ts), in one
+ * transaction on one connection, holding the locks of those zones no other process holds (the
+ * others are left to their holders: `busy`). Their states, the index rows they compare with, their
+ * parts and their systems' build rows are read once for the batch, and what they record is written
+ * once (batch.ts): a batch of idle zones' ttl refreshes is a dozen statements, not a dozen per zone.
+ * A statement that fails fails the batch (nothing of it is recorded); the caller then builds its
+ * zones one by one, so one zone's failure never holds back the others.
+ */
+export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec[], force?: GbfsForce): Promise<Map<string, TimedZoneBuildResult>> {
   const now = ctx.clock.now();
-  const force = opts.force;
-  const own = (opts.scopes ?? []).filter((s) => ownerZone(s) === zoneId);
-  const result: ZoneBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0, partsChanged: false, busy: false, work: 'none', systems: 0 };
-  // the zone's lock: one build of its files in the cluster; another process building it right now is left to it
-  const built = await tryPublicationLock(ctx, gbfsUnit('zone', zoneId), (held) =>
-    held.tx(async (tx) => {
-      const st = await tx.maybeOne(sql('GbfsZoneState'), [zoneId]);
-      if (!st) return result;
-      const sleeping = currentSleepWindow(st.sleep_windows, st.timezone, now);
-      const sleepKey = sleeping ? sleeping.start.toISOString() : '';
-      // no build row yet (LEFT JOIN): its columns are null, all NOT NULL in gbfs_zone_builds
-      const neverBuilt = st.built_status_token === null;
-      const rebuild = force === 'all' || neverBuilt || st.rebuild_due_at === null || st.rebuild_due_at <= now;
-      const staticRun = rebuild || force === 'static' || Number(st.built_static_token) !== Number(st.static_token);
-      let statusRun = rebuild || force === 'status' || Number(st.built_status_token) !== Number(st.status_token) || st.sleep_key !== sleepKey;
-      const refreshDue = neverBuilt || st.status_written_at === null || now.getTime() - st.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
-      const zoneWork = staticRun || statusRun || refreshDue;
-      if (!zoneWork && !own.length) return result;
-
-      const writer = new SnapshotWriter(ctx, now, zoneWork ? await storedRows(tx, [zoneId]) : new Map<string, StoredRow>(), staticRun);
-      const env = buildEnv(ctx, now);
-      // the zone's parts as stored (with their contents where the zone's own systems need them),
-      // then with what this build stored: what the zone's systems are assembled from
-      const ownParts = own.length ? SYSTEM_PARTS : [];
-      let current: Map<string, PartRef> | undefined;
-      const changed: Array<{ part: string; fragment: Fragment }> = [];
-
-      if (!zoneWork) current = (await readParts(tx, [zoneId], ownParts, true)).get(zoneId);
-      else if (!staticRun && !statusRun) {
-        // the ttl refresh: the stored data of each status file, in a new envelope
-        const parts = (current = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, ...ownParts], true)).get(zoneId));
-        const docs = STATUS_V3.map((file): GbfsDoc | undefined => {
-          let data: Segment[] | undefined;
-          if (file === 'vehicle_status') {
-            const blocks = V3_VEHICLE_PARTS.map((p) => parts?.get(p)?.fragment);
-            if (blocks.every((f) => f !== undefined)) data = itemsData(EMPTY_VEHICLES, blocks);
-          } else {
-            const f = parts?.get(v3Part(file))?.fragment;
-            if (f) data = [fragmentSegment(f)];
-          }
-          return data && { version: '3.0', scopes: [zoneId], file, ttl: gbfsTtl(file), status: true, data };
-        });
-        // a part that is not what the file holds (never stored, or the file written otherwise): build
-        if (docs.every((d) => d && writer.holds(d))) {
-          result.work = 'refresh';
-          for (const d of docs) await writer.publish(d!);
-        } else statusRun = true;
+  const started = performance.now();
+  const results = new Map<string, TimedZoneBuildResult>();
+  const byUnit = new Map<string, ZoneJobSpec>();
+  for (const j of jobs) {
+    results.set(j.zone, noResult());
+    const unit = gbfsUnit('zone', j.zone);
+    // the same zone twice (two jobs sent apart): one build, with the scopes of both
+    const prev = byUnit.get(unit);
+    byUnit.set(unit, prev ? { zone: j.zone, scopes: [...(prev.scopes ?? []), ...(j.scopes ?? [])] } : j);
+  }
+  let own = 0;
+  const held = await tryPublicationLocks(ctx, [...byUnit.keys()], (lock, units) =>
+    lock.tx(async (tx) => {
+      const mine = units.map((u) => byUnit.get(u)!);
+      const states = await readStates(
+        tx,
+        mine.map((j) => j.zone),
+      );
+      const plans = mine.flatMap((j) => {
+        const st = states.get(j.zone);
+        const p = st && planZone(j, st, now, force);
+        return p && (p.zoneWork || p.own.length) ? [p] : [];
+      });
+      if (!plans.length) return;
+      const batch = new BuildTx(tx, now);
+      // what the builds compare with and assemble from, for all of them at once
+      const systems = plans.flatMap((p) => p.own.map((s) => s.id));
+      await batch.readRows([...plans.filter((p) => p.zoneWork).map((p) => p.zone), ...systems], systems);
+      await batch.readScopeBuilds(systems);
+      const parts = await readParts(
+        tx,
+        plans.map((p) => p.zone),
+        [...V3_STATUS_PARTS, ...SYSTEM_PARTS],
+        true,
+      );
+      // the replica (when there is one) once it has replayed past the primary's position read here,
+      // after the counters: it then shows everything they count (or more, which the next tick's
+      // counters see); asked once for the batch, by its first build that loads
+      let reader: Promise<Db> | undefined;
+      const readerOnce = () => (reader ??= readerPast(ctx.db, now, now, zoneLog(ctx, plans), { primary: tx, waitMs: REPLICA_WAIT_MS }));
+      for (const p of plans) {
+        const at = performance.now();
+        await buildZone(ctx, batch, p, parts.get(p.zone), readerOnce, results.get(p.zone)!, force);
+        results.get(p.zone)!.seconds = (performance.now() - at) / 1000;
+        own += performance.now() - at;
       }
-
-      let builtOk = true;
-      if (staticRun || statusRun) {
-        // the replica's data once it has replayed past the primary's position read here, after the
-        // counters: it then shows everything they count (or more, which the next tick's counters see)
-        const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
-        // the status files alone: the rest of the zone as this process loaded it at this static counter
-        const staticToken = Number(st.static_token);
-        const known = staticRun || force ? undefined : knownZones.get(zoneId);
-        const loadZone = async (db: Queryable) =>
-          known?.token === staticToken ? loadZoneVehicles(db, known.data, now) : (await loadZoneData(db, load)).get(zoneId);
-        const reader = await readerPast(ctx.db, now, now, ctx.log.child({ zone: zoneId }), { primary: tx, waitMs: REPLICA_WAIT_MS });
-        const data = await readOnReader(reader, loadZone, () => loadZone(tx));
-        if (!data) return result;
-        knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [] } });
-        result.work = 'build';
-        const stored = (current = (await readParts(tx, [zoneId], [...V3_STATUS_PARTS, ...SYSTEM_PARTS], own.length > 0)).get(zoneId));
-        const keep = (part: string, seg: Segment) => {
-          if (stored?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
-        };
-        // the vehicle files in blocks, only those whose vehicles changed rendered again (vehicles.ts)
-        const vehicles = statusRun ? vehicleFiles(data, env, rebuild || force !== undefined) : undefined;
-
-        for (const file of V3_FILES) {
-          if (isStatusFile(file) ? !statusRun : !staticRun) continue;
-          if (file === 'vehicle_status') {
-            if ((await writer.publish(vehicleStatusDoc(zoneId, vehicles!))) === 'failed') builtOk = false;
-            else vehicles!.v3.forEach((f, i) => keep(V3_VEHICLE_PARTS[i], fragmentSegment(f)));
-            continue;
-          }
-          for (const [stored3, role] of variantsOf(file)) {
-            const doc = v3Doc(zoneId, file, stored3, data, env, role);
-            if ((await writer.publish(doc)) === 'failed') builtOk = false;
-            else if (isStatusFile(file)) keep(v3Part(file), doc.data[0]);
-          }
-        }
-
-        // the zone's parts of every 2.2 system that includes it, validated here once
-        keep(SUMMARY_PART, textSegment(zoneSummaryJson(data)));
-        for (const file of V2_PART_FILES) {
-          if (isStatusFile(file) ? !statusRun : !staticRun) continue;
-          const fail = (invalid: unknown[]) => {
-            const validate = compile(GBFS_V2_SCHEMAS[file]);
-            if (validate(envelopeV2(now, gbfsTtl(file), v2PartData(file, invalid)))) return false;
-            builtOk = false;
-            result.failed++;
-            ctx.log.error({ zone: zoneId, file, err: describeErrors(validate.errors, 5) }, 'gbfs 2.2 part of a zone not published');
-            return true;
-          };
-          if (file === 'free_bike_status') {
-            // its blocks validated item by item; one invalid item keeps every block of the zone's previous part
-            if (!fail(vehicles!.invalidV2)) vehicles!.v2.forEach((f, i) => keep(V2_BIKE_PARTS[i], fragmentSegment(f)));
-            continue;
-          }
-          const items = v2PartItems(file, data, env);
-          const seg = textSegment(JSON.stringify(items).slice(1, -1));
-          if (stored?.get(v2Part(file))?.sha256 === seg.sha256) continue;
-          if (!fail(items)) keep(v2Part(file), seg);
-        }
-        const changedParts = await storeParts(tx, zoneId, changed);
-        result.partsChanged = changedParts.some((p) => p.startsWith('v2/'));
-      }
-      if (zoneWork) {
-        await writer.flush(tx);
-        const ok = builtOk && writer.result.failed === 0;
-        // a failed build records no counters (-1: built again next tick); a refresh records only its time
-        const tokens = staticRun || statusRun ? (ok ? [statusRun ? st.status_token : null, staticRun ? st.static_token : null] : [-1, -1]) : [null, null];
-        const rebuildDueAt = rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : null;
-        await tx.query(sql('GbfsZoneBuildUpsert'), [
-          zoneId,
-          tokens[0],
-          tokens[1],
-          statusRun ? sleepKey : null,
-          writer.statusWrittenAt() ?? null,
-          rebuildDueAt,
-          now,
-        ]);
-      }
-      addResults(result, writer.result);
-
-      // the zone's own systems, from its parts as now stored
-      if (own.length) {
-        const mine = new Map(current);
-        for (const c of changed) mine.set(c.part, { sha256: c.fragment.sha256, fragment: c.fragment });
-        const parts: Parts = new Map([[zoneId, mine]]);
-        for (const scope of own) {
-          const a = await assembleSystem(ctx, tx, scope, [zoneId], parts, env, force);
-          addResults(result, a.result);
-          if (a.assembled) result.systems++;
-        }
-      }
-      return result;
+      for (const z of await batch.flush()) results.get(z)!.partsChanged = true;
     }),
   );
-  return built.locked ? built.value : { ...result, busy: true };
+  const taken = new Set(held.units);
+  for (const [unit, j] of byUnit) if (!taken.has(unit)) results.get(j.zone)!.busy = true;
+  // the batch's shared statements (locks, reads, records), charged to its zones in equal shares
+  const shared = (performance.now() - started - own) / 1000 / Math.max(1, results.size);
+  for (const r of results.values()) r.seconds += shared;
+  return results;
+}
+
+/** The log of a batch's statements: its zone, or its zones. */
+function zoneLog(ctx: AppContext, plans: readonly ZonePlan[]) {
+  return plans.length === 1 ? ctx.log.child({ zone: plans[0].zone }) : ctx.log.child({ zones: plans.map((p) => p.zone) });
+}
+
+/**
+ * One zone of a batch, under its lock, in the batch's transaction: its files, its parts, its build
+ * row, then its own 2.2 systems, all recorded at the batch's flush.
+ */
+async function buildZone(
+  ctx: AppContext,
+  batch: BuildTx,
+  plan: ZonePlan,
+  current: Map<string, PartRef> | undefined,
+  readerOnce: () => Promise<Db>,
+  result: ZoneBuildResult,
+  force: GbfsForce | undefined,
+): Promise<void> {
+  const { zone: zoneId, st, own, sleepKey, rebuild, staticRun, zoneWork } = plan;
+  let statusRun = plan.statusRun;
+  const now = batch.now;
+  const writer = new SnapshotWriter(ctx, now, batch.rows, staticRun);
+  const env = buildEnv(ctx, now);
+  const changed: Array<{ part: string; fragment: Fragment }> = [];
+
+  if (zoneWork && !staticRun && !statusRun) {
+    // the ttl refresh: the stored data of each status file, in a new envelope
+    const docs = STATUS_V3.map((file): GbfsDoc | undefined => {
+      let data: Segment[] | undefined;
+      if (file === 'vehicle_status') {
+        const blocks = V3_VEHICLE_PARTS.map((p) => current?.get(p)?.fragment);
+        if (blocks.every((f) => f !== undefined)) data = itemsData(EMPTY_VEHICLES, blocks);
+      } else {
+        const f = current?.get(v3Part(file))?.fragment;
+        if (f) data = [fragmentSegment(f)];
+      }
+      return data && { version: '3.0', scopes: [zoneId], file, ttl: gbfsTtl(file), status: true, data };
+    });
+    // a part that is not what the file holds (never stored, or the file written otherwise): build
+    if (docs.every((d) => d && writer.holds(d))) {
+      result.work = 'refresh';
+      for (const d of docs) await writer.publish(d!);
+    } else statusRun = true;
+  }
+
+  let builtOk = true;
+  if (staticRun || statusRun) {
+    const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
+    // the status files alone: the rest of the zone as this process loaded it at this static counter
+    const staticToken = Number(st.static_token);
+    const known = staticRun || force ? undefined : knownZones.get(zoneId);
+    const loadZone = async (db: Queryable) =>
+      known?.token === staticToken ? loadZoneVehicles(db, known.data, now) : (await loadZoneData(db, load)).get(zoneId);
+    const data = await readOnReader(await readerOnce(), loadZone, () => loadZone(batch.tx));
+    if (!data) return;
+    knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [] } });
+    result.work = 'build';
+    const keep = (part: string, seg: Segment) => {
+      if (current?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
+    };
+    // the vehicle files in blocks, only those whose vehicles changed rendered again (vehicles.ts)
+    const vehicles = statusRun ? vehicleFiles(data, env, rebuild || force !== undefined) : undefined;
+
+    for (const file of V3_FILES) {
+      if (isStatusFile(file) ? !statusRun : !staticRun) continue;
+      if (file === 'vehicle_status') {
+        if ((await writer.publish(vehicleStatusDoc(zoneId, vehicles!))) === 'failed') builtOk = false;
+        else vehicles!.v3.forEach((f, i) => keep(V3_VEHICLE_PARTS[i], fragmentSegment(f)));
+        continue;
+      }
+      for (const [stored3, role] of variantsOf(file)) {
+        const doc = v3Doc(zoneId, file, stored3, data, env, role);
+        if ((await writer.publish(doc)) === 'failed') builtOk = false;
+        else if (isStatusFile(file)) keep(v3Part(file), doc.data[0]);
+      }
+    }
+
+    // the zone's parts of every 2.2 system that includes it, validated here once
+    keep(SUMMARY_PART, textSegment(zoneSummaryJson(data)));
+    for (const file of V2_PART_FILES) {
+      if (isStatusFile(file) ? !statusRun : !staticRun) continue;
+      const fail = (invalid: unknown[]) => {
+        const validate = compile(GBFS_V2_SCHEMAS[file]);
+        if (validate(envelopeV2(now, gbfsTtl(file), v2PartData(file, invalid)))) return false;
+        builtOk = false;
+        result.failed++;
+        ctx.log.error({ zone: zoneId, file, err: describeErrors(validate.errors, 5) }, 'gbfs 2.2 part of a zone not published');
+        return true;
+      };
+      if (file === 'free_bike_status') {
+        // its blocks validated item by item; one invalid item keeps every block of the zone's previous part
+        if (!fail(vehicles!.invalidV2)) vehicles!.v2.forEach((f, i) => keep(V2_BIKE_PARTS[i], fragmentSegment(f)));
+        continue;
+      }
+      const items = v2PartItems(file, data, env);
+      const seg = textSegment(JSON.stringify(items).slice(1, -1));
+      if (current?.get(v2Part(file))?.sha256 === seg.sha256) continue;
+      if (!fail(items)) keep(v2Part(file), seg);
+    }
+    batch.storeParts(zoneId, changed);
+  }
+  if (zoneWork) {
+    batch.record(writer);
+    const ok = builtOk && writer.result.failed === 0;
+    const built = staticRun || statusRun;
+    // a failed build records no counters (-1: built again next tick); a refresh records only its time
+    batch.zoneBuild({
+      zone: zoneId,
+      statusToken: !built ? (st.built_status_token ?? -1) : !ok ? -1 : statusRun ? st.status_token : (st.built_status_token ?? -1),
+      staticToken: !built ? (st.built_static_token ?? -1) : !ok ? -1 : staticRun ? st.static_token : (st.built_static_token ?? -1),
+      sleepKey: statusRun ? sleepKey : (st.sleep_key ?? ''),
+      statusWrittenAt: writer.statusWrittenAt() ?? st.status_written_at ?? EPOCH,
+      rebuildDueAt: rebuild ? new Date(now.getTime() + (GBFS_REBUILD_SECONDS - staggerSeconds(zoneId)) * 1000) : (st.rebuild_due_at ?? EPOCH),
+    });
+  }
+  addResults(result, writer.result);
+
+  // the zone's own systems, from its parts as this build left them
+  if (own.length) {
+    const mine = new Map(current);
+    for (const c of changed) mine.set(c.part, { sha256: c.fragment.sha256, fragment: c.fragment });
+    const parts: Parts = new Map([[zoneId, mine]]);
+    for (const scope of own) {
+      const a = await assembleSystem(ctx, batch, scope, [zoneId], parts, env, force);
+      addResults(result, a.result);
+      if (a.assembled) result.systems++;
+    }
+  }
 }
 
 /** gbfs.json exists once per GBFS role (`gbfs.{role}`); every other file once, built for any role. */
