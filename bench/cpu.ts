@@ -3,7 +3,8 @@
  * cost per request holds across runs better than requests per second on a machine other work shares.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { Session } from 'node:inspector/promises';
 import type { Db } from '../lib/db.js';
 
@@ -53,7 +54,7 @@ export async function postgresPids(db: Db): Promise<number[]> {
 
 /**
  * Starts a V8 CPU profile of this thread's JavaScript (a worker's is not in it); the returned
- * function stops it and writes it to `file` (open in Chrome DevTools or speedscope).
+ * function stops it and writes it to `file`, making its folder (open in Chrome DevTools or speedscope).
  */
 export async function startProfile(): Promise<(file: string) => Promise<void>> {
   const session = new Session();
@@ -62,6 +63,7 @@ export async function startProfile(): Promise<(file: string) => Promise<void>> {
   await session.post('Profiler.start');
   return async (file) => {
     const { profile } = await session.post('Profiler.stop');
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, JSON.stringify(profile));
     session.disconnect();
   };
