@@ -28,13 +28,13 @@ import { API_ONLY_METRICS, registry } from '../lib/metrics.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
-import { work } from './work.js';
+import { POLLING_SECONDS, wake, work } from './work.js';
 import { dueHourJobs } from './schedule.js';
 import { ensureQueues, groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
 import { expirePendingBookings } from '../lib/tomp/holds.js';
-import { GBFS_QUEUES, startGbfsWorkers } from './feeds/gbfs/queue.js';
+import { GBFS_QUEUES, sendGbfsTick, startGbfsWorkers } from './feeds/gbfs/queue.js';
 import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
 
@@ -74,6 +74,7 @@ export async function enqueueDue(ctx: AppContext, boss: PgBoss): Promise<number>
     // a file that becomes due while its hour's job is still queued is picked up by a later tick
     if (await sendHourSet(boss, j)) sent++;
   }
+  if (sent) wake(boss, HOUR_QUEUE);
   return sent;
 }
 
@@ -93,8 +94,9 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   const sweeps = [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports];
   await ensureQueues(ctx.db, boss, [HOUR_QUEUE_OPTIONS, ...sweeps.map((name) => ({ name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 }) as const)]);
 
-  // pg-boss waits one polling interval between jobs of a worker: keep it short so a backlog drains fast
-  const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5 };
+  // a worker that found jobs fetches again at once, one that found none waits the interval; the jobs
+  // this process sends wake its own workers (work.ts)
+  const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? POLLING_SECONDS };
   for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
     await work<HourSetJob>(boss, QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
       const data = job.data;
@@ -145,9 +147,13 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
         ),
       );
     };
-    every('*/30 * * * * *', 'rentals', () => boss.send(QUEUES.rentals, {}, { singletonKey: 'rentals' }));
-    every('*/30 * * * * *', 'tomp', () => boss.send(QUEUES.tomp, {}, { singletonKey: 'tomp' }));
-    every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => boss.send(QUEUES.gbfs, {}, { singletonKey: 'gbfs' }));
+    const sendNow = async (queue: string, singletonKey: string) => {
+      await boss.send(queue, {}, { singletonKey });
+      wake(boss, queue);
+    };
+    every('*/30 * * * * *', 'rentals', () => sendNow(QUEUES.rentals, 'rentals'));
+    every('*/30 * * * * *', 'tomp', () => sendNow(QUEUES.tomp, 'tomp'));
+    every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => sendGbfsTick(boss));
     // one row per queue in pgboss.schedule (every publisher registering it writes the same row), fired
     // once per cluster per slot: the timekeepers of the publishers claim each check in Postgres
     const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *' } as const;
@@ -157,7 +163,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     // at start, without waiting for the first slot: partitions for today exist before the first
     // write, and a backlog starts draining at once
     for (const queue of Object.keys(minutely) as Array<keyof typeof minutely>) {
-      void boss.send(QUEUES[queue], {}, { singletonKey: queue }).catch((err) => log.warn({ err: (err as Error).message, queue }, 'initial enqueue failed'));
+      void sendNow(QUEUES[queue], queue).catch((err) => log.warn({ err: (err as Error).message, queue }, 'initial enqueue failed'));
     }
   }
   log.info({ concurrency: opts.concurrency ?? 2, cron: clocks }, 'publisher started');

@@ -8,12 +8,29 @@
  *   CPU idled (BENCH=breadth). A worker whose fetch found jobs now fetches again at once
  *   (`notifyWorker`, pg-boss's own wake-up, which skips that wait); only an empty fetch waits the
  *   interval, as graphile-worker does.
+ * - **Woken by this process's sends.** An empty fetch is a statement on Postgres for nothing, and
+ *   a publisher has a dozen workers: at the former 0.5 s interval an idle publisher made 24 fetches
+ *   a second, a third of its CPU with nothing to do (an empty database). Workers now poll every
+ *   POLLING_SECONDS, and the jobs this process sends itself (the GBFS tick's zone and scope jobs, the
+ *   cron's sweeps, the hourly tick's files) wake this process's workers of that queue at once
+ *   (`wake`); a job another process sent waits at most one interval.
  * - **Counted.** Every job a handler took is one `jobs_run_total{queue, outcome}` (lib/metrics.ts),
  *   done or failed, so each process's /metrics shows what it ran however many publishers share the
  *   queues.
  */
 import type PgBoss from 'pg-boss';
 import { metrics } from '../lib/metrics.js';
+
+/** How long a worker waits after an empty fetch (a publisher's default; tests may set less). */
+export const POLLING_SECONDS = 2;
+
+/** The workers of each queue in this process, per pg-boss instance. */
+const workers = new WeakMap<PgBoss, Map<string, string[]>>();
+
+/** Wakes this process's workers of `queue`: they fetch now instead of after their polling wait. */
+export function wake(boss: PgBoss, queue: string): void {
+  for (const id of workers.get(boss)?.get(queue) ?? []) boss.notifyWorker(id);
+}
 
 /** `boss.work(name, options, handler)`: drained while it finds jobs, each call's jobs counted by outcome. */
 export async function work<T extends object>(
@@ -36,5 +53,8 @@ export async function work<T extends object>(
     }
     metrics.jobsRun.inc({ queue: name, outcome: 'done' }, jobs.length);
   });
+  let byQueue = workers.get(boss);
+  if (!byQueue) workers.set(boss, (byQueue = new Map<string, string[]>()));
+  byQueue.set(name, [...(byQueue.get(name) ?? []), worker.id]);
   return worker.id;
 }

@@ -12,7 +12,7 @@ import type PgBoss from 'pg-boss';
 import type { AppContext } from '../../../lib/context.js';
 import { metrics } from '../../../lib/metrics.js';
 import { sql } from '../../../lib/sql/typed.js';
-import { work } from '../../work.js';
+import { wake, work } from '../../work.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { ZONE_BATCH, buildGbfsZones, type TimedZoneBuildResult, type ZoneJobSpec } from './zone.js';
@@ -50,9 +50,18 @@ async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
   }));
   // a due scope of one zone is assembled by its zone's job (its zone is among plan.zones)
   const scopes = plan.scopes.filter((s) => s.due && ownerZone(s) === undefined).map(scopeJob);
-  if (zones.length) await boss.insert(zones);
+  if (zones.length) {
+    await boss.insert(zones);
+    wake(boss, GBFS_QUEUES.zone);
+  }
   if (scopes.length) await boss.insert(scopes);
   return zones.length + scopes.length;
+}
+
+/** Sends a GBFS tick now and wakes this process's tick worker (the cron's send, publisher/index.ts). */
+export async function sendGbfsTick(boss: PgBoss): Promise<void> {
+  await boss.send(GBFS_QUEUES.tick, {}, { singletonKey: 'gbfs' });
+  wake(boss, GBFS_QUEUES.tick);
 }
 
 export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: { pollingIntervalSeconds: number }): Promise<void> {

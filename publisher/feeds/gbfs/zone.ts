@@ -96,9 +96,9 @@ export const REPLICA_WAIT_MS = 200;
 
 /**
  * Zone jobs built together (a worker's fetch, queue.ts; the in-process runs of index.ts), in one
- * transaction. pg-boss waits its polling interval after every fetch that took less (0.5 s), so a
- * worker drains at most one batch per interval: 300 idle zones are 10 batches of two workers, a few
- * seconds, within the tick; each process takes what it fetched, the others the rest.
+ * transaction. A worker that found jobs fetches again at once (publisher/work.ts): 300 idle zones are
+ * 19 batches shared by two workers per process, each process taking what it fetched, the others the
+ * rest; the batch bounds how long a transaction holds its zones' locks.
  */
 export const ZONE_BATCH = 16;
 
