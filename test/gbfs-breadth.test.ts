@@ -21,12 +21,13 @@ import {
   type ZoneFixture,
 } from './support/gbfs-fixtures.js';
 import { buildGbfsZone, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
+import { buildGbfsZones } from '../publisher/feeds/gbfs/zone.js';
 import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
 import { readParts, storeParts } from '../publisher/feeds/gbfs/parts.js';
 import type { Queryable } from '../lib/db.js';
 import type { UntypedQuery } from '../lib/sql/typed.js';
 import { startPublisher, type Publisher } from '../publisher/index.js';
-import { GBFS_RUN_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
+import { GBFS_RUN_SECONDS, STATUS_REFRESH_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3 } from '../lib/feeds/gbfs/v3.js';
@@ -35,6 +36,7 @@ import { sql } from '../lib/sql/typed.js';
 import { gbfsUnit } from '../lib/publication/lock.js';
 import { contentDigest, fragment, gzipOf, inflateFragment, crc32Combine } from '../lib/feeds/gbfs/fragments.js';
 import { crc32, gunzipSync } from 'node:zlib';
+import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 
 const DAY = '2026-11-21T10:00:00Z';
@@ -480,5 +482,64 @@ describe('GBFS parts: read from this process memory', () => {
     // and the next read gets v2 with its content
     const next = (await readParts(t.ctx.db, [Z.id], [part], true)).get(Z.id)!.get(part)!;
     expect(next.fragment && inflateFragment(next.fragment).toString()).to.equal('{"bike_id":"two"}');
+  });
+});
+
+describe('GBFS zone jobs in batches (publisher/feeds/gbfs/batch.ts)', () => {
+  const t = useTestContext({ now: DAY });
+
+  /** The statements every pg client of this process sent while `fn` ran. */
+  async function counted<T>(fn: () => Promise<T>): Promise<{ statements: number; value: T }> {
+    // a property of function type, not a method: replaced and restored as a value
+    const proto = pg.Client.prototype as unknown as { query: (this: pg.Client, ...args: unknown[]) => unknown };
+    const original = proto.query;
+    let statements = 0;
+    proto.query = function (this: pg.Client, ...args: unknown[]) {
+      statements++;
+      return original.apply(this, args);
+    };
+    try {
+      const value = await fn();
+      return { statements, value };
+    } finally {
+      proto.query = original;
+    }
+  }
+
+  it('one transaction for the batch: its statements do not grow with its zones, and a zone another process holds is left to it', async () => {
+    const zones: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const z = await gbfsZone(t.ctx.db, { id: `brd-batch-${i}`, lat: 52 + i / 10, lng: 13.4 });
+      await gbfsVehicle(t.ctx.db, z.id, 52 + i / 10, 13.4);
+      zones.push(z.id);
+    }
+    const jobs = (ids: string[]) => ids.map((zone) => ({ zone }));
+    const first = await buildGbfsZones(t.ctx, jobs(zones));
+    expect([...first.values()].map((r) => [r.work, r.failed])).to.deep.equal(zones.map(() => ['build', 0]));
+
+    // idle, their status files due: each one's ttl refresh, in a batch of one, then of four
+    t.ctx.clock.advance(STATUS_REFRESH_SECONDS * 1000);
+    const one = await counted(() => buildGbfsZones(t.ctx, jobs(zones.slice(0, 1))));
+    t.ctx.clock.advance(STATUS_REFRESH_SECONDS * 1000);
+    const four = await counted(() => buildGbfsZones(t.ctx, jobs(zones)));
+    expect(one.value.get(zones[0])).to.include({ work: 'refresh', refreshed: 3, failed: 0 });
+    expect([...four.value.values()].map((r) => [r.work, r.refreshed])).to.deep.equal(zones.map(() => ['refresh', 3]));
+    // lock, BEGIN, states, rows, parts, the index rows' and the build rows' records, COMMIT, unlock
+    expect(one.statements).to.be.within(8, 12);
+    expect(four.statements, 'statements of a batch of four idle zones against a batch of one').to.equal(one.statements);
+
+    // one zone of the batch held by another process: left to it, the others refreshed
+    const held = await t.ctx.db.pool.connect();
+    const units = [gbfsUnit('zone', zones[1])];
+    try {
+      await held.query(sql('PublicationLock'), [units]);
+      t.ctx.clock.advance(STATUS_REFRESH_SECONDS * 1000);
+      const r = await buildGbfsZones(t.ctx, jobs(zones));
+      expect(r.get(zones[1])).to.include({ busy: true, work: 'none', refreshed: 0 });
+      for (const z of [zones[0], zones[2], zones[3]]) expect(r.get(z)).to.include({ busy: false, work: 'refresh', refreshed: 3 });
+    } finally {
+      await held.query(sql('PublicationUnlock'), [units]);
+      held.release();
+    }
   });
 });
