@@ -86,7 +86,7 @@ export const metrics = {
   ]),
   gbfsJobDuration: mk.histogram(
     'gbfs_job_duration_seconds',
-    'Time of one GBFS job in this process, by kind (zone, scope) and the work it did (none, refresh, build, busy, assemble, failed)',
+    'Time of one GBFS job in this process, by kind (zone, scope) and the work it did (none, refresh, build, busy, assemble, failed); a zone job built in a batch: its own work and an equal share of the batch statements',
     ['kind', 'work'],
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
   ),
