@@ -541,5 +541,16 @@ describe('GBFS zone jobs in batches (publisher/feeds/gbfs/batch.ts)', () => {
       await held.query(sql('PublicationUnlock'), [units]);
       held.release();
     }
+
+    // the same zone twice in a fetch (two jobs sent apart), its own system named by both: built once
+    const own: GbfsScope = { id: gbfsV2Scope('gbfs', [zones[2]]), role: 'gbfs', zoneIds: [zones[2]] };
+    const twice = await buildGbfsZones(t.ctx, [
+      { zone: zones[2], scopes: [own] },
+      { zone: zones[2], scopes: [own] },
+    ]);
+    expect(twice.size).to.equal(1);
+    expect(twice.get(zones[2])).to.include({ systems: 1, failed: 0 });
+    const bikes = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', own.id, 'free_bike_status', 'gbfs').objectKey)).data.bikes;
+    expect(bikes).to.have.length(1);
   });
 });

@@ -186,9 +186,11 @@ export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec
   for (const j of jobs) {
     results.set(j.zone, noResult());
     const unit = gbfsUnit('zone', j.zone);
-    // the same zone twice (two jobs sent apart): one build, with the scopes of both
+    // the same zone twice (two jobs sent apart), or a scope named twice: one build, each scope once
+    // (a row twice in one of the batch's records would fail it)
     const prev = byUnit.get(unit);
-    byUnit.set(unit, prev ? { zone: j.zone, scopes: [...(prev.scopes ?? []), ...(j.scopes ?? [])] } : j);
+    const scopes = new Map([...(prev?.scopes ?? []), ...(j.scopes ?? [])].map((sc) => [sc.id, sc]));
+    byUnit.set(unit, { zone: j.zone, scopes: [...scopes.values()] });
   }
   let own = 0;
   const held = await tryPublicationLocks(ctx, [...byUnit.keys()], (lock, units) =>
