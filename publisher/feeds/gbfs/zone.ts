@@ -21,7 +21,8 @@
  * never recorded as newer than what it shows: the data comes from the streaming replica only once it
  * has replayed past the primary's WAL position read after the counters (lib/replica.ts readerPast),
  * else from the job's transaction. A build with a failed file records no counters, and the next tick
- * builds again (and logs again) until the data is fixed.
+ * builds again (and logs again) until the data is fixed. The zone jobs of a worker's fetch are built
+ * together (`buildGbfsZones`): one transaction, their reads and records shared (batch.ts).
  */
 import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../../lib/context.js';
