@@ -11,9 +11,10 @@
  * - **Woken by this process's sends.** An empty fetch is a statement on Postgres for nothing, and
  *   a publisher has a dozen workers: at the former 0.5 s interval an idle publisher made 24 fetches
  *   a second, a third of its CPU with nothing to do (an empty database). Workers now poll every
- *   POLLING_SECONDS, and the jobs this process sends itself (the GBFS tick's zone and scope jobs, the
- *   cron's sweeps, the hourly tick's files) wake this process's workers of that queue at once
- *   (`wake`); a job another process sent waits at most one interval.
+ *   POLLING_SECONDS, and the jobs this process sends itself (the GBFS tick's zone jobs, the cron's
+ *   sweeps, the hourly tick's files) wake this process's workers of that queue at once (`wake`); a
+ *   job another process sent, or one sent to start later (a GBFS scope job, 3 s), waits at most one
+ *   interval more.
  * - **Counted.** Every job a handler took is one `jobs_run_total{queue, outcome}` (lib/metrics.ts),
  *   done or failed, so each process's /metrics shows what it ran however many publishers share the
  *   queues.
