@@ -90,6 +90,24 @@ describe('partner API: vehicles, pricing, zones', function () {
     expect((await get(`/v1/vehicles?zoneID=${sleepy.id}`)).body).to.deep.equal({ data: [] });
   });
 
+  it('a listed vehicle is the same bytes as the vehicle read by id, in code order', async () => {
+    // the list parses Postgres's JSON of its vehicles (PartnerAvailableVehicles), the reads by id the
+    // driver's columns: both go through presentVehicle. A zone near (0, 0), where Postgres prints
+    // coordinates in exponent form (1e-05), and vehicles inserted out of code order.
+    const z = await insertZone(t.ctx.db, { lat: 0.00001, lng: -0.000004, vatRate: 0.075 });
+    const vs = [];
+    for (const code of ['ZZ01', 'AA01', 'MM01']) vs.push(await insertVehicle(t.ctx.db, z, { code, battery: 67 }));
+    const list = await get(`/v1/vehicles?zoneID=${z.id}`);
+    expect(list.status).to.equal(200);
+    const codes = vs.map((v) => v.code).sort();
+    expect(list.body.data.map((v: { attributes: { code: string } }) => v.attributes.code)).to.deep.equal(codes);
+    for (const listed of list.body.data as Array<{ id: string }>) {
+      const one = await get(`/v1/vehicles/id/${listed.id}`);
+      expect(JSON.stringify(listed)).to.equal(JSON.stringify(one.body.data[0]));
+    }
+    expect(list.text).to.not.match(/e-0/);
+  });
+
   it('vehicle by code and by id', async () => {
     const v = await insertVehicle(t.ctx.db, zone);
     const byCode = await get(`/v1/vehicles/code/${v.code.toLowerCase()}`);
