@@ -25,6 +25,9 @@
  *   - the hour: a forced republish of the last closed hour of every zone (the console's
  *     queueRepublish), from the send until every file is written;
  *   - peak RSS of the API (whole run) and of the publisher (catch-up, steady, hour).
+ * Then, with every size measured, the same zone-scoped reads of all sizes alternated in 10 s slots
+ * (`interleaved`: each size's API and database kept, publishers stopped, nothing moving), so that
+ * the sizes' latencies are compared under the same host load at the same time.
  * Then ratios per zone between the largest and the smallest Z (a figure ÷ Z against the same at the
  * smaller Z; zone-scoped latencies unscaled): goal ≤ 1.2 each. Goals at the largest Z (the issue's
  * are set for 100 zones × 1,000 vehicles): publisher ≤ 10 % of one core and ≤ 500 MiB in steady
@@ -43,6 +46,8 @@
  *   BENCH_BREADTH_MOVING           0.001     share of the fleet starting a ride per 15 s tick (a busy
  *                                            hour of a fleet doing ~2 rides per vehicle a day)
  *   BENCH_BREADTH_WARMUP_S         20        after the catch-up, before the first phase
+ *   BENCH_BREADTH_INTERLEAVED_S    60        seconds of interleaved probes per size (0: none)
+ *   BENCH_BREADTH_KEEP             (unset)   1: keep each size's database (its URL printed) to look into
  *   BENCH_CPU_PROF                 (unset)   a directory: the publisher writes its V8 CPU profile there
  * The run's length is mostly the catch-up's: every (zone, hour) is one job of the hourly-file queue;
  * a publisher's workers drain it (publisher/work.ts: ~17 jobs a second here, where pg-boss's
@@ -112,7 +117,12 @@ const MINUTES = num('BENCH_BREADTH_MINUTES', 1);
 const MOVING = num('BENCH_BREADTH_MOVING', 0.001);
 const WARMUP_S = num('BENCH_BREADTH_WARMUP_S', 20);
 const CATCHUP_TIMEOUT_S = 1800;
+/** BENCH_BREADTH_KEEP=1: each size's database is kept (its URL printed) to look into afterwards (EXPLAIN, pg_stat_*) */
+const KEEP = process.env.BENCH_BREADTH_KEEP === '1';
 const PROBE_MS = 250;
+/** the interleaved probes (`interleaved`): seconds per size, in slots of INTERLEAVED_SLOT_S */
+const INTERLEAVED_S = num('BENCH_BREADTH_INTERLEAVED_S', 60);
+const INTERLEAVED_SLOT_S = 10;
 const PROBE_ZONES = 10;
 const SAMPLE_MS = 2000;
 const SEED = 26;
@@ -198,7 +208,18 @@ interface PhaseFigures {
   rides_started_per_min: number;
 }
 
-async function measure(zones: number, notes: string[]): Promise<Record<string, number | null>> {
+/**
+ * A size's API process and database, kept after its own measurement for the interleaved probes
+ * (`interleaved`); `close` stops the API and drops the database.
+ */
+interface Kept {
+  zones: number;
+  prober: () => Prober;
+  refreshTokens: () => Promise<void>;
+  close: () => Promise<void>;
+}
+
+async function measure(zones: number, notes: string[]): Promise<{ figures: Record<string, number | null>; kept: Kept }> {
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'breadth-bench-'));
   const storeDir = join(dir, 'store');
@@ -217,6 +238,7 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
   let pub: PublisherProcess | undefined;
   let sampler: NodeJS.Timeout | undefined;
   let driver: Driver | undefined;
+  let kept: Kept | undefined;
   try {
     const end = floorHour(new Date());
     const op: Operator = await buildOperator(ctx, dir, {
@@ -306,15 +328,18 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
     };
     const zoneOf = (i: number) => probeZones[i % probeZones.length];
     const bearer = (z: string) => ({ Authorization: `Bearer ${tokens.get(z)}` });
-    const prober = new Prober(
-      api.base,
-      [
-        { name: 'vehicle_list', request: (i) => ({ path: `/v1/vehicles?zoneID=${zoneOf(i)}`, headers: { 'X-Auth-Token': op.partnerKey } }) },
-        { name: 'mds_vehicles_status', request: (i) => ({ path: `/v1/partner-apis/mds/${zoneOf(i)}/vehicles/status`, headers: bearer(zoneOf(i)) }) },
-        { name: 'gbfs_vehicle_status', request: (i) => ({ path: `/v1/partner-apis/gbfs/${zoneOf(i)}/vehicle_status.json`, headers: bearer(zoneOf(i)) }) },
-      ],
-      PROBE_MS,
-    );
+    const apiBase = api.base;
+    const newProber = () =>
+      new Prober(
+        apiBase,
+        [
+          { name: 'vehicle_list', request: (i) => ({ path: `/v1/vehicles?zoneID=${zoneOf(i)}`, headers: { 'X-Auth-Token': op.partnerKey } }) },
+          { name: 'mds_vehicles_status', request: (i) => ({ path: `/v1/partner-apis/mds/${zoneOf(i)}/vehicles/status`, headers: bearer(zoneOf(i)) }) },
+          { name: 'gbfs_vehicle_status', request: (i) => ({ path: `/v1/partner-apis/gbfs/${zoneOf(i)}/vehicle_status.json`, headers: bearer(zoneOf(i)) }) },
+        ],
+        PROBE_MS,
+      );
+    const prober = newProber();
     driver = new Driver(ctx, MOVING, GBFS_RUN_SECONDS, SEED);
     await driver.load(op.vehicles);
 
@@ -433,17 +458,65 @@ async function measure(zones: number, notes: string[]): Promise<Record<string, n
     if (pub.proc.exitCode !== null) notes.push(`z${zones}: the publisher exited early: ${pub.out().slice(-500)}`);
     const errors = pub.out().trim();
     if (errors) notes.push(`z${zones}: publisher output (warnings and errors): ${errors.slice(-300).replace(/\s+/g, ' ')}`);
-    return f;
+    const keptApi = api;
+    kept = {
+      zones,
+      prober: newProber,
+      refreshTokens,
+      close: async () => {
+        await stopProcess(keptApi.proc);
+        await dropOrKeep();
+      },
+    };
+    return { figures: f, kept };
   } finally {
     if (sampler) clearInterval(sampler);
     await driver?.stop().catch(() => undefined);
     await stopProcess(pub?.proc);
-    if (api) await stopProcess(api.proc);
     await ctx.db.close();
     await ctx.store.close();
-    await database.drop();
+    // kept: the API and the database stay for the interleaved probes (Kept.close ends them)
+    if (!kept) {
+      if (api) await stopProcess(api.proc);
+      await dropOrKeep();
+    }
+  }
+
+  async function dropOrKeep() {
+    if (KEEP) console.error(`kept the database of ${zones} zones: ${database.url}`);
+    else await database.drop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The zone-scoped reads of every size, alternated: each size's own API process and database (kept
+ * after its measurement; its publisher stopped, nothing moving), probed as in the steady phases,
+ * in turn for INTERLEAVED_SLOT_S at a time until each had INTERLEAVED_S. What the sizes' steady
+ * phases compare includes their host's load (at 100 zones, ten times the rides and the publisher's
+ * work on the same cores, minutes after the other size's run); this compares what a read costs at
+ * each size under the same load, at the same time.
+ */
+async function interleaved(kept: Kept[]): Promise<Map<number, Map<string, number[]>>> {
+  const out = new Map<number, Map<string, number[]>>();
+  for (const k of kept) {
+    await k.refreshTokens();
+    out.set(k.zones, new Map());
+  }
+  const slots = Math.max(1, Math.round(INTERLEAVED_S / INTERLEAVED_SLOT_S));
+  for (let slot = 0; slot < slots; slot++) {
+    // the order alternates, so that neither size always follows the other
+    for (const k of slot % 2 ? [...kept].reverse() : kept) {
+      const prober = k.prober();
+      prober.start();
+      await sleep(INTERLEAVED_SLOT_S * 1000);
+      const lat = await prober.stop();
+      const mine = out.get(k.zones)!;
+      for (const [name, xs] of lat) mine.set(name, [...(mine.get(name) ?? []), ...xs]);
+      if (prober.failures.size) throw new Error(`interleaved probes of z${k.zones} failed: ${[...prober.failures.values()].join('; ')}`);
+    }
+  }
+  return out;
 }
 
 /** Figures divided by Z whose ratio per zone the issue asks for (goal ≤ 1.2). */
@@ -462,7 +535,14 @@ const PER_ZONE = [
   'hour_publisher_cpu_s',
 ];
 /** Zone-scoped figures: the same at any Z (ratio unscaled). */
-const FLAT = ['moving_vehicle_list_p50_ms', 'moving_mds_vehicles_status_p50_ms', 'moving_gbfs_vehicle_status_p50_ms'];
+const FLAT = [
+  'moving_vehicle_list_p50_ms',
+  'moving_mds_vehicles_status_p50_ms',
+  'moving_gbfs_vehicle_status_p50_ms',
+  'interleaved_vehicle_list_p50_ms',
+  'interleaved_mds_vehicles_status_p50_ms',
+  'interleaved_gbfs_vehicle_status_p50_ms',
+];
 
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [
@@ -474,10 +554,22 @@ export async function run(): Promise<BenchResult> {
   const metrics: BenchResult['metrics'] = {};
   const goals: BenchResult['goals'] = [];
   const byZones = new Map<number, Record<string, number | null>>();
-  for (const z of ZONES) {
-    const f = await measure(z, notes);
-    byZones.set(z, f);
-    for (const [k, v] of Object.entries(f)) metrics[`z${z}_${k}`] = v;
+  const kept: Kept[] = [];
+  try {
+    for (const z of ZONES) {
+      const m = await measure(z, notes);
+      kept.push(m.kept);
+      byZones.set(z, m.figures);
+      for (const [k, v] of Object.entries(m.figures)) metrics[`z${z}_${k}`] = v;
+    }
+    if (kept.length > 1 && INTERLEAVED_S > 0)
+      for (const [z, lat] of await interleaved(kept)) {
+        const f = byZones.get(z)!;
+        for (const [name, xs] of lat) f[`interleaved_${name}_p50_ms`] = r2(percentile(xs, 50));
+        for (const [k, v] of Object.entries(f)) if (k.startsWith('interleaved_')) metrics[`z${z}_${k}`] = v;
+      }
+  } finally {
+    for (const k of kept) await k.close().catch(() => undefined);
   }
   metrics.bench_peak_mib = Math.round((process.resourceUsage().maxRSS * 1024) / MiB);
 
@@ -524,6 +616,7 @@ export async function run(): Promise<BenchResult> {
     "api_lag_* / publisher_lag_*: event-loop delay beyond the 10 ms monitoring interval (prom-client's nodejs_eventloop_lag_p99/max_seconds of each process's /metrics, whose histogram is reset at each scrape: the phase's last scrape covers the phase)",
     `latencies: one request every ${PROBE_MS} ms in turn over up to ${PROBE_ZONES} zones (partner vehicle list with a partner key, MDS 2.0 vehicles/status and GBFS 3.0 vehicle_status with the zone's city client token), the whole body read, timed in a worker thread of the bench (its main thread drives the rides and samples)`,
     `catch_up_s: from the publisher's start (its /metrics answering, right before its pg-boss and workers start) until ${HISTORY_HOURS + 1} hours (the history and the last closed hour) of every zone's ${HOURLY_FEEDS.length} hourly files are published and every zone's GBFS is built; each (zone, hour) is one job of the hourly-file queue (the minute tick queues at most 20,000 files). hour_publish_s: a forced republish of the last closed hour of every zone (the console's queueRepublish), from the send to the last file written`,
+    `interleaved_*: the same probes once every size has been measured, each size's own API and database kept (publishers stopped, nothing moving; the smaller sizes' idle APIs stay up during the larger ones' runs), the sizes in turn for ${INTERLEAVED_SLOT_S} s at a time until each had ${INTERLEAVED_S} s: the read's cost at each size under the same host load, where the moving_* latencies of each size carry its own run's load (ten times the rides and the publisher's work on the same cores at 100 zones) and the machine's drift between runs minutes apart`,
     'ratios: a figure at the largest Z ÷ its Z against the same at the smallest; latencies unscaled',
   );
   return { name: 'breadth', metrics, goals, notes };
