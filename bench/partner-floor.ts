@@ -154,11 +154,7 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
           const path = url.pathname;
           if (req.method === 'GET' && path === '/v1/vehicles') {
             const { rows } = await pool.query(prepared('PartnerAvailableVehicles', [url.searchParams.get('zoneID'), new Date(), null]));
-            if (!rows[0]) return answer(404, { error: 'ZoneNotFound' });
-            // the vehicles' JSON as Postgres wrote it, unparsed
-            const text = `{"data":${rows[0].vehicles as string}}`;
-            res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-            return res.end(text);
+            return answer(200, { data: rows });
           }
           if (req.method === 'GET' && path.startsWith('/v1/pricing/vehicle/')) {
             const { rows } = await pool.query(prepared('PartnerVehicleById', [path.slice('/v1/pricing/vehicle/'.length), null]));

@@ -91,9 +91,10 @@ describe('partner API: vehicles, pricing, zones', function () {
   });
 
   it('a listed vehicle is the same bytes as the vehicle read by id, in code order', async () => {
-    // the list parses Postgres's JSON of its vehicles (PartnerAvailableVehicles), the reads by id the
-    // driver's columns: both go through presentVehicle. A zone near (0, 0), where Postgres prints
-    // coordinates in exponent form (1e-05), and vehicles inserted out of code order.
+    // the list (PartnerAvailableVehicles, cached per zone) and the read by id (PartnerVehicleById)
+    // are two statements presented by one presentVehicle: a listed vehicle must not differ from its
+    // own read. A zone near (0, 0), where Postgres prints coordinates in exponent form (1e-05) for any
+    // rendering built in SQL, and vehicles inserted out of code order.
     const z = await insertZone(t.ctx.db, { lat: 0.00001, lng: -0.000004, vatRate: 0.075 });
     const vs = [];
     for (const code of ['ZZ01', 'AA01', 'MM01']) vs.push(await insertVehicle(t.ctx.db, z, { code, battery: 67 }));

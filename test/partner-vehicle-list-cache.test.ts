@@ -86,17 +86,17 @@ describe('partner API: the vehicle list cache', () => {
     for (let i = 0; i < 3; i++) await insertVehicle(t.ctx.db, zone);
     await request(server).get('/v1/zone/info').set('X-Auth-Token', p.key); // the key is verified and cached
     let queries = 0;
-    const maybeOne = t.ctx.db.maybeOne.bind(t.ctx.db);
-    t.ctx.db.maybeOne = (query: unknown, ...rest: unknown[]) => {
+    const many = t.ctx.db.many.bind(t.ctx.db);
+    t.ctx.db.many = (query: unknown, ...rest: unknown[]) => {
       if ((query as { name?: string }).name === 'PartnerAvailableVehicles') queries++;
-      return (maybeOne as (...a: unknown[]) => Promise<unknown>)(query, ...rest);
+      return (many as (...a: unknown[]) => Promise<unknown[]>)(query, ...rest);
     };
     try {
       const answers = await Promise.all(Array.from({ length: 8 }, () => request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key)));
       expect(answers.map((r) => r.body.data.length)).to.deep.equal(Array(8).fill(3));
       expect(queries).to.equal(1);
     } finally {
-      t.ctx.db.maybeOne = maybeOne;
+      t.ctx.db.many = many;
     }
   });
 });

@@ -75,21 +75,21 @@ export function presentPricing(r: RowOf<'PartnerVehicleById'>) {
   return { id: r.id, type: 'pricing', attributes: presentPrice(r) };
 }
 
-/** A vehicle by id or code, or one of a zone's available vehicles (api/partner/vehicle-list.ts, the same columns). */
-export function presentVehicle(r: RowOf<'PartnerVehicleById'> | RowOf<'PartnerVehicleByCode'>) {
+/** A vehicle by id or code, or one of a zone's available vehicles (whose vehicle columns are null only on a zone's row without any). */
+export function presentVehicle(r: RowOf<'PartnerVehicleById'> | RowOf<'PartnerVehicleByCode'> | RowOf<'PartnerAvailableVehicles'>) {
   return {
-    id: r.id,
+    id: r.id as string,
     type: 'vehicle',
-    vehicle_type: r.form_factor,
+    vehicle_type: r.form_factor as string,
     attributes: {
-      batteryLevel: r.battery_percent,
-      location: { latitude: r.lat, longitude: r.lng },
-      code: r.code.trim(),
-      zoneId: r.zone_id,
-      locked: r.locked,
-      status: r.status,
+      batteryLevel: r.battery_percent as number,
+      location: { latitude: r.lat as number, longitude: r.lng as number },
+      code: String(r.code).trim(),
+      zoneId: r.zone_id as string,
+      locked: r.locked as boolean,
+      status: r.status as string,
       // what the battery still gives: the type's full range scaled by the charge
-      maxRangeMeters: Math.round((r.max_range_meters * r.battery_percent) / 100),
+      maxRangeMeters: Math.round(((r.max_range_meters as number) * (r.battery_percent as number)) / 100),
     },
     price: presentPrice(r),
   };

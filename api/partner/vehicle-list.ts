@@ -39,40 +39,15 @@ interface Rendered {
   version: number;
 }
 
-/**
- * An available vehicle as PartnerAvailableVehicles writes it: [id, code, status, locked,
- * battery_percent, lng, lat, form_factor, max_range_meters, start_price, price_per_minute].
- */
-type ListedVehicle = [string, string, 'ready', boolean, number, number, number, 'scooter' | 'bicycle', number, number, number];
-
 async function render(app: AppContext, db: Queryable, zoneId: string): Promise<Rendered> {
   const now = app.clock.now();
   // zone, version and vehicles in one round trip (see the query); every zone: access is checked by the caller
-  const zone = await db.maybeOne(sql('PartnerAvailableVehicles'), [zoneId, now, null]);
+  const rows = await db.many(sql('PartnerAvailableVehicles'), [zoneId, now, null]);
+  const zone = rows[0];
   if (!zone) return { json: undefined, version: 0 };
   // a sleeping zone has no available vehicles
   const sleeping = isSleeping({ timezone: zone.timezone, sleepWindows: zone.sleep_windows, status: zone.zone_status }, now);
-  const listed = sleeping ? [] : (JSON.parse(zone.vehicles) as ListedVehicle[]);
-  // each vehicle through the one presenter of a vehicle (responses.ts), as a row of the zone
-  const data = listed.map(([id, code, status, locked, battery_percent, lng, lat, form_factor, max_range_meters, start_price, price_per_minute]) =>
-    presentVehicle({
-      id,
-      code,
-      zone_id: zoneId,
-      status,
-      locked,
-      battery_percent,
-      lng,
-      lat,
-      form_factor,
-      max_range_meters,
-      start_price,
-      price_per_minute,
-      currency: zone.currency,
-      vat_rate: zone.vat_rate,
-    }),
-  );
-  return { json: JSON.stringify({ data }), version: zone.list_version };
+  return { json: JSON.stringify({ data: sleeping || zone.id === null ? [] : rows.map(presentVehicle) }), version: zone.list_version };
 }
 
 export class VehicleLists {

@@ -968,9 +968,20 @@ export interface Queries {
       sleep_windows: Json;
       zone_status: 'operating' | 'closed';
       list_version: number;
+      id: string | null;
+      code: string | null;
+      zone_id: string | null;
+      status: 'ready' | 'riding' | 'booked' | 'unavailable' | null;
+      locked: boolean | null;
+      battery_percent: number | null;
+      lng: number | null;
+      lat: number | null;
+      form_factor: 'scooter' | 'bicycle' | null;
+      max_range_meters: number | null;
+      start_price: number | null;
+      price_per_minute: number | null;
       currency: string;
       vat_rate: number;
-      vehicles: string;
     };
   };
   /** sql/queries/partner.sql */

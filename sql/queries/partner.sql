@@ -95,31 +95,29 @@ SELECT v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, ST_X(v.lo
 
 -- name: PartnerAvailableVehicles
 -- What a partner can rent now in one zone, with the zone in the same round trip (the list is the
--- API's most frequent read): one row, or none when the zone does not exist or is outside the
--- partner's zones ($3). Available: ready, charged enough for the zone, no running rental, not held
--- by a pending TOMP booking ($2 = now), priced. The caller drops the vehicles when the zone is
--- sleeping.
--- vehicles: the available vehicles as one JSON array of arrays ordered by code, each
--- [id, code, status, locked, battery_percent, lng, lat, form_factor, max_range_meters, start_price,
--- price_per_minute]; '[]' for none. Postgres writes the array in C and Node parses it with
--- JSON.parse: at ~1,000 vehicles a zone, sixteen columns a vehicle through the driver's row parser
--- cost the API's event loop more than the query (api/partner/vehicle-list.ts).
+-- API's most frequent read): one row per vehicle, or a single row with vehicle columns null when the
+-- zone has none; no row when the zone does not exist or is outside the partner's zones ($3).
+-- Available: ready, charged enough for the zone, no running rental, not held by a pending TOMP
+-- booking ($2 = now), priced. The caller drops the vehicles when the zone is sleeping.
 -- list_version: the zone's version (migration 000140) in the same snapshot as the vehicles, so a
 -- cached list is never labelled newer than what it shows.
--- not null: vehicles
-SELECT z.timezone, z.sleep_windows, z.status AS zone_status, COALESCE(zv.version, 0) AS list_version, z.currency, z.vat_rate,
-       (SELECT COALESCE(json_agg(json_build_array(v.id, v.code, v.status, v.locked, v.battery_percent, ST_X(v.location), ST_Y(v.location),
-                                                  vt.form_factor, vt.max_range_meters, p.start_price, p.price_per_minute)
-                                 ORDER BY v.code)::text, '[]')
-          FROM vehicles v
-          JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
-          JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
-         WHERE v.zone_id = z.id AND v.status = 'ready' AND v.battery_percent >= z.min_battery_percent
-           AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING')
-           AND NOT EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2)) AS vehicles
+SELECT z.timezone, z.sleep_windows, z.status AS zone_status, COALESCE(zv.version, 0) AS list_version,
+       v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, v.lng, v.lat,
+       v.form_factor, v.max_range_meters, v.start_price, v.price_per_minute, z.currency, z.vat_rate
   FROM zones z
+  LEFT JOIN LATERAL (
+    SELECT v.id, v.code, v.zone_id, v.status, v.locked, v.battery_percent, ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
+           vt.form_factor, vt.max_range_meters, p.start_price, p.price_per_minute
+      FROM vehicles v
+      JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+      JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
+     WHERE v.zone_id = z.id AND v.status = 'ready' AND v.battery_percent >= z.min_battery_percent
+       AND NOT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING')
+       AND NOT EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2)
+  ) v ON true
   LEFT JOIN zone_versions zv ON zv.zone_id = z.id
- WHERE z.id = $1 AND ($3::text[] IS NULL OR z.id = ANY ($3));
+ WHERE z.id = $1 AND ($3::text[] IS NULL OR z.id = ANY ($3))
+ ORDER BY v.code;
 
 -- name: PartnerZoneVersion
 -- The zone's current version (migration 000140): a cached vehicle list rendered at an older one is
