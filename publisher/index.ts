@@ -28,13 +28,13 @@ import { API_ONLY_METRICS, registry } from '../lib/metrics.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
-import { POLLING_SECONDS, wake, work } from './work.js';
+import { POLLING_SECONDS, sendNow, wake, work } from './work.js';
 import { dueHourJobs } from './schedule.js';
 import { ensureQueues, groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
 import { expirePendingBookings } from '../lib/tomp/holds.js';
-import { GBFS_QUEUES, sendGbfsTick, startGbfsWorkers } from './feeds/gbfs/queue.js';
+import { GBFS_QUEUES, startGbfsWorkers } from './feeds/gbfs/queue.js';
 import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
 
@@ -147,13 +147,9 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
         ),
       );
     };
-    const sendNow = async (queue: string, singletonKey: string) => {
-      await boss.send(queue, {}, { singletonKey });
-      wake(boss, queue);
-    };
-    every('*/30 * * * * *', 'rentals', () => sendNow(QUEUES.rentals, 'rentals'));
-    every('*/30 * * * * *', 'tomp', () => sendNow(QUEUES.tomp, 'tomp'));
-    every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => sendGbfsTick(boss));
+    every('*/30 * * * * *', 'rentals', () => sendNow(boss, QUEUES.rentals, 'rentals'));
+    every('*/30 * * * * *', 'tomp', () => sendNow(boss, QUEUES.tomp, 'tomp'));
+    every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => sendNow(boss, QUEUES.gbfs, 'gbfs'));
     // one row per queue in pgboss.schedule (every publisher registering it writes the same row), fired
     // once per cluster per slot: the timekeepers of the publishers claim each check in Postgres
     const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *' } as const;
@@ -163,7 +159,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     // at start, without waiting for the first slot: partitions for today exist before the first
     // write, and a backlog starts draining at once
     for (const queue of Object.keys(minutely) as Array<keyof typeof minutely>) {
-      void sendNow(QUEUES[queue], queue).catch((err) => log.warn({ err: (err as Error).message, queue }, 'initial enqueue failed'));
+      void sendNow(boss, QUEUES[queue], queue).catch((err) => log.warn({ err: (err as Error).message, queue }, 'initial enqueue failed'));
     }
   }
   log.info({ concurrency: opts.concurrency ?? 2, cron: clocks }, 'publisher started');

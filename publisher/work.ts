@@ -33,6 +33,12 @@ export function wake(boss: PgBoss, queue: string): void {
   for (const id of workers.get(boss)?.get(queue) ?? []) boss.notifyWorker(id);
 }
 
+/** Sends a queue's one pending job (`singletonKey`: none is added while one waits) and wakes this process's workers of it. */
+export async function sendNow(boss: PgBoss, queue: string, singletonKey: string): Promise<void> {
+  await boss.send(queue, {}, { singletonKey });
+  wake(boss, queue);
+}
+
 /** `boss.work(name, options, handler)`: drained while it finds jobs, each call's jobs counted by outcome. */
 export async function work<T extends object>(
   boss: PgBoss,

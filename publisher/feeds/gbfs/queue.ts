@@ -58,12 +58,6 @@ async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
   return zones.length + scopes.length;
 }
 
-/** Sends a GBFS tick now and wakes this process's tick worker (the cron's send, publisher/index.ts). */
-export async function sendGbfsTick(boss: PgBoss): Promise<void> {
-  await boss.send(GBFS_QUEUES.tick, {}, { singletonKey: 'gbfs' });
-  wake(boss, GBFS_QUEUES.tick);
-}
-
 export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: { pollingIntervalSeconds: number }): Promise<void> {
   const log = ctx.log.child({ job: 'gbfs' });
   let scopes: { at: number; list: GbfsScope[] } | undefined;
