@@ -63,7 +63,8 @@ function printFailures(dir: string): void {
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as FailureLine);
   console.log(`  ${failures.length} failing (in full above):`);
-  for (const f of failures) console.log(`  - ${relative(ROOT, f.file) || '(no file)'}: ${f.title}\n      ${f.message.slice(0, 300)}`);
+  for (const f of failures)
+    console.log(`  - ${relative(ROOT, f.file) || '(no file)'}: ${f.title}\n      ${f.message.slice(0, 1200).replace(/\n/g, '\n      ')}`);
   console.log('');
 }
 

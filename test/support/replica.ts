@@ -26,10 +26,20 @@ const PG_BIN = '/usr/lib/postgresql/15/bin';
 const IS_ROOT = process.getuid?.() === 0;
 const run = promisify(execFile);
 
-/** A server program as the postgres system user when the tests run as root (initdb and postgres refuse root). */
-function asPg(cmd: string, args: string[], timeoutMs: number) {
+/**
+ * A server program as the postgres system user when the tests run as root (initdb and postgres refuse
+ * root). Its failure says what the program wrote on its first line (execFile's message starts with the
+ * whole command, which a failure summary cut to a line would show alone).
+ */
+async function asPg(cmd: string, args: string[], timeoutMs: number) {
   const [file, argv] = IS_ROOT ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, cmd), ...args]] : [join(PG_BIN, cmd), args];
-  return run(file, argv, { encoding: 'utf8', timeout: timeoutMs });
+  try {
+    return await run(file, argv, { encoding: 'utf8', timeout: timeoutMs });
+  } catch (err) {
+    const e = err as { code?: number | string; signal?: string; killed?: boolean; stderr?: string };
+    const how = e.killed ? `killed after ${timeoutMs} ms` : e.signal ? `killed by ${e.signal}` : `exit ${e.code}`;
+    throw new Error(`${cmd} failed (${how}): ${(e.stderr ?? '').trim() || '(nothing on stderr)'}`, { cause: err });
+  }
 }
 
 function ownedByPostgres(...paths: string[]): void {
@@ -85,8 +95,60 @@ async function dropSlot(primaryUrl: string, slot: string): Promise<void> {
   }
 }
 
-async function startStandby(primaryUrl: string): Promise<Standby> {
+/** pg_basebackup's attempts at one standby before its failure fails the test. */
+const BASE_BACKUP_ATTEMPTS = 3;
+
+/**
+ * The copy of the server at `primaryUrl` into `data` (empty, the postgres user's), streaming its WAL
+ * through replication slot `slot`, which it creates.
+ *
+ * Tried again on failure: the copy is of the shared test server, where the parallel suite's other
+ * files create and drop their databases all the time, and a base backup fails outright when a folder
+ * it has listed is gone before it opens it (basebackup.c sendDir skips a file that went away, not a
+ * dropped database's folder). One CI run failed here without its reason in the summary; each failed
+ * attempt is now printed with pg_basebackup's own words, its half copy and slot removed.
+ */
+async function baseBackup(primaryUrl: string, data: string, slot: string): Promise<void> {
   const primary = new URL(primaryUrl);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await asPg(
+        'pg_basebackup',
+        [
+          '-h',
+          primary.hostname,
+          '-p',
+          primary.port || '5432',
+          '-U',
+          decodeURIComponent(primary.username || 'postgres'),
+          '-D',
+          data,
+          '-R',
+          '-X',
+          'stream',
+          '-c',
+          'fast',
+          '--no-sync',
+          // its own slot, written to primary_slot_name by -R
+          '-C',
+          '-S',
+          slot,
+        ],
+        300_000,
+      );
+      return;
+    } catch (err) {
+      if (attempt >= BASE_BACKUP_ATTEMPTS) throw err;
+      console.warn(`    (standby: attempt ${attempt} of ${BASE_BACKUP_ATTEMPTS} failed, trying again: ${(err as Error).message})`);
+      rmSync(data, { recursive: true, force: true });
+      mkdirSync(data, { mode: 0o700 });
+      ownedByPostgres(data);
+      await dropSlot(primaryUrl, slot).catch(() => undefined);
+    }
+  }
+}
+
+async function startStandby(primaryUrl: string): Promise<Standby> {
   const base = mkdtempSync(join(tmpdir(), 'pg-standby-'));
   const data = join(base, 'data');
   const sockets = join(base, 'run');
@@ -106,30 +168,7 @@ async function startStandby(primaryUrl: string): Promise<Standby> {
     await dropSlot(primaryUrl, slot).catch(() => undefined);
   };
   try {
-    await asPg(
-      'pg_basebackup',
-      [
-        '-h',
-        primary.hostname,
-        '-p',
-        primary.port || '5432',
-        '-U',
-        decodeURIComponent(primary.username || 'postgres'),
-        '-D',
-        data,
-        '-R',
-        '-X',
-        'stream',
-        '-c',
-        'fast',
-        '--no-sync',
-        // its own slot, written to primary_slot_name by -R
-        '-C',
-        '-S',
-        slot,
-      ],
-      300_000,
-    );
+    await baseBackup(primaryUrl, data, slot);
     // the copy carries the server's own settings (its port, its socket folder); these come last and win
     appendFileSync(
       data + '/postgresql.conf',

@@ -15,6 +15,9 @@ export interface FailureLine {
   message: string;
 }
 
+/** How many of a failure's message lines the run's last lines repeat. */
+const MESSAGE_LINES = 4;
+
 /** The file of the run's folder the reporter appends failures to, a JSON object per line. */
 export const FAILURES_FILE = 'failures.jsonl';
 
@@ -30,7 +33,12 @@ export default class SuiteReporter extends Mocha.reporters.Spec {
       const line: FailureLine = {
         title: test.fullTitle(),
         file: test.file ?? '',
-        message: message.split('\n').find((l) => l.trim() !== '') ?? '',
+        // the first lines: a command's failure names the command first and says why after it
+        message: message
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .slice(0, MESSAGE_LINES)
+          .join('\n'),
       };
       try {
         appendFileSync(join(dir, FAILURES_FILE), JSON.stringify(line) + '\n');
