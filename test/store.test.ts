@@ -325,6 +325,22 @@ describe('object store: backend specifics', function () {
     }
   });
 
+  it('filesystem: a folder removed behind the store is made again by the next put into it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'store-gone-'));
+    try {
+      const store = await openStore(testConfig({ STORE_URL: `file://${dir}` }));
+      await store.put('a/b/c', Buffer.from('one'), { contentType: 'text/plain' });
+      rmSync(join(dir, 'a'), { recursive: true });
+      await store.put('a/b/c', Buffer.from('two'), { contentType: 'text/plain' });
+      await store.put('a/b/d', Readable.from([Buffer.from('th'), Buffer.from('ree')]), { contentType: 'text/plain' });
+      expect((await readAll((await store.get('a/b/c'))!.body)).toString()).to.equal('two');
+      expect((await readAll((await store.get('a/b/d'))!.body)).toString()).to.equal('three');
+      expect((await store.head('a/b/d'))?.size).to.equal(5);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('filesystem: temp files of an interrupted writer and foreign files are not objects', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'store-tmp-'));
     try {

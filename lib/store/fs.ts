@@ -42,6 +42,14 @@ function wrap(err: unknown, what: string): StoreError {
 }
 
 export class FsStore implements ObjectStore {
+  /**
+   * Folders this store has made or found: a put into one opens its temp file straight away (a
+   * publisher writes thousands of objects a minute into the same few hundred folders, and a
+   * recursive mkdir is two system calls through the thread pool each time). A folder removed behind
+   * the store's back costs one failed open, then it is made again.
+   */
+  private readonly folders = new Set<string>();
+
   private constructor(readonly root: string) {}
 
   static async open(root: string): Promise<FsStore> {
@@ -65,8 +73,7 @@ export class FsStore implements ObjectStore {
     const tmp = join(dir, `.${key.slice(key.lastIndexOf('/') + 1)}.${randomBytes(6).toString('hex')}.tmp`);
     let fh: FileHandle | undefined;
     try {
-      await mkdir(dir, { recursive: true });
-      fh = await open(tmp, 'wx', 0o644);
+      fh = await this.openTemp(dir, tmp);
       const hash = createHash('sha256');
       let size = 0;
       const write = async (chunk: Buffer) => {
@@ -75,8 +82,11 @@ export class FsStore implements ObjectStore {
         // a partial write is possible on some filesystems: loop until the chunk is out
         for (let off = 0; off < chunk.length;) off += (await fh!.write(chunk, off)).bytesWritten;
       };
-      if (Buffer.isBuffer(body)) await write(body);
-      else for await (const chunk of body) await write(toBuffer(chunk));
+      // a Buffer goes out with the trailer in one write (below); a stream chunk by chunk
+      if (Buffer.isBuffer(body)) {
+        hash.update(body);
+        size = body.length;
+      } else for await (const chunk of body) await write(toBuffer(chunk));
       // seconds precision, as S3 and HTTP Last-Modified have
       const lastModified = new Date(Math.floor(Date.now() / 1000) * 1000);
       const trailer: Trailer = {
@@ -91,7 +101,7 @@ export class FsStore implements ObjectStore {
       const footer = Buffer.alloc(FOOTER);
       footer.writeUInt32BE(MAGIC, 0);
       footer.writeUInt32BE(json.length, 4);
-      await write0(fh, Buffer.concat([json, footer]));
+      await writeAll(fh, Buffer.isBuffer(body) ? [body, json, footer] : [json, footer]);
       await fh.sync();
       await fh.close();
       fh = undefined;
@@ -103,6 +113,22 @@ export class FsStore implements ObjectStore {
       await unlink(tmp).catch(() => undefined);
       throw wrap(err, `put ${key}`);
     }
+  }
+
+  /** The new temp file `tmp` in `dir`, making the folder first when this store has not seen it. */
+  private async openTemp(dir: string, tmp: string): Promise<FileHandle> {
+    if (this.folders.has(dir)) {
+      try {
+        return await open(tmp, 'wx', 0o644);
+      } catch (err) {
+        if (!isCode(err, 'ENOENT')) throw err;
+        this.folders.delete(dir);
+      }
+    }
+    await mkdir(dir, { recursive: true });
+    const fh = await open(tmp, 'wx', 0o644);
+    this.folders.add(dir);
+    return fh;
   }
 
   async get(key: string): Promise<StoredObject | undefined> {
@@ -222,8 +248,15 @@ function toBuffer(chunk: unknown): Buffer {
   throw new StoreError('put: body stream must yield bytes');
 }
 
-async function write0(fh: FileHandle, buf: Buffer): Promise<void> {
-  for (let off = 0; off < buf.length;) off += (await fh.write(buf, off)).bytesWritten;
+/** Writes `bufs` in order, in one system call when the filesystem takes them whole. */
+async function writeAll(fh: FileHandle, bufs: Buffer[]): Promise<void> {
+  let { bytesWritten } = await fh.writev(bufs);
+  // a partial write is possible on some filesystems: the rest one buffer at a time
+  for (const buf of bufs) {
+    const done = Math.min(bytesWritten, buf.length);
+    bytesWritten -= done;
+    for (let off = done; off < buf.length;) off += (await fh.write(buf, off)).bytesWritten;
+  }
 }
 
 async function readExactly(fh: FileHandle, length: number, position: number): Promise<Buffer> {
