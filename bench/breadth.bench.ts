@@ -27,7 +27,10 @@
  *   - peak RSS of the API (whole run) and of the publisher (catch-up, steady, hour).
  * Then, with every size measured, the same zone-scoped reads of all sizes alternated in 10 s slots
  * (`interleaved`: each size's API and database kept, publishers stopped, nothing moving), so that
- * the sizes' latencies are compared under the same host load at the same time.
+ * the sizes' latencies are compared under the same host load at the same time; then each size's
+ * moving phase again in turn (`alternated`: its publisher and its rides running, the others'
+ * stopped), so that the reads under each size's own load are compared within minutes of each other
+ * rather than across the runs' drift.
  * Then ratios per zone between the largest and the smallest Z (a figure ÷ Z against the same at the
  * smaller Z; zone-scoped latencies unscaled): goal ≤ 1.2 each. Goals at the largest Z (the issue's
  * are set for 100 zones × 1,000 vehicles): publisher ≤ 10 % of one core and ≤ 500 MiB in steady
@@ -47,6 +50,8 @@
  *                                            hour of a fleet doing ~2 rides per vehicle a day)
  *   BENCH_BREADTH_WARMUP_S         20        after the catch-up, before the first phase
  *   BENCH_BREADTH_INTERLEAVED_S    60        seconds of interleaved probes per size (0: none)
+ *   BENCH_BREADTH_ALTERNATED_ROUNDS 2        rounds of alternated moving phases (0: none)
+ *   BENCH_BREADTH_ALTERNATED_S     40        seconds of probes per size and round (after 20 s of warm-up)
  *   BENCH_BREADTH_KEEP             (unset)   1: keep each size's database (its URL printed) to look into
  *   BENCH_CPU_PROF                 (unset)   a directory: the publisher writes its V8 CPU profile there
  * The run's length is mostly the catch-up's: every (zone, hour) is one job of the hourly-file queue;
@@ -123,6 +128,10 @@ const PROBE_MS = 250;
 /** the interleaved probes (`interleaved`): seconds per size, in slots of INTERLEAVED_SLOT_S */
 const INTERLEAVED_S = num('BENCH_BREADTH_INTERLEAVED_S', 60);
 const INTERLEAVED_SLOT_S = 10;
+/** the alternated moving phases (`alternated`): rounds (0: none), warm-up and probing of each size's turn */
+const ALTERNATED_ROUNDS = Math.round(num('BENCH_BREADTH_ALTERNATED_ROUNDS', 2));
+const ALTERNATED_WARM_S = 20;
+const ALTERNATED_PROBE_S = num('BENCH_BREADTH_ALTERNATED_S', 40);
 const PROBE_ZONES = 10;
 const SAMPLE_MS = 2000;
 const SEED = 26;
@@ -209,13 +218,18 @@ interface PhaseFigures {
 }
 
 /**
- * A size's API process and database, kept after its own measurement for the interleaved probes
- * (`interleaved`); `close` stops the API and drops the database.
+ * A size's processes and database, kept after its own measurement for the probes of every size in
+ * turn (`interleaved`, `alternated`): its API, and its publisher stopped (SIGSTOP: no CPU, its state
+ * kept) until `resume` lets it go on and starts the size's rides again (its moving phase's driver),
+ * `pause` ends them and stops it again; `close` ends its processes and drops the database.
  */
 interface Kept {
   zones: number;
   prober: () => Prober;
   refreshTokens: () => Promise<void>;
+  resume: () => Promise<void>;
+  /** stops the rides (ending the running ones) and the publisher; the rides started since `resume` */
+  pause: () => Promise<number>;
   close: () => Promise<void>;
 }
 
@@ -458,25 +472,44 @@ async function measure(zones: number, notes: string[]): Promise<{ figures: Recor
     if (pub.proc.exitCode !== null) notes.push(`z${zones}: the publisher exited early: ${pub.out().slice(-500)}`);
     const errors = pub.out().trim();
     if (errors) notes.push(`z${zones}: publisher output (warnings and errors): ${errors.slice(-300).replace(/\s+/g, ' ')}`);
-    const keptApi = api;
+    const [keptApi, keptPub, keptDriver] = [api, pub, driver];
+    // the publisher waits, stopped, while the other sizes run (it would add its idle work to theirs)
+    keptPub.proc.kill('SIGSTOP');
+    let ridesAtResume = 0;
     kept = {
       zones,
       prober: newProber,
       refreshTokens,
+      resume: async () => {
+        keptPub.proc.kill('SIGCONT');
+        ridesAtResume = keptDriver.counts.started;
+        keptDriver.start();
+      },
+      pause: async () => {
+        await keptDriver.stop();
+        keptPub.proc.kill('SIGSTOP');
+        return keptDriver.counts.started - ridesAtResume;
+      },
       close: async () => {
+        await keptDriver.stop().catch(() => undefined);
+        keptPub.proc.kill('SIGCONT');
+        await stopProcess(keptPub.proc);
         await stopProcess(keptApi.proc);
+        await ctx.db.close();
+        await ctx.store.close();
         await dropOrKeep();
       },
     };
     return { figures: f, kept };
   } finally {
     if (sampler) clearInterval(sampler);
-    await driver?.stop().catch(() => undefined);
-    await stopProcess(pub?.proc);
-    await ctx.db.close();
-    await ctx.store.close();
-    // kept: the API and the database stay for the interleaved probes (Kept.close ends them)
+    // kept: the processes, the driver's pool and the database stay for the probes of every size in
+    // turn (Kept.close ends them)
     if (!kept) {
+      await driver?.stop().catch(() => undefined);
+      await stopProcess(pub?.proc);
+      await ctx.db.close();
+      await ctx.store.close();
       if (api) await stopProcess(api.proc);
       await dropOrKeep();
     }
@@ -519,6 +552,47 @@ async function interleaved(kept: Kept[]): Promise<Map<number, Map<string, number
   return out;
 }
 
+/**
+ * The moving phase of every size, alternated: each size in turn has its publisher resumed and its
+ * rides started (as in its moving phase: its own rate of movement, ten times the rides at 100 zones
+ * as at 10), ALTERNATED_WARM_S to reach its steady state (a ride lasts a tick, 15 s), then its
+ * zone-scoped reads probed for ALTERNATED_PROBE_S, then its rides ended and its publisher stopped
+ * again; ALTERNATED_ROUNDS rounds, the order reversed every other one. Each size's reads carry its
+ * own load, as in its moving phase, but the sizes are measured within a minute or two of each other:
+ * the machine's drift between runs minutes apart (idle ratios of 1.2 to 1.5 where nothing per zone
+ * differs, docs/benchmarks.md stop 37) is no longer in their ratio.
+ */
+async function alternated(kept: Kept[]): Promise<Map<number, { latencies: Map<string, number[]>; ridesPerMin: number }>> {
+  const out = new Map<number, { latencies: Map<string, number[]>; rides: number; minutes: number }>();
+  for (const k of kept) out.set(k.zones, { latencies: new Map(), rides: 0, minutes: 0 });
+  for (let round = 0; round < ALTERNATED_ROUNDS; round++) {
+    for (const k of round % 2 ? [...kept].reverse() : kept) {
+      await k.refreshTokens();
+      await k.resume();
+      let rides = 0;
+      const prober = k.prober();
+      try {
+        await sleep(ALTERNATED_WARM_S * 1000);
+        const started = performance.now();
+        prober.start();
+        await sleep(ALTERNATED_PROBE_S * 1000);
+        const lat = await prober.stop();
+        const mine = out.get(k.zones)!;
+        for (const [name, xs] of lat) mine.latencies.set(name, [...(mine.latencies.get(name) ?? []), ...xs]);
+        mine.minutes += (performance.now() - started) / 60_000;
+      } finally {
+        await prober.stop();
+        rides = await k.pause();
+      }
+      out.get(k.zones)!.rides += rides;
+      if (prober.failures.size) throw new Error(`alternated probes of z${k.zones} failed: ${[...prober.failures.values()].join('; ')}`);
+    }
+  }
+  // rides per minute of each size's whole turns (warm-up included), as a check of its load
+  const turnMinutes = (ALTERNATED_ROUNDS * (ALTERNATED_WARM_S + ALTERNATED_PROBE_S)) / 60;
+  return new Map([...out].map(([z, o]) => [z, { latencies: o.latencies, ridesPerMin: o.rides / turnMinutes }]));
+}
+
 /** Figures divided by Z whose ratio per zone the issue asks for (goal ≤ 1.2). */
 const PER_ZONE = [
   'idle_publisher_cpu_s_per_min',
@@ -534,11 +608,17 @@ const PER_ZONE = [
   'hour_publish_s',
   'hour_publisher_cpu_s',
 ];
+/**
+ * The zone-scoped reads of each size's moving phase: their ratio is printed, and judged only
+ * without the alternated phases (`alternated`), which measure the same reads under the same loads
+ * without the minutes between the sizes' runs.
+ */
+const MOVING_LATENCIES = ['moving_vehicle_list_p50_ms', 'moving_mds_vehicles_status_p50_ms', 'moving_gbfs_vehicle_status_p50_ms'];
 /** Zone-scoped figures: the same at any Z (ratio unscaled). */
 const FLAT = [
-  'moving_vehicle_list_p50_ms',
-  'moving_mds_vehicles_status_p50_ms',
-  'moving_gbfs_vehicle_status_p50_ms',
+  'alternated_vehicle_list_p50_ms',
+  'alternated_mds_vehicles_status_p50_ms',
+  'alternated_gbfs_vehicle_status_p50_ms',
   'interleaved_vehicle_list_p50_ms',
   'interleaved_mds_vehicles_status_p50_ms',
   'interleaved_gbfs_vehicle_status_p50_ms',
@@ -568,6 +648,13 @@ export async function run(): Promise<BenchResult> {
         for (const [name, xs] of lat) f[`interleaved_${name}_p50_ms`] = r2(percentile(xs, 50));
         for (const [k, v] of Object.entries(f)) if (k.startsWith('interleaved_')) metrics[`z${z}_${k}`] = v;
       }
+    if (kept.length > 1 && ALTERNATED_ROUNDS > 0)
+      for (const [z, { latencies, ridesPerMin }] of await alternated(kept)) {
+        const f = byZones.get(z)!;
+        for (const [name, xs] of latencies) f[`alternated_${name}_p50_ms`] = r2(percentile(xs, 50));
+        f.alternated_rides_started_per_min = r2(ridesPerMin);
+        for (const [k, v] of Object.entries(f)) if (k.startsWith('alternated_')) metrics[`z${z}_${k}`] = v;
+      }
   } finally {
     for (const k of kept) await k.close().catch(() => undefined);
   }
@@ -586,8 +673,10 @@ export async function run(): Promise<BenchResult> {
       return x === 0 ? null : r2(y / scale / x);
     };
     for (const k of PER_ZONE) metrics[`${k}_per_zone_ratio`] = ratio(k, large / small);
-    for (const k of FLAT) metrics[`${k}_ratio`] = ratio(k, 1);
-    for (const k of [...PER_ZONE.map((p) => `${p}_per_zone_ratio`), ...FLAT.map((p) => `${p}_ratio`)]) {
+    for (const k of [...FLAT, ...MOVING_LATENCIES]) metrics[`${k}_ratio`] = ratio(k, 1);
+    // the moving phases' own latency ratios are judged only when no alternated phase measured the same reads under the same loads without the drift between runs
+    const flat = b.alternated_vehicle_list_p50_ms != null ? FLAT : [...FLAT.filter((k) => !k.startsWith('alternated_')), ...MOVING_LATENCIES];
+    for (const k of [...PER_ZONE.map((p) => `${p}_per_zone_ratio`), ...flat.map((p) => `${p}_ratio`)]) {
       const v = metrics[k];
       goals.push({ metric: k, goal: `<= 1.2 (z${large} against z${small})`, met: v === null || v === undefined ? null : v <= 1.2 });
     }
@@ -617,6 +706,7 @@ export async function run(): Promise<BenchResult> {
     `latencies: one request every ${PROBE_MS} ms in turn over up to ${PROBE_ZONES} zones (partner vehicle list with a partner key, MDS 2.0 vehicles/status and GBFS 3.0 vehicle_status with the zone's city client token), the whole body read, timed in a worker thread of the bench (its main thread drives the rides and samples)`,
     `catch_up_s: from the publisher's start (its /metrics answering, right before its pg-boss and workers start) until ${HISTORY_HOURS + 1} hours (the history and the last closed hour) of every zone's ${HOURLY_FEEDS.length} hourly files are published and every zone's GBFS is built; each (zone, hour) is one job of the hourly-file queue (the minute tick queues at most 20,000 files). hour_publish_s: a forced republish of the last closed hour of every zone (the console's queueRepublish), from the send to the last file written`,
     `interleaved_*: the same probes once every size has been measured, each size's own API and database kept (publishers stopped, nothing moving; the smaller sizes' idle APIs stay up during the larger ones' runs), the sizes in turn for ${INTERLEAVED_SLOT_S} s at a time until each had ${INTERLEAVED_S} s: the read's cost at each size under the same host load, where the moving_* latencies of each size carry its own run's load (ten times the rides and the publisher's work on the same cores at 100 zones) and the machine's drift between runs minutes apart`,
+    `alternated_*: once every size has been measured, each size's moving phase again in turn (its publisher resumed, its rides at its own rate: ten times as many at 100 zones as at 10), ${ALTERNATED_WARM_S} s to reach its steady state then ${ALTERNATED_PROBE_S} s of the same probes, ${ALTERNATED_ROUNDS} round(s), the order reversed every other one; the other sizes' publishers stopped (SIGSTOP) and nothing of theirs moving meanwhile: the reads under each size's own load, within minutes of each other, where the moving_* latencies of the sizes are measured minutes apart (their ratios are printed, and judged only when there is no alternated phase)`,
     'ratios: a figure at the largest Z ÷ its Z against the same at the smallest; latencies unscaled',
   );
   return { name: 'breadth', metrics, goals, notes };
