@@ -227,7 +227,7 @@ interface Kept {
   zones: number;
   prober: () => Prober;
   refreshTokens: () => Promise<void>;
-  resume: () => Promise<void>;
+  resume: () => void;
   /** stops the rides (ending the running ones) and the publisher; the rides started since `resume` */
   pause: () => Promise<number>;
   close: () => Promise<void>;
@@ -480,7 +480,7 @@ async function measure(zones: number, notes: string[]): Promise<{ figures: Recor
       zones,
       prober: newProber,
       refreshTokens,
-      resume: async () => {
+      resume: () => {
         keptPub.proc.kill('SIGCONT');
         ridesAtResume = keptDriver.counts.started;
         keptDriver.start();
@@ -568,7 +568,7 @@ async function alternated(kept: Kept[]): Promise<Map<number, { latencies: Map<st
   for (let round = 0; round < ALTERNATED_ROUNDS; round++) {
     for (const k of round % 2 ? [...kept].reverse() : kept) {
       await k.refreshTokens();
-      await k.resume();
+      k.resume();
       let rides = 0;
       const prober = k.prober();
       try {
