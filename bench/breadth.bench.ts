@@ -563,28 +563,24 @@ async function interleaved(kept: Kept[]): Promise<Map<number, Map<string, number
  * differs, docs/benchmarks.md stop 37) is no longer in their ratio.
  */
 async function alternated(kept: Kept[]): Promise<Map<number, { latencies: Map<string, number[]>; ridesPerMin: number }>> {
-  const out = new Map<number, { latencies: Map<string, number[]>; rides: number; minutes: number }>();
-  for (const k of kept) out.set(k.zones, { latencies: new Map(), rides: 0, minutes: 0 });
+  const out = new Map<number, { latencies: Map<string, number[]>; rides: number }>();
+  for (const k of kept) out.set(k.zones, { latencies: new Map(), rides: 0 });
   for (let round = 0; round < ALTERNATED_ROUNDS; round++) {
     for (const k of round % 2 ? [...kept].reverse() : kept) {
       await k.refreshTokens();
       k.resume();
-      let rides = 0;
+      const mine = out.get(k.zones)!;
       const prober = k.prober();
       try {
         await sleep(ALTERNATED_WARM_S * 1000);
-        const started = performance.now();
         prober.start();
         await sleep(ALTERNATED_PROBE_S * 1000);
-        const lat = await prober.stop();
-        const mine = out.get(k.zones)!;
-        for (const [name, xs] of lat) mine.latencies.set(name, [...(mine.latencies.get(name) ?? []), ...xs]);
-        mine.minutes += (performance.now() - started) / 60_000;
+        for (const [name, xs] of await prober.stop()) mine.latencies.set(name, [...(mine.latencies.get(name) ?? []), ...xs]);
       } finally {
+        // stopping an ended prober again is a no-op; here it ends one that a failure left running
         await prober.stop();
-        rides = await k.pause();
+        mine.rides += await k.pause();
       }
-      out.get(k.zones)!.rides += rides;
       if (prober.failures.size) throw new Error(`alternated probes of z${k.zones} failed: ${[...prober.failures.values()].join('; ')}`);
     }
   }
