@@ -537,19 +537,23 @@ async function interleaved(kept: Kept[]): Promise<Map<number, Map<string, number
     out.set(k.zones, new Map());
   }
   const slots = Math.max(1, Math.round(INTERLEAVED_S / INTERLEAVED_SLOT_S));
-  for (let slot = 0; slot < slots; slot++) {
-    // the order alternates, so that neither size always follows the other
-    for (const k of slot % 2 ? [...kept].reverse() : kept) {
-      const prober = k.prober();
-      prober.start();
-      await sleep(INTERLEAVED_SLOT_S * 1000);
-      const lat = await prober.stop();
-      const mine = out.get(k.zones)!;
-      for (const [name, xs] of lat) mine.set(name, [...(mine.get(name) ?? []), ...xs]);
-      if (prober.failures.size) throw new Error(`interleaved probes of z${k.zones} failed: ${[...prober.failures.values()].join('; ')}`);
-    }
-  }
+  for (let slot = 0; slot < slots; slot++) for (const k of inTurn(kept, slot)) await probeFor(k, INTERLEAVED_SLOT_S, out.get(k.zones)!, 'interleaved');
   return out;
+}
+
+/** The sizes in turn for round `i`: the order reversed every other round, so that neither size always follows the other. */
+const inTurn = (kept: Kept[], i: number): Kept[] => (i % 2 ? [...kept].reverse() : kept);
+
+/** `k`'s probes for `seconds`, their latencies added to `into`; throws when a probe failed. */
+async function probeFor(k: Kept, seconds: number, into: Map<string, number[]>, what: string): Promise<void> {
+  const prober = k.prober();
+  prober.start();
+  try {
+    await sleep(seconds * 1000);
+  } finally {
+    for (const [name, xs] of await prober.stop()) into.set(name, [...(into.get(name) ?? []), ...xs]);
+  }
+  if (prober.failures.size) throw new Error(`${what} probes of z${k.zones} failed: ${[...prober.failures.values()].join('; ')}`);
 }
 
 /**
@@ -566,22 +570,16 @@ async function alternated(kept: Kept[]): Promise<Map<number, { latencies: Map<st
   const out = new Map<number, { latencies: Map<string, number[]>; rides: number }>();
   for (const k of kept) out.set(k.zones, { latencies: new Map(), rides: 0 });
   for (let round = 0; round < ALTERNATED_ROUNDS; round++) {
-    for (const k of round % 2 ? [...kept].reverse() : kept) {
+    for (const k of inTurn(kept, round)) {
       await k.refreshTokens();
       k.resume();
       const mine = out.get(k.zones)!;
-      const prober = k.prober();
       try {
         await sleep(ALTERNATED_WARM_S * 1000);
-        prober.start();
-        await sleep(ALTERNATED_PROBE_S * 1000);
-        for (const [name, xs] of await prober.stop()) mine.latencies.set(name, [...(mine.latencies.get(name) ?? []), ...xs]);
+        await probeFor(k, ALTERNATED_PROBE_S, mine.latencies, 'alternated');
       } finally {
-        // stopping an ended prober again is a no-op; here it ends one that a failure left running
-        await prober.stop();
         mine.rides += await k.pause();
       }
-      if (prober.failures.size) throw new Error(`alternated probes of z${k.zones} failed: ${[...prober.failures.values()].join('; ')}`);
     }
   }
   // rides per minute of each size's whole turns (warm-up included), as a check of its load
@@ -638,19 +636,16 @@ export async function run(): Promise<BenchResult> {
       byZones.set(z, m.figures);
       for (const [k, v] of Object.entries(m.figures)) metrics[`z${z}_${k}`] = v;
     }
-    if (kept.length > 1 && INTERLEAVED_S > 0)
-      for (const [z, lat] of await interleaved(kept)) {
-        const f = byZones.get(z)!;
-        for (const [name, xs] of lat) f[`interleaved_${name}_p50_ms`] = r2(percentile(xs, 50));
-        for (const [k, v] of Object.entries(f)) if (k.startsWith('interleaved_')) metrics[`z${z}_${k}`] = v;
-      }
+    // a size's figures of the probes in turn, under `prefix`, in its figures and the metrics
+    const record = (z: number, prefix: string, more: Record<string, number | null>, latencies: Map<string, number[]>) => {
+      const f = byZones.get(z)!;
+      for (const [name, xs] of latencies) f[`${prefix}_${name}_p50_ms`] = r2(percentile(xs, 50));
+      for (const [k, v] of Object.entries(more)) f[`${prefix}_${k}`] = v;
+      for (const [k, v] of Object.entries(f)) if (k.startsWith(`${prefix}_`)) metrics[`z${z}_${k}`] = v;
+    };
+    if (kept.length > 1 && INTERLEAVED_S > 0) for (const [z, lat] of await interleaved(kept)) record(z, 'interleaved', {}, lat);
     if (kept.length > 1 && ALTERNATED_ROUNDS > 0)
-      for (const [z, { latencies, ridesPerMin }] of await alternated(kept)) {
-        const f = byZones.get(z)!;
-        for (const [name, xs] of latencies) f[`alternated_${name}_p50_ms`] = r2(percentile(xs, 50));
-        f.alternated_rides_started_per_min = r2(ridesPerMin);
-        for (const [k, v] of Object.entries(f)) if (k.startsWith('alternated_')) metrics[`z${z}_${k}`] = v;
-      }
+      for (const [z, { latencies, ridesPerMin }] of await alternated(kept)) record(z, 'alternated', { rides_started_per_min: r2(ridesPerMin) }, latencies);
   } finally {
     for (const k of kept) await k.close().catch(() => undefined);
   }

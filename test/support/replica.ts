@@ -28,8 +28,8 @@ const run = promisify(execFile);
 
 /**
  * A server program as the postgres system user when the tests run as root (initdb and postgres refuse
- * root). Its failure says what the program wrote on its first line (execFile's message starts with the
- * whole command, which a failure summary cut to a line would show alone).
+ * root). Its failure's message is the program's name, how it ended and its stderr (execFile's starts
+ * with the whole command line, which a failure summary cut to a few lines would show alone).
  */
 async function asPg(cmd: string, args: string[], timeoutMs: number) {
   const [file, argv] = IS_ROOT ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, cmd), ...args]] : [join(PG_BIN, cmd), args];
