@@ -11,9 +11,13 @@ import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
+import { once } from 'node:events';
+import Koa from 'koa';
 import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
 import { createLogger } from '../lib/log.js';
 import { registry } from '../lib/metrics.js';
+import { readBody } from '../lib/http/body.js';
+import { requestEnvelope } from '../api/middleware/request-envelope.js';
 import { useTestContext } from './support/context.js';
 import { insertPartner } from './support/partner-fixtures.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
@@ -292,6 +296,43 @@ describe('hostile bodies: nesting, aborts and keep-alive on every family', funct
       const series = await statusSeries(route);
       expect(series.filter((s) => s.status.startsWith('5'))).to.deep.equal([]);
       expect(series.find((s) => s.status === '499')?.value).to.be.at.least(5);
+    });
+
+    it('a client gone before its handler starts reading the body is still a 499, logged once', async () => {
+      // the route reads the body only after the socket has closed, as a slow credential lookup
+      // under load does: the reader must see that the client is gone, not wait for events already past
+      const seen: Array<Record<string, unknown>> = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, cb) {
+          for (const l of chunk.toString('utf8').split('\n')) if (l) seen.push(JSON.parse(l));
+          cb();
+        },
+      });
+      const app = new Koa();
+      app.use(requestEnvelope(createLogger('info', sink), 'late-reader'));
+      app.use(async (ctx) => {
+        while (!ctx.req.destroyed) await new Promise((r) => setTimeout(r, 5));
+        ctx.body = { bytes: (await readBody(ctx, LIMIT)).length };
+      });
+      const handle = app.callback();
+      const late = createServer((req, res) => void handle(req, res));
+      await new Promise<void>((r) => late.listen(0, '127.0.0.1', r));
+      try {
+        const c = await RawClient.open((late.address() as AddressInfo).port);
+        const arrived = once(late, 'request');
+        c.socket.write('POST /late HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"a":');
+        await arrived;
+        c.socket.destroy();
+        for (let i = 0; i < 250 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(
+          seen.map((l) => [l.status, l.msg]),
+          JSON.stringify(seen),
+        ).to.deep.equal([[499, 'request aborted by the client']]);
+        count(ROW, 'inputs');
+      } finally {
+        late.closeAllConnections();
+        await new Promise((r) => late.close(r));
+      }
     });
 
     it('property: aborts at any point of any body endpoint are 499s, never a server error', async () => {

@@ -105,7 +105,11 @@ export function readBody(ctx: Koa.Context, limit: number): Promise<Buffer> {
     req.once('end', onEnd);
     req.once('error', onGone);
     req.once('close', onGone);
+    // the events may be past already: the body was read by someone else, or the client went away
+    // while the request waited for its credentials; listening alone would then wait forever, and
+    // the request would never be answered, logged or counted
     if (req.readableEnded) done();
+    else if (req.destroyed) onGone();
   });
 }
 
