@@ -280,8 +280,8 @@ async function measure(zones: number): Promise<Figures> {
       `SELECT bytes FROM gbfs_snapshots WHERE version = '2.2' AND scope = 'gbfs' AND file = 'free_bike_status'`,
     );
     const zoneIds = (await ctx.db.many<{ id: string }>(`SELECT id FROM zones ORDER BY id`)).map((r) => r.id);
-    const costOne = await planCost(ctx.db, 'GbfsVehicles', [[zoneIds[1] ?? zoneIds[0]]]);
-    const costAll = await planCost(ctx.db, 'GbfsVehicles', [zoneIds]);
+    const costOne = await planCost(ctx.db, 'GbfsVehicleBlocks', [[zoneIds[1] ?? zoneIds[0]], [], [], []]);
+    const costAll = await planCost(ctx.db, 'GbfsVehicleBlocks', [zoneIds, [], [], []]);
     const jitAbove = Number((await ctx.db.one<{ jit_above_cost: string }>('SHOW jit_above_cost')).jit_above_cost);
 
     // the same through pg-boss: the tick job, then the per-zone and per-scope jobs it sends

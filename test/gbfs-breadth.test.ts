@@ -28,7 +28,8 @@ import type { Queryable } from '../lib/db.js';
 import type { UntypedQuery } from '../lib/sql/typed.js';
 import { startPublisher, type Publisher } from '../publisher/index.js';
 import { GBFS_RUN_SECONDS, STATUS_REFRESH_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
-import { loadZoneData } from '../lib/feeds/gbfs/model.js';
+import { BLOCK_KEYS, loadZoneData, loadZoneVehicles } from '../lib/feeds/gbfs/model.js';
+import { heldBlocks } from '../publisher/feeds/gbfs/vehicles.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3 } from '../lib/feeds/gbfs/v3.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
@@ -446,6 +447,48 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     expect(vehicleParts.map((p) => p.slice(-1))).to.have.members([...nonEmpty]);
     const doc = JSON.parse((await stored('3.0', Z.id, 'vehicle_status')).text);
     expect(doc.data.vehicles.every((v: any) => v.is_disabled)).to.equal(true);
+  });
+
+  it('a load sends only the text of the blocks that changed: the others are the blocks this process holds', async () => {
+    const held = heldBlocks(Z.id)!;
+    expect(held.filter((b) => b?.vehicles.length)).to.have.length.at.least(8);
+    const moved = vehicles[5];
+    const i = BLOCK_KEYS.indexOf(moved.gbfsId[0]);
+    await t.ctx.db.query(`UPDATE vehicles SET battery_percent = battery_percent - 1 WHERE id = $1`, [moved.id]);
+    const now = t.ctx.clock.now();
+    // what crosses the wire for the digests held: the text of the moved vehicle's block alone
+    const digests = held.flatMap((b, k) => (b?.sha256 ? [[Z.id, BLOCK_KEYS[k], b.sha256]] : []));
+    const rows = await t.ctx.db.many(sql('GbfsVehicleBlocks'), [[Z.id], digests.map((d) => d[0]), digests.map((d) => d[1]), digests.map((d) => d[2])]);
+    expect(rows.filter((r) => r.vehicles !== null).map((r) => r.block)).to.deep.equal([moved.gbfsId[0]]);
+    // the zone as the next build loads it: the held blocks themselves, the changed one parsed, the
+    // vehicles those of a load that holds nothing
+    const zone = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now, areas: false, vehicles: false })).get(Z.id)!;
+    const z = await loadZoneVehicles(t.ctx.db, zone, now, heldBlocks);
+    const fresh = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now, areas: false, vehicles: true })).get(Z.id)!;
+    expect(z.vehicles).to.deep.equal(fresh.vehicles);
+    expect(z.blocks).to.have.length(BLOCK_KEYS.length);
+    z.blocks!.forEach((b, k) => {
+      if (k === i) expect(b).not.to.equal(held[k]);
+      else if (held[k]?.vehicles.length) expect(b, BLOCK_KEYS[k]).to.equal(held[k]);
+      else expect(b.vehicles).to.deep.equal([]);
+    });
+    expect(z.blocks![i].vehicles.find((v) => v.gbfsId === moved.gbfsId)?.batteryPercent).to.equal(
+      held[i]!.vehicles.find((v) => v.gbfsId === moved.gbfsId)!.batteryPercent - 1,
+    );
+    // a digest that is not the block's (another process's render, a stale one) gets the text
+    const stale = await t.ctx.db.many(sql('GbfsVehicleBlocks'), [[Z.id], [Z.id], [BLOCK_KEYS[i]], ['not the digest']]);
+    expect(stale.find((r) => r.block === BLOCK_KEYS[i])?.vehicles).to.be.a('string');
+    // and the build that follows writes the files the whole builders would
+    expect(await tick()).to.include({ built: 1, failed: 0 });
+    const env = {
+      now: t.ctx.clock.now(),
+      publicBaseUrl: t.ctx.config.publicBaseUrl,
+      providerId: t.ctx.config.providerId,
+      providerName: t.ctx.config.providerName,
+    };
+    const whole = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now: env.now, areas: true, vehicles: true })).get(Z.id)!;
+    const v3 = await stored('3.0', Z.id, 'vehicle_status');
+    expect(v3.text).to.equal(JSON.stringify(envelopeV3(v3.row.last_updated, v3.row.ttl, buildV3('vehicle_status', whole, env, 'city'))));
   });
 });
 

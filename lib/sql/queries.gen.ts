@@ -487,11 +487,13 @@ export interface Queries {
     };
   };
   /** sql/queries/gbfs.sql */
-  GbfsVehicles: {
-    params: [$1: readonly (string | null)[] | null];
+  GbfsVehicleBlocks: {
+    params: [$1: readonly (string | null)[] | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (string | null)[] | null];
     row: {
       zone_id: string;
-      vehicles: string;
+      block: string;
+      sha256: string;
+      vehicles: string | null;
     };
   };
   /** sql/queries/gbfs.sql */

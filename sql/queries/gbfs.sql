@@ -60,34 +60,44 @@ SELECT id, zone_id, created_at
  WHERE zone_id = ANY ($1::text[]) AND area_type = 'parking-spot'
  ORDER BY zone_id, name, id;
 
--- name: GbfsVehicles
+-- name: GbfsVehicleBlocks
 -- Vehicles a rider could see on a map: ready, or booked (reserved). Riding and unavailable vehicles
 -- are never listed. station_id: the parking spot the vehicle stands in, if any (PostGIS containment),
 -- found by one spatial join of the zones' parking spots with their listed vehicles (the GiST index of
 -- vehicles.location per spot), not by a lookup per vehicle; the first spot by id when spots overlap.
--- One row per zone: its vehicles as one JSON array of arrays, ordered by GBFS id, each
+-- One row per zone and vehicle block (publisher/feeds/gbfs/vehicles.ts: the first hex digit of the
+-- GBFS id): its vehicles as one JSON array of arrays, ordered by GBFS id, each
 -- [gbfs_id, vehicle_type_id, status, battery_percent, last_seen_ms, lat, lon, max_range_meters,
--- station_id] (last_seen_ms: epoch milliseconds; lat, lon, last_seen_ms of NOT NULL columns). A zone
--- is ~1,000 vehicles and is loaded at every build in which one of them changed: Postgres writes the
--- array in C and Node parses it with JSON.parse, where ten columns of a thousand rows through the
--- driver's row parser took most of a build's load (bench/gbfs-breadth.bench.ts profile). A zone
--- without listed vehicles has no row.
--- not null: vehicles
-SELECT v.zone_id,
-       json_agg(json_build_array(v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
-                                 (extract(epoch FROM v.last_seen_at) * 1000)::float8,
-                                 ST_Y(v.location), ST_X(v.location), t.max_range_meters, s.station_id)
-                ORDER BY v.gbfs_id)::text AS vehicles
-  FROM vehicles v
-  JOIN vehicle_types t ON t.id = v.vehicle_type_id
-  LEFT JOIN (
-        SELECT DISTINCT ON (sv.id) sv.id, a.id AS station_id
-          FROM areas a
-          JOIN vehicles sv ON sv.zone_id = a.zone_id AND ST_Covers(a.geom, sv.location)
-         WHERE a.zone_id = ANY ($1::text[]) AND a.area_type = 'parking-spot' AND sv.status IN ('ready', 'booked')
-         ORDER BY sv.id, a.id) s ON s.id = v.id
- WHERE v.zone_id = ANY ($1::text[]) AND v.status IN ('ready', 'booked')
- GROUP BY v.zone_id;
+-- station_id] (last_seen_ms: epoch milliseconds; lat, lon, last_seen_ms of NOT NULL columns), and the
+-- sha256 (base64) of that text. Postgres writes the arrays in C and Node parses them with JSON.parse,
+-- where ten columns of a thousand rows through the driver's row parser took most of a build's load.
+-- A zone is ~1,000 vehicles and is loaded at every build in which one of them changed, mostly one or
+-- two of its blocks: $2, $3, $4 (zone, block, sha256, side by side) are the blocks the caller holds
+-- parsed, and a block whose text still has that digest comes without its text (vehicles NULL), so
+-- only the blocks that changed cross the wire and are parsed. A block without listed vehicles has
+-- no row.
+-- not null: zone_id, block, sha256
+SELECT b.zone_id, b.block, b.sha256,
+       CASE WHEN k.sha256 IS NOT DISTINCT FROM b.sha256 THEN NULL ELSE b.vehicles END AS vehicles
+  FROM (SELECT l.zone_id, l.block, l.vehicles, encode(sha256(convert_to(l.vehicles, 'UTF8')), 'base64') AS sha256
+          FROM (SELECT v.zone_id, left(v.gbfs_id::text, 1) AS block,
+                       json_agg(json_build_array(v.gbfs_id, v.vehicle_type_id, v.status, v.battery_percent,
+                                                 (extract(epoch FROM v.last_seen_at) * 1000)::float8,
+                                                 ST_Y(v.location), ST_X(v.location), t.max_range_meters, s.station_id)
+                                ORDER BY v.gbfs_id)::text AS vehicles
+                  FROM vehicles v
+                  JOIN vehicle_types t ON t.id = v.vehicle_type_id
+                  LEFT JOIN (
+                        SELECT DISTINCT ON (sv.id) sv.id, a.id AS station_id
+                          FROM areas a
+                          JOIN vehicles sv ON sv.zone_id = a.zone_id AND ST_Covers(a.geom, sv.location)
+                         WHERE a.zone_id = ANY ($1::text[]) AND a.area_type = 'parking-spot' AND sv.status IN ('ready', 'booked')
+                         ORDER BY sv.id, a.id) s ON s.id = v.id
+                 WHERE v.zone_id = ANY ($1::text[]) AND v.status IN ('ready', 'booked')
+                 GROUP BY v.zone_id, left(v.gbfs_id::text, 1)) l) b
+  LEFT JOIN unnest($2::text[], $3::text[], $4::text[]) AS k(zone_id, block, sha256)
+         ON k.zone_id = b.zone_id AND k.block = b.block
+ ORDER BY b.zone_id, b.block;
 
 -- name: GbfsFeedClientScopes
 -- The distinct region scopes of GBFS 2.2: one per (role, zones) among clients that are not revoked.

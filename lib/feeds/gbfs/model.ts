@@ -5,7 +5,7 @@
  * areas (stored with the zone's parts, docs/gbfs.md "GBFS 2.2 at breadth").
  */
 import type { Queryable } from '../../db.js';
-import { sql, type RowOf } from '../../sql/typed.js';
+import { sql } from '../../sql/typed.js';
 import { currentSleepWindow } from './time.js';
 
 export interface MultiPolygon {
@@ -98,6 +98,31 @@ export interface GbfsVehicle {
   stationId: string | null;
 }
 
+/**
+ * The blocks of a zone's listed vehicles, in file order: by the first hex digit of their GBFS id
+ * (a uuid), each a run of consecutive items of the vehicle files (publisher/feeds/gbfs/vehicles.ts
+ * renders and compresses them one by one). Postgres groups the vehicles the same way
+ * (GbfsVehicleBlocks), so a build loads and parses only the blocks that changed. 16: a zone of
+ * 1,000 vehicles has ~60 in a block (~20 KB of JSON), and a ride (its start unlists a vehicle, its
+ * end lists it again under a new id) loads and renders two sixteenths of the zone again.
+ */
+export const BLOCK_KEYS = [...'0123456789abcdef'];
+
+/** A block of a zone's listed vehicles, ordered by GBFS id, and the sha256 of the text it was parsed from. */
+export interface VehicleBlock {
+  /** undefined: not from GbfsVehicleBlocks (a block no load can compare with) */
+  readonly sha256: string | undefined;
+  readonly vehicles: readonly GbfsVehicle[];
+}
+
+/**
+ * The blocks of a zone that the caller holds parsed (undefined: none, or not that one): a load sends
+ * their digests, and Postgres sends only the text of the blocks that differ.
+ */
+export type KnownBlocks = (zoneId: string) => ReadonlyArray<VehicleBlock | undefined> | undefined;
+
+const EMPTY_BLOCK: VehicleBlock = { sha256: 'empty', vehicles: [] };
+
 export interface ZoneData {
   zone: GbfsZone;
   types: GbfsVehicleType[];
@@ -107,7 +132,9 @@ export interface ZoneData {
   /** parking-spot areas = stations */
   stations: GbfsStation[];
   /** listed vehicles (only when status files are built) */
-  vehicles: GbfsVehicle[];
+  vehicles: readonly GbfsVehicle[];
+  /** the same in BLOCK_KEYS' blocks, as they were loaded (absent: not loaded by block) */
+  blocks?: readonly VehicleBlock[];
   /** the sleep window the zone is in now, if any */
   sleeping: { start: Date; end: Date } | undefined;
 }
@@ -118,6 +145,8 @@ export interface LoadOptions {
   now: Date;
   areas: boolean;
   vehicles: boolean;
+  /** the vehicle blocks the caller holds parsed, not sent again where unchanged */
+  knownBlocks?: KnownBlocks;
 }
 
 function group<T, R>(rows: readonly T[], key: (r: T) => string, map: (r: T) => R, into: Map<string, ZoneData>, pick: (z: ZoneData) => R[]): void {
@@ -175,7 +204,7 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
   // the static files need every area (the stations among them), the status files only the stations
   const areas = opts.areas ? await db.many(sql('GbfsAreas'), [ids]) : [];
   const stations = opts.areas ? areas.filter((a) => a.area_type === 'parking-spot') : await db.many(sql('GbfsStations'), [ids]);
-  const vehicles = opts.vehicles ? await db.many(sql('GbfsVehicles'), [ids]) : [];
+  const vehicles = opts.vehicles ? await loadBlocks(db, ids, opts.knownBlocks) : new Map<string, VehicleBlock[]>();
   const byZone = (r: { zone_id: string }): string => r.zone_id;
   group(
     types,
@@ -232,22 +261,22 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
     out,
     (z) => z.stations,
   );
-  for (const r of vehicles) {
-    const z = out.get(r.zone_id);
-    if (z) z.vehicles = vehiclesOf(r);
+  for (const [zoneId, blocks] of vehicles) {
+    const z = out.get(zoneId);
+    if (z) Object.assign(z, withBlocks(blocks));
   }
   return out;
 }
 
-/** A vehicle as GbfsVehicles writes it: [gbfs_id, vehicle_type_id, status, battery_percent, last_seen_ms, lat, lon, max_range_meters, station_id]. */
+/** A vehicle as GbfsVehicleBlocks writes it: [gbfs_id, vehicle_type_id, status, battery_percent, last_seen_ms, lat, lon, max_range_meters, station_id]. */
 type VehicleTuple = [string, string, GbfsVehicle['status'], number, number, number, number, number, string | null];
 
-/** A zone's row of GbfsVehicles: its vehicles, in GBFS id order. */
-function vehiclesOf(r: RowOf<'GbfsVehicles'>): GbfsVehicle[] {
-  return (JSON.parse(r.vehicles) as VehicleTuple[]).map(([gbfsId, vehicleTypeId, status, batteryPercent, lastSeenMs, lat, lon, maxRangeMeters, stationId]) => ({
+/** A block's text from GbfsVehicleBlocks: its vehicles, in GBFS id order. */
+function vehiclesOf(text: string): GbfsVehicle[] {
+  return (JSON.parse(text) as VehicleTuple[]).map(([gbfsId, vehicleTypeId, status, batteryPercent, lastSeenMs, lat, lon, maxRangeMeters, stationId]) => ({
     gbfsId,
     vehicleTypeId,
-    // GbfsVehicles lists only ready and booked vehicles
+    // GbfsVehicleBlocks lists only ready and booked vehicles
     status,
     batteryPercent,
     lastSeenAt: new Date(lastSeenMs),
@@ -259,13 +288,50 @@ function vehiclesOf(r: RowOf<'GbfsVehicles'>): GbfsVehicle[] {
 }
 
 /**
+ * The vehicle blocks of `zoneIds` (every zone of them, its blocks in BLOCK_KEYS order; a block
+ * without vehicles is EMPTY_BLOCK): those `known` holds with the same digest are its own objects,
+ * the others parsed from the text Postgres sent.
+ */
+async function loadBlocks(db: Queryable, zoneIds: readonly string[], known: KnownBlocks | undefined): Promise<Map<string, VehicleBlock[]>> {
+  // read once: what the caller holds may change (an LRU's eviction) while the query runs
+  const mine = new Map(zoneIds.map((z) => [z, known?.(z)]));
+  const held: [string[], string[], string[]] = [[], [], []];
+  for (const [z, blocks] of mine) {
+    blocks?.forEach((b, i) => {
+      if (b?.sha256 === undefined) return;
+      held[0].push(z);
+      held[1].push(BLOCK_KEYS[i]);
+      held[2].push(b.sha256);
+    });
+  }
+  const out = new Map<string, VehicleBlock[]>(zoneIds.map((z) => [z, BLOCK_KEYS.map(() => EMPTY_BLOCK)]));
+  for (const r of await db.many(sql('GbfsVehicleBlocks'), [zoneIds, ...held])) {
+    const blocks = out.get(r.zone_id);
+    const i = BLOCK_KEYS.indexOf(r.block);
+    // gbfs_id is a uuid: its text starts with a lower-case hex digit
+    if (!blocks || i < 0) throw new Error(`gbfs vehicle block ${r.block} of zone ${r.zone_id}: not one of the blocks asked for`);
+    if (r.vehicles !== null) blocks[i] = { sha256: r.sha256, vehicles: vehiclesOf(r.vehicles) };
+    else {
+      // no text: the block is the one the caller holds with this digest
+      const same = mine.get(r.zone_id)?.[i];
+      if (same?.sha256 !== r.sha256) throw new Error(`gbfs vehicle block ${r.block} of zone ${r.zone_id} sent without its text, and not held`);
+      blocks[i] = same;
+    }
+  }
+  return out;
+}
+
+const withBlocks = (blocks: readonly VehicleBlock[]): Pick<ZoneData, 'vehicles' | 'blocks'> => ({ vehicles: blocks.flatMap((b) => b.vehicles), blocks });
+
+/**
  * A zone loaded before (`known`: loadZoneData's, its vehicles and areas aside) with its listed
  * vehicles now and its sleep window at `now`: one query instead of loadZoneData's five, for a build
  * of the status files whose caller knows the rest has not changed since (its static change counter).
+ * `knownBlocks`: the vehicle blocks the caller holds parsed, not sent again where unchanged.
  */
-export async function loadZoneVehicles(db: Queryable, known: ZoneData, now: Date): Promise<ZoneData> {
-  const row = await db.maybeOne(sql('GbfsVehicles'), [[known.zone.id]]);
-  return { ...known, areas: [], vehicles: row ? vehiclesOf(row) : [], sleeping: currentSleepWindow(known.zone.sleepWindows, known.zone.timezone, now) };
+export async function loadZoneVehicles(db: Queryable, known: ZoneData, now: Date, knownBlocks?: KnownBlocks): Promise<ZoneData> {
+  const blocks = (await loadBlocks(db, [known.zone.id], knownBlocks)).get(known.zone.id)!;
+  return { ...known, areas: [], ...withBlocks(blocks), sleeping: currentSleepWindow(known.zone.sleepWindows, known.zone.timezone, now) };
 }
 
 /**

@@ -18,7 +18,7 @@ import { type Queryable } from '../../../lib/db.js';
 import { sql } from '../../../lib/sql/typed.js';
 import { inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 import type { V2PartFile } from '../../../lib/feeds/gbfs/v2.js';
-import { BLOCK_KEYS } from './vehicles.js';
+import { BLOCK_KEYS } from '../../../lib/feeds/gbfs/model.js';
 
 export const SUMMARY_PART = 'v2/summary';
 export const v2Part = (file: string) => `v2/${file}`;

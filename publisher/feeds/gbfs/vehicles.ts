@@ -1,7 +1,7 @@
 /**
  * A zone's vehicle files in blocks (docs/gbfs.md "Vehicle blocks"): the data of its 3.0
  * vehicle_status and its items of the 2.2 free_bike_status, each cut into 16 blocks by the first hex
- * digit of the vehicles' GBFS ids. The files list the vehicles ordered by that id (GbfsVehicles), so
+ * digit of the vehicles' GBFS ids. The files list the vehicles ordered by that id (GbfsVehicleBlocks), so
  * a block is a run of consecutive items and a file is its blocks end to end, a comma between the
  * non-empty ones: byte for byte the text of the whole-file builders (buildV3, buildV2).
  *
@@ -9,6 +9,8 @@
  * loaded row), a vehicle joined or left it, or the zone inputs its items read changed
  * (`itemContext`); the other blocks are the fragments this process made at the zone's previous
  * build; of a block rendered again, only the items of vehicles that changed are validated again.
+ * The load itself follows change: it sends Postgres the digests of the blocks held here
+ * (`heldBlocks`), and only the blocks whose text differs come back and are parsed.
  * Each block is one of the zone's parts (parts.ts), so what a build compresses, stores and sends
  * on to the 2.2 scopes follows the vehicles that changed, not the size of the zone. Items are
  * validated one by one (our schemas constrain each item, never the array as a whole: valid items in
@@ -19,19 +21,13 @@
 import { LRUCache } from 'lru-cache';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { fragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
-import type { GbfsVehicle, ZoneData } from '../../../lib/feeds/gbfs/model.js';
+import { BLOCK_KEYS, type GbfsVehicle, type KnownBlocks, type VehicleBlock, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { freeBikeItemV2, pricedTypes } from '../../../lib/feeds/gbfs/v2.js';
 import { vehicleStatusItemV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile } from '../../../lib/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
 
-/**
- * The blocks' keys, in file order. 16: a zone of 1,000 vehicles has ~60 in a block (~20 KB of
- * JSON), and a ride (its start unlists a vehicle, its end lists it again under a new id) renders two
- * sixteenths of the zone again.
- */
-export const BLOCK_KEYS = [...'0123456789abcdef'];
 /**
  * zlib level of the blocks. A block starts its compression afresh (a fragment refers to nothing
  * before it): at the stored objects' level 3 sixteen blocks are ~7 % larger than the file compressed
@@ -51,8 +47,8 @@ export interface VehicleFiles {
   invalidV2: unknown[];
 }
 
-interface Block {
-  vehicles: readonly GbfsVehicle[];
+/** A rendered block: its vehicles as loaded (with the digest of their text), and its items. */
+interface Block extends VehicleBlock {
   v3: Fragment;
   v2: Fragment;
 }
@@ -118,7 +114,7 @@ function byBlock(vehicles: readonly GbfsVehicle[]): GbfsVehicle[][] {
   let last = 0;
   for (const v of vehicles) {
     const i = BLOCK_KEYS.indexOf(v.gbfsId[0]);
-    // a block is a run of the file's items only if the rows come ordered by gbfs_id (GbfsVehicles)
+    // a block is a run of the file's items only if the rows come ordered by gbfs_id (GbfsVehicleBlocks)
     if (i < last) throw new Error(`gbfs vehicles not ordered by GBFS id: ${v.gbfsId} after block ${BLOCK_KEYS[last]}`);
     last = i;
     out[i].push(v);
@@ -127,27 +123,30 @@ function byBlock(vehicles: readonly GbfsVehicle[]): GbfsVehicle[][] {
 }
 
 /**
- * `checked`: the vehicles of this process's previous valid blocks of the zone, by GBFS id, rendered
- * in the same item context. An item is a function of its vehicle and that context, so the item of a
- * vehicle found there unchanged is the text that was validated then: only the others are validated
- * (validation is most of a block's rendering; a ride changes two vehicles of two blocks' ~120).
+ * A block rendered again. `before`: the block's vehicles at this process's previous valid render
+ * of it, in the same item context. An item is a function of its vehicle and that context, so the item
+ * of a vehicle found there unchanged is the text that was validated then: only the others are
+ * validated (validation is most of a block's rendering; a ride changes two vehicles of two blocks'
+ * ~120). A vehicle keeps its block while it keeps its GBFS id: the block's previous vehicles are all
+ * it can be found among.
  */
 function render(
   z: ZoneData,
   env: BuildEnv,
   priced: ReadonlySet<string>,
-  vehicles: readonly GbfsVehicle[],
+  loaded: VehicleBlock,
   into: VehicleFiles,
-  checked: ReadonlyMap<string, GbfsVehicle>,
+  before: readonly GbfsVehicle[],
 ): Block | undefined {
+  const checked = new Map(before.map((v) => [v.gbfsId, v]));
   const t3: string[] = [];
   const t2: string[] = [];
   let valid = true;
-  for (const v of vehicles) {
+  for (const v of loaded.vehicles) {
     const a = vehicleStatusItemV3(z, env, v);
     const b = freeBikeItemV2(z, env, priced, v);
-    const before = checked.get(v.gbfsId);
-    if (before && sameVehicle(before, v)) {
+    const was = checked.get(v.gbfsId);
+    if (was && sameVehicle(was, v)) {
       t3.push(JSON.stringify(a));
       t2.push(JSON.stringify(b));
       continue;
@@ -163,7 +162,7 @@ function render(
     t3.push(JSON.stringify(a));
     t2.push(JSON.stringify(b));
   }
-  const block = { vehicles, v3: fragment(t3.join(','), undefined, BLOCK_LEVEL), v2: fragment(t2.join(','), undefined, BLOCK_LEVEL) };
+  const block = { ...loaded, v3: fragment(t3.join(','), undefined, BLOCK_LEVEL), v2: fragment(t2.join(','), undefined, BLOCK_LEVEL) };
   into.v3.push(block.v3);
   into.v2.push(block.v2);
   // a block with an invalid item is rendered again at every build, and so logged again
@@ -180,17 +179,23 @@ export function vehicleFiles(z: ZoneData, env: BuildEnv, fresh: boolean): Vehicl
   const reuse = before?.context === context ? before.blocks : [];
   const priced = pricedTypes(z);
   const out: VehicleFiles = { v3: [], v2: [], invalidV3: [], invalidV2: [] };
-  let checked: Map<string, GbfsVehicle> | undefined;
-  const blocks = byBlock(z.vehicles).map((vehicles, i) => {
+  const loaded = z.blocks ?? byBlock(z.vehicles).map((vehicles): VehicleBlock => ({ sha256: undefined, vehicles }));
+  const blocks = loaded.map((b, i) => {
     const prev = reuse[i];
-    if (prev && sameVehicles(prev.vehicles, vehicles)) {
+    // the same array: the load found the block's text unchanged (its digest) and kept this one
+    if (prev && (prev.vehicles === b.vehicles || sameVehicles(prev.vehicles, b.vehicles))) {
       out.v3.push(prev.v3);
       out.v2.push(prev.v2);
-      return prev;
+      return prev.vehicles === b.vehicles ? prev : { ...prev, ...b };
     }
-    checked ??= new Map(reuse.flatMap((b) => (b ? b.vehicles.map((v): [string, GbfsVehicle] => [v.gbfsId, v]) : [])));
-    return render(z, env, priced, vehicles, out, checked);
+    return render(z, env, priced, b, out, prev?.vehicles ?? []);
   });
   cache.set(z.zone.id, { context, blocks });
   return out;
 }
+
+/**
+ * The vehicle blocks of a zone this process holds rendered and valid, for the zone's next load
+ * (lib/feeds/gbfs/model.ts KnownBlocks): Postgres sends only the text of the blocks that differ.
+ */
+export const heldBlocks: KnownBlocks = (zoneId) => cache.peek(zoneId)?.blocks;

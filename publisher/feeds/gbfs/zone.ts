@@ -56,7 +56,7 @@ import {
   type GbfsForce,
   type Segment,
 } from './snapshots.js';
-import { vehicleFiles, type VehicleFiles } from './vehicles.js';
+import { heldBlocks, vehicleFiles, type VehicleFiles } from './vehicles.js';
 
 export type { GbfsBuildResult, GbfsForce } from './snapshots.js';
 
@@ -287,11 +287,14 @@ async function buildZone(
     // the status files alone: the rest of the zone as this process loaded it at this static counter
     const staticToken = Number(st.static_token);
     const known = staticRun || force ? undefined : knownZones.get(zoneId);
+    // the vehicle blocks this process holds are not sent again where unchanged, except to the
+    // hourly rebuild and a forced build, which load and render everything afresh
+    const knownBlocks = rebuild || force ? undefined : heldBlocks;
     const loadZone = async (db: Queryable) =>
-      known?.token === staticToken ? loadZoneVehicles(db, known.data, now) : (await loadZoneData(db, load)).get(zoneId);
+      known?.token === staticToken ? loadZoneVehicles(db, known.data, now, knownBlocks) : (await loadZoneData(db, { ...load, knownBlocks })).get(zoneId);
     const data = await readOnReader(await readerOnce(), loadZone, () => loadZone(batch.tx));
     if (!data) return;
-    knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [] } });
+    knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [], blocks: undefined } });
     result.work = 'build';
     const keep = (part: string, seg: Segment) => {
       if (current?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
