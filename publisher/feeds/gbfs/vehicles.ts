@@ -8,7 +8,8 @@
  * A block is rendered and compressed only when one of its vehicles changed (any field of the
  * loaded row), a vehicle joined or left it, or the zone inputs its items read changed
  * (`itemContext`); the other blocks are the fragments this process made at the zone's previous
- * build; of a block rendered again, only the items of vehicles that changed are validated again.
+ * build; of a block rendered again, only the items of vehicles that changed are rendered and
+ * validated again, the others cut from the block's previous text.
  * The load itself follows change: it sends Postgres the digests of the blocks held here
  * (`heldBlocks`), and only the blocks whose text differs come back and are parsed.
  * Each block is one of the zone's parts (parts.ts), so what a build compresses, stores and sends
@@ -20,7 +21,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
-import { fragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import { fragment, inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
 import { BLOCK_KEYS, type GbfsVehicle, type KnownBlocks, type VehicleBlock, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { freeBikeItemV2, pricedTypes } from '../../../lib/feeds/gbfs/v2.js';
 import { vehicleStatusItemV3 } from '../../../lib/feeds/gbfs/v3.js';
@@ -51,6 +52,9 @@ export interface VehicleFiles {
 interface Block extends VehicleBlock {
   v3: Fragment;
   v2: Fragment;
+  /** where each vehicle's item ends in the block's text (bytes), in the 3.0 and the 2.2 fragment */
+  ends3: Uint32Array;
+  ends2: Uint32Array;
 }
 
 interface ZoneBlocks {
@@ -65,7 +69,7 @@ const VEHICLE_BYTES = 300;
 
 const cache = new LRUCache<string, ZoneBlocks>({
   maxSize: CACHE_BYTES,
-  sizeCalculation: (z) => z.blocks.reduce((n, b) => n + (b ? b.v3.deflate.length + b.v2.deflate.length + b.vehicles.length * VEHICLE_BYTES : 0), 1024),
+  sizeCalculation: (z) => z.blocks.reduce((n, b) => n + (b ? b.v3.deflate.length + b.v2.deflate.length + b.vehicles.length * (VEHICLE_BYTES + 8) : 0), 1024),
 });
 
 const validV3 = compile(GBFS_V3_SCHEMAS.vehicle_status.properties.data.properties.vehicles.items);
@@ -122,47 +126,74 @@ function byBlock(vehicles: readonly GbfsVehicle[]): GbfsVehicle[][] {
   return out;
 }
 
+const COMMA = Buffer.from(',');
+
+/** The text of one item of a block: `text` the block's, `ends` where its items end. */
+const itemOf = (text: Buffer, ends: Uint32Array, j: number): Buffer => text.subarray(j ? ends[j - 1] + 1 : 0, ends[j]);
+
 /**
- * A block rendered again. `before`: the block's vehicles at this process's previous valid render
- * of it, in the same item context. An item is a function of its vehicle and that context, so the item
- * of a vehicle found there unchanged is the text that was validated then: only the others are
- * validated (validation is most of a block's rendering; a ride changes two vehicles of two blocks'
- * ~120). A vehicle keeps its block while it keeps its GBFS id: the block's previous vehicles are all
- * it can be found among.
+ * A block rendered again. `prev`: this process's previous valid render of the block, in the same
+ * item context. An item is a function of its vehicle and that context, so the item of a vehicle
+ * found there unchanged is the text rendered and validated then: it is taken from the previous
+ * fragment (decompressed once, cut at the item ends it recorded), and only the items of vehicles
+ * that changed are rendered and validated (a ride changes two vehicles of two blocks' ~120). A
+ * vehicle keeps its block while it keeps its GBFS id: the block's previous vehicles are all it can
+ * be found among.
  */
-function render(
-  z: ZoneData,
-  env: BuildEnv,
-  priced: ReadonlySet<string>,
-  loaded: VehicleBlock,
-  into: VehicleFiles,
-  before: readonly GbfsVehicle[],
-): Block | undefined {
-  const checked = new Map(before.map((v) => [v.gbfsId, v]));
-  const t3: string[] = [];
-  const t2: string[] = [];
+function render(z: ZoneData, env: BuildEnv, priced: ReadonlySet<string>, loaded: VehicleBlock, into: VehicleFiles, prev: Block | undefined): Block | undefined {
+  const index = new Map(prev?.vehicles.map((v, j) => [v.gbfsId, j]));
+  let text3: Buffer | undefined;
+  let text2: Buffer | undefined;
+  const n = loaded.vehicles.length;
+  const t3: Buffer[] = [];
+  const t2: Buffer[] = [];
+  const ends3 = new Uint32Array(n);
+  const ends2 = new Uint32Array(n);
+  let end3 = 0;
+  let end2 = 0;
   let valid = true;
-  for (const v of loaded.vehicles) {
-    const a = vehicleStatusItemV3(z, env, v);
-    const b = freeBikeItemV2(z, env, priced, v);
-    const was = checked.get(v.gbfsId);
-    if (was && sameVehicle(was, v)) {
-      t3.push(JSON.stringify(a));
-      t2.push(JSON.stringify(b));
-      continue;
+  for (let k = 0; k < n; k++) {
+    const v = loaded.vehicles[k];
+    const j = index.get(v.gbfsId);
+    let a: Buffer;
+    let b: Buffer;
+    if (prev && j !== undefined && sameVehicle(prev.vehicles[j], v)) {
+      text3 ??= inflateFragment(prev.v3);
+      text2 ??= inflateFragment(prev.v2);
+      a = itemOf(text3, prev.ends3, j);
+      b = itemOf(text2, prev.ends2, j);
+    } else {
+      const item3 = vehicleStatusItemV3(z, env, v);
+      const item2 = freeBikeItemV2(z, env, priced, v);
+      if (!validV3(item3)) {
+        into.invalidV3.push(item3);
+        valid = false;
+      }
+      if (!validV2(item2)) {
+        into.invalidV2.push(item2);
+        valid = false;
+      }
+      a = Buffer.from(JSON.stringify(item3));
+      b = Buffer.from(JSON.stringify(item2));
     }
-    if (!validV3(a)) {
-      into.invalidV3.push(a);
-      valid = false;
+    if (k) {
+      t3.push(COMMA);
+      t2.push(COMMA);
+      end3++;
+      end2++;
     }
-    if (!validV2(b)) {
-      into.invalidV2.push(b);
-      valid = false;
-    }
-    t3.push(JSON.stringify(a));
-    t2.push(JSON.stringify(b));
+    t3.push(a);
+    t2.push(b);
+    ends3[k] = end3 += a.length;
+    ends2[k] = end2 += b.length;
   }
-  const block = { ...loaded, v3: fragment(t3.join(','), undefined, BLOCK_LEVEL), v2: fragment(t2.join(','), undefined, BLOCK_LEVEL) };
+  const block = {
+    ...loaded,
+    v3: fragment(Buffer.concat(t3, end3), undefined, BLOCK_LEVEL),
+    v2: fragment(Buffer.concat(t2, end2), undefined, BLOCK_LEVEL),
+    ends3,
+    ends2,
+  };
   into.v3.push(block.v3);
   into.v2.push(block.v2);
   // a block with an invalid item is rendered again at every build, and so logged again
@@ -188,7 +219,7 @@ export function vehicleFiles(z: ZoneData, env: BuildEnv, fresh: boolean): Vehicl
       out.v2.push(prev.v2);
       return prev.vehicles === b.vehicles ? prev : { ...prev, ...b };
     }
-    return render(z, env, priced, b, out, prev?.vehicles ?? []);
+    return render(z, env, priced, b, out, prev);
   });
   cache.set(z.zone.id, { context, blocks });
   return out;
