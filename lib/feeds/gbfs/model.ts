@@ -204,7 +204,7 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
   // the static files need every area (the stations among them), the status files only the stations
   const areas = opts.areas ? await db.many(sql('GbfsAreas'), [ids]) : [];
   const stations = opts.areas ? areas.filter((a) => a.area_type === 'parking-spot') : await db.many(sql('GbfsStations'), [ids]);
-  const vehicles = opts.vehicles ? await loadBlocks(db, ids, opts.knownBlocks) : new Map<string, VehicleBlock[]>();
+  const vehicles = opts.vehicles ? await loadVehicleBlocks(db, ids, opts.knownBlocks) : new Map<string, VehicleBlock[]>();
   const byZone = (r: { zone_id: string }): string => r.zone_id;
   group(
     types,
@@ -292,7 +292,7 @@ function vehiclesOf(text: string): GbfsVehicle[] {
  * without vehicles is EMPTY_BLOCK): those `known` holds with the same digest are its own objects,
  * the others parsed from the text Postgres sent.
  */
-async function loadBlocks(db: Queryable, zoneIds: readonly string[], known: KnownBlocks | undefined): Promise<Map<string, VehicleBlock[]>> {
+export async function loadVehicleBlocks(db: Queryable, zoneIds: readonly string[], known: KnownBlocks | undefined): Promise<Map<string, VehicleBlock[]>> {
   // read once: what the caller holds may change (an LRU's eviction) while the query runs
   const mine = new Map(zoneIds.map((z) => [z, known?.(z)]));
   const held: [string[], string[], string[]] = [[], [], []];
@@ -330,7 +330,11 @@ const withBlocks = (blocks: readonly VehicleBlock[]): Pick<ZoneData, 'vehicles' 
  * `knownBlocks`: the vehicle blocks the caller holds parsed, not sent again where unchanged.
  */
 export async function loadZoneVehicles(db: Queryable, known: ZoneData, now: Date, knownBlocks?: KnownBlocks): Promise<ZoneData> {
-  const blocks = (await loadBlocks(db, [known.zone.id], knownBlocks)).get(known.zone.id)!;
+  return zoneWithVehicles(known, (await loadVehicleBlocks(db, [known.zone.id], knownBlocks)).get(known.zone.id)!, now);
+}
+
+/** A zone loaded before (loadZoneVehicles' `known`) with vehicle blocks loaded since (loadVehicleBlocks) and its sleep window at `now`. */
+export function zoneWithVehicles(known: ZoneData, blocks: readonly VehicleBlock[], now: Date): ZoneData {
   return { ...known, areas: [], ...withBlocks(blocks), sleeping: currentSleepWindow(known.zone.sleepWindows, known.zone.timezone, now) };
 }
 

@@ -33,7 +33,15 @@ import { ROLES, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { GBFS_REBUILD_SECONDS, STATUS_REFRESH_SECONDS, V3_FILES, gbfsTtl, isStatusFile, type V3File } from '../../../lib/feeds/gbfs/files.js';
 import type { Fragment } from '../../../lib/feeds/gbfs/fragments.js';
-import { loadZoneData, loadZoneVehicles, zoneSummaryJson, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
+import {
+  loadVehicleBlocks,
+  loadZoneData,
+  loadZoneVehicles,
+  zoneSummaryJson,
+  zoneWithVehicles,
+  type VehicleBlock,
+  type ZoneData,
+} from '../../../lib/feeds/gbfs/model.js';
 import { currentSleepWindow } from '../../../lib/feeds/gbfs/time.js';
 import { V2_PART_FILES, envelopeV2, v2PartData, v2PartItems } from '../../../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
@@ -217,10 +225,17 @@ export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec
       // counters see); asked once for the batch, by its first build that loads
       let reader: Promise<Db> | undefined;
       const readerOnce = () => (reader ??= readerPast(ctx.db, now, now, zoneLog(ctx, plans), { primary: tx, waitMs: REPLICA_WAIT_MS }));
+      // the vehicles of the batch's status-only builds, in one statement (a statement a zone was
+      // most of a riding batch's): the zones whose rest this process holds at their static counter
+      const vehicleZones = plans
+        .filter((p) => p.statusRun && !p.staticRun && !force && knownZones.get(p.zone)?.token === Number(p.st.static_token))
+        .map((p) => p.zone);
+      const loadBlocks = (db: Queryable) => loadVehicleBlocks(db, vehicleZones, heldBlocks);
+      const loaded = vehicleZones.length ? await readOnReader(await readerOnce(), loadBlocks, () => loadBlocks(tx)) : undefined;
       for (const p of plans) {
         const at = performance.now();
         const result = results.get(p.zone)!;
-        await buildZone(ctx, batch, p, parts.get(p.zone), readerOnce, result, force);
+        await buildZone(ctx, batch, p, parts.get(p.zone), readerOnce, result, force, loaded?.get(p.zone));
         const ms = performance.now() - at;
         result.seconds = ms / 1000;
         buildsMs += ms;
@@ -243,7 +258,8 @@ function zoneLog(ctx: AppContext, plans: readonly ZonePlan[]) {
 
 /**
  * One zone of a batch, under its lock, in the batch's transaction: its files, its parts, its build
- * row, then its own 2.2 systems, all recorded at the batch's flush.
+ * row, then its own 2.2 systems, all recorded at the batch's flush. `loaded`: the zone's vehicle
+ * blocks when the batch loaded them for its status-only builds (else the build loads what it needs).
  */
 async function buildZone(
   ctx: AppContext,
@@ -253,6 +269,7 @@ async function buildZone(
   readerOnce: () => Promise<Db>,
   result: ZoneBuildResult,
   force: GbfsForce | undefined,
+  loaded: readonly VehicleBlock[] | undefined,
 ): Promise<void> {
   const { zone: zoneId, st, own, sleepKey, rebuild, staticRun, zoneWork } = plan;
   let statusRun = plan.statusRun;
@@ -292,7 +309,10 @@ async function buildZone(
     const knownBlocks = rebuild || force ? undefined : heldBlocks;
     const loadZone = async (db: Queryable) =>
       known?.token === staticToken ? loadZoneVehicles(db, known.data, now, knownBlocks) : (await loadZoneData(db, { ...load, knownBlocks })).get(zoneId);
-    const data = await readOnReader(await readerOnce(), loadZone, () => loadZone(batch.tx));
+    const data =
+      loaded && known?.token === staticToken
+        ? zoneWithVehicles(known.data, loaded, now)
+        : await readOnReader(await readerOnce(), loadZone, () => loadZone(batch.tx));
     if (!data) return;
     knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [], blocks: undefined } });
     result.work = 'build';
