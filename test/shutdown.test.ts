@@ -9,6 +9,7 @@ import { freePort, waitFor } from './support/faults.js';
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { get as httpGet } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -101,8 +102,9 @@ describe('shutdown (bin/run.ts)', function () {
     const user = await insertUser(db, partner.id);
     await db.close();
 
-    // the unlock takes 1.5 s: the start request is still in flight when SIGTERM arrives
-    const run = await start({ GATEWAY_DELAY_MS: '1500' });
+    // the unlock takes 3 s: the start request is still in flight when SIGTERM arrives, and stays in
+    // flight while the signal is handled
+    const run = await start({ GATEWAY_DELAY_MS: '3000' });
     const inFlight = fetch(`${run.base}/v1/rental/start`, {
       method: 'POST',
       headers: { 'X-Auth-Token': partner.key, 'Content-Type': 'application/json' },
@@ -113,14 +115,21 @@ describe('shutdown (bin/run.ts)', function () {
     await new Promise((r) => setTimeout(r, 400));
     run.child.kill('SIGTERM');
     // a new connection after SIGTERM is refused (the listener is closed) while the request in
-    // flight still runs; the signal is handled when the child's event loop gets to it, which on a
-    // busy machine can take longer than a fixed pause (a CI run answered 200 ms after the kill)
+    // flight still runs. The child handles the signal when its event loop gets to it, which under
+    // the parallel suite took longer than a fixed pause (a CI run was answered 200 ms after the
+    // kill), so the probe tries again; each try on a connection of its own (no agent), since one
+    // kept alive from a try answered before the signal would still be answered after it
+    const probe = () =>
+      new Promise<string>((resolve) => {
+        const req = httpGet(`${run.base}/healthz`, { agent: false }, (res) => {
+          res.resume();
+          resolve('answered');
+        });
+        req.on('error', () => resolve('refused'));
+      });
     let late = 'answered';
     for (const deadline = Date.now() + 5000; late === 'answered' && !finished && Date.now() < deadline;) {
-      late = await fetch(`${run.base}/healthz`).then(
-        () => 'answered',
-        () => 'refused',
-      );
+      late = await probe();
       if (late === 'answered') await new Promise((r) => setTimeout(r, 50));
     }
     expect(late).to.equal('refused');
