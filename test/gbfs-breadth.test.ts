@@ -21,7 +21,7 @@ import {
   type ZoneFixture,
 } from './support/gbfs-fixtures.js';
 import { buildGbfsZone, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
-import { buildGbfsZones } from '../publisher/feeds/gbfs/zone.js';
+import { buildEnv, buildGbfsZones } from '../publisher/feeds/gbfs/zone.js';
 import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
 import { readParts, storeParts } from '../publisher/feeds/gbfs/parts.js';
 import type { Queryable } from '../lib/db.js';
@@ -358,6 +358,15 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     return { text: gunzipSync(Buffer.concat(chunks)).toString('utf8'), row };
   };
 
+  /** the zone's stored 3.0 vehicle_status is the whole builder's text of the zone as loaded now */
+  const vehicleStatusIsWhole = async () => {
+    const env = buildEnv(t.ctx, t.ctx.clock.now());
+    const z = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now: env.now, areas: true, vehicles: true })).get(Z.id)!;
+    const v3 = await stored('3.0', Z.id, 'vehicle_status');
+    expect(v3.text).to.equal(JSON.stringify(envelopeV3(v3.row.last_updated, v3.row.ttl, buildV3('vehicle_status', z, env, 'city'))));
+    return { env, z, v3 };
+  };
+
   before(async () => {
     Z = await gbfsZone(t.ctx.db, { id: 'blk-z', lat: 48.137, lng: 11.575 });
     // enough vehicles that most of the 16 blocks (first hex digit of the GBFS id) hold some
@@ -382,15 +391,7 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     expect(changed).to.have.members(blocks.flatMap((d) => [`v2/free_bike_status/${d}`, `v3/vehicle_status/${d}`]));
     ends.gbfsId = newId;
 
-    const env = {
-      now: t.ctx.clock.now(),
-      publicBaseUrl: t.ctx.config.publicBaseUrl,
-      providerId: t.ctx.config.providerId,
-      providerName: t.ctx.config.providerName,
-    };
-    const z = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now: env.now, areas: true, vehicles: true })).get(Z.id)!;
-    const v3 = await stored('3.0', Z.id, 'vehicle_status');
-    expect(v3.text).to.equal(JSON.stringify(envelopeV3(v3.row.last_updated, v3.row.ttl, buildV3('vehicle_status', z, env, 'city'))));
+    const { env, z, v3 } = await vehicleStatusIsWhole();
     const ids = JSON.parse(v3.text).data.vehicles.map((v: any) => v.vehicle_id);
     expect(ids).to.include(newId).and.not.include(starts.gbfsId);
     const v2 = await stored('2.2', scope, 'free_bike_status');
@@ -480,15 +481,7 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     expect(stale.find((r) => r.block === BLOCK_KEYS[i])?.vehicles).to.be.a('string');
     // and the build that follows writes the files the whole builders would
     expect(await tick()).to.include({ built: 1, failed: 0 });
-    const env = {
-      now: t.ctx.clock.now(),
-      publicBaseUrl: t.ctx.config.publicBaseUrl,
-      providerId: t.ctx.config.providerId,
-      providerName: t.ctx.config.providerName,
-    };
-    const whole = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now: env.now, areas: true, vehicles: true })).get(Z.id)!;
-    const v3 = await stored('3.0', Z.id, 'vehicle_status');
-    expect(v3.text).to.equal(JSON.stringify(envelopeV3(v3.row.last_updated, v3.row.ttl, buildV3('vehicle_status', whole, env, 'city'))));
+    await vehicleStatusIsWhole();
   });
 });
 
