@@ -341,9 +341,14 @@ describe('rental engine', function () {
     expect(r).to.include({ state: 'ENDED_WITH_NO_CHARGE', totalAmount: 0, vatAmount: 0, subtotal: 0 });
   });
 
-  it('50 simultaneous starts on one vehicle: exactly one runs', async () => {
+  it('30 simultaneous starts on one vehicle (one per connection of the pool): exactly one runs', async () => {
+    // as many as the test context's pool has connections (test/support/context.ts), all in their
+    // transactions at once: past that, a start waits for a connection, and a wait past the pool's
+    // checkout timeout (2 s, lib/db.ts) is a 503 by design, which a loaded CI machine reached with
+    // 50. Through HTTP the API's admission keeps requests in flight within the pool
+    // (test/partner-rentals.test.ts races 50 starts that way).
     const v = await insertVehicle(t.ctx.db, zone);
-    const users = await Promise.all(Array.from({ length: 50 }, () => insertUser(t.ctx.db, partner.id)));
+    const users = await Promise.all(Array.from({ length: 30 }, () => insertUser(t.ctx.db, partner.id)));
     const results = await Promise.allSettled(users.map((u) => start(u, v.id)));
     const ok = results.filter((x) => x.status === 'fulfilled');
     expect(ok).to.have.length(1);
