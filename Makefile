@@ -8,7 +8,7 @@ SHELL := /bin/bash
 EMBEDDED := $(if $(DATABASE_URL),,1)
 # runs the rest of the line with DATABASE_URL: the given one, or the embedded cluster's (scripts/pg.sh with)
 WITH_DB := $(if $(EMBEDDED),scripts/pg.sh with)
-# the embedded setup keeps a random signing secret with its data (lib/config.ts writes it on first
+# the embedded setup keeps a random signing secret with its data (lib/core/config.ts writes it on first
 # start); with an external DATABASE_URL, SIGNING_SECRET must be configured
 export SIGNING_SECRET_FILE := $(if $(EMBEDDED),$(if $(SIGNING_SECRET),,$(CURDIR)/.data/signing-secret))
 TSX := node --import tsx
@@ -37,6 +37,9 @@ DAYS ?= 1
 VEHICLES ?= 200
 SEED ?= 42
 
+# no import cycle among the project's modules, type-only imports included; silent unless it finds one
+NO_CYCLES = out=$$(npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.json api lib publisher schemas ops scripts bin 2>&1) || { echo "$$out"; exit 1; }
+
 .PHONY: window help setup deps db build run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
 
 help:
@@ -45,9 +48,9 @@ help:
 	@echo "make test            the query types, the type check, the linter and formatter check, then the whole test suite"
 	@echo "make build           bundle the entry points into dist/ (scripts/build.ts): what make run and production run"
 	@echo "make typecheck       the generated query types against the migrated database, then tsc --noEmit"
-	@echo "make lint            the linter (typescript-eslint, type-checked), the formatter check (prettier), unused code (knip)"
+	@echo "make lint            the linter (typescript-eslint, type-checked, layers and cycles), the formatter check (prettier), unused code (knip), import cycles (madge)"
 	@echo "make format          rewrite the sources in the formatter's style"
-	@echo "make sql-types       regenerate lib/sql/queries.gen.ts after changing sql/queries or sql/migrations"
+	@echo "make sql-types       regenerate lib/core/sql/queries.gen.ts after changing sql/queries or sql/migrations"
 	@echo "make migrate         apply the database migrations"
 	@echo "make seed            the demo data on an empty database"
 	@echo "make simulate        deterministic fleet history: DAYS=$(DAYS) VEHICLES=$(VEHICLES) SEED=$(SEED) END=YYYY-MM-DDTHH (default: this hour)"
@@ -92,7 +95,7 @@ run: build
 test: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
-	@npx eslint . && npx prettier --check --log-level warn . && npx knip --no-progress
+	@npx eslint . && npx prettier --check --log-level warn . && npx knip --no-progress && $(NO_CYCLES)
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
 	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
@@ -105,18 +108,20 @@ typecheck: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
 
-# typescript-eslint with type information (and the layering rules of eslint.config.js), the
-# formatter's check (`make format` rewrites what it refuses), and knip: no unused file, export or
-# dependency (knip.jsonc)
+# typescript-eslint with type information (and the layering and no-cycle rules of eslint.config.js),
+# the formatter's check (`make format` rewrites what it refuses), knip: no unused file, export or
+# dependency (knip.jsonc), and madge: no import cycle, type-only imports included (which
+# import-x/no-cycle does not follow)
 lint: deps
 	@npx eslint .
 	@npx prettier --check --log-level warn .
 	@npx knip --no-progress
+	@$(NO_CYCLES)
 
 format: deps
 	@npx prettier --write --log-level warn .
 
-# regenerates lib/sql/queries.gen.ts after a change to sql/queries or sql/migrations
+# regenerates lib/core/sql/queries.gen.ts after a change to sql/queries or sql/migrations
 sql-types: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts
 

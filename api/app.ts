@@ -6,7 +6,7 @@
  *
  * Each host is one root router that nests its families' routers (`hostRouter`). A request is
  * answered by the one route that matches its path and method, and the families' routes cannot
- * overlap (lib/http/route-miss.ts `assertDisjoint` refuses a host whose could); a request that no
+ * overlap (api/kit/route-miss.ts `assertDisjoint` refuses a host whose could); a request that no
  * route takes is answered by the family whose prefix owns its path, the longest one (`/v1/partner-apis`
  * is the feeds', `/v1` the partner API's), with its 404 or 405. So the order of the families below
  * decides nothing.
@@ -19,7 +19,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { RequestListener } from 'node:http';
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { requestEnvelope, requestTelemetry } from './middleware/request-envelope.js';
 import { buildFeedDeps } from './feeds/auth.js';
 import { hourFileHotPath, type HotPath } from './feeds/hot-path.js';
@@ -32,10 +32,10 @@ import { publicRoutes } from './public/router.js';
 import { docsRoutes } from './docs/router.js';
 import { consoleRoutes } from './console/router.js';
 import { consolePage } from './console/page.js';
-import { admissionFor } from '../lib/http/admission.js';
-import { buildMetricsListener } from '../lib/http/metrics.js';
-import { registry } from '../lib/metrics.js';
-import { assertDisjoint, ownerOf, routerOf, type RouteFamily } from '../lib/http/route-miss.js';
+import { admissionFor } from './kit/admission.js';
+import { buildMetricsListener } from '../lib/core/metrics-listener.js';
+import { registry } from '../lib/core/metrics.js';
+import { assertDisjoint, ownerOf, routerOf, type RouteFamily } from './kit/route-miss.js';
 
 /**
  * One koa-router that nests every family's router; a request no route takes goes to the `miss` of
@@ -95,7 +95,7 @@ export function buildLegacyApp(ctx: AppContext): Koa {
 
 /**
  * The metrics listener (METRICS_HOST:METRICS_PORT, loopback by default): GET /metrics only, the
- * whole registry of this process (lib/http/metrics.ts, shared with the publisher's listener), in the
+ * whole registry of this process (lib/core/metrics-listener.ts, shared with the publisher's listener), in the
  * request envelope: its scrapes are counted as host `metrics`.
  */
 export function buildMetricsApp(ctx: AppContext): Koa {

@@ -13,24 +13,24 @@
  *     `historyVehicles` per zone, then the last closed hour with all `vehicles` (the others start at
  *     its beginning). The ops tools have no other way to place vehicles; none is placed by hand.
  * And the live movement (`Driver`): rides through the rental engine with the live simulator's tenant
- * and writes (lib/sim/live.ts): start, a telemetry point where the ride ends, end.
+ * and writes (ops/sim/live.ts): start, a telemetry point where the ride ends, end.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readClientEntries, importFeedClients, type ImportedClient } from '../lib/admin/client-import.js';
-import { createKey } from '../lib/admin/credentials.js';
-import { readZoneDocuments } from '../lib/admin/zone-file.js';
-import { importZones } from '../lib/admin/zones.js';
-import type { AppContext } from '../lib/context.js';
+import { readClientEntries, importFeedClients, type ImportedClient } from '../ops/admin/client-import.js';
+import { createKey } from '../ops/admin/credentials.js';
+import { readZoneDocuments } from '../ops/admin/zone-file.js';
+import { importZones } from '../ops/admin/zones.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { addHours, formatHour } from '../lib/feeds/hours.js';
-import { recordTelemetry } from '../lib/fleet/telemetry.js';
-import { endRental, startRental } from '../lib/rentals/engine.js';
-import { isRentalError } from '../lib/rentals/errors.js';
-import { simulateHistory } from '../lib/sim/history.js';
-import { loadZoneModels, parkingPlace, type ZoneModel } from '../lib/sim/model.js';
-import { Prng } from '../lib/sim/prng.js';
-import { simTenant } from '../lib/sim/tenant.js';
-import { sql } from '../lib/sql/typed.js';
+import { recordTelemetry } from '../ops/sim/telemetry.js';
+import { endRental, startRental } from '../lib/domain/rentals/engine.js';
+import { isRentalError } from '../lib/domain/rentals/errors.js';
+import { simulateHistory } from '../ops/sim/history.js';
+import { loadZoneModels, parkingPlace, type ZoneModel } from '../ops/sim/model.js';
+import { Prng } from '../ops/sim/prng.js';
+import { simTenant } from '../ops/sim/tenant.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { squarePolygon } from '../test/support/geometry.js';
 
 /** parking spots of a parking-spot zone */
@@ -217,7 +217,7 @@ export interface DriverCounts {
 /**
  * The live rate of movement: every `tickS` seconds `share` of the fleet starts a ride, spread evenly
  * over the tick in one-second slices and over the zones; each ride lasts one tick and ends at a
- * parking place of its zone (lib/sim/model.ts parkingPlace), with a telemetry point there first.
+ * parking place of its zone (ops/sim/model.ts parkingPlace), with a telemetry point there first.
  * The writes are the live simulator's (rental engine, recordTelemetry) with the simulator's own
  * partners and users, in this process.
  */

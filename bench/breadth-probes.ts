@@ -11,13 +11,13 @@
  *   - from the /metrics of the API and of the publisher: each one's event-loop delay (prom-client's
  *     nodejs_eventloop_lag_*, whose histogram is reset at each scrape), and the objects the
  *     publisher wrote to its store by kind (store_objects_written_total, store_bytes_written_total,
- *     counted where every publication is written: lib/publication/sink.ts);
+ *     counted where every publication is written: publisher/publication/sink.ts);
  *   - timed HTTP probes of the zone-scoped reads.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import type { Db } from '../lib/db.js';
-import { STORE_KINDS, type StoreKind } from '../lib/metrics.js';
+import type { Db } from '../lib/core/db.js';
+import { STORE_KINDS, type StoreKind } from '../lib/core/metrics.js';
 import { processCpuSeconds } from './cpu.js';
 
 /** VmHWM (peak RSS) or VmRSS of a process in MiB; NaN when it has gone. */

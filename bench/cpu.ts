@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Session } from 'node:inspector/promises';
-import type { Db } from '../lib/db.js';
+import type { Db } from '../lib/core/db.js';
 
 /** utime + stime of one process, in seconds; NaN when it has gone. */
 export function processCpuSeconds(pid: number): number {

@@ -4,11 +4,11 @@
  * can be read as ratios to what this machine can do at best in the same run.
  *
  * It answers the bench's four requests with the very statements the API sends (the named queries
- * of sql/queries, prepared by name like lib/db.ts does) and the same indexes:
+ * of sql/queries, prepared by name like lib/core/db.ts does) and the same indexes:
  * - GET /v1/vehicles?zoneID=: PartnerAvailableVehicles;
  * - GET /v1/pricing/vehicle/:id: PartnerVehicleById;
  * - POST /v1/rental/start: BEGIN, RentalUserForStart, RentalLockVehicleForStart, RentalInsert,
- *   FleetInsertEventSetState, RentalGet, COMMIT (the engine's transaction, lib/rentals/engine.ts);
+ *   FleetInsertEventSetState, RentalGet, COMMIT (the engine's transaction, lib/domain/rentals/engine.ts);
  * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, ZoneRulesAt, RentalEnd,
  *   FleetInsertEventSetState, RentalGet, COMMIT.
  * The key is checked against the api_keys table once per key and then held in a Map (the API
@@ -22,9 +22,9 @@ import http from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { sql, type QueryName } from '../lib/sql/typed.js';
-import { hashApiKey } from '../lib/auth/secrets.js';
-import { computeCost } from '../lib/pricing.js';
+import { sql, type QueryName } from '../lib/core/sql/typed.js';
+import { hashApiKey } from '../lib/domain/credentials/secrets.js';
+import { computeCost } from '../lib/domain/pricing.js';
 
 type Row = Record<string, any>;
 

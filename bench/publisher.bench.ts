@@ -19,13 +19,13 @@ import { pathToFileURL } from 'node:url';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import copyStreams from 'pg-copy-streams';
-import { ManualClock } from '../lib/clock.js';
-import { testConfig } from '../lib/config.js';
-import type { AppContext } from '../lib/context.js';
-import { Db } from '../lib/db.js';
-import { SimulatedGateway } from '../lib/gateway.js';
-import { createLogger } from '../lib/log.js';
-import { openStore } from '../lib/store/index.js';
+import { ManualClock } from '../lib/core/clock.js';
+import { testConfig } from '../lib/core/config.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { Db } from '../lib/core/db.js';
+import { SimulatedGateway } from '../lib/domain/gateway.js';
+import { createLogger } from '../lib/core/log.js';
+import { openStore } from '../lib/core/store/index.js';
 import { addHours, parseHour } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';
@@ -196,7 +196,7 @@ export async function run(): Promise<BenchResult> {
         { metric: 'peak_rss_big_hour_mb', goal: '< 200', met: metrics.peak_rss_big_hour_mb < 200 },
       ],
       notes: [
-        `data: own bulk SQL generator (${TRIPS_PER_VEHICLE} rides per vehicle per day), not lib/sim's simulateHistory, to control the hour sizes exactly`,
+        `data: own bulk SQL generator (${TRIPS_PER_VEHICLE} rides per vehicle per day), not ops/sim's simulateHistory, to control the hour sizes exactly`,
         'rows_per_s counts source rows per file that renders them (a trip row feeds the 4 trip files, an event row the 3 event files, a telemetry row the telemetry file), as before the single-pass publisher, so figures stay comparable',
         'copy_floor_ratio: publisher time / COPY (row_to_json of the same source queries) TO STDOUT time, one COPY per file (8 per hour); includes mapping, validation, gzip, sha256, spool and the store write',
         'copy_floor_ratio_per_source: the same against one COPY per source (3 per hour): the strict floor, since publishHourSet reads each row once',

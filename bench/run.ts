@@ -15,12 +15,12 @@ import { join, basename } from 'node:path';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import type { BenchResult } from './types.js';
-import { ROOT } from '../lib/paths.js';
+import { ROOT } from '../lib/core/paths.js';
 
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 1) || 1);
 
 const BENCH_DIR = join(ROOT, 'bench');
-// a random signing secret of this run (lib/config.ts has no default), inherited by every bench
+// a random signing secret of this run (lib/core/config.ts has no default), inherited by every bench
 // process and the API workers they start
 process.env.SIGNING_SECRET ??= randomBytes(32).toString('hex');
 

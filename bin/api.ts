@@ -13,10 +13,10 @@
  * in-flight requests and closes its pool. A worker that dies otherwise is replaced.
  */
 import cluster from 'node:cluster';
-import { listenOrExit } from '../lib/http/listen.js';
+import { listenOrExit } from '../lib/core/listen.js';
 import { availableParallelism } from 'node:os';
-import { loadConfigOrExit, ConfigError, type Config } from '../lib/config.js';
-import { createContext, closeContext } from '../lib/runtime.js';
+import { loadConfigOrExit, ConfigError, type Config } from '../lib/core/config.js';
+import { createContext, closeContext } from '../lib/domain/runtime.js';
 import { buildApp, buildLegacyApp, buildMetricsApp, listenerOf, withHotPath } from '../api/app.js';
 
 function workerCount(raw: string | undefined): number {

@@ -1,5 +1,5 @@
 /**
- * Writes docs/openapi/{partner,tomp,feeds,legacy}.json from lib/openapi (test/openapi.test.ts fails when
+ * Writes docs/openapi/{partner,tomp,feeds,legacy}.json from api/openapi (test/openapi.test.ts fails when
  * the committed files are stale). `--check` only compares and exits 1 when they differ.
  *
  *   node --import tsx bin/export-openapi.ts [--check]

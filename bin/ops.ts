@@ -5,11 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { loadConfigOrExit } from '../lib/config.js';
-import { migrate } from '../lib/migrate.js';
-import { createContext, closeContext } from '../lib/runtime.js';
-import type { AppContext } from '../lib/context.js';
-import { sql } from '../lib/sql/typed.js';
+import { loadConfigOrExit } from '../lib/core/config.js';
+import { migrate } from '../lib/core/migrate.js';
+import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
+import { createContext, closeContext } from '../lib/domain/runtime.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { sql } from '../lib/core/sql/typed.js';
 import {
   createKey,
   listKeys,
@@ -20,17 +21,17 @@ import {
   rotateFeedClient,
   revokeFeedClient,
   AdminError,
-} from '../lib/admin/credentials.js';
-import { importZones, ZoneImportError, type ZonesImported } from '../lib/admin/zones.js';
-import { readZoneDocuments, type ZoneDocument } from '../lib/admin/zone-file.js';
-import { listPrices, setPrices, type PriceRow } from '../lib/admin/prices.js';
-import { importFeedClients, readClientEntries } from '../lib/admin/client-import.js';
+} from '../ops/admin/credentials.js';
+import { importZones, ZoneImportError, type ZonesImported } from '../ops/admin/zones.js';
+import { readZoneDocuments, type ZoneDocument } from '../ops/admin/zone-file.js';
+import { listPrices, setPrices, type PriceRow } from '../ops/admin/prices.js';
+import { importFeedClients, readClientEntries } from '../ops/admin/client-import.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
-import { isUuid } from '../lib/uuid.js';
-import type { SeedSummary } from '../lib/seed/index.js';
-import type { SimSummary } from '../lib/sim/index.js';
-import { KEY_SCOPES, type KeyScope } from '../lib/auth/api-keys.js';
+import { isUuid } from '../lib/core/uuid.js';
+import type { SeedSummary } from '../ops/seed/index.js';
+import type { SimSummary } from '../ops/sim/index.js';
+import { KEY_SCOPES, type KeyScope } from '../lib/domain/credentials/api-keys.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
 function formatStatus(s: PublishStatus): string {
@@ -223,7 +224,7 @@ program
   .command('migrate')
   .description('apply pending database migrations')
   .action(async () => {
-    const { applied } = await migrate(loadConfigOrExit().config.databaseUrl);
+    const { applied } = await migrate(loadConfigOrExit().config.databaseUrl, HOURLY_FEEDS);
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
 
@@ -234,8 +235,8 @@ program
   )
   .action(
     withContext(async (ctx) => {
-      await migrate(ctx.config.databaseUrl);
-      const { seedDemo } = await import('../lib/seed/index.js');
+      await migrate(ctx.config.databaseUrl, HOURLY_FEEDS);
+      const { seedDemo } = await import('../ops/seed/index.js');
       console.log(formatSeed(await seedDemo(ctx)));
     }),
   );
@@ -250,9 +251,9 @@ program
   .option('--end <hour>', 'UTC hour the history ends at, YYYY-MM-DDTHH (default: the current hour); same seed and end give the same rows', hour)
   .action(
     withContext(async (ctx, opts: SimulateOptions) => {
-      await migrate(ctx.config.databaseUrl);
+      await migrate(ctx.config.databaseUrl, HOURLY_FEEDS);
       // the demo (zones, partners, public credentials) only where it is or nothing is
-      const { seedDemoWhereDemo } = await import('../lib/seed/index.js');
+      const { seedDemoWhereDemo } = await import('../ops/seed/index.js');
       if (!(await seedDemoWhereDemo(ctx))) {
         console.error(
           "note: not the demo database: simulating the zones it holds, with the simulator's own partners (no key) and users; no demo data or credentials added",
@@ -262,7 +263,7 @@ program
       if (!known.length) throw new AdminError('nothing written: the database holds no zones (ops zone import <file>)');
       const unknown = (opts.zones?.split(',') ?? []).filter((z) => !known.includes(z));
       if (unknown.length) throw new AdminError(`unknown zone${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}; known zones: ${known.join(', ')}`);
-      const { simulateHistory, SimulationRepeatedError } = await import('../lib/sim/index.js');
+      const { simulateHistory, SimulationRepeatedError } = await import('../ops/sim/index.js');
       const started = Date.now();
       const end: Date = opts.end ?? new Date(Math.floor(ctx.clock.now().getTime() / 3_600_000) * 3_600_000);
       const from = new Date(end.getTime() - opts.days * 86_400_000);
@@ -529,7 +530,7 @@ rental
   .description('end a running rental internally (ENDED_INTERNALLY), e.g. when the user forgot')
   .action(
     withContext(async (ctx, rentalId: string) => {
-      const { endRental } = await import('../lib/rentals/engine.js');
+      const { endRental } = await import('../lib/domain/rentals/engine.js');
       const r = await endRental(ctx, { rentalId, endState: 'ENDED_INTERNALLY' });
       console.log(`rental ${r.id} is ${r.state}`);
     }),

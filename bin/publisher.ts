@@ -12,8 +12,8 @@
  * the cluster's gauges read from Postgres) are on METRICS_HOST:PUBLISHER_METRICS_PORT, loopback by
  * default (publisher/index.ts listenPublisherMetrics); the start line logs the URL.
  */
-import { loadConfigOrExit } from '../lib/config.js';
-import { createContext, closeContext } from '../lib/runtime.js';
+import { loadConfigOrExit } from '../lib/core/config.js';
+import { createContext, closeContext } from '../lib/domain/runtime.js';
 import { listenPublisherMetrics, startPublisher } from '../publisher/index.js';
 
 async function main(): Promise<void> {

@@ -26,13 +26,14 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { listenOrExit } from '../lib/http/listen.js';
-import { loadConfigOrExit, type Config } from '../lib/config.js';
-import { metricsUrl } from '../lib/http/metrics.js';
-import { migrate } from '../lib/migrate.js';
-import { createContext, closeContext } from '../lib/runtime.js';
-import type { AppContext } from '../lib/context.js';
-import { sql } from '../lib/sql/typed.js';
+import { listenOrExit } from '../lib/core/listen.js';
+import { loadConfigOrExit, type Config } from '../lib/core/config.js';
+import { metricsUrl } from '../lib/core/metrics-listener.js';
+import { migrate } from '../lib/core/migrate.js';
+import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
+import { createContext, closeContext } from '../lib/domain/runtime.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { addHours, floorHour, formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 
 /** The argument that makes this file the background process. */
@@ -118,17 +119,17 @@ async function supervise(): Promise<void> {
     void stop(exit.signal ?? 'publisher process exited', !clean);
   });
 
-  const { applied } = await migrate(config.databaseUrl);
+  const { applied } = await migrate(config.databaseUrl, HOURLY_FEEDS);
   if (applied.length) log.info({ applied }, 'migrations applied');
 
   let seeded = false;
   if (process.env.SEED_DEMO === '1') {
-    const { seedDemo } = await import('../lib/seed/index.js');
+    const { seedDemo } = await import('../ops/seed/index.js');
     const summary = await seedDemo(ctx);
     seeded = Boolean((summary as { created?: boolean }).created);
     if (seeded) {
       log.info('demo data seeded; simulating the last 24 hours of operation');
-      const { simulateHistory } = await import('../lib/sim/index.js');
+      const { simulateHistory } = await import('../ops/sim/index.js');
       await simulateHistory(ctx, { days: 1, seed: 42, end: ctx.clock.now() });
       // publish the simulated day now, so that every feed has history to show from the first minute
       // (nothing answers partners yet: the one heavy work this process does)
@@ -184,7 +185,7 @@ async function background(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('disconnect', () => void stop('supervisor gone'));
 
-  const modules = Promise.all([import('../publisher/index.js'), import('../lib/sim/live.js')]);
+  const modules = Promise.all([import('../publisher/index.js'), import('../ops/sim/live.js')]);
   await new Promise<void>((resolve) => process.on('message', (m: ToBackground) => m.type === 'start' && resolve()));
   const [{ listenPublisherMetrics, startPublisher }, { startLiveSimulator }] = await modules;
   if (stopping) return;
@@ -207,7 +208,7 @@ async function background(): Promise<void> {
 }
 
 /**
- * The demo's zones began 30 days before the first start (lib/seed), its simulated rides cover the
+ * The demo's zones began 30 days before the first start (ops/seed), its simulated rides cover the
  * last day, and the publisher's catch-up publishes history older than its look-back at
  * PUBLISH_CATCHUP_HOURS_PER_TICK hours a minute, oldest first: half an hour for this month, with
  * older hours answering 202 meanwhile. Here the demo's publisher process publishes those hours at

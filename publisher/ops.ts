@@ -6,8 +6,8 @@
  * tables retain.
  */
 import { historyStatus, type HistoryTableStatus } from './jobs/history.js';
-import type { AppContext } from '../lib/context.js';
-import { sql } from '../lib/sql/typed.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
 import { feedOf, selectFeeds, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';

@@ -2,9 +2,9 @@
  * publishHourSet with its Prometheus figures: time per file set, failures per feed. One place, used
  * by the queue worker and by backfill alike.
  */
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import type { HourlyFeed } from '../lib/feeds/publications.js';
-import { metrics } from '../lib/metrics.js';
+import { metrics } from '../lib/core/metrics.js';
 import { publishHourSet, type HourFileResult } from './publish.js';
 
 export async function publishSetWithMetrics(

@@ -3,10 +3,10 @@
  * The files of one (zone, hour) are published together: the 8 files read only 3 sources (trips,
  * events and telemetry of the hour), so each source is read once and every row is fanned out to all its files.
  *
- *   lock all (lib/publication/lock.ts) → claim all (clear dirty / create 'pending' rows) → snapshot
+ *   lock all (publisher/publication/lock.ts) → claim all (clear dirty / create 'pending' rows) → snapshot
  *   (the streaming replica's once it has replayed past the hour and the claim, else the primary's) →
  *     per source: cursor → row → for each file: mapper → validate → JSON → gzip spool (sha256 + bytes)
- *   → per file: the publication sink (lib/publication/sink.ts: unchanged? else store.put)
+ *   → per file: the publication sink (publisher/publication/sink.ts: unchanged? else store.put)
  *   → the index rows 'published' (or 'failed', per file)
  *
  * Memory does not depend on the hour's size: every stage is a stream with backpressure (the cursor
@@ -19,23 +19,23 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppContext } from '../lib/context.js';
-import type { DbRole } from '../lib/db.js';
-import { sql, type RowOf } from '../lib/sql/typed.js';
-import { describeErrors } from '../lib/validate.js';
+import type { AppContext } from '../lib/domain/context.js';
+import type { DbRole } from '../lib/core/db.js';
+import { sql, type RowOf } from '../lib/core/sql/typed.js';
+import { describeErrors } from '../lib/core/validate.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { HOURLY_FEEDS, objectKey, type HourlyFeed } from '../lib/feeds/publications.js';
 import { envelopeParts } from '../lib/feeds/mds/envelope.js';
 import type { Provider } from '../lib/feeds/mds/rows.js';
 import { Snapshot, hourParam } from '../lib/feeds/mds/sources.js';
-import { GzipSpool, type StoredBytes } from '../lib/publication/bytes.js';
-import { HOURLY_INDEX, type HourlyIndexRow } from '../lib/publication/indexes.js';
-import { withPublicationLock, type HeldLock } from '../lib/publication/lock.js';
-import { PublicationSink } from '../lib/publication/sink.js';
-import { readerPast, readOnReader } from '../lib/replica.js';
+import { GzipSpool, type StoredBytes } from './publication/bytes.js';
+import { HOURLY_INDEX, type HourlyIndexRow } from './publication/indexes.js';
+import { withPublicationLock, type HeldLock } from './publication/lock.js';
+import { PublicationSink } from './publication/sink.js';
+import { readerPast, readOnReader } from '../lib/core/replica.js';
 import { renderingOf, sourceOf, type PublicationTime, type Rendering, type SourceOptions } from './feeds/hourly.js';
 
-export { GZIP_LEVEL } from '../lib/publication/bytes.js';
+export { GZIP_LEVEL } from '../lib/core/gzip.js';
 
 /** The statement timeout of an hour's snapshot: a long hour streams to a slow store for a while. */
 const HOUR_SNAPSHOT_TIMEOUT_MS = 30 * 60_000;

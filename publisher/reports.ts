@@ -2,22 +2,22 @@
  * MDS 2.0 monthly reports: after a UTC month closes, one CSV per zone (lib/publication/keys.ts
  * reportKey) with the all_riders trip and rider counts per vehicle type, for the zone and each of
  * its areas (geographies), written again when late trips change them. Published like every object
- * (lib/publication/sink.ts): stored gzip, indexed in feed_reports, under the report's lock.
+ * (publisher/publication/sink.ts): stored gzip, indexed in feed_reports, under the report's lock.
  *
  * The MDS privacy rule applies to every count: a value from 1 to 10 is written as -1. A report whose
  * stored bytes are unchanged is not written again. A month some of whose trips retention already
  * dropped is never recomputed (ReportsDue leaves it out): its stored report is the archive.
  */
-import type { AppContext } from '../lib/context.js';
-import { type Queryable } from '../lib/db.js';
-import { sql } from '../lib/sql/typed.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { type Queryable } from '../lib/core/db.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { mdsVehicleType } from '../lib/feeds/mds/records.js';
-import { gzipBytes } from '../lib/publication/bytes.js';
-import { REPORT_INDEX } from '../lib/publication/indexes.js';
+import { gzipBytes } from './publication/bytes.js';
+import { REPORT_INDEX } from './publication/indexes.js';
 import { REPORT_CONTENT_TYPE, reportKey } from '../lib/publication/keys.js';
-import { withPublicationLock } from '../lib/publication/lock.js';
-import { PublicationSink, type StoreOutcome } from '../lib/publication/sink.js';
-import { uuidV5 } from '../lib/uuid.js';
+import { withPublicationLock } from './publication/lock.js';
+import { PublicationSink, type StoreOutcome } from './publication/sink.js';
+import { uuidV5 } from '../lib/core/uuid.js';
 
 export const REPORT_HEADER = 'provider_id,start_date,duration,special_group_type,geography_id,vehicle_type,trip_count,rider_count';
 

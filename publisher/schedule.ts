@@ -6,8 +6,8 @@
  * tick (once a minute per cluster) turns them into pg-boss jobs, one per (zone, hour)
  * (lib/publication/queue.ts).
  */
-import type { AppContext } from '../lib/context.js';
-import { sql } from '../lib/sql/typed.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 import { feedOf, HOURLY_FEEDS, type HourlyFeed } from '../lib/feeds/publications.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';

@@ -15,12 +15,12 @@
  *   sweeps, the hourly tick's files) wake this process's workers of that queue at once (`wake`); a
  *   job another process sent, or one sent to start later (a GBFS scope job, 3 s), waits at most one
  *   interval more.
- * - **Counted.** Every job a handler took is one `jobs_run_total{queue, outcome}` (lib/metrics.ts),
+ * - **Counted.** Every job a handler took is one `jobs_run_total{queue, outcome}` (lib/core/metrics.ts),
  *   done or failed, so each process's /metrics shows what it ran however many publishers share the
  *   queues.
  */
 import type PgBoss from 'pg-boss';
-import { metrics } from '../lib/metrics.js';
+import { metrics } from '../lib/core/metrics.js';
 
 /** How long a worker waits after an empty fetch (a publisher's default; tests may set less). */
 export const POLLING_SECONDS = 2;

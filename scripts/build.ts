@@ -7,7 +7,7 @@
  * 2026-11-29 on the 2-core machine), and carries a transpiler at run time. The suite starts ~70 such
  * processes. Packages stay external: node_modules as npm installed them.
  *
- * Every bundle sits one level under the root, as lib/ does, so lib/paths.ts's ROOT holds in both;
+ * Every bundle sits one level under the root (lib/core/paths.ts finds the root from either place);
  * a bundle is written beside its final name and renamed over it, so a process starting during a
  * build reads the old bundle or the new one, never half of one.
  *
@@ -17,7 +17,7 @@ import { renameSync, writeFileSync, mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { DIST_DIR, ROOT } from '../lib/paths.js';
+import { DIST_DIR, ROOT } from '../lib/core/paths.js';
 
 /** the processes of the platform: one machine (make run), the API, the publisher, the ops CLI */
 export const ENTRIES = ['bin/run.ts', 'bin/api.ts', 'bin/publisher.ts', 'bin/ops.ts'];
@@ -29,7 +29,7 @@ export async function buildEntries(entries: string[] = ENTRIES): Promise<string[
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node22',
     packages: 'external',
     outdir: DIST_DIR,
     entryNames: '[name]',

@@ -1,12 +1,12 @@
 /**
  * Types every named query in sql/queries/*.sql from the database itself: its parameters and result
- * rows, as Postgres describes them on a fresh clone of the migrated template (lib/sql/template.ts:
+ * rows, as Postgres describes them on a fresh clone of the migrated template (scripts/sql-types/template.ts:
  * keyed by the migrations' hash, on TEST_DATABASE_URL's or DATABASE_URL's server, else the embedded
- * cluster), written to lib/sql/queries.gen.ts. The clone also gets pg-boss's schema, which pg-boss
+ * cluster), written to lib/core/sql/queries.gen.ts. The clone also gets pg-boss's schema, which pg-boss
  * creates at run time rather than a migration, so the queries that read it (/metrics) are typed by
  * the pg-boss version installed.
  *
- *   node --import tsx scripts/sql-types.ts          rewrite lib/sql/queries.gen.ts
+ *   node --import tsx scripts/sql-types.ts          rewrite lib/core/sql/queries.gen.ts
  *   node --import tsx scripts/sql-types.ts --check  exit 1, naming each query whose committed types
  *                                                   differ from what the database says (make typecheck)
  *   --file PATH                                     another module to write or check (the tests' copy)
@@ -16,13 +16,13 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { ROOT } from '../lib/paths.js';
+import { ROOT } from '../lib/core/paths.js';
 import { PGBOSS_SCHEMA } from '../lib/publication/queue.js';
-import { readQuerySources } from '../lib/sql/catalog.js';
-import { describeQueries, differences, render } from '../lib/sql/generate.js';
-import { cloneDatabase } from '../lib/sql/template.js';
+import { readQuerySources } from '../lib/core/sql/catalog.js';
+import { describeQueries, differences, render } from './sql-types/generate.js';
+import { cloneDatabase } from './sql-types/template.js';
 
-export const GENERATED = join(ROOT, 'lib', 'sql', 'queries.gen.ts');
+export const GENERATED = join(ROOT, 'lib', 'core', 'sql', 'queries.gen.ts');
 
 /** The generated module for the current migrations and queries. */
 export async function generate(): Promise<string> {

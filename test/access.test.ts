@@ -8,9 +8,9 @@
 import { expect } from 'chai';
 import supertest from 'supertest';
 import { buildApp } from '../api/app.js';
-import { Db } from '../lib/db.js';
-import { createLogger } from '../lib/log.js';
-import type { AppContext } from '../lib/context.js';
+import { Db } from '../lib/core/db.js';
+import { createLogger } from '../lib/core/log.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { useTestContext } from './support/context.js';
 import { expectError, insertPartner, insertUser, insertVehicle, insertZone, type ZoneFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { squarePolygon } from './support/geometry.js';
-import { importZone, importZones, ZoneImportError } from '../lib/admin/zones.js';
-import { setPrices } from '../lib/admin/prices.js';
-import { importFeedClients } from '../lib/admin/client-import.js';
-import { createFeedClient, createKey, revokeKey, rotateKey, rotateFeedClient, revokeFeedClient, AdminError } from '../lib/admin/credentials.js';
-import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
-import { verifySecret } from '../lib/auth/secrets.js';
+import { importZone, importZones, ZoneImportError } from '../ops/admin/zones.js';
+import { setPrices } from '../ops/admin/prices.js';
+import { importFeedClients } from '../ops/admin/client-import.js';
+import { createFeedClient, createKey, revokeKey, rotateKey, rotateFeedClient, revokeFeedClient, AdminError } from '../ops/admin/credentials.js';
+import { ApiKeyVerifier } from '../lib/domain/credentials/api-keys.js';
+import { verifySecret } from '../lib/domain/credentials/secrets.js';
 
 function zoneFile(over: Record<string, unknown> = {}, areas: any[] = []) {
   return {

@@ -1,5 +1,5 @@
 /**
- * Admission control (lib/http/admission.ts): bursts wait in a bounded queue and are served; only a
+ * Admission control (api/kit/admission.ts): bursts wait in a bounded queue and are served; only a
  * request that would wait past its budget is refused, at once, with 503 + Retry-After in its
  * family's format; a queue that stands longer than the burst allowance (overload) shortens the
  * budget, and a late event loop under overload refuses new requests until it recovers.
@@ -7,9 +7,10 @@
 import { expect } from 'chai';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { Admission, AdmissionRefused, type AdmissionLimits } from '../lib/http/admission.js';
-import { registry } from '../lib/metrics.js';
-import { SimulatedGateway } from '../lib/gateway.js';
+import { Admission, AdmissionRefused } from '../api/kit/admission.js';
+import type { AdmissionLimits } from '../lib/core/config.js';
+import { registry } from '../lib/core/metrics.js';
+import { SimulatedGateway } from '../lib/domain/gateway.js';
 import { useTestContext } from './support/context.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';

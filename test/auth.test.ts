@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
-import { generateApiKey, generateSecret, hashApiKey, hashSecret, verifySecret } from '../lib/auth/secrets.js';
-import { ApiKeyVerifier, createApiKey, revokeApiKey } from '../lib/auth/api-keys.js';
-import { ManualClock } from '../lib/clock.js';
-import type { Db, Queryable } from '../lib/db.js';
+import { generateApiKey, generateSecret, hashApiKey, hashSecret, verifySecret } from '../lib/domain/credentials/secrets.js';
+import { ApiKeyVerifier, createApiKey, revokeApiKey } from '../lib/domain/credentials/api-keys.js';
+import { ManualClock } from '../lib/core/clock.js';
+import type { Db, Queryable } from '../lib/core/db.js';
 
 async function partner(db: Queryable, name: string, zones: string[] = []): Promise<string> {
   const { id } = await db.one<{ id: string }>(

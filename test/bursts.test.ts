@@ -1,5 +1,5 @@
 /**
- * Bursts within the contract are queued, never refused (lib/http/admission.ts), with the production
+ * Bursts within the contract are queued, never refused (api/kit/admission.ts), with the production
  * admission settings: the API is a real bin/api.ts process (so that the load generator does not
  * share its event loop) and the requests come over real sockets.
  *
@@ -14,11 +14,11 @@ import { request as httpRequest, Agent } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Db } from '../lib/db.js';
-import { createLogger } from '../lib/log.js';
-import { testConfig } from '../lib/config.js';
-import { systemClock } from '../lib/clock.js';
-import { issueFeedToken } from '../lib/auth/tokens.js';
+import { Db } from '../lib/core/db.js';
+import { createLogger } from '../lib/core/log.js';
+import { testConfig } from '../lib/core/config.js';
+import { systemClock } from '../lib/core/clock.js';
+import { issueFeedToken } from '../api/feeds/access-tokens.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { startApiProcess, type ApiProcess } from './support/api-process.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type ZoneFixture } from './support/partner-fixtures.js';

@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { startApiProcess, type ApiProcess } from './support/api-process.js';
-import { Db } from '../lib/db.js';
-import { sql } from '../lib/sql/typed.js';
-import { createLogger } from '../lib/log.js';
+import { Db } from '../lib/core/db.js';
+import { sql } from '../lib/core/sql/typed.js';
+import { createLogger } from '../lib/core/log.js';
 import { insertPartner, insertUser, type PartnerFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 

@@ -7,14 +7,14 @@
 import { expect } from 'chai';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { createFeedClient, createKey } from '../lib/admin/credentials.js';
-import { importZone } from '../lib/admin/zones.js';
+import { createFeedClient, createKey } from '../ops/admin/credentials.js';
+import { importZone } from '../ops/admin/zones.js';
 import { formatHour, floorHour } from '../lib/feeds/hours.js';
 import { publicationStatus } from '../lib/publication/status.js';
 import { HOUR_QUEUE, RepublishQueuedSchema } from '../lib/publication/queue.js';
-import { compile } from '../lib/validate.js';
+import { compile } from '../lib/core/validate.js';
 import { startPublisher } from '../publisher/index.js';
-import { registerDbCollectors } from '../lib/metrics.js';
+import { registerDbCollectors } from '../lib/core/metrics.js';
 import { useTestContext } from './support/context.js';
 
 describe('console API: ops key and figures', () => {
@@ -220,7 +220,7 @@ describe('console API: fleet map', () => {
   const t = useTestContext();
 
   it('answers a zone boundary, its areas and every vehicle with its running rental', async () => {
-    const { seedDemo } = await import('../lib/seed/index.js');
+    const { seedDemo } = await import('../ops/seed/index.js');
     await seedDemo(t.ctx);
     const app = request(buildApp(t.ctx).callback());
     const res = await app.get('/console/api/fleet?zone=copenhagen').set('X-Access-Token', 'demo-ops-key');

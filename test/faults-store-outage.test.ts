@@ -13,13 +13,13 @@ import { useTestContext } from './support/context.js';
 import { feedEvent, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import { readObject, recordsOf, restartableS3, waitFor, type RestartableS3 } from './support/faults.js';
 import { count } from './support/figures.js';
-import { S3Store } from '../lib/store/s3.js';
-import { ROOT } from '../lib/paths.js';
+import { S3Store } from '../lib/core/store/s3.js';
+import { ROOT } from '../lib/core/paths.js';
 import { startPublisher, QUEUES } from '../publisher/index.js';
 import { publishStatus } from '../publisher/ops.js';
 import { HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { parseHour } from '../lib/feeds/hours.js';
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { entry } from './support/entries.js';
 
 const ROW = 'faults: store outage';

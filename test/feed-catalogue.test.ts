@@ -1,15 +1,15 @@
 /**
  * The hourly-feed catalogue across the TypeScript/SQL border (issue 27, migration 000160): HOURLY_FEEDS
- * is the one declaration, lib/migrate.ts copies it into hourly_feeds, and everything in SQL that must
+ * is the one declaration, lib/core/migrate.ts copies it into hourly_feeds, and everything in SQL that must
  * know which files a history table feeds (the late-data triggers, retention's unpublished hours, the
  * publish-lag metric, the foreign key of feed_publications) reads that table. Every expectation here
  * is derived from HOURLY_FEEDS, so a feed added to it is checked without touching this file.
  */
 import { expect } from 'chai';
-import { DbError, SQLSTATE, type Queryable } from '../lib/db.js';
+import { DbError, SQLSTATE, type Queryable } from '../lib/core/db.js';
 import { feedOf, HOURLY_FEEDS, type HourlyFeed } from '../lib/feeds/publications.js';
-import { migrate, migrationsCurrent, MigrationError, readMigrations } from '../lib/migrate.js';
-import { registerDbCollectors, registry } from '../lib/metrics.js';
+import { migrate, migrationsCurrent, MigrationError } from '../lib/core/migrate.js';
+import { registerDbCollectors, registry } from '../lib/core/metrics.js';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
 
@@ -76,7 +76,7 @@ describe('feeds: the hourly-feed catalogue (HOURLY_FEEDS → hourly_feeds)', fun
       const declared = HOURLY_FEEDS.map(({ id, feed, version, source, segment, family }) => ({ id, feed, version, source, segment, family }));
       expect(rows).to.have.deep.members(declared);
       expect(rows).to.have.length(declared.length);
-      expect(await migrationsCurrent(t.ctx.db)).to.equal(true);
+      expect(await migrationsCurrent(t.ctx.db, HOURLY_FEEDS)).to.equal(true);
     });
 
     it('a publication of a file outside the catalogue is refused by the foreign key', async () => {
@@ -195,14 +195,14 @@ describe('feeds: the hourly-feed catalogue (HOURLY_FEEDS → hourly_feeds)', fun
     });
 
     it('a feed added to the declaration gets its row, its late-data marks and its unpublished hours without a migration', async () => {
-      expect((await migrate(t.database.url, readMigrations(), declared)).applied).to.deep.equal([]);
+      expect((await migrate(t.database.url, declared)).applied).to.deep.equal([]);
       expect(await t.ctx.db.one(`SELECT id, source FROM hourly_feeds WHERE feed = $1 AND version = $2`, [extra.feed, extra.version])).to.deep.equal({
         id: extra.id,
         source: extra.source,
       });
       // this process still declares the catalogue without it: not ready until the runner syncs again
-      expect(await migrationsCurrent(t.ctx.db)).to.equal(false);
-      expect(await migrationsCurrent(t.ctx.db, readMigrations(), declared)).to.equal(true);
+      expect(await migrationsCurrent(t.ctx.db, HOURLY_FEEDS)).to.equal(false);
+      expect(await migrationsCurrent(t.ctx.db, declared)).to.equal(true);
 
       await publish(t.ctx.db, zone, ['2026-11-20T07:00'], declared);
       await feedTrip(t.ctx.db, { deviceId: vehicle, zoneId: zone, start: at('2026-11-20T07:10:00Z'), end: at('2026-11-20T07:30:00Z') });
@@ -217,23 +217,23 @@ describe('feeds: the hourly-feed catalogue (HOURLY_FEEDS → hourly_feeds)', fun
     });
 
     it('a feed removed from the declaration while it has publications is refused; without them its row goes', async () => {
-      const err = await rejection(migrate(t.database.url));
+      const err = await rejection(migrate(t.database.url, HOURLY_FEEDS));
       expect(err).to.be.instanceOf(MigrationError);
       expect((err as Error).message).to.match(/hourly_feeds.*foreign key/);
       expect(await t.ctx.db.one(`SELECT count(*)::int AS n FROM hourly_feeds`)).to.deep.equal({ n: declared.length });
 
       await t.ctx.db.query(`DELETE FROM feed_publications WHERE feed = $1 AND version = $2`, [extra.feed, extra.version]);
-      await migrate(t.database.url);
+      await migrate(t.database.url, HOURLY_FEEDS);
       expect((await t.ctx.db.many(`SELECT id FROM hourly_feeds`)).map((r) => r.id)).to.have.members(HOURLY_FEEDS.map((f) => f.id));
-      expect(await migrationsCurrent(t.ctx.db)).to.equal(true);
+      expect(await migrationsCurrent(t.ctx.db, HOURLY_FEEDS)).to.equal(true);
     });
 
     it('a changed field of a declared feed is written back to the table', async () => {
       await t.ctx.db.query(`UPDATE hourly_feeds SET segment = 'stale' WHERE id = 'mds-2.0-events'`);
-      expect(await migrationsCurrent(t.ctx.db)).to.equal(false);
-      await migrate(t.database.url);
+      expect(await migrationsCurrent(t.ctx.db, HOURLY_FEEDS)).to.equal(false);
+      await migrate(t.database.url, HOURLY_FEEDS);
       expect(await t.ctx.db.one(`SELECT segment FROM hourly_feeds WHERE id = 'mds-2.0-events'`)).to.deep.equal({ segment: 'events' });
-      expect(await migrationsCurrent(t.ctx.db)).to.equal(true);
+      expect(await migrationsCurrent(t.ctx.db, HOURLY_FEEDS)).to.equal(true);
     });
   });
 });

@@ -7,11 +7,11 @@
  * mapper's record validates against both its schema and its component: test/mappers.test.ts.
  */
 import { expect } from 'chai';
-import { oas, type Schema } from '../lib/openapi/common.js';
-import { FEED_RECORD_SCHEMAS, FEED_SCHEMAS } from '../lib/openapi/records-feeds.js';
+import { oas, type Schema } from '../api/openapi/common.js';
+import { FEED_RECORD_SCHEMAS, FEED_SCHEMAS } from '../api/openapi/records-feeds.js';
 import { MDS_EVENT, MDS_TELEMETRY, MDS_TRIP, MDS_VEHICLE, MDS_VEHICLE_STATUS } from '../lib/feeds/mds/records.js';
 import type { Shape } from '../lib/feeds/mds/shape.js';
-import { compile } from '../lib/validate.js';
+import { compile } from '../lib/core/validate.js';
 import { MdsEventSchema, MdsTelemetrySchema, MdsTripSchema, MdsVehicleSchema, MdsVehicleStatusSchema } from '../schemas/mds/v2.js';
 import { describeSpecErrors, specOrSkip } from './support/specs.js';
 

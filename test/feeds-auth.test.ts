@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import request from 'supertest';
 import { buildApp, buildLegacyApp } from '../api/app.js';
-import { issueFeedToken } from '../lib/auth/tokens.js';
+import { issueFeedToken } from '../api/feeds/access-tokens.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 import type { Role } from '../lib/feeds/roles.js';
 import { publishHour } from '../publisher/publish.js';

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { createApiKey } from '../lib/auth/api-keys.js';
+import { createApiKey } from '../lib/domain/credentials/api-keys.js';
 import { feedOf } from '../lib/feeds/publications.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
 import { STATUS_REFRESH_SECONDS, V2_FILES, V3_FILES } from '../lib/feeds/gbfs/files.js';

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import request from 'supertest';
 import { buildApp, buildLegacyApp } from '../api/app.js';
-import { sql } from '../lib/sql/typed.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { EVENTS_PAGE_MAX } from '../api/feeds/paging.js';
 import { useTestContext } from './support/context.js';
 import { expectMds, tokenFor } from './support/feed-auth.js';

@@ -9,7 +9,7 @@ import { buildApp } from '../api/app.js';
 import { publishHourSet } from '../publisher/publish.js';
 import { publishStatus } from '../publisher/ops.js';
 import { feedById } from '../lib/feeds/publications.js';
-import type { Queryable } from '../lib/db.js';
+import type { Queryable } from '../lib/core/db.js';
 import { useTestContext } from './support/context.js';
 import { expectMds, tokenFor } from './support/feed-auth.js';
 import { feedVehicle, feedZone } from './support/feed-fixtures.js';

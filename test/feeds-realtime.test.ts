@@ -3,7 +3,7 @@ import request from 'supertest';
 import { buildApp, buildLegacyApp } from '../api/app.js';
 import { useTestContext } from './support/context.js';
 import { expectMds, insertFeedZone, mdsSpecsAvailable, tokenFor } from './support/feed-auth.js';
-import type { Queryable } from '../lib/db.js';
+import type { Queryable } from '../lib/core/db.js';
 
 const NOW = Date.parse('2026-11-21T10:30:00Z');
 const MDS2 = 'application/vnd.mds+json;version=2.0';

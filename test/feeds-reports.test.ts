@@ -13,7 +13,7 @@ import { gunzipSync } from 'node:zlib';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { publishDueReports, REPORT_HEADER, zoneGeographyId } from '../publisher/reports.js';
-import type { Queryable } from '../lib/db.js';
+import type { Queryable } from '../lib/core/db.js';
 import { useTestContext } from './support/context.js';
 import { tokenFor } from './support/feed-auth.js';
 import { feedVehicle, feedZone } from './support/feed-fixtures.js';

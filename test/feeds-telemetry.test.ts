@@ -9,7 +9,7 @@ import { buildApp } from '../api/app.js';
 import { publishHourSet } from '../publisher/publish.js';
 import { dueHourJobs } from '../publisher/schedule.js';
 import { feedById } from '../lib/feeds/publications.js';
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { useTestContext } from './support/context.js';
 import { expectMds, tokenFor } from './support/feed-auth.js';
 import { feedTelemetry, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';

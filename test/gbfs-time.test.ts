@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { currentSleepWindow, openingHours, posix } from '../lib/feeds/gbfs/time.js';
-import { rfc3339Utc } from '../lib/clock.js';
+import { rfc3339Utc } from '../lib/core/clock.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
 import { areaVehicleTypeIds } from '../lib/feeds/gbfs/geofencing.js';
 import { priceDescription, zoneLanguages } from '../lib/feeds/gbfs/common.js';
-import { toMajor } from '../lib/money.js';
+import { toMajor } from '../lib/domain/money.js';
 import type { GbfsArea, GbfsVehicleType } from '../lib/feeds/gbfs/model.js';
 
 describe('GBFS helpers: time, names, texts', () => {

@@ -15,7 +15,7 @@ import {
 import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { ROLES, canRead, gbfsV2Scope, hasGbfs } from '../lib/feeds/roles.js';
 import { GBFS_RUN_SECONDS, STATUS_TTL, V2_FILES, V3_FILES, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
-import { describeErrors } from '../lib/validate.js';
+import { describeErrors } from '../lib/core/validate.js';
 
 // 10:00 UTC = 11:00 in Munich: awake
 const DAY = '2026-11-21T10:00:00Z';
@@ -396,7 +396,7 @@ describe('GBFS snapshots', () => {
     // that came back without their bodies were left without content (publisher/feeds/gbfs/parts.ts
     // readSome; test/gbfs-breadth.test.ts "read from this process memory")
     expect(r1.written + r2.written, JSON.stringify({ r1, r2, changed: changed.map((r) => `${r.version}/${r.scope}/${r.file}`) })).to.equal(changed.length);
-    // the row names the object's content (its digest, lib/feeds/gbfs/fragments.ts) and last_updated
+    // the row names the object's content (its digest, lib/core/gzip.ts) and last_updated
     for (const r of await rows()) {
       expect((await t.ctx.store.head(r.object_key))?.metadata.sha256, r.object_key).to.equal(r.sha256);
       const doc = await readSnapshot(t.ctx, r.object_key);

@@ -9,7 +9,7 @@ import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import { maintainPartitions } from '../publisher/jobs/history.js';
 import pg from 'pg';
-import { sql } from '../lib/sql/typed.js';
+import { sql } from '../lib/core/sql/typed.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 

@@ -13,7 +13,7 @@ import { feedEvent, feedTelemetry, feedTrip, feedVehicle, feedZone } from './sup
 import { tokenFor } from './support/feed-auth.js';
 import { applyRetention, maintainPartitions } from '../publisher/jobs/history.js';
 import { backfill, publishStatus } from '../publisher/ops.js';
-import { registerDbCollectors, registry } from '../lib/metrics.js';
+import { registerDbCollectors, registry } from '../lib/core/metrics.js';
 
 const NOW = '2026-11-21T12:00:00Z';
 const at = (iso: string) => new Date(iso);

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
-import { sql, type QueryName } from '../lib/sql/typed.js';
+import { sql, type QueryName } from '../lib/core/sql/typed.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 
 const NOW = '2026-11-21T12:00:00Z';

@@ -1,5 +1,5 @@
 /**
- * Hostile bodies on every body endpoint of every family, through the one reader (lib/http/body.ts):
+ * Hostile bodies on every body endpoint of every family, through the one reader (api/kit/body.ts):
  * nesting of any depth is a 400 in the family's error format (never a stack overflow), a client that
  * aborts mid-body is logged as aborted (499) and not counted as a server error, and a keep-alive
  * connection answers its next request at once after a refused body.
@@ -14,9 +14,9 @@ import { Writable } from 'node:stream';
 import { once } from 'node:events';
 import Koa from 'koa';
 import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
-import { createLogger } from '../lib/log.js';
-import { registry } from '../lib/metrics.js';
-import { readBody } from '../lib/http/body.js';
+import { createLogger } from '../lib/core/log.js';
+import { registry } from '../lib/core/metrics.js';
+import { readBody } from '../api/kit/body.js';
 import { requestEnvelope } from '../api/middleware/request-envelope.js';
 import { useTestContext } from './support/context.js';
 import { insertPartner } from './support/partner-fixtures.js';

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
-// lib/http/listen.ts: a busy port is one line naming the variable, exit 2, no stack
+// lib/core/listen.ts: a busy port is one line naming the variable, exit 2, no stack
 describe('listenOrExit on a busy port', () => {
   let blocker: Server;
   before(async () => {
@@ -14,7 +14,7 @@ describe('listenOrExit on a busy port', () => {
 
   it('prints one line naming the variable and exits 2', () => {
     const port = (blocker.address() as AddressInfo).port;
-    const script = `import { listenOrExit } from './lib/http/listen.ts'; await listenOrExit(() => undefined, ${port}, '127.0.0.1', 'LEGACY_PORT');`;
+    const script = `import { listenOrExit } from './lib/core/listen.ts'; await listenOrExit(() => undefined, ${port}, '127.0.0.1', 'LEGACY_PORT');`;
     const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
     expect(r.status).to.equal(2);
     const lines = r.stderr.trim().split('\n');

@@ -9,14 +9,14 @@ import { expect } from 'chai';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
 import { buildApp, buildLegacyApp } from '../api/app.js';
-import { Db } from '../lib/db.js';
-import { createLogger } from '../lib/log.js';
-import type { AppContext } from '../lib/context.js';
+import { Db } from '../lib/core/db.js';
+import { createLogger } from '../lib/core/log.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { useTestContext } from './support/context.js';
 import { insertPartner, insertUser, insertVehicle, insertZone } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 import { basic, insertClient, insertFeedZone } from './support/feed-auth.js';
-import { createApiKey } from '../lib/auth/api-keys.js';
+import { createApiKey } from '../lib/domain/credentials/api-keys.js';
 import { count } from './support/figures.js';
 
 const ROW = 'logs';
@@ -131,7 +131,7 @@ describe('logs carry no credentials', function () {
     if (leaked.length) count(ROW, 'failures', leaked.length);
     expect(leaked, `leaked into the log: ${leaked.map((s) => s.slice(0, 12) + '…').join(', ')}`).to.deep.equal([]);
     // a keyed request's lines name the request, the partner and the key, added by the gate to a
-    // logger that exists only once something logs (lib/log.ts lazyRequestLog)
+    // logger that exists only once something logs (lib/core/log.ts lazyRequestLog)
     const lines = out
       .split('\n')
       .filter(Boolean)

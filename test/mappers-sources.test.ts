@@ -3,18 +3,12 @@
  * vehicles) on rows we insert, and the time-hour parser.
  */
 import { expect } from 'chai';
-import { sql } from '../lib/sql/typed.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { useTestContext } from './support/context.js';
 import { feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
-import {
-  streamEventsOfHour,
-  streamLegacyVehicles,
-  streamTrips,
-  streamVehicleStatus,
-  streamVehicles,
-  toMdsVehicleStatus,
-  toVehicle04,
-} from '../lib/feeds/mds/index.js';
+import { toVehicle04 } from '../lib/feeds/mds/legacy.js';
+import { toMdsVehicleStatus } from '../lib/feeds/mds/records.js';
+import { streamEventsOfHour, streamLegacyVehicles, streamTrips, streamVehicleStatus, streamVehicles } from '../lib/feeds/mds/sources.js';
 import { formatHour, parseHour } from '../lib/feeds/hours.js';
 import { latestDueHour } from '../publisher/schedule.js';
 

@@ -7,21 +7,11 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { bulkVehicles, feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
-import {
-  MDS_TELEMETRY,
-  MDS_TRIP,
-  streamVehicleRecords,
-  streamVehicleStatus,
-  streamVehicleStatusRecords,
-  streamVehicles,
-  toMdsVehicle,
-  toMdsVehicleStatus,
-  type TelemetryRow,
-  type VehicleRow,
-  type VehicleStatusRow,
-} from '../lib/feeds/mds/index.js';
+import { MDS_TELEMETRY, MDS_TRIP, toMdsVehicle, toMdsVehicleStatus } from '../lib/feeds/mds/records.js';
+import { type TelemetryRow, type VehicleRow, type VehicleStatusRow } from '../lib/feeds/mds/rows.js';
+import { streamVehicleRecords, streamVehicleStatus, streamVehicleStatusRecords, streamVehicles } from '../lib/feeds/mds/sources.js';
 import { mapperOf, recordSql, shape } from '../lib/feeds/mds/shape.js';
-import { compile } from '../lib/validate.js';
+import { compile } from '../lib/core/validate.js';
 import { MdsVehicleSchema, MdsVehicleStatusSchema } from '../schemas/mds/v2.js';
 
 async function all<T>(it: AsyncIterable<T>): Promise<T[]> {

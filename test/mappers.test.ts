@@ -7,15 +7,9 @@
 import { expect } from 'chai';
 import { Readable } from 'node:stream';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { toInsuranceTrip, averageSpeedKmh } from '../lib/feeds/insurance/records.js';
+import { jsonEnvelope, mds20Head, insuranceHead } from '../lib/feeds/mds/envelope.js';
 import {
-  jsonEnvelope,
-  mds20Head,
-  insuranceHead,
-  toMdsEvent,
-  toMdsTelemetry,
-  toMdsTrip,
-  toMdsVehicle,
-  toMdsVehicleStatus,
   toStatusChange04,
   toStatusChange12,
   toTrip04,
@@ -24,15 +18,11 @@ import {
   toVehicle12,
   toLegacy04Event,
   toLegacy12Vocabulary,
-  toInsuranceTrip,
-  averageSpeedKmh,
-  type EventRow,
-  type TripRow,
-  type VehicleRow,
-  type VehicleStatusRow,
-} from '../lib/feeds/mds/index.js';
-import { compile } from '../lib/validate.js';
-import { FEED_RECORD_SCHEMAS, FEED_SCHEMAS } from '../lib/openapi/records-feeds.js';
+} from '../lib/feeds/mds/legacy.js';
+import { toMdsEvent, toMdsTelemetry, toMdsTrip, toMdsVehicle, toMdsVehicleStatus } from '../lib/feeds/mds/records.js';
+import { type EventRow, type TripRow, type VehicleRow, type VehicleStatusRow } from '../lib/feeds/mds/rows.js';
+import { compile } from '../lib/core/validate.js';
+import { FEED_RECORD_SCHEMAS, FEED_SCHEMAS } from '../api/openapi/records-feeds.js';
 import { describeSpecErrors, specOrSkip } from './support/specs.js';
 
 const P = { providerId: '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10', providerName: 'Demo Mobility' };

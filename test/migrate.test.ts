@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { migrate, migrationsCurrent, MigrationError, readMigrations, type Migration } from '../lib/migrate.js';
+import { migrate, migrationsCurrent, MigrationError, readMigrations, type Migration } from '../lib/core/migrate.js';
+import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 import { emptyDatabase, type TestDatabase } from './support/db.js';
 
 async function query<T extends pg.QueryResultRow = any>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -56,7 +57,7 @@ describe('migrations', function () {
     });
 
     it('applies every migration: postgis and the tables exist', async () => {
-      const res = await migrate(db.url, migrations);
+      const res = await migrate(db.url, HOURLY_FEEDS, migrations);
       expect(res.applied).to.deep.equal(names);
       expect(res.current).to.equal(migrations.at(-1)!.id);
       expect(await query(db.url, `SELECT extname FROM pg_extension WHERE extname = 'postgis'`)).to.have.length(1);
@@ -82,44 +83,48 @@ describe('migrations', function () {
       expect(recorded).to.deep.equal(migrations.map((m) => ({ id: m.id, name: m.name, sha256: m.sha256 })));
       const pool = new pg.Pool({ connectionString: db.url, max: 1 });
       try {
-        expect(await migrationsCurrent({ many: async (sql: string) => (await pool.query(sql)).rows }, migrations)).to.equal(true);
+        expect(await migrationsCurrent({ many: async (sql: string) => (await pool.query(sql)).rows }, HOURLY_FEEDS, migrations)).to.equal(true);
       } finally {
         await pool.end();
       }
     });
 
     it('applies nothing when run again', async () => {
-      const res = await migrate(db.url, migrations);
+      const res = await migrate(db.url, HOURLY_FEEDS, migrations);
       expect(res.applied).to.deep.equal([]);
       expect(await query(db.url, 'SELECT count(*)::int AS n FROM schema_migrations')).to.deep.equal([{ n: migrations.length }]);
     });
 
     it('refuses an applied migration whose file changed, and one that disappeared', async () => {
       const changed = [edited(migrations[0], migrations[0].sql + '\n-- edited\n'), ...migrations.slice(1)];
-      const err = await rejection(migrate(db.url, changed));
+      const err = await rejection(migrate(db.url, HOURLY_FEEDS, changed));
       expect(err).to.be.instanceOf(MigrationError);
       expect(err.message).to.match(/was edited/);
       if (migrations.length > 1) {
-        expect(await rejection(migrate(db.url, migrations.slice(0, -1)))).to.be.instanceOf(MigrationError);
+        expect(await rejection(migrate(db.url, HOURLY_FEEDS, migrations.slice(0, -1)))).to.be.instanceOf(MigrationError);
       }
-      expect(await rejection(migrate(db.url, []))).to.be.instanceOf(MigrationError);
+      expect(await rejection(migrate(db.url, HOURLY_FEEDS, []))).to.be.instanceOf(MigrationError);
     });
 
     it('rolls a failing migration back whole and records nothing', async () => {
       const broken = edited({ id: 999999, name: 'broken', sql: '', sha256: '' }, 'CREATE TABLE half_done (x int); SELECT 1 / 0;');
-      const err = await rejection(migrate(db.url, [...migrations, broken]));
+      const err = await rejection(migrate(db.url, HOURLY_FEEDS, [...migrations, broken]));
       expect(err).to.be.instanceOf(MigrationError);
       expect(err.message).to.match(/999999 \(broken\) failed/);
       expect(await query(db.url, `SELECT to_regclass('half_done') AS t`)).to.deep.equal([{ t: null }]);
       expect(await query(db.url, 'SELECT id FROM schema_migrations WHERE id = 999999')).to.deep.equal([]);
       // and the database is still usable by the real set
-      expect((await migrate(db.url, migrations)).applied).to.deep.equal([]);
+      expect((await migrate(db.url, HOURLY_FEEDS, migrations)).applied).to.deep.equal([]);
     });
   });
 
   it('two concurrent runs on one empty database apply each migration once', async () => {
     const db = await fresh();
-    const results = await Promise.all([migrate(db.url, migrations), migrate(db.url, migrations), migrate(db.url, migrations)]);
+    const results = await Promise.all([
+      migrate(db.url, HOURLY_FEEDS, migrations),
+      migrate(db.url, HOURLY_FEEDS, migrations),
+      migrate(db.url, HOURLY_FEEDS, migrations),
+    ]);
     const applied = results.flatMap((r) => r.applied);
     expect(applied).to.deep.equal(names);
     expect(results.filter((r) => r.applied.length > 0)).to.have.length(1);

@@ -7,7 +7,7 @@
  *  (a) Each hourly job runs once: both publishers queue every due (zone, hour) again and again; every
  *      file is written exactly once (one publication-log row, one 'written' line over both
  *      processes' logs), both processes take part, and every pg-boss job completes without a retry.
- *  (b) The partner rate limit is one budget over both API processes (lib/ratelimit.ts): a key of
+ *  (b) The partner rate limit is one budget over both API processes (api/kit/ratelimit.ts): a key of
  *      30/min spread over both answers 30 times, then 429 from either; a key of 200/min, claimed in
  *      slices of 10, is answered at most 200 and at least 200 − 2 × 10 times.
  *  (c) Caches are coherent: a rental started through one process leaves the other's cached vehicle
@@ -23,18 +23,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { testConfig } from '../lib/config.js';
-import type { AppContext } from '../lib/context.js';
-import { systemClock } from '../lib/clock.js';
-import { Db } from '../lib/db.js';
-import { SimulatedGateway } from '../lib/gateway.js';
-import { createLogger } from '../lib/log.js';
-import { S3Store } from '../lib/store/s3.js';
+import { testConfig } from '../lib/core/config.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { systemClock } from '../lib/core/clock.js';
+import { Db } from '../lib/core/db.js';
+import { SimulatedGateway } from '../lib/domain/gateway.js';
+import { createLogger } from '../lib/core/log.js';
+import { S3Store } from '../lib/core/store/s3.js';
 import { addHours, floorHour, formatHour, hoursBetween } from '../lib/feeds/hours.js';
 import { feedOf, HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { latestDueHour } from '../lib/publication/due.js';
-import { seedDemo } from '../lib/seed/index.js';
-import { simulateHistory } from '../lib/sim/index.js';
+import { seedDemo } from '../ops/seed/index.js';
+import { simulateHistory } from '../ops/sim/index.js';
 import { startApiProcess, type ApiProcess } from './support/api-process.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { recordsOf, waitFor } from './support/faults.js';

@@ -16,11 +16,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { createKey } from '../lib/admin/credentials.js';
-import { importZone, ZoneImportError } from '../lib/admin/zones.js';
+import { createKey } from '../ops/admin/credentials.js';
+import { importZone, ZoneImportError } from '../ops/admin/zones.js';
 import { floorHour, formatHour } from '../lib/feeds/hours.js';
-import { createLogger } from '../lib/log.js';
-import { ROOT } from '../lib/paths.js';
+import { createLogger } from '../lib/core/log.js';
+import { ROOT } from '../lib/core/paths.js';
 import { useTestContext } from './support/context.js';
 import { entry } from './support/entries.js';
 

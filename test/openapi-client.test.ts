@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import ts from 'typescript';
 import { DOCUMENT_NAMES } from '../api/docs/documents.js';
-import { ROOT } from '../lib/paths.js';
+import { ROOT } from '../lib/core/paths.js';
 import { servedDocuments } from './support/openapi-served.js';
 
 /** Written as an integrator would, against the generated types and one base URL per document. */

@@ -18,7 +18,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DOCUMENT_NAMES } from '../api/docs/documents.js';
-import { ROOT } from '../lib/paths.js';
+import { ROOT } from '../lib/core/paths.js';
 import { servedDocuments } from './support/openapi-served.js';
 
 const run = promisify(execFile);

@@ -6,7 +6,7 @@
  *    resolve, operations have responses, operationIds are unique, path parameters match the path
  *    templates, security names exist, every schema compiles as JSON Schema 2020-12, and every
  *    example validates against its schema;
- *  - the partner API's documented ErrorCodes are the requirement's table and lib/rentals/errors.ts;
+ *  - the partner API's documented ErrorCodes are the requirement's table and lib/domain/rentals/errors.ts;
  *  - every documented operation, called without credentials, answers a documented status with a
  *    body that matches the documented schema of that status;
  *  - GET /openapi/*.json and /docs serve them.
@@ -25,12 +25,12 @@ import { feedRoutes } from '../api/feeds/router.js';
 import { legacyRoutes } from '../api/legacy/router.js';
 import { docsRoutes } from '../api/docs/router.js';
 import { DOCUMENT_NAMES, openApiDocuments, operationsOf, type OpenApiDocument } from '../api/docs/documents.js';
-import type { Operation, Response, Schema } from '../lib/openapi/common.js';
-import { ERRORS } from '../lib/rentals/errors.js';
+import type { Operation, Response, Schema } from '../api/openapi/common.js';
+import { ERRORS } from '../lib/domain/rentals/errors.js';
 import { EXPORT_DIR, exportedFiles } from '../api/docs/export.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { insertPartner } from './support/partner-fixtures.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
 
@@ -297,7 +297,7 @@ const PARTNER_ERROR_TABLE: [string, number, string][] = [
   ['getZoneAreasV1', 400, 'EmptyZoneID'],
   ['getZoneAreasV2', 400, 'EmptyZoneID'],
 ];
-/** Photo upload codes (statuses not in the requirement; ours are in lib/rentals/errors.ts). */
+/** Photo upload codes (statuses not in the requirement; ours are in lib/domain/rentals/errors.ts). */
 const PHOTO_CODES = ['InvalidParkingPhoto', 'ValidateParkingPhotoFailed', 'ErrRentalIsNotEnded', 'ParkingPhotoUploadWindowExpired', 'ErrInvalidURLSignature'];
 /** Where a route answers a code with another status than the catalogue's default (and says so in the code). */
 const STATUS_OVERRIDES = new Set(['VehicleNotFound@404', 'InvalidParkingPhoto@413', 'InvalidParkingPhoto@415']);
@@ -398,7 +398,7 @@ describe('OpenAPI documents', function () {
       expect(PHOTO_CODES.filter((c) => !photo.includes(c))).to.deep.equal([]);
     });
 
-    it('lists only codes of lib/rentals/errors.ts, under their status', () => {
+    it('lists only codes of lib/domain/rentals/errors.ts, under their status', () => {
       const wrong: string[] = [];
       for (const { op } of operationsOf(docs.partner)) {
         for (const [status, codes] of documentedCodes(docs.partner, op)) {
@@ -462,7 +462,7 @@ describe('OpenAPI documents', function () {
   });
 
   describe('every API-key operation, called with a valid key (its own API’s, then another’s), answers with the documented headers', () => {
-    // what the gate adds to every answer once it knows the key (lib/openapi/rate-limit.ts), and the
+    // what the gate adds to every answer once it knows the key (api/openapi/rate-limit.ts), and the
     // other headers a document declares required; an answer carrying a rate-limit or Retry-After
     // header the document does not declare for its status fails too. A key of the other API gets
     // the gate's documented 403, without rate-limit headers.

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import request from 'supertest';
 import { useTestContext } from './support/context.js';
 import { buildApp, buildLegacyApp, buildMetricsApp } from '../api/app.js';
-import { testConfig } from '../lib/config.js';
-import { registerDbCollectors } from '../lib/metrics.js';
+import { testConfig } from '../lib/core/config.js';
+import { registerDbCollectors } from '../lib/core/metrics.js';
 
 describe('health, readiness and metrics', () => {
   const t = useTestContext();

@@ -1,5 +1,5 @@
 /**
- * The one outage rule (lib/http/outage.ts) in every API family: a statement cancelled by its
+ * The one outage rule (api/kit/outage.ts) in every API family: a statement cancelled by its
  * timeout (here: a real one, waiting for a table another transaction holds locked) is a 503 with
  * Retry-After in the family's own error format, never a 500; the OAuth token endpoint answers
  * RFC 6749's temporarily_unavailable.
@@ -8,11 +8,11 @@ import { expect } from 'chai';
 import pg from 'pg';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import type { AppContext } from '../lib/context.js';
-import { Db } from '../lib/db.js';
+import type { AppContext } from '../lib/domain/context.js';
+import { Db } from '../lib/core/db.js';
 import { TOMP_PREFIX } from '../api/tomp/router.js';
-import { OUTAGE_RETRY_AFTER_SECONDS } from '../lib/http/outage.js';
-import { seedDemo } from '../lib/seed/index.js';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../api/kit/outage.js';
+import { seedDemo } from '../ops/seed/index.js';
 import { useTestContext } from './support/context.js';
 import { tokenFor } from './support/feed-auth.js';
 

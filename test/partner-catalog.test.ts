@@ -15,7 +15,7 @@ import {
   type ZoneFixture,
 } from './support/partner-fixtures.js';
 import { PricingRecord, VehicleRecord } from '../schemas/partner/responses.js';
-import { startRental } from '../lib/rentals/engine.js';
+import { startRental } from '../lib/domain/rentals/engine.js';
 
 describe('partner API: vehicles, pricing, zones', function () {
   // 10:00 UTC = 12:00 in Berlin

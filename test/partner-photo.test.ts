@@ -18,9 +18,9 @@ import {
   type PartnerFixture,
   type ZoneFixture,
 } from './support/partner-fixtures.js';
-import { startRental } from '../lib/rentals/engine.js';
-import { signPath } from '../lib/signing.js';
-import { checkPhoto } from '../lib/photos.js';
+import { startRental } from '../lib/domain/rentals/engine.js';
+import { signPath } from '../api/partner/signed-urls.js';
+import { checkPhoto } from '../api/partner/photo-checks.js';
 import { expirePhotoWindows } from '../publisher/jobs/rentals.js';
 
 async function jpeg(width: number, height: number, opts: { orientation?: number; focal35?: number } = {}): Promise<Buffer> {
@@ -146,7 +146,7 @@ describe('parking photo', function () {
     const v = await insertVehicle(t.ctx.db, zone, { northM: 700 });
     await insertArea(t.ctx.db, zone, 'no-parking', { northM: 700, halfM: 20 });
     const r = await startRental(t.ctx, { partnerId: p.id, userId: user, vehicleId: v.id, source: 'partner' });
-    const { endRental } = await import('../lib/rentals/engine.js');
+    const { endRental } = await import('../lib/domain/rentals/engine.js');
     const ended = await endRental(t.ctx, { rentalId: r.id, endState: 'ENDED_INTERNALLY' });
     const path = `/v1/rental/${r.id}/photo`;
     const signed = signPath(t.ctx.config.signingSecret, 'photo', path, new Date(ended.endedAt!.getTime() + 30 * 60_000));

@@ -20,10 +20,10 @@ import {
   type ZoneFixture,
 } from './support/partner-fixtures.js';
 import { RentalRecordSchema } from '../schemas/partner/responses.js';
-import { recordTelemetry } from '../lib/fleet/telemetry.js';
+import { recordTelemetry } from '../ops/sim/telemetry.js';
 import { autoEndIdleRentals } from '../publisher/jobs/rentals.js';
-import { DbError } from '../lib/db.js';
-import type { VehicleGateway } from '../lib/gateway.js';
+import { DbError } from '../lib/core/db.js';
+import type { VehicleGateway } from '../lib/domain/gateway.js';
 
 const RFC3339_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 

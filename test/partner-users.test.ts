@@ -14,7 +14,7 @@ import {
   type PartnerFixture,
 } from './support/partner-fixtures.js';
 import { UserRecord } from '../schemas/partner/responses.js';
-import { startRental } from '../lib/rentals/engine.js';
+import { startRental } from '../lib/domain/rentals/engine.js';
 
 describe('partner API: users, auth and transport', function () {
   const t = useTestContext({ config: { MAX_BODY_BYTES: '2048' } });
@@ -152,7 +152,7 @@ describe('partner API: users, auth and transport', function () {
       expectError(await request(server).get('/v1/zone/info'), 401, 'Unauthorized');
       expectError(await request(server).get('/v1/zone/info').set('X-Auth-Token', 'nope-nope-nope'), 401, 'Unauthorized');
       expectError(await request(server).get('/v1/zone/info').set('Authorization', 'Basic abc'), 401, 'Unauthorized');
-      const { createApiKey } = await import('../lib/auth/api-keys.js');
+      const { createApiKey } = await import('../lib/domain/credentials/api-keys.js');
       const tomp = await createApiKey(t.ctx.db, p.id, 'tomp');
       const wrong = await request(server).get('/v1/zone/info').set('X-Auth-Token', tomp.key);
       expectError(wrong, 403, 'Forbidden');

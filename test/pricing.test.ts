@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { computeCost, durationMinutes, vatOf } from '../lib/pricing.js';
+import { computeCost, durationMinutes, vatOf } from '../lib/domain/pricing.js';
 
 const base = { startPrice: 100, pricePerMinute: 25, vatRate: 0.19, distanceMeters: 1200, endedAt: new Date('2026-11-21T10:00:00Z'), charge: true };
 

@@ -14,16 +14,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { HOUR_MS, parseHour } from '../lib/feeds/hours.js';
-import { fragment } from '../lib/feeds/gbfs/fragments.js';
-import { metrics, STORE_KINDS, type StoreKind } from '../lib/metrics.js';
-import { GzipSpool, gzipBytes, stitchedBytes, type StoredBytes } from '../lib/publication/bytes.js';
-import { REPORT_INDEX, type ReportIndexRow } from '../lib/publication/indexes.js';
-import { gbfsUnit, tryPublicationLock, withPublicationLock } from '../lib/publication/lock.js';
-import { answerOf, hourFile, hourlyObject, servedObject, type ConditionalRequest } from '../lib/publication/serve.js';
-import { PublicationSink } from '../lib/publication/sink.js';
-import type { ObjectMeta, ObjectStore } from '../lib/store/types.js';
+import { fragment } from '../lib/core/gzip.js';
+import { metrics, STORE_KINDS, type StoreKind } from '../lib/core/metrics.js';
+import { GzipSpool, gzipBytes, stitchedBytes, type StoredBytes } from '../publisher/publication/bytes.js';
+import { REPORT_INDEX, type ReportIndexRow } from '../publisher/publication/indexes.js';
+import { gbfsUnit, tryPublicationLock, withPublicationLock } from '../publisher/publication/lock.js';
+import { answerOf, hourFile, hourlyObject, servedObject, type ConditionalRequest } from '../api/kit/serve.js';
+import { PublicationSink } from '../publisher/publication/sink.js';
+import type { ObjectMeta, ObjectStore } from '../lib/core/store/types.js';
 import { buildGbfsZone, publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { publishHourSet } from '../publisher/publish.js';
 import { publishDueReports } from '../publisher/reports.js';
@@ -44,7 +44,7 @@ async function stored(store: ObjectStore, key: string): Promise<{ meta: ObjectMe
   return o && { meta: o.meta, bytes: await bytesOf(o.body) };
 }
 
-/** The sink's counters of each kind now (lib/metrics.ts). */
+/** The sink's counters of each kind now (lib/core/metrics.ts). */
 async function storeCounts(): Promise<Record<StoreKind, { written: number; bytes: number; skipped: number }>> {
   const of = async (c: typeof metrics.storeObjectsWritten, kind: StoreKind) => (await c.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
   const out = {} as Record<StoreKind, { written: number; bytes: number; skipped: number }>;

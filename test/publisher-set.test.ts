@@ -10,7 +10,7 @@ import { feedEvent, feedTrip, feedVehicle, feedZone } from './support/feed-fixtu
 import { FeedValidationError, publishHour, publishHourSet, type HourFileResult } from '../publisher/publish.js';
 import { feedById, HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { parseHour } from '../lib/feeds/hours.js';
-import type { ObjectStore } from '../lib/store/types.js';
+import type { ObjectStore } from '../lib/core/store/types.js';
 
 const H9 = parseHour('2026-11-21T09')!;
 const at = (iso: string) => new Date(iso);

@@ -16,10 +16,10 @@ import { enqueueDue, startPublisher } from '../publisher/index.js';
 import { HOUR_QUEUE, publicationQueue } from '../lib/publication/queue.js';
 import { feedById, HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { parseHour } from '../lib/feeds/hours.js';
-import { compile } from '../lib/validate.js';
+import { compile } from '../lib/core/validate.js';
 import { InsuranceTripSchema } from '../schemas/insurance/trips.js';
-import type { ObjectStore } from '../lib/store/types.js';
-import type { AppContext } from '../lib/context.js';
+import type { ObjectStore } from '../lib/core/store/types.js';
+import type { AppContext } from '../lib/domain/context.js';
 
 const H9 = parseHour('2026-11-21T09')!;
 const H10 = parseHour('2026-11-21T10')!;

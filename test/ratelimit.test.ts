@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
-import { RateLimiter, sliceFor } from '../lib/ratelimit.js';
-import { ManualClock } from '../lib/clock.js';
-import { Db } from '../lib/db.js';
+import { RateLimiter, sliceFor } from '../api/kit/ratelimit.js';
+import { ManualClock } from '../lib/core/clock.js';
+import { Db } from '../lib/core/db.js';
 
 /** Round trips one process makes to spend a whole budget alone: its slices shrink near the limit. */
 function claimsToSpend(limit: number): number {

@@ -21,11 +21,11 @@ import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../lib/config.js';
-import { Db } from '../lib/db.js';
-import { createLogger } from '../lib/log.js';
-import { ROOT } from '../lib/paths.js';
-import { DEMO_FEED_CLIENTS, DEMO_PARTNERS } from '../lib/seed/data.js';
+import { loadConfig } from '../lib/core/config.js';
+import { Db } from '../lib/core/db.js';
+import { createLogger } from '../lib/core/log.js';
+import { ROOT } from '../lib/core/paths.js';
+import { DEMO_FEED_CLIENTS, DEMO_PARTNERS } from '../ops/seed/data.js';
 import { HOUR_QUEUE } from '../lib/publication/queue.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { readWalkthroughBlocks, requireTools, runWalkthrough, type BlockRun, type WalkthroughRun } from './support/walkthrough.js';
@@ -35,7 +35,7 @@ const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const BLOCKS = readWalkthroughBlocks(README);
 /** where the TOMP block books: copenhagen, or berlin while copenhagen sleeps (as the README says) */
 let tompZone = 'copenhagen';
-/** the demo fleet per zone (lib/seed/index.ts: vehiclesPerZone) */
+/** the demo fleet per zone (ops/seed/index.ts: vehiclesPerZone) */
 const FLEET = 60;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** the console block's republish answer (202, RepublishQueuedSchema): its hour and job id */

@@ -5,12 +5,12 @@
 import { expect } from 'chai';
 import { useTestContext } from './support/context.js';
 import { insertArea, insertPartner, insertUser, insertVehicle, insertZone, offset, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
-import { startRental, endRental, StartAborted } from '../lib/rentals/engine.js';
-import { getRental } from '../lib/rentals/queries.js';
-import { RentalError } from '../lib/rentals/errors.js';
-import { computeCost, vatOf } from '../lib/pricing.js';
-import { isSleeping } from '../lib/zones.js';
-import { recordTelemetry } from '../lib/fleet/telemetry.js';
+import { startRental, endRental, StartAborted } from '../lib/domain/rentals/engine.js';
+import { getRental } from '../api/partner/rental-reads.js';
+import { RentalError } from '../lib/domain/rentals/errors.js';
+import { computeCost, vatOf } from '../lib/domain/pricing.js';
+import { isSleeping } from '../lib/domain/zones.js';
+import { recordTelemetry } from '../ops/sim/telemetry.js';
 import { autoEndIdleRentals, expirePhotoWindows } from '../publisher/jobs/rentals.js';
 
 async function rejects(p: Promise<unknown>): Promise<RentalError> {
@@ -344,7 +344,7 @@ describe('rental engine', function () {
   it('30 simultaneous starts on one vehicle (one per connection of the pool): exactly one runs', async () => {
     // as many as the test context's pool has connections (test/support/context.ts), all in their
     // transactions at once: past that, a start waits for a connection, and a wait past the pool's
-    // checkout timeout (2 s, lib/db.ts) is a 503 by design, which a loaded CI machine reached with
+    // checkout timeout (2 s, lib/core/db.ts) is a 503 by design, which a loaded CI machine reached with
     // 50. Through HTTP the API's admission keeps requests in flight within the pool
     // (test/partner-rentals.test.ts races 50 starts that way).
     const v = await insertVehicle(t.ctx.db, zone);

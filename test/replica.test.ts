@@ -1,5 +1,5 @@
 /**
- * Reads on a streaming replica (DATABASE_REPLICA_URL, lib/replica.ts) against a real hot standby of
+ * Reads on a streaming replica (DATABASE_REPLICA_URL, lib/core/replica.ts) against a real hot standby of
  * the test server (pg_basebackup, test/support/replica.ts): reads that may lag go to the replica,
  * writes and what must see them stay on the primary. With replay paused (the replica as far behind
  * as a replica gets), the vehicle list right after a rental start never shows the rented vehicle,
@@ -16,18 +16,18 @@ import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { vehicleListsOf } from '../api/partner/vehicle-list.js';
 import { TOMP_PREFIX } from '../api/tomp/router.js';
-import type { AppContext } from '../lib/context.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { gunzipSync } from 'node:zlib';
-import { Db, DbError } from '../lib/db.js';
-import { sql } from '../lib/sql/typed.js';
-import { createLogger } from '../lib/log.js';
+import { Db, DbError } from '../lib/core/db.js';
+import { sql } from '../lib/core/sql/typed.js';
+import { createLogger } from '../lib/core/log.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
 import { HOUR_MS } from '../lib/feeds/hours.js';
 import { streamVehicles } from '../lib/feeds/mds/sources.js';
 import { feedById } from '../lib/feeds/publications.js';
-import { registerDbCollectors, registry } from '../lib/metrics.js';
-import { readerPast, readOnReplica, replayedPast, replayLagBytes, streamOnReplica } from '../lib/replica.js';
+import { registerDbCollectors, registry } from '../lib/core/metrics.js';
+import { readerPast, readOnReplica, replayedPast, replayLagBytes, streamOnReplica } from '../lib/core/replica.js';
 import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
 import { buildGbfsZone } from '../publisher/feeds/gbfs/zone.js';
 import { publishHour } from '../publisher/publish.js';

@@ -20,7 +20,7 @@ import { startPublisherProcess } from './support/publisher-process.js';
 import { useTestContext } from './support/context.js';
 import { recordsOf, waitFor } from './support/faults.js';
 import { feedTrip, feedVehicle, feedZone } from './support/feed-fixtures.js';
-import { sql } from '../lib/sql/typed.js';
+import { sql } from '../lib/core/sql/typed.js';
 import { feedById, HOURLY_FEEDS, objectKey } from '../lib/feeds/publications.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../lib/feeds/hours.js';
 import { hourParam } from '../lib/feeds/mds/sources.js';

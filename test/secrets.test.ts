@@ -1,5 +1,5 @@
 /**
- * No signing secret is written in the repository (lib/config.ts): the real entry point refuses to
+ * No signing secret is written in the repository (lib/core/config.ts): the real entry point refuses to
  * start without one, and the embedded default keeps a random one with its data.
  */
 import { expect } from 'chai';
@@ -7,11 +7,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, ConfigError } from '../lib/config.js';
-import { ROOT } from '../lib/paths.js';
+import { loadConfig, ConfigError } from '../lib/core/config.js';
+import { ROOT } from '../lib/core/paths.js';
 import { entry } from './support/entries.js';
 
-describe('signing secret (lib/config.ts)', function () {
+describe('signing secret (lib/core/config.ts)', function () {
   this.timeout(60000);
   const dirs: string[] = [];
   after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -3,11 +3,11 @@ import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { floorHour, formatHour } from '../lib/feeds/hours.js';
 import { backfill } from '../publisher/ops.js';
-import { DemoSeedRefused, seedDemo, seedDemoWhereDemo } from '../lib/seed/index.js';
-import { createFeedClient, createKey } from '../lib/admin/credentials.js';
-import { ApiKeyVerifier } from '../lib/auth/api-keys.js';
-import { authenticateFeedClient } from '../lib/auth/feed-clients.js';
-import { vehicleCode } from '../lib/sim/fleet.js';
+import { DemoSeedRefused, seedDemo, seedDemoWhereDemo } from '../ops/seed/index.js';
+import { createFeedClient, createKey } from '../ops/admin/credentials.js';
+import { ApiKeyVerifier } from '../lib/domain/credentials/api-keys.js';
+import { authenticateFeedClient } from '../lib/feeds/clients.js';
+import { vehicleCode } from '../ops/sim/fleet.js';
 import { useTestContext } from './support/context.js';
 
 describe('demo seed', () => {

@@ -14,10 +14,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
-import { Db } from '../lib/db.js';
-import { createLogger } from '../lib/log.js';
+import { Db } from '../lib/core/db.js';
+import { createLogger } from '../lib/core/log.js';
 import { insertPartner, insertZone, insertVehicle, insertUser } from './support/partner-fixtures.js';
-import { ROOT } from '../lib/paths.js';
+import { ROOT } from '../lib/core/paths.js';
 import { entry } from './support/entries.js';
 
 interface Run {

@@ -1,26 +1,26 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { Db } from '../lib/db.js';
-import { ManualClock } from '../lib/clock.js';
-import { seedDemo } from '../lib/seed/index.js';
-import { simulateHistory, SimulationRepeatedError, type SimSummary } from '../lib/sim/index.js';
-import { isValidTransition, isMdsState, TRIP_EVENT_TYPES, type MdsState } from '../lib/mds/state-machine.js';
-import { Prng } from '../lib/sim/prng.js';
-import type { AppContext } from '../lib/context.js';
+import { Db } from '../lib/core/db.js';
+import { ManualClock } from '../lib/core/clock.js';
+import { seedDemo } from '../ops/seed/index.js';
+import { simulateHistory, SimulationRepeatedError, type SimSummary } from '../ops/sim/index.js';
+import { isValidTransition, isMdsState, TRIP_EVENT_TYPES, type MdsState } from '../lib/domain/fleet/state-machine.js';
+import { Prng } from '../ops/sim/prng.js';
+import type { AppContext } from '../lib/domain/context.js';
 import { useTestContext } from './support/context.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
-import { sql } from '../lib/sql/typed.js';
-import { startLiveSimulator } from '../lib/sim/live.js';
-import { SIM_PARTNER_NAMES } from '../lib/sim/tenant.js';
-import { PEAK_RIDING_SHARE } from '../lib/sim/simulation.js';
-import { importZones } from '../lib/admin/zones.js';
-import { createKey } from '../lib/admin/credentials.js';
+import { sql } from '../lib/core/sql/typed.js';
+import { startLiveSimulator } from '../ops/sim/live.js';
+import { SIM_PARTNER_NAMES } from '../ops/sim/tenant.js';
+import { PEAK_RIDING_SHARE } from '../ops/sim/simulation.js';
+import { importZones } from '../ops/admin/zones.js';
+import { createKey } from '../ops/admin/credentials.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../lib/paths.js';
-import { readZoneDocuments, type ZoneDocument } from '../lib/admin/zone-file.js';
+import { ROOT } from '../lib/core/paths.js';
+import { readZoneDocuments, type ZoneDocument } from '../ops/admin/zone-file.js';
 
 const NOW = '2026-03-10T12:00:00Z';
 const END = new Date(NOW);
@@ -363,7 +363,7 @@ describe('live simulator', function () {
 
   it('rides through the rental engine: starts, telemetry, ends, operator events, all legal', async () => {
     await seedDemo(t.ctx, { vehiclesPerZone: 15 });
-    const { startLiveSimulator } = await import('../lib/sim/live.js');
+    const { startLiveSimulator } = await import('../ops/sim/live.js');
     const live = startLiveSimulator(t.ctx, { rate: 10, seed: 3, manual: true });
     for (let i = 0; i < 120; i++) {
       await live.tick();
@@ -400,7 +400,7 @@ describe('live simulator', function () {
   });
 
   it('stop() resolves even when the timer loop is running', async () => {
-    const { startLiveSimulator } = await import('../lib/sim/live.js');
+    const { startLiveSimulator } = await import('../ops/sim/live.js');
     const live = startLiveSimulator(t.ctx, { rate: 50, seed: 4 });
     await new Promise((r) => setTimeout(r, 300));
     await live.stop();
@@ -502,7 +502,7 @@ describe('live simulator: its own tenant', function () {
     const { id } = await t.ctx.db.one<{ id: string }>(
       `INSERT INTO partners (name, kind, trip_type) VALUES ('Fleet Simulator', 'rental', 'rider') RETURNING id`,
     );
-    const { createApiKey } = await import('../lib/auth/api-keys.js');
+    const { createApiKey } = await import('../lib/domain/credentials/api-keys.js');
     await createApiKey(t.ctx.db, id, 'partner', { key: 'pk-test-squatter', label: 'test' });
     await t.ctx.db.query(`INSERT INTO users (partner_id, email, external_id) VALUES ($1, 'a@example.com', 'a')`, [id]);
     const before = (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM rentals WHERE source = 'simulator'`)).n;

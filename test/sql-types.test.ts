@@ -1,5 +1,5 @@
 /**
- * Typed SQL: the generated lib/sql/queries.gen.ts agrees with the migrated template (the check
+ * Typed SQL: the generated lib/core/sql/queries.gen.ts agrees with the migrated template (the check
  * `make typecheck` runs), and the generator follows the database: a renamed column, a dropped NOT
  * NULL or a changed type changes the generated types or stops the generator naming the query.
  */
@@ -9,16 +9,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { q, type Queryable } from '../lib/db.js';
-import { ROOT } from '../lib/paths.js';
-import { readQuerySources, type QuerySource } from '../lib/sql/catalog.js';
-import { describeQueries, differences, renderEntry, type QueryTypes } from '../lib/sql/generate.js';
-import { outerJoins, preservedReferences, provenNonNull } from '../lib/sql/nullability.js';
-import { sql, type ParamsOf, type RowOf } from '../lib/sql/typed.js';
+import type { Queryable } from '../lib/core/db.js';
+import { q } from '../lib/core/sql/catalog.js';
+import { ROOT } from '../lib/core/paths.js';
+import { readQuerySources, type QuerySource } from '../lib/core/sql/catalog.js';
+import { describeQueries, differences, renderEntry, type QueryTypes } from '../scripts/sql-types/generate.js';
+import { outerJoins, preservedReferences, provenNonNull } from '../scripts/sql-types/nullability.js';
+import { sql, type ParamsOf, type RowOf } from '../lib/core/sql/typed.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 
 const CLI = join(ROOT, 'scripts', 'sql-types.ts');
-const GENERATED = join(ROOT, 'lib', 'sql', 'queries.gen.ts');
+const GENERATED = join(ROOT, 'lib', 'core', 'sql', 'queries.gen.ts');
 
 function runCli(args: string[]) {
   return spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: ROOT, env: process.env, encoding: 'utf8', timeout: 120000 });
@@ -46,7 +47,7 @@ const typeChecks: [
   Equal<TextRow, Record<string, unknown>>,
 ] = [true, true, true];
 
-describe('typed SQL (scripts/sql-types.ts, lib/sql)', function () {
+describe('typed SQL (scripts/sql-types.ts, lib/core/sql)', function () {
   this.timeout(120000);
 
   describe('the committed types', () => {
@@ -135,7 +136,7 @@ describe('typed SQL (scripts/sql-types.ts, lib/sql)', function () {
       }
     });
 
-    it('types parameters and columns as node-postgres exchanges them under lib/db.ts type parsers', async () => {
+    it('types parameters and columns as node-postgres exchanges them under lib/core/db.ts type parsers', async () => {
       const t = await describeOne(
         'Probe',
         'SELECT id, n, big, amount, ok, doc, at, tags, raw, mood, kind, note FROM probe WHERE id = $1 AND big = $2 AND amount > $3 AND doc @> $4 AND at < $5 AND tags && $6 AND raw = $7 AND mood = $8 AND ok = $9',
@@ -155,7 +156,7 @@ describe('typed SQL (scripts/sql-types.ts, lib/sql)', function () {
       expect(row).to.deep.equal({
         id: 'string',
         n: 'number',
-        // lib/db.ts parses int8 and numeric as numbers
+        // lib/core/db.ts parses int8 and numeric as numbers
         big: 'number | null',
         amount: 'number | null',
         ok: 'boolean',

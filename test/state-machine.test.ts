@@ -11,10 +11,10 @@ import {
   targets,
   TRANSITIONS,
   type MdsState,
-} from '../lib/mds/state-machine.js';
-import { recordEvent } from '../lib/fleet/events.js';
-import { recordTelemetry } from '../lib/fleet/telemetry.js';
-import { SPECS_DIR } from '../lib/paths.js';
+} from '../lib/domain/fleet/state-machine.js';
+import { recordEvent } from '../lib/domain/fleet/events.js';
+import { recordTelemetry } from '../ops/sim/telemetry.js';
+import { SPECS_DIR } from '../lib/core/paths.js';
 import { useTestContext } from './support/context.js';
 import { insertVehicle, insertZone } from './support/fleet-fixtures.js';
 

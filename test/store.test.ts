@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { openStore } from '../lib/store/index.js';
-import { S3Store } from '../lib/store/s3.js';
-import { StoreError, type ObjectMeta, type ObjectStore } from '../lib/store/types.js';
-import { testConfig } from '../lib/config.js';
-import { ROOT } from '../lib/paths.js';
+import { openStore } from '../lib/core/store/index.js';
+import { S3Store } from '../lib/core/store/s3.js';
+import { StoreError, type ObjectMeta, type ObjectStore } from '../lib/core/store/types.js';
+import { testConfig } from '../lib/core/config.js';
+import { ROOT } from '../lib/core/paths.js';
 import { startS3rver, type S3rverHandle } from './support/s3rver.js';
 
 async function readAll(body: Readable): Promise<Buffer> {

@@ -1,5 +1,5 @@
 /**
- * Idle and slow connections are bounded (lib/http/listen.ts createBoundedServer, lib/config.ts
+ * Idle and slow connections are bounded (lib/core/listen.ts createBoundedServer, lib/core/config.ts
  * `http`): with short test values, 200 connections that send nothing, slow-header senders, slow-body
  * senders and idle keep-alive connections are all closed within their bound, while a normal request
  * made in the middle of it is answered. The waits below are deadlines (generous multiples of the
@@ -10,8 +10,8 @@ import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { buildApp, withHotPath } from '../api/app.js';
-import { createBoundedServer } from '../lib/http/listen.js';
-import { loadConfig, ConfigError } from '../lib/config.js';
+import { createBoundedServer } from '../lib/core/listen.js';
+import { loadConfig, ConfigError } from '../lib/core/config.js';
 import { useTestContext } from './support/context.js';
 import { insertMaasPartner } from './support/tomp-fixtures.js';
 import { count } from './support/figures.js';

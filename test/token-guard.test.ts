@@ -1,5 +1,5 @@
 /**
- * The token endpoints resist guessing (lib/auth/token-guard.ts, api/feeds/token.ts): failed client
+ * The token endpoints resist guessing (api/feeds/token-guard.ts, api/feeds/token.ts): failed client
  * authentications are throttled per (client id, address) and per address with 429 + Retry-After,
  * and nothing per client id alone, so a stranger who knows a city's id cannot keep the city from its
  * tokens. The throttle is proved over real sockets from two loopback source addresses, on both token
@@ -13,8 +13,8 @@ import { createServer, request as httpRequest, type Agent as HttpAgentType, Agen
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 import { buildApp, buildLegacyApp, withHotPath } from '../api/app.js';
-import { addressKey, clientAddress, TokenGuard } from '../lib/auth/token-guard.js';
-import { ManualClock } from '../lib/clock.js';
+import { addressKey, clientAddress, TokenGuard } from '../api/feeds/token-guard.js';
+import { ManualClock } from '../lib/core/clock.js';
 import { useTestContext } from './support/context.js';
 import { basic, insertClient } from './support/feed-auth.js';
 import { insertPartner } from './support/partner-fixtures.js';

@@ -4,8 +4,8 @@ import { decodeJwt } from 'jose';
 import { buildApp, buildLegacyApp } from '../api/app.js';
 import { useTestContext } from './support/context.js';
 import { basic, insertClient, insertFeedZone, tokenFor } from './support/feed-auth.js';
-import { revokeFeedClient } from '../lib/auth/feed-clients.js';
-import { issueFeedToken, verifyFeedToken } from '../lib/auth/tokens.js';
+import { revokeFeedClient } from '../lib/feeds/clients.js';
+import { issueFeedToken, verifyFeedToken } from '../api/feeds/access-tokens.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import supertest from 'supertest';
 import { buildApp } from '../api/app.js';
-import { recordTelemetry } from '../lib/fleet/telemetry.js';
+import { recordTelemetry } from '../ops/sim/telemetry.js';
 import { useTestContext } from './support/context.js';
 import { loadTompSpec } from './support/tomp-openapi.js';
 import { insertMaasPartner, insertNoParking, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
@@ -206,7 +206,7 @@ describe('TOMP API errors', () => {
 
     it('a rental ended elsewhere (auto end) shows the leg FINISHED and refuses FINISH with 409', async () => {
       const { legId, bookingId } = await bookedLeg();
-      const { endRental } = await import('../lib/rentals/engine.js');
+      const { endRental } = await import('../lib/domain/rentals/engine.js');
       const r = await t.ctx.db.one<{ rental_id: string }>(`SELECT rental_id FROM tomp_bookings WHERE id = $1`, [bookingId]);
       await endRental(t.ctx, { rentalId: r.rental_id, endState: 'ENDED_WITH_NO_CHARGE' });
       const leg = await api.get(`${P}/legs/${legId}`).set('X-Access-Token', key);

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import supertest from 'supertest';
 import { buildApp } from '../api/app.js';
-import { expirePendingBookings } from '../lib/tomp/holds.js';
+import { expirePendingBookings } from '../lib/domain/tomp/holds.js';
 import { useTestContext } from './support/context.js';
 import { conforms, loadTompSpec } from './support/tomp-openapi.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';

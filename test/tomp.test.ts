@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import supertest from 'supertest';
 import { buildApp } from '../api/app.js';
-import { recordTelemetry } from '../lib/fleet/telemetry.js';
+import { recordTelemetry } from '../ops/sim/telemetry.js';
 import { useTestContext } from './support/context.js';
 import { conforms, loadTompSpec } from './support/tomp-openapi.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';

@@ -13,8 +13,8 @@ import { buildApp } from '../api/app.js';
 import { loadZoneData } from '../lib/feeds/gbfs/model.js';
 import { geofencingZonesV2 } from '../lib/feeds/gbfs/v2.js';
 import { geofencingZonesV3 } from '../lib/feeds/gbfs/v3.js';
-import { seedDemo } from '../lib/seed/index.js';
-import { parkingAt } from '../lib/zones.js';
+import { seedDemo } from '../ops/seed/index.js';
+import { parkingAt } from '../lib/domain/zones.js';
 import { useTestContext } from './support/context.js';
 import { expectError, insertUser } from './support/partner-fixtures.js';
 

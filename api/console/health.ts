@@ -1,10 +1,10 @@
 /**
  * The console's Health figures, read from the prom-client registry that /metrics exports
- * (lib/metrics.ts), so the page and a Prometheus scrape show the same numbers: rentals running,
+ * (lib/core/metrics.ts), so the page and a Prometheus scrape show the same numbers: rentals running,
  * requests and 5xx errors per API family (totals; the page turns two readings into rates), publish
  * lag per feed, queue depth per queue and store errors per operation.
  */
-import { registry } from '../../lib/metrics.js';
+import { registry } from '../../lib/core/metrics.js';
 
 /** The API family of a request by its host and route pattern (the http_requests_total labels). */
 function familyOf(host: string, route: string): string {

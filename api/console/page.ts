@@ -10,7 +10,7 @@ import type Koa from 'koa';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ROOT } from '../../lib/paths.js';
+import { ROOT } from '../../lib/core/paths.js';
 
 const here = join(ROOT, 'api', 'console');
 const leafletDist = dirname(createRequire(import.meta.url).resolve('leaflet/dist/leaflet.js'));

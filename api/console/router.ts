@@ -8,22 +8,22 @@
  * republish is queued for the publishers (lib/publication/queue.ts) and answered at once with what
  * was queued, never published inside the request.
  */
-import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
+import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/domain/zones.js';
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { apiKeyGate, apiOfScope, bearerKey, principalOf } from '../../lib/http/api-key-gate.js';
-import { sql } from '../../lib/sql/typed.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { apiKeyGate, apiOfScope, bearerKey, principalOf } from '../kit/api-key-gate.js';
+import { sql } from '../../lib/core/sql/typed.js';
 import { parseHour } from '../../lib/feeds/hours.js';
 import { UnknownFeedError } from '../../lib/feeds/publications.js';
 import { publicationQueue, queueRepublish, type RepublishQueued } from '../../lib/publication/queue.js';
 import { OpsError, publicationStatus } from '../../lib/publication/status.js';
-import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../../lib/http/body.js';
+import { BodyRefused, closeIfBodyUnread, readJsonBody } from '../kit/body.js';
 import { FeedError, badParam, feedErrors } from '../feeds/errors.js';
 import { healthFigures } from './health.js';
-import { requestLogOf } from '../middleware/request-envelope.js';
+import { requestLogOf } from '../kit/request-log.js';
 import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
-import type { Logger } from '../../lib/log.js';
+import type { Logger } from '../../lib/core/log.js';
 
 const CHALLENGE = 'Bearer realm="console"';
 

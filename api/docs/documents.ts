@@ -5,18 +5,18 @@
  * legacy MDS host's. Served by api/docs (GET /openapi/*.json) and exported to docs/openapi/ by
  * bin/export-openapi.ts.
  */
-import type { Config } from '../../lib/config.js';
-import type { OpenApiDocument } from '../../lib/openapi/common.js';
-import { partnerDocument } from '../../lib/openapi/partner.js';
-import { tompDocument } from '../../lib/openapi/tomp.js';
-import { feedsDocument, legacyFeedsDocument } from '../../lib/openapi/feeds.js';
+import type { Config } from '../../lib/core/config.js';
+import type { OpenApiDocument } from '../openapi/common.js';
+import { partnerDocument } from '../openapi/partner.js';
+import { tompDocument } from '../openapi/tomp.js';
+import { feedsDocument, legacyFeedsDocument } from '../openapi/feeds.js';
 import { PARTNER_ENDPOINTS } from '../partner/endpoints.js';
 import { TOMP_ENDPOINTS } from '../tomp/endpoints.js';
 import { FEED_ENDPOINTS } from '../feeds/endpoints.js';
 import { LEGACY_ENDPOINTS } from '../legacy/endpoints.js';
 
-export type { OpenApiDocument } from '../../lib/openapi/common.js';
-export { operationsOf } from '../../lib/openapi/common.js';
+export type { OpenApiDocument } from '../openapi/common.js';
+export { operationsOf } from '../openapi/common.js';
 
 export const DOCUMENT_NAMES = ['partner', 'tomp', 'feeds', 'legacy'] as const;
 export type DocumentName = (typeof DOCUMENT_NAMES)[number];

@@ -4,7 +4,7 @@
  * does not depend on anyone's environment; the served /openapi/*.json carry the real ones.
  */
 import { join } from 'node:path';
-import { ROOT } from '../../lib/paths.js';
+import { ROOT } from '../../lib/core/paths.js';
 import { DOCUMENT_NAMES, openApiDocuments, type DocumentName } from './documents.js';
 
 export const EXPORT_DIR = join(ROOT, 'docs', 'openapi');

@@ -1,6 +1,6 @@
 /**
  * The API documentation of the main host: GET /openapi/{partner,tomp,feeds,legacy}.json (the OpenAPI
- * 3.1 documents of lib/openapi, built once from the configuration) and GET /docs, a Swagger UI
+ * 3.1 documents of api/openapi, built once from the configuration) and GET /docs, a Swagger UI
  * page with a selector for the documents. Swagger UI comes from the bundled swagger-ui-dist
  * package and is served from node_modules under /docs/assets/: the page loads nothing from
  * elsewhere, so it works offline and behind a strict Content-Security-Policy (no inline script).
@@ -10,7 +10,7 @@ import Router from '@koa/router';
 import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { AppContext } from '../../lib/context.js';
+import type { AppContext } from '../../lib/domain/context.js';
 import { DOCUMENT_NAMES, DOCUMENT_TITLES, openApiDocuments, type DocumentName } from './documents.js';
 import { docsPage, docsScript, DOCS_CSS } from './page.js';
 

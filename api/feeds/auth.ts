@@ -4,17 +4,17 @@
  * answers: 401 no/bad/expired token, 403 feed outside the role, 400 malformed zone id, 404 unknown
  * zone, 403 zone outside the client's scope.
  */
-import { bearerOf } from '../../lib/http/api-key-gate.js';
+import { bearerOf } from '../kit/api-key-gate.js';
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { RevokedClients } from '../../lib/auth/feed-clients.js';
-import { FeedTokenVerifier, type FeedTokenClaims } from '../../lib/auth/tokens.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { RevokedClients } from '../../lib/feeds/clients.js';
+import { FeedTokenVerifier, type FeedTokenClaims } from './access-tokens.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { ZoneDirectory, type ZoneInfo } from './zones.js';
 import { GbfsSnapshotIndex, PublicationIndex } from './publications.js';
-import { ObjectCache } from '../../lib/http/object-cache.js';
-import { ApiKeyVerifier } from '../../lib/auth/api-keys.js';
-import { TokenGuard } from '../../lib/auth/token-guard.js';
+import { ObjectCache } from '../kit/object-cache.js';
+import { ApiKeyVerifier } from '../../lib/domain/credentials/api-keys.js';
+import { TokenGuard } from './token-guard.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
 

@@ -14,8 +14,8 @@
  * schemas/oauth/metadata.ts, the document's `AuthorizationServerMetadata`).
  */
 import type Koa from 'koa';
-import type { Config } from '../../lib/config.js';
-import { schemaRef } from '../../lib/openapi/common.js';
+import type { Config } from '../../lib/core/config.js';
+import { schemaRef } from '../openapi/common.js';
 import type { AuthorizationServerMetadata } from '../../schemas/oauth/metadata.js';
 import type { FeedEndpoint } from './endpoint.js';
 

@@ -9,17 +9,18 @@
  * `invalid` code: the kit passes them on and the handler checks them in that order; the table
  * documents them.
  */
-import { ZONE_ID_SCHEMA } from '../../lib/zones.js';
-import { TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
-import type { Endpoint, FamilyKit, ParamSpec } from '../../lib/http/endpoints.js';
-import { koaPath } from '../../lib/http/endpoints.js';
+import { ZONE_ID_SCHEMA } from '../../lib/domain/zones.js';
+import { TIME_HOUR_SCHEMA } from '../../schemas/common.js';
+import type { Endpoint, FamilyKit, ParamSpec } from '../kit/endpoints.js';
+import { koaPath } from '../kit/endpoints.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import type { FeedAccess } from '../../lib/feeds/roles.js';
 import type { MediaOffer } from './accept.js';
 import { tokenAuth, type FeedDeps } from './auth.js';
 import { badParam, feedErrors } from './errors.js';
 import { insurerAuth } from './insurance.js';
-import { clientCredentials } from './token.js';
+import { clientCredentials, issueToken } from './token.js';
+import { TOKEN_DESCRIPTION } from '../openapi/feeds-ops.js';
 import type { FastHourFile } from './hot-path.js';
 
 /**
@@ -38,7 +39,7 @@ export interface FeedDoc {
   notPublished202?: boolean;
   /** the media types Accept may name: 406 beyond them */
   accept?: readonly string[];
-  /** the token endpoints: OAuth 2.0 answers, documented whole by lib/openapi/feeds-ops.ts */
+  /** the token endpoints: OAuth 2.0 answers, documented whole by api/openapi/feeds-ops.ts */
   oauth?: boolean;
   /**
    * a `{file}` route whose files each have their own schema: the document has one operation per
@@ -109,4 +110,21 @@ export function hotFilesOf(rows: readonly FeedEndpoint[]): FastHourFile[] {
     const re = new RegExp(`^${escape(parts[0])}(${ZONE_SEGMENT.slice(1, -1)})${escape(parts[1])}(?:\\?([^#]*))?$`);
     return [{ re, route: { pattern: koaPath(r.path), ...r.hourFile } }];
   });
+}
+
+/** The token endpoint's row of a host's table (the main host and the legacy host serve the same one). */
+export function tokenEndpoint(operationId: string, path: string, host: string): FeedEndpoint {
+  return {
+    operationId,
+    method: 'post',
+    path,
+    summary: `Access token (${host})`,
+    description: TOKEN_DESCRIPTION,
+    tag: 'Authentication',
+    auth: 'clientCredentials',
+    responses: {},
+    errors: [],
+    feed: { oauth: true },
+    handle: issueToken,
+  };
 }

@@ -1,16 +1,16 @@
 /**
  * The main host's feed table (data-feeds.md; docs/feeds-access.md): the token endpoint, MDS 2.0,
  * GBFS 3.0 and 2.2, insurance trips. The router (./router.ts) mounts it, the feeds document
- * (lib/openapi/feeds.ts) describes it, and its hourly-file rows are the hot path's routes. Order
+ * (api/openapi/feeds.ts) describes it, and its hourly-file rows are the hot path's routes. Order
  * is route precedence (`/vehicles/status` before `/vehicles/{deviceID}`).
  */
-import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-limits.js';
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from './paging-limits.js';
 import { V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
-import type { ParamSpec, ResponseSpec } from '../../lib/http/endpoints.js';
-import { schemaRef } from '../../lib/openapi/common.js';
-import { GBFS_FILES } from '../../lib/openapi/records-feeds.js';
+import type { ParamSpec, ResponseSpec } from '../kit/endpoints.js';
+import { schemaRef } from '../openapi/common.js';
+import { GBFS_FILES } from '../openapi/records-feeds.js';
 import { INSURANCE_2_0, MDS_2_0 } from './accept.js';
-import { timeHour, ZONE_PARAM, type FeedEndpoint, type HourFileSpec } from './endpoint.js';
+import { timeHour, tokenEndpoint, ZONE_PARAM, type FeedEndpoint, type HourFileSpec } from './endpoint.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { mdsGate } from './gates.js';
 import { gbfsManifest, gbfsV2File, gbfsV2FileInLanguage, gbfsV3File } from './gbfs.js';
@@ -19,7 +19,6 @@ import { single, timeHourParam } from './params.js';
 import { publicationsIndex } from './publications-index.js';
 import { mdsEventsRecent, mdsVehicles, mdsVehicleStatus } from './realtime.js';
 import { monthlyReport } from './reports.js';
-import { tokenEndpoint } from './token.js';
 import { oauthMetadataEndpoint } from './discovery.js';
 
 const MDS = MDS_2_0.contentType;

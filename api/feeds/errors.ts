@@ -3,11 +3,11 @@
  * body `{error, error_description, error_details}` (MDS 2.0 models/response/error.yaml), also on
  * GBFS, insurance and the legacy host, so a consumer needs one parser.
  */
-import { recordFault } from '../../lib/http/fault.js';
-import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
+import { recordFault } from '../kit/fault.js';
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../kit/outage.js';
 import type Koa from 'koa';
-import { requestLogOf } from '../middleware/request-envelope.js';
-import { isClientAborted } from '../../lib/http/body.js';
+import { requestLogOf } from '../kit/request-log.js';
+import { isClientAborted } from '../kit/body.js';
 
 export type FeedErrorCode =
   'invalid_token' | 'insufficient_scope' | 'bad_param' | 'not_found' | 'not_acceptable' | 'not_published' | 'service_unavailable' | 'internal_error';
@@ -42,7 +42,7 @@ export function forbidden(description: string): FeedError {
   });
 }
 
-/** First in a feed router: renders FeedError, maps database outages to 503 (lib/http/outage.ts), hides everything else. */
+/** First in a feed router: renders FeedError, maps database outages to 503 (api/kit/outage.ts), hides everything else. */
 export function feedErrors(): Koa.Middleware {
   return async (ctx, next) => {
     try {

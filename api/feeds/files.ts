@@ -1,17 +1,17 @@
 /**
  * The authenticating file route's core: answers an hourly feed request from its publication row and
- * the stored object, as the serving decision says (lib/publication/serve.ts, which the hot path
+ * the stored object, as the serving decision says (api/kit/serve.ts, which the hot path
  * before Koa follows too). Hour states: an hour not yet closed, or before the zone existed → 404; a
  * closed hour without a current file (inside the lateness, dirty and waiting to be republished,
  * failed) → the caller's "not published yet" answer (202 on MDS 2.0, 404 on the legacy host);
  * published → 200 with the file (an empty hour is a file with an empty array).
  */
 import type Koa from 'koa';
-import { requestLogOf } from '../middleware/request-envelope.js';
+import { requestLogOf } from '../kit/request-log.js';
 import { floorHour } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
-import { serveObject, type ServeObjectOptions } from '../../lib/http/serve-object.js';
-import { hourFile, hourlyObject, servedObject } from '../../lib/publication/serve.js';
+import { serveObject, type ServeObjectOptions } from '../kit/serve-object.js';
+import { hourFile, hourlyObject, servedObject } from '../kit/serve.js';
 import type { FeedDeps } from './auth.js';
 import type { ZoneInfo } from './zones.js';
 import { FeedError, notFound } from './errors.js';

@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import { pathParam } from './params.js';
 import { reEnveloped, staleEnvelope } from '../../lib/feeds/gbfs/envelope.js';
 import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
-import type { Derived, ServeObjectOptions } from '../../lib/http/serve-object.js';
+import type { Derived, ServeObjectOptions } from '../kit/serve-object.js';
 import { gbfsV2Scope, hasGbfs } from '../../lib/feeds/roles.js';
 import { gbfsSnapshotFile, LANGUAGE_TAG, MANIFEST_FILE, V2_FILES, V3_FILES, v2LanguageScope } from '../../lib/feeds/gbfs/files.js';
 import { servePublished } from './files.js';

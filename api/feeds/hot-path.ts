@@ -7,7 +7,7 @@
  * strings — goes to Koa untouched and takes the ordinary route. This path only ever gives the answer
  * the ordinary route would give (200 or 304, same headers in the same order, same bytes) by
  * construction: the hour rule, the row rule and the answer (status, headers, body source) are the
- * serving decision's (lib/publication/serve.ts) that the route follows too, taken on the same cached
+ * serving decision's (api/kit/serve.ts) that the route follows too, taken on the same cached
  * state, and the access checks (roles, scope, negotiation) are the route's own functions; so the
  * freshness bounds of docs/feeds-access.md "Performance" hold unchanged. What the outermost
  * middleware guarantees (request id, metrics, access line) comes from the same helper (request-envelope.ts).
@@ -17,17 +17,17 @@
  * and the answer's headers once per cached object (the decision's answers are built once per
  * object; `headerBlock` adds the request id's slot, one `writeHead`).
  */
-import { bearerOf } from '../../lib/http/api-key-gate.js';
+import { bearerOf } from '../kit/api-key-gate.js';
 import { LRUCache } from 'lru-cache';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { CachedObject, ObjectCache } from '../../lib/http/object-cache.js';
-import type { FeedTokenClaims } from '../../lib/auth/tokens.js';
+import type { CachedObject, ObjectCache } from '../kit/object-cache.js';
+import type { FeedTokenClaims } from './access-tokens.js';
 import { requestIdOf, type RequestTelemetry } from '../middleware/request-envelope.js';
 import { floorHour } from '../../lib/feeds/hours.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
-import { acceptsEncoding } from '../../lib/http/conditional.js';
-import { answerOf, hourFile, hourlyObject, type Answer, type ServeRule } from '../../lib/publication/serve.js';
+import { acceptsEncoding } from '../kit/conditional.js';
+import { answerOf, hourFile, hourlyObject, type Answer, type ServeRule } from '../kit/serve.js';
 import type { FeedDeps } from './auth.js';
 import { negotiate, type MediaOffer } from './accept.js';
 import { HOUR_FILE_CACHE_CONTROL } from './files.js';

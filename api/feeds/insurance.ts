@@ -7,7 +7,7 @@ import type Koa from 'koa';
 import { authenticate, authorize, resolveZone, type FeedAuthState, type FeedDeps } from './auth.js';
 import { INSURANCE_2_0, negotiate } from './accept.js';
 import { forbidden, unauthorized } from './errors.js';
-import { apiOfScope, otherScopeOf } from '../../lib/http/api-key-gate.js';
+import { apiOfScope, otherScopeOf } from '../kit/api-key-gate.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam, pathParam } from './params.js';
 

@@ -13,14 +13,14 @@
  * of another zone, window or size is refused. Every page is one query on events (zone_id, ts,
  * event_id) with a LIMIT: an ordered range scan, never a sort of the window. The cut-off is read
  * on the primary (a replica's pg_stat_activity knows nothing of the primary's open transactions); a
- * page may be read on a streaming replica once it has replayed past it (lib/replica.ts readCaughtUp).
+ * page may be read on a streaming replica once it has replayed past it (lib/core/replica.ts readCaughtUp).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
-import type { Db } from '../../lib/db.js';
-import { sql, type RowOf } from '../../lib/sql/typed.js';
-import { readCaughtUp } from '../../lib/replica.js';
-import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from '../../lib/feeds/paging-limits.js';
+import type { Db } from '../../lib/core/db.js';
+import { sql, type RowOf } from '../../lib/core/sql/typed.js';
+import { readCaughtUp } from '../../lib/core/replica.js';
+import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from './paging-limits.js';
 import { badParam } from './errors.js';
 import { single } from './params.js';
 

@@ -2,10 +2,11 @@
  * Path and query parameters of the feeds, validated before they reach a query or become part of an
  * object key. Every parser throws a 400 FeedError naming the parameter.
  */
-import { parseHour, TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
+import { parseHour } from '../../lib/feeds/hours.js';
+import { TIME_HOUR_SCHEMA } from '../../schemas/common.js';
 import { badParam } from './errors.js';
-import { isUuid } from '../../lib/uuid.js';
-import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/zones.js';
+import { isUuid } from '../../lib/core/uuid.js';
+import { isZoneId, ZONE_ID_SCHEMA } from '../../lib/domain/zones.js';
 import type Koa from 'koa';
 
 const MS = /^\d{1,15}$/;

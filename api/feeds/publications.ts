@@ -9,10 +9,10 @@
  * Concurrent misses on one row share one query; errors are not cached (lru-cache's fetchMethod).
  */
 import { LRUCache } from 'lru-cache';
-import type { Clock } from '../../lib/clock.js';
-import type { Db, NamedQuery } from '../../lib/db.js';
+import type { Clock } from '../../lib/core/clock.js';
+import type { Db, NamedQuery } from '../../lib/core/db.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
-import { sql, type QueryName, type RowOf } from '../../lib/sql/typed.js';
+import { sql, type QueryName, type RowOf } from '../../lib/core/sql/typed.js';
 
 /** What the serving decision reads of an hourly file's feed_publications row. */
 export type PublicationRow = RowOf<'PublicationHourRow'>;

@@ -13,7 +13,7 @@
  * `next` links the following page; the vehicle lists are answered whole with `next: null` (the
  * schema requires `next` whenever `links` is there). See docs/feeds-access.md.
  *
- * With a streaming replica (DATABASE_REPLICA_URL) the vehicle lists are read there (lib/replica.ts
+ * With a streaming replica (DATABASE_REPLICA_URL) the vehicle lists are read there (lib/core/replica.ts
  * streamOnReplica: a moment behind, the primary while it is unreachable; a device the replica does
  * not know yet is looked up on the primary before "unknown device"), and each /events/recent page
  * once the replica has replayed everything its cut-off admits (api/feeds/paging.ts).
@@ -22,7 +22,7 @@ import type Koa from 'koa';
 import { mds20Head } from '../../lib/feeds/mds/envelope.js';
 import { toMdsEvent } from '../../lib/feeds/mds/records.js';
 import { streamVehicleRecords, streamVehicleStatusRecords } from '../../lib/feeds/mds/sources.js';
-import { streamOnReplica } from '../../lib/replica.js';
+import { streamOnReplica } from '../../lib/core/replica.js';
 import { eventsPage } from './paging.js';
 import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';

@@ -8,7 +8,7 @@
 import type Koa from 'koa';
 import { pathParam } from './params.js';
 import { REPORT_CONTENT_TYPE } from '../../lib/publication/keys.js';
-import { servedObject } from '../../lib/publication/serve.js';
+import { servedObject } from '../kit/serve.js';
 import { authorize, claimsOf, resolveZone, type FeedDeps } from './auth.js';
 import { badParam, notFound } from './errors.js';
 import { servePublished } from './files.js';

@@ -4,13 +4,13 @@
  * (/.well-known/oauth-authorization-server). The host's root router (api/app.ts) nests them; every
  * answer under these prefixes, errors included, is in the feed error format.
  */
-import { routeMiss, type RouteFamily } from '../../lib/http/route-miss.js';
+import { routeMiss, type RouteFamily } from '../kit/route-miss.js';
 import type Koa from 'koa';
 import Router from '@koa/router';
-import type { AppContext } from '../../lib/context.js';
+import type { AppContext } from '../../lib/domain/context.js';
 import { buildFeedDeps, type FeedDeps } from './auth.js';
 import { feedErrors, FeedError, notFound } from './errors.js';
-import { mountEndpoints } from '../../lib/http/endpoints.js';
+import { mountEndpoints } from '../kit/endpoints.js';
 import { feedKit, hotFilesOf } from './endpoint.js';
 import { FEED_ENDPOINTS } from './endpoints.js';
 import { OAUTH_METADATA_PATH } from './discovery.js';
@@ -18,7 +18,7 @@ import type { FastHourFile } from './hot-path.js';
 
 const PREFIXES = ['/v1/partner-apis', '/gbfs/v2', OAUTH_METADATA_PATH];
 
-/** A feed host's answer to a path none of `router`'s routes takes: 404, or 405 with Allow (lib/http/route-miss.ts), in the feed body. */
+/** A feed host's answer to a path none of `router`'s routes takes: 404, or 405 with Allow (api/kit/route-miss.ts), in the feed body. */
 export function feedMiss(router: Router): Koa.Middleware {
   const errors = feedErrors();
   return async (ctx) => {

@@ -8,7 +8,7 @@ import type Koa from 'koa';
 import { createGzip } from 'node:zlib';
 import { pipeline } from 'node:stream';
 import { jsonEnvelope } from '../../lib/feeds/mds/envelope.js';
-import { acceptsEncoding } from '../../lib/http/conditional.js';
+import { acceptsEncoding } from '../kit/conditional.js';
 
 /**
  * zlib level of realtime answers: they are made per request, so the cheapest level that still

@@ -6,24 +6,22 @@
  * Credentials in the body (client_id/client_secret) are accepted only when there is no Authorization
  * header — the RFC allows them but discourages them; a request using both methods is rejected (§2.3).
  *
- * Guessing is throttled and secret checks are bounded (lib/auth/token-guard.ts): 429 `slow_down`
+ * Guessing is throttled and secret checks are bounded (api/feeds/token-guard.ts): 429 `slow_down`
  * with Retry-After after a few failures per (client id, address) or per address per minute, so the
  * right secret from an address that did not guess is never refused; 503 `temporarily_unavailable`
  * when too many secret checks are already waiting. The address is the socket's peer unless
  * TOKEN_AUTH_TRUSTED_PROXY_HOPS says how many reverse proxies' X-Forwarded-For entries to believe.
  */
-import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../kit/outage.js';
 import type Koa from 'koa';
-import { requestLogOf } from '../middleware/request-envelope.js';
-import { authenticateFeedClient } from '../../lib/auth/feed-clients.js';
-import type { Reached } from '../../lib/auth/token-guard.js';
-import { AdmissionRefused } from '../../lib/http/admission.js';
-import { issueFeedToken } from '../../lib/auth/tokens.js';
+import { requestLogOf } from '../kit/request-log.js';
+import { authenticateFeedClient } from '../../lib/feeds/clients.js';
+import type { Reached } from './token-guard.js';
+import { AdmissionRefused } from '../kit/admission.js';
+import { issueFeedToken } from './access-tokens.js';
 import type { FeedDeps } from './auth.js';
-import { metrics } from '../../lib/metrics.js';
-import { TOKEN_DESCRIPTION } from '../../lib/openapi/feeds-ops.js';
-import type { FeedEndpoint } from './endpoint.js';
-import { BodyRefused, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
+import { metrics } from '../../lib/core/metrics.js';
+import { BodyRefused, jsonDepthExceeds, readBody } from '../kit/body.js';
 
 const MAX_BODY = 4096;
 
@@ -38,7 +36,7 @@ class OAuthError extends Error {
   }
 }
 
-/** The form body (lib/http/body.ts); JSON-looking nesting is refused like any malformed form. */
+/** The form body (api/kit/body.ts); JSON-looking nesting is refused like any malformed form. */
 async function readForm(ctx: Koa.Context): Promise<string> {
   let raw: Buffer;
   try {
@@ -172,7 +170,7 @@ export function clientCredentials(deps: FeedDeps): Koa.Middleware {
 }
 
 /** The token handler, behind `clientCredentials`: the grant (checked after the client, as before), then the token. */
-async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
+export async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const request = (ctx.state as TokenRequestState).tokenRequest;
   if (!request) throw new Error('no client was authenticated for this route: its row must declare the clientCredentials auth kind');
   const { client, grant } = request;
@@ -182,21 +180,4 @@ async function issueToken(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   metrics.tokensIssued.inc({ role: client.role });
   ctx.status = 200;
   ctx.body = { access_token: accessToken, expires_in: expiresIn, token_type: 'bearer' };
-}
-
-/** The token endpoint's row of a host's table (the main host and the legacy host serve the same one). */
-export function tokenEndpoint(operationId: string, path: string, host: string): FeedEndpoint {
-  return {
-    operationId,
-    method: 'post',
-    path,
-    summary: `Access token (${host})`,
-    description: TOKEN_DESCRIPTION,
-    tag: 'Authentication',
-    auth: 'clientCredentials',
-    responses: {},
-    errors: [],
-    feed: { oauth: true },
-    handle: issueToken,
-  };
 }

@@ -5,8 +5,8 @@
  * (one lru-cache entry: its TTL is the refresh, its fetch de-duplicates concurrent loads).
  */
 import { LRUCache } from 'lru-cache';
-import type { Db } from '../../lib/db.js';
-import { sql } from '../../lib/sql/typed.js';
+import type { Db } from '../../lib/core/db.js';
+import { sql } from '../../lib/core/sql/typed.js';
 
 export interface ZoneInfo {
   id: string;

@@ -2,18 +2,17 @@
  * The legacy MDS host's table (LEGACY_PORT): POST /token and the 1.2 / 0.4 provider feeds under
  * /en/{zoneID}. The version comes from Accept, which must name 1.2 or 0.4 (else 406 listing both);
  * only city clients read these feeds. Hours not published yet answer 404 with a body that says so.
- * Mounted by ./router.ts, described by lib/openapi/feeds.ts (the legacy host's document), and its hourly
+ * Mounted by ./router.ts, described by api/openapi/feeds.ts (the legacy host's document), and its hourly
  * files are the legacy hot path's routes.
  */
 import type { FeedAccess } from '../../lib/feeds/roles.js';
-import { schemaRef } from '../../lib/openapi/common.js';
+import { schemaRef } from '../openapi/common.js';
 import { MDS_0_4, MDS_1_2 } from '../feeds/accept.js';
-import { timeHour, ZONE_PARAM, type FeedEndpoint } from '../feeds/endpoint.js';
+import { timeHour, tokenEndpoint, ZONE_PARAM, type FeedEndpoint } from '../feeds/endpoint.js';
 import { PAGE_PARAMS, PAGING } from '../feeds/endpoints.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { legacyGate } from '../feeds/gates.js';
 import { single, timeHourParam } from '../feeds/params.js';
-import { tokenEndpoint } from '../feeds/token.js';
 import { oauthMetadataEndpoint } from '../feeds/discovery.js';
 import { legacyEvents, legacyVehicles } from './realtime.js';
 

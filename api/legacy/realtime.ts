@@ -4,12 +4,12 @@
  * unavailable categories only — the mappers return nothing for the others).
  */
 import type Koa from 'koa';
-import { BodyRefused, MAX_JSON_DEPTH, jsonDepthExceeds, readBody } from '../../lib/http/body.js';
+import { BodyRefused, MAX_JSON_DEPTH, jsonDepthExceeds, readBody } from '../kit/body.js';
 import { FeedError, badParam } from '../feeds/errors.js';
 import { toStatusChange04, toStatusChange12, toVehicle04, toVehicle12 } from '../../lib/feeds/mds/legacy.js';
 import { streamLegacyVehicles } from '../../lib/feeds/mds/sources.js';
 import { eventsPage } from '../feeds/paging.js';
-import { streamOnReplica } from '../../lib/replica.js';
+import { streamOnReplica } from '../../lib/core/replica.js';
 import type { FeedDeps } from '../feeds/auth.js';
 import { recentWindow } from '../feeds/params.js';
 import { fromArray, streamFeed } from '../feeds/stream.js';
@@ -17,7 +17,7 @@ import { legacyGate } from '../feeds/gates.js';
 
 /**
  * The window is in the query; a body is not used, but one that is there goes through the shared
- * reader (lib/http/body.ts) like on every body endpoint: too large → 413, nested too deep → 400.
+ * reader (api/kit/body.ts) like on every body endpoint: too large → 413, nested too deep → 400.
  */
 async function refuseHostileBody(ctx: Koa.Context, limit: number): Promise<void> {
   if (!ctx.request.length && !ctx.get('transfer-encoding')) return;

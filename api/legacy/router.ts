@@ -4,10 +4,10 @@
  */
 import type Koa from 'koa';
 import Router from '@koa/router';
-import type { AppContext } from '../../lib/context.js';
-import type { RouteFamily } from '../../lib/http/route-miss.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import type { RouteFamily } from '../kit/route-miss.js';
 import { buildFeedDeps, type FeedDeps } from '../feeds/auth.js';
-import { mountEndpoints } from '../../lib/http/endpoints.js';
+import { mountEndpoints } from '../kit/endpoints.js';
 import { feedKit, hotFilesOf } from '../feeds/endpoint.js';
 import { feedMiss } from '../feeds/router.js';
 import type { FastHourFile } from '../feeds/hot-path.js';

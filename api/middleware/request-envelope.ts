@@ -3,14 +3,15 @@
  * redacted), and the last line of defence for errors. Each API family renders its own documented
  * error format further in; anything that still escapes becomes a bare 500 that leaks nothing.
  */
-import { faultOf, recordFault, type Fault } from '../../lib/http/fault.js';
+import { faultOf, recordFault, type Fault } from '../kit/fault.js';
 import type Koa from 'koa';
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../../lib/log.js';
-import { lazyRequestLog, redactUrl, requestLogOf } from '../../lib/log.js';
+import type { Logger } from '../../lib/core/log.js';
+import { redactUrl } from '../../lib/core/log.js';
+import { lazyRequestLog, requestLogOf } from '../kit/request-log.js';
 import client from 'prom-client';
-import { metrics } from '../../lib/metrics.js';
-import { closeIfBodyUnread, isClientAborted } from '../../lib/http/body.js';
+import { metrics } from '../../lib/core/metrics.js';
+import { closeIfBodyUnread, isClientAborted } from '../kit/body.js';
 
 type Series = { count: client.Counter.Internal; duration: client.Histogram.Internal<string> };
 
@@ -32,7 +33,7 @@ export interface RequestTelemetry {
    * Counts the request (`http_requests_total`, `http_request_duration_seconds`; labels host, method,
    * route pattern, status) and writes the access line when info is enabled (always for a 5xx).
    * `lineLog` is the logger of the line (default: a child with the request id); `fault`, what a
-   * family recorded as the cause of a 5xx (lib/http/fault.ts): the line then carries it, at error.
+   * family recorded as the cause of a 5xx (api/kit/fault.ts): the line then carries it, at error.
    */
   finish(started: number, method: string, route: string, status: number, url: string, requestId: string, lineLog?: () => Logger, fault?: Fault): void;
 }
@@ -70,9 +71,6 @@ export function requestTelemetry(log: Logger, host = 'main'): RequestTelemetry {
     },
   };
 }
-
-// the one reader of ctx.state.log is lib/log.ts (the lib/http helpers read it too)
-export { requestLogOf };
 
 export function requestEnvelope(log: Logger, host = 'main'): Koa.Middleware {
   const telemetry = requestTelemetry(log, host);

@@ -1,16 +1,17 @@
 /**
  * Operational routes of the main host: liveness, readiness, and Prometheus metrics only behind
- * METRICS_TOKEN (otherwise on their own loopback listener, lib/http/metrics.ts). Liveness says
+ * METRICS_TOKEN (otherwise on their own loopback listener, lib/core/metrics-listener.ts). Liveness says
  * only that the process answers; readiness checks what a request needs (database reachable,
  * migrations current, object store reachable) with a short timeout, so a load balancer takes a
  * broken instance out instead of sending it traffic.
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { migrationsCurrent } from '../../lib/migrate.js';
-import { registry } from '../../lib/metrics.js';
-import { serveMetrics } from '../../lib/http/metrics.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { migrationsCurrent } from '../../lib/core/migrate.js';
+import { HOURLY_FEEDS } from '../../lib/feeds/publications.js';
+import { registry } from '../../lib/core/metrics.js';
+import { serveMetrics } from '../../lib/core/metrics-listener.js';
 import { timingSafeEqual } from 'node:crypto';
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
@@ -26,7 +27,7 @@ export function opsRoutes(ctx: AppContext): Koa.Middleware {
   router.get('/readyz', async (koa) => {
     const checks: Record<string, string> = {};
     await Promise.all([
-      withTimeout(migrationsCurrent(ctx.db), 2000, 'database')
+      withTimeout(migrationsCurrent(ctx.db, HOURLY_FEEDS), 2000, 'database')
         .then((current) => {
           checks.database = 'ok';
           checks.migrations = current ? 'ok' : 'pending';
@@ -48,7 +49,7 @@ export function opsRoutes(ctx: AppContext): Koa.Middleware {
   });
 
   // the public host serves metrics only with METRICS_TOKEN set, and only to its bearer; otherwise
-  // they live on the metrics listener (lib/http/metrics.ts, METRICS_HOST:METRICS_PORT)
+  // they live on the metrics listener (lib/core/metrics-listener.ts, METRICS_HOST:METRICS_PORT)
   const token = ctx.config.metrics.token;
   if (token) {
     const expected = Buffer.from(`Bearer ${token}`);

@@ -4,11 +4,11 @@
  * live key of scope `partner`. Each key has a budget per minute summed over every API process.
  */
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { RentalError } from '../../lib/rentals/errors.js';
-import { apiKeyGate, apiOfScope, bearerKey } from '../../lib/http/api-key-gate.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
+import { apiKeyGate, apiOfScope, bearerKey } from '../kit/api-key-gate.js';
 
-export { principalOf } from '../../lib/http/api-key-gate.js';
+export { principalOf } from '../kit/api-key-gate.js';
 
 function presentedKey(ctx: Koa.Context): string | undefined {
   const token = ctx.get('x-auth-token');

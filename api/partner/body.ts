@@ -1,12 +1,12 @@
 /**
- * Request bodies of the partner API, read by lib/http/body.ts (size limit → 413, nesting deeper
+ * Request bodies of the partner API, read by api/kit/body.ts (size limit → 413, nesting deeper
  * than MAX_JSON_DEPTH → 400 before parsing) and parsed strictly: malformed JSON, a non-object, wrong types and unknown fields are all
  * 400 InvalidRequestBody.
  */
 import type Koa from 'koa';
-import { compile, containsNul } from '../../lib/validate.js';
-import { RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
-import { BodyRefused, MAX_JSON_DEPTH, readBody, readJsonBody } from '../../lib/http/body.js';
+import { compile, containsNul } from '../../lib/core/validate.js';
+import { RentalError, type RentalErrorCode } from '../../lib/domain/rentals/errors.js';
+import { BodyRefused, MAX_JSON_DEPTH, readBody, readJsonBody } from '../kit/body.js';
 
 /** The raw body, at most `limit` bytes; `tooLarge` is the error code of an oversized body. */
 export async function readRaw(ctx: Koa.Context, limit: number, tooLarge: RentalErrorCode = 'RequestTooLarge'): Promise<Buffer> {
@@ -20,7 +20,7 @@ export async function readRaw(ctx: Koa.Context, limit: number, tooLarge: RentalE
 
 /**
  * The JSON body validated against `schema`, read by the one JSON reader of every family
- * (lib/http/body.ts readJsonBody). An empty body counts as `{}` when `emptyAsObject` (end rental:
+ * (api/kit/body.ts readJsonBody). An empty body counts as `{}` when `emptyAsObject` (end rental:
  * every field optional), otherwise as invalid.
  */
 export async function readJson<T>(ctx: Koa.Context, schema: object, limit: number, emptyAsObject = false): Promise<T> {

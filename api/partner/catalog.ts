@@ -1,7 +1,7 @@
 /**
  * Vehicles, pricing and zones (partner-rental-api.md §4). Zones outside the partner's access do not exist for it.
  *
- * Where each read runs (lib/replica.ts): the zones, their areas and their list are read on the
+ * Where each read runs (lib/core/replica.ts): the zones, their areas and their list are read on the
  * streaming replica when there is one (they change when an operator edits a zone; a zone the replica
  * does not show yet is looked up on the primary). The vehicle list is rendered there only once the
  * replica has replayed every write its caller could have seen (vehicle-list.ts). A vehicle's lookup, its price and the parking occupancy are read on the primary:
@@ -10,13 +10,13 @@
  * rental moves.
  */
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import type { Db } from '../../lib/db.js';
-import { sql, type ParamsOf, type RowOf } from '../../lib/sql/typed.js';
-import type { Input } from '../../lib/http/endpoints.js';
-import { lookupOnReplica, readOnReplica } from '../../lib/replica.js';
-import { RentalError } from '../../lib/rentals/errors.js';
-import { isSleeping } from '../../lib/zones.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import type { Db } from '../../lib/core/db.js';
+import { sql, type ParamsOf, type RowOf } from '../../lib/core/sql/typed.js';
+import type { Input } from '../kit/endpoints.js';
+import { lookupOnReplica, readOnReplica } from '../../lib/core/replica.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
+import { isSleeping } from '../../lib/domain/zones.js';
 import { AreaOccupancyRecord, dataOf, OperationalZonesRecord, PricingRecord, VehicleRecord, ZoneAreasRecord } from '../../schemas/partner/responses.js';
 import { principalOf } from './auth.js';
 import { endpoint, idParam, zoneParam, type PartnerEndpoint } from './endpoint.js';

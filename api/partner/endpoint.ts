@@ -1,19 +1,19 @@
 /**
- * The partner family's endpoint type and its kit (lib/http/endpoints.ts): API-key auth with the
+ * The partner family's endpoint type and its kit (api/kit/endpoints.ts): API-key auth with the
  * rate limit, or none for the signed photo and receipt addresses (the URL is the credential); a
  * malformed parameter is the row's own error code; JSON bodies read by ./body.ts; every error as
  * JSON:API (./errors.ts).
  */
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
-import { ERRORS, RentalError, type RentalErrorCode } from '../../lib/rentals/errors.js';
-import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
-import { ZONE_ID_SCHEMA } from '../../lib/zones.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import type { Endpoint, FamilyKit } from '../kit/endpoints.js';
+import { ERRORS, RentalError, type RentalErrorCode } from '../../lib/domain/rentals/errors.js';
+import { UUID_V4_SCHEMA } from '../../lib/core/uuid.js';
+import { ZONE_ID_SCHEMA } from '../../lib/domain/zones.js';
 import { authenticate } from './auth.js';
 import { readJson } from './body.js';
 import { overloaded, renderError } from './errors.js';
-import { admitter, type Admission } from '../../lib/http/admission.js';
+import { admitter, type Admission } from '../kit/admission.js';
 
 export type PartnerAuth = 'apiKey' | 'signedUrl';
 export type PartnerEndpoint<Body = unknown> = Endpoint<AppContext, RentalErrorCode, PartnerAuth, Body>;

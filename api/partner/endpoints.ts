@@ -1,6 +1,6 @@
 /**
  * The partner rental API's endpoint table: every operation, once. The router (./router.ts) mounts
- * it, the OpenAPI document (lib/openapi/partner.ts) describes it; order is route precedence.
+ * it, the OpenAPI document (api/openapi/partner.ts) describes it; order is route precedence.
  */
 import type { PartnerEndpoint } from './endpoint.js';
 import { USER_ENDPOINTS } from './users.js';

@@ -1,17 +1,17 @@
 /**
  * The one renderer of the partner rental API's errors: JSON:API error objects
  * `{"errors":[{"status":"400","code":"InvalidUserId","title":"Bad Request","detail":"invalid user id"}]}`.
- * RentalError renders as itself; a database outage as 503 (lib/http/outage.ts); anything else as a bare 500
+ * RentalError renders as itself; a database outage as 503 (api/kit/outage.ts); anything else as a bare 500
  * `InternalServerError` that leaks nothing (the cause goes to the log).
  */
 import type Koa from 'koa';
 import { STATUS_CODES } from 'node:http';
-import { RentalError } from '../../lib/rentals/errors.js';
-import { isClientAborted } from '../../lib/http/body.js';
-import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
-import { allowOf } from '../../lib/http/route-miss.js';
-import { AdmissionRefused } from '../../lib/http/admission.js';
-import { recordFault } from '../../lib/http/fault.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
+import { isClientAborted } from '../kit/body.js';
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../kit/outage.js';
+import { allowOf } from '../kit/route-miss.js';
+import { AdmissionRefused } from '../kit/admission.js';
+import { recordFault } from '../kit/fault.js';
 
 function toRentalError(err: unknown): RentalError {
   if (err instanceof RentalError) return err;
@@ -20,7 +20,7 @@ function toRentalError(err: unknown): RentalError {
 }
 
 /**
- * The refusal of admission control (lib/http/admission.ts): the request would have waited past its
+ * The refusal of admission control (api/kit/admission.ts): the request would have waited past its
  * budget; Retry-After is when the work ahead of it should be done. Not logged as an error (the
  * access line and http_requests_shed_total record it).
  */

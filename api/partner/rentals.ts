@@ -2,15 +2,15 @@
  * Rentals: start, end, reads; the signed parking photo upload and receipt download
  * (partner-rental-api.md §4, error table §7; decisions in docs/partner-api.md).
  */
-import { sql } from '../../lib/sql/typed.js';
-import { startRental, endRental } from '../../lib/rentals/engine.js';
-import { RentalError, requireUuid } from '../../lib/rentals/errors.js';
-import { activeRental, getRental, userRentals, withFigures } from '../../lib/rentals/queries.js';
-import { submitParkingPhoto } from '../../lib/rentals/photo.js';
-import { toRentalRecord } from '../../lib/rentals/types.js';
-import { storeReceipt, receiptKey } from '../../lib/rentals/receipts.js';
-import { verifySignedPath } from '../../lib/signing.js';
-import { UUID_V4_SCHEMA } from '../../lib/uuid.js';
+import { sql } from '../../lib/core/sql/typed.js';
+import { startRental, endRental } from '../../lib/domain/rentals/engine.js';
+import { RentalError, requireUuid } from '../../lib/domain/rentals/errors.js';
+import { activeRental, getRental, userRentals, withFigures } from './rental-reads.js';
+import { submitParkingPhoto } from './photo.js';
+import { toRentalRecord } from '../../lib/domain/rentals/types.js';
+import { storeReceipt, receiptKey } from '../../lib/domain/rentals/receipts.js';
+import { verifySignedPath } from './signed-urls.js';
+import { UUID_V4_SCHEMA } from '../../lib/core/uuid.js';
 import { StartRentalBody, EndRentalBody } from '../../schemas/partner/requests.js';
 import { dataOf, PhotoDecisionRecord, RentalRecordSchema } from '../../schemas/partner/responses.js';
 import { principalOf } from './auth.js';

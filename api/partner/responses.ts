@@ -3,13 +3,13 @@
  * camelCase attributes; vehicle_type and price sit beside attributes on a vehicle, as specified.
  * Times are RFC 3339 UTC without fractional seconds; money is integer minor units, VAT included.
  */
-import { rfc3339Utc } from '../../lib/clock.js';
-import type { Config } from '../../lib/config.js';
-import type { Row } from '../../lib/db.js';
-import type { RowOf } from '../../lib/sql/typed.js';
-import { signPath } from '../../lib/signing.js';
-import { PHOTO_WINDOW_MS } from '../../lib/rentals/photo.js';
-import type { Location, RentalRecord } from '../../lib/rentals/types.js';
+import { rfc3339Utc } from '../../lib/core/clock.js';
+import type { Config } from '../../lib/core/config.js';
+import type { Row } from '../../lib/core/db.js';
+import type { RowOf } from '../../lib/core/sql/typed.js';
+import { signPath } from './signed-urls.js';
+import { PHOTO_WINDOW_MS } from './photo.js';
+import type { Location, RentalRecord } from '../../lib/domain/rentals/types.js';
 
 const DAY_MS = 86_400_000;
 /** Receipt links live 7 to 8 days: the expiry is a day boundary, so a link is stable for a day. */

@@ -4,15 +4,15 @@
  * these prefixes, errors included, is JSON:API; unmatched paths → 404 NotFound, a known path with
  * another method → 405 MethodNotAllowed.
  */
-import { routeMiss, type RouteFamily } from '../../lib/http/route-miss.js';
+import { routeMiss, type RouteFamily } from '../kit/route-miss.js';
 import type Koa from 'koa';
 import Router from '@koa/router';
-import type { AppContext } from '../../lib/context.js';
-import { RentalError } from '../../lib/rentals/errors.js';
-import { mountEndpoints } from '../../lib/http/endpoints.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
+import { mountEndpoints } from '../kit/endpoints.js';
 import { partnerKit } from './endpoint.js';
 import { PARTNER_ENDPOINTS } from './endpoints.js';
-import { admissionFor, type Admission } from '../../lib/http/admission.js';
+import { admissionFor, type Admission } from '../kit/admission.js';
 
 /**
  * An id path parameter left empty (`/v1/vehicles/code/`, `/v1/rental//end`) matches no route, since a
@@ -47,7 +47,7 @@ export function partnerRoutes(ctx: AppContext, admission: Admission = admissionF
   mountEndpoints(router, PARTNER_ENDPOINTS, ctx, kit);
   const routes = router.routes() as unknown as Koa.Middleware;
 
-  // a path no route takes: once more with its empty segments filled, then 404 or 405 (lib/http/route-miss.ts)
+  // a path no route takes: once more with its empty segments filled, then 404 or 405 (api/kit/route-miss.ts)
   const miss: Koa.Middleware = async (koa) => {
     await kit.render(koa, async () => {
       const original = koa.path;

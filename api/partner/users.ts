@@ -1,9 +1,9 @@
 /** Users: register, read, update, GDPR erasure (partner-rental-api.md §4, error table §7). */
-import type { AppContext } from '../../lib/context.js';
-import { sql } from '../../lib/sql/typed.js';
-import { isOutage } from '../../lib/http/outage.js';
-import type { Input } from '../../lib/http/endpoints.js';
-import { RentalError } from '../../lib/rentals/errors.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { sql } from '../../lib/core/sql/typed.js';
+import { isOutage } from '../kit/outage.js';
+import type { Input } from '../kit/endpoints.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
 import { RegisterUserBody, UpdateUserBody } from '../../schemas/partner/requests.js';
 import { dataOf, UserRecord } from '../../schemas/partner/responses.js';
 import type Koa from 'koa';

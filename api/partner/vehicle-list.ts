@@ -19,18 +19,18 @@
  *
  * With a streaming replica (DATABASE_REPLICA_URL) the version is still read on the primary, and a
  * list is rendered on the replica only once the replica has replayed everything the primary had
- * committed after that read (lib/replica.ts readCaughtUp: a millisecond or two under streaming), so
+ * committed after that read (lib/core/replica.ts readCaughtUp: a millisecond or two under streaming), so
  * its snapshot shows that version or a newer one. A replica that lags more than
  * DATABASE_REPLICA_WAIT_MS, or is unreachable, leaves the render to the primary: never a rented
  * vehicle shown as available.
  */
 import { LRUCache } from 'lru-cache';
-import type { AppContext } from '../../lib/context.js';
-import { type Queryable } from '../../lib/db.js';
-import { sql } from '../../lib/sql/typed.js';
-import { readCaughtUp } from '../../lib/replica.js';
-import { RentalError } from '../../lib/rentals/errors.js';
-import { isSleeping } from '../../lib/zones.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { type Queryable } from '../../lib/core/db.js';
+import { sql } from '../../lib/core/sql/typed.js';
+import { readCaughtUp } from '../../lib/core/replica.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
+import { isSleeping } from '../../lib/domain/zones.js';
 import { presentVehicle } from './responses.js';
 
 /** The answer's JSON and the zone version it shows; json undefined for a zone that does not exist. */

@@ -6,9 +6,9 @@
  */
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { sql } from '../../lib/sql/typed.js';
-import { isUuid } from '../../lib/uuid.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { sql } from '../../lib/core/sql/typed.js';
+import { isUuid } from '../../lib/core/uuid.js';
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 

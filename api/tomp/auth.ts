@@ -4,11 +4,11 @@
  * in the detail; 429 with Retry-After once the key's per-minute budget (default 4000) is spent.
  */
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { TompError } from '../../lib/tomp/errors.js';
-import { apiKeyGate, apiOfScope } from '../../lib/http/api-key-gate.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { TompError } from '../../lib/domain/tomp/errors.js';
+import { apiKeyGate, apiOfScope } from '../kit/api-key-gate.js';
 
-export { principalOf } from '../../lib/http/api-key-gate.js';
+export { principalOf } from '../kit/api-key-gate.js';
 
 export function tompAuth(app: AppContext): Koa.Middleware {
   return apiKeyGate(app, {

@@ -4,17 +4,17 @@
  * FINISH), POST /support and /support/.
  */
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { sql } from '../../lib/sql/typed.js';
-import { TompError } from '../../lib/tomp/errors.js';
-import { applyLegEvent, createOneStopBooking, getBooking, getBookingByLeg, readBooking, viewBooking, viewLeg, type Caller } from '../../lib/tomp/bookings.js';
-import { operateBooking } from '../../lib/tomp/holds.js';
-import { rfc3339Utc } from '../../lib/clock.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { sql } from '../../lib/core/sql/typed.js';
+import { TompError } from '../../lib/domain/tomp/errors.js';
+import { applyLegEvent, createOneStopBooking, getBooking, getBookingByLeg, readBooking, viewBooking, viewLeg, type Caller } from './booking-flow.js';
+import { operateBooking } from '../../lib/domain/tomp/holds.js';
+import { rfc3339Utc } from '../../lib/core/clock.js';
 import { BookingOperation, BOOKING_OPERATIONS, LegEvent, LEG_EVENTS, OneStopBookingRequest, SupportRequest } from '../../schemas/tomp/requests.js';
 import { principalOf } from './auth.js';
 import { preferredLanguage } from './http.js';
-import type { Input } from '../../lib/http/endpoints.js';
-import { isUuid } from '../../lib/uuid.js';
+import type { Input } from '../kit/endpoints.js';
+import { isUuid } from '../../lib/core/uuid.js';
 
 const callerOf = (ctx: Koa.Context): Caller => {
   const p = principalOf(ctx);

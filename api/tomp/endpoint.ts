@@ -1,16 +1,16 @@
 /**
- * The TOMP family's endpoint type and its kit (lib/http/endpoints.ts): every operation behind
+ * The TOMP family's endpoint type and its kit (api/kit/endpoints.ts): every operation behind
  * X-Access-Token with the per-key rate limit; a malformed parameter is a 400 with the row's detail;
  * bodies read and validated by ./http.ts, errors rendered as TOMP error objects with the
  * Content-Language TOMP requires. TOMP describes errors by status, not by code, so a row's
  * "codes" are the descriptions of the cases it can answer with under each status.
  */
-import type { AppContext } from '../../lib/context.js';
-import type { Endpoint, FamilyKit } from '../../lib/http/endpoints.js';
-import { TompError } from '../../lib/tomp/errors.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import type { Endpoint, FamilyKit } from '../kit/endpoints.js';
+import { TompError } from '../../lib/domain/tomp/errors.js';
 import { tompAuth } from './auth.js';
 import { preferredLanguage, readJson, renderErrors, validated } from './http.js';
-import { admitter, type Admission, type AdmissionRefused } from '../../lib/http/admission.js';
+import { admitter, type Admission, type AdmissionRefused } from '../kit/admission.js';
 
 export type TompAuth = 'accessToken';
 
@@ -29,7 +29,7 @@ export type TompEndpoint<Body = unknown> = Endpoint<AppContext, string, TompAuth
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a handler's input is contravariant: no body type but `any` admits every row into one table (mountEndpoints takes the same)
 export const endpoint = <Body = undefined>(e: TompEndpoint<Body>): TompEndpoint<any> => e;
 
-/** The refusal of admission control: the request would have waited past its budget (lib/http/admission.ts). */
+/** The refusal of admission control: the request would have waited past its budget (api/kit/admission.ts). */
 const overloaded = (refusal: AdmissionRefused) =>
   new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: refusal.retryAfterSeconds });
 

@@ -1,9 +1,9 @@
 /**
  * The TOMP subset's endpoint table (docs/tomp-api.md): every operation, once. The router
- * (./router.ts) mounts it, the OpenAPI document (lib/openapi/tomp.ts) describes it and
+ * (./router.ts) mounts it, the OpenAPI document (api/openapi/tomp.ts) describes it and
  * /operator/meta lists it. Paths are relative to /edge/tomp.
  */
-import type { HeaderSpec, ResponseSpec } from '../../lib/http/endpoints.js';
+import type { HeaderSpec, ResponseSpec } from '../kit/endpoints.js';
 import { BOOKING_OPERATIONS, BookingOperation, LEG_EVENTS, LegEvent, OneStopBookingRequest, SupportRequest } from '../../schemas/tomp/requests.js';
 import { BookingRecord, LegRecord, PricingPlanRecord, RegionRecord, SupportStatusRecord, SystemInformationRecord } from '../../schemas/tomp/responses.js';
 import { bookingEvents, bookingRead, legEvents, legRead, oneStop, support } from './bookings.js';

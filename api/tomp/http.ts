@@ -4,13 +4,13 @@
  * the Content-Language header TOMP requires on its responses.
  */
 import type Koa from 'koa';
-import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../lib/http/outage.js';
-import type { Logger } from '../../lib/log.js';
-import { recordFault } from '../../lib/http/fault.js';
-import { requestLogOf } from '../middleware/request-envelope.js';
-import { compile, describeErrors, containsNul } from '../../lib/validate.js';
-import { TompError } from '../../lib/tomp/errors.js';
-import { BodyRefused, MAX_JSON_DEPTH, isClientAborted, readJsonBody } from '../../lib/http/body.js';
+import { isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../kit/outage.js';
+import type { Logger } from '../../lib/core/log.js';
+import { recordFault } from '../kit/fault.js';
+import { requestLogOf } from '../kit/request-log.js';
+import { compile, describeErrors, containsNul } from '../../lib/core/validate.js';
+import { TompError } from '../../lib/domain/tomp/errors.js';
+import { BodyRefused, MAX_JSON_DEPTH, isClientAborted, readJsonBody } from '../kit/body.js';
 
 /** First middleware of the family: every failure leaves as a TOMP error object, never a stack trace. */
 export function renderErrors(log: Logger): Koa.Middleware {
@@ -44,7 +44,7 @@ function toTompError(ctx: Koa.Context, err: unknown, log: Logger): TompError {
 }
 
 /**
- * Reads the whole body as JSON (lib/http/body.ts): more than `limit` bytes → 413, nesting deeper than
+ * Reads the whole body as JSON (api/kit/body.ts): more than `limit` bytes → 413, nesting deeper than
  * MAX_JSON_DEPTH or anything that is not JSON → 400, checked before any parsing or validation.
  */
 export async function readJson(ctx: Koa.Context, limit: number): Promise<unknown> {

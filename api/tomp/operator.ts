@@ -1,14 +1,14 @@
 /**
  * Operator information: GET /operator/regions, /operator/meta, /operator/pricing-plans. Zones and
  * tariffs change when an operator edits them, never with a booking: they are read on the streaming
- * replica when there is one (lib/replica.ts).
+ * replica when there is one (lib/core/replica.ts).
  */
 import type Koa from 'koa';
-import type { AppContext } from '../../lib/context.js';
-import { sql, type ParamsOf } from '../../lib/sql/typed.js';
-import type { Input } from '../../lib/http/endpoints.js';
-import { readOnReplica } from '../../lib/replica.js';
-import { tariffParts } from '../../lib/tomp/views.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { sql, type ParamsOf } from '../../lib/core/sql/typed.js';
+import type { Input } from '../kit/endpoints.js';
+import { readOnReplica } from '../../lib/core/replica.js';
+import { tariffParts } from './views.js';
 import { principalOf } from './auth.js';
 import type { TompEndpoint } from './endpoint.js';
 

@@ -5,13 +5,13 @@
  * runs its auth only once path and method matched), then X-Access-Token (401/403), the rate limit
  * (429), the route. Every error is a TOMP error object `{status, title, detail}`.
  */
-import { allowOf, routeMiss, type RouteFamily } from '../../lib/http/route-miss.js';
+import { allowOf, routeMiss, type RouteFamily } from '../kit/route-miss.js';
 import type Koa from 'koa';
 import { Router } from '@koa/router';
-import type { AppContext } from '../../lib/context.js';
-import { TompError } from '../../lib/tomp/errors.js';
-import { admissionFor, type Admission } from '../../lib/http/admission.js';
-import { mountEndpoints } from '../../lib/http/endpoints.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { TompError } from '../../lib/domain/tomp/errors.js';
+import { admissionFor, type Admission } from '../kit/admission.js';
+import { mountEndpoints } from '../kit/endpoints.js';
 import { renderErrors } from './http.js';
 import { tompKit } from './endpoint.js';
 import { TOMP_ENDPOINTS } from './endpoints.js';

@@ -3,9 +3,8 @@
  * Written by hand rather than reusing MDS 2.0's `iso-dayhour` pattern, which rejects November and is
  * not anchored (see specs/mds/README.md).
  */
+import { TIME_HOUR_SCHEMA } from '../../schemas/common.js';
 
-/** The time-hour's shape as a JSON Schema (the documents and the kit); parseHour also checks the date is real. */
-export const TIME_HOUR_SCHEMA = { type: 'string', minLength: 13, maxLength: 13, pattern: '^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})$' } as const;
 const HOUR_RE = new RegExp(TIME_HOUR_SCHEMA.pattern);
 export const HOUR_MS = 3_600_000;
 

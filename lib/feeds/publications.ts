@@ -42,7 +42,7 @@ function def(family: 'mds' | 'insurance', version: FeedVersion, segment: HourlyF
 }
 
 /**
- * Every hourly file, declared once. lib/migrate.ts copies these rows into the table hourly_feeds
+ * Every hourly file, declared once. lib/core/migrate.ts copies these rows into the table hourly_feeds
  * (migration 000160) after every run; feed_publications references that table, and the late-data
  * triggers, the retention check and the publish-lag metric join it by `source`.
  */

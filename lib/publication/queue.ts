@@ -12,12 +12,13 @@
  */
 import PgBoss from 'pg-boss';
 import type { FromSchema } from 'json-schema-to-ts';
-import type { AppContext } from '../context.js';
-import type { Db } from '../db.js';
-import { floorHour, formatHour, HOUR_MS, TIME_HOUR_SCHEMA } from '../feeds/hours.js';
+import type { AppContext } from '../domain/context.js';
+import type { Db } from '../core/db.js';
+import { floorHour, formatHour, HOUR_MS } from '../feeds/hours.js';
+import { TIME_HOUR_SCHEMA } from '../../schemas/common.js';
 import { HOURLY_FEEDS, selectFeeds } from '../feeds/publications.js';
 import { resolveZones } from './status.js';
-import { sql } from '../sql/typed.js';
+import { sql } from '../core/sql/typed.js';
 
 /** pg-boss's schema in our database. */
 export const PGBOSS_SCHEMA = 'pgboss';

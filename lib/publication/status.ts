@@ -4,8 +4,8 @@
  * operator console shows (/console/api/publishing) and what the publications index tells a city
  * (/publications). One function, read by both processes, so the three never disagree.
  */
-import type { AppContext } from '../context.js';
-import { sql, type RowOf } from '../sql/typed.js';
+import type { AppContext } from '../domain/context.js';
+import { sql, type RowOf } from '../core/sql/typed.js';
 import { floorHour, formatHour, hoursBetween, HOUR_MS } from '../feeds/hours.js';
 import { feedOf, selectFeeds, type HourlyFeed } from '../feeds/publications.js';
 import { hourParam } from '../feeds/mds/sources.js';

@@ -7,8 +7,8 @@
  * that source in one pass (`renderingOf` per file, `sourceOf` per source).
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import type { NamedQuery, Row } from '../../lib/db.js';
-import { sql, type RowOf, type TypedQuery } from '../../lib/sql/typed.js';
+import type { NamedQuery, Row } from '../../lib/core/db.js';
+import { sql, type RowOf, type TypedQuery } from '../../lib/core/sql/typed.js';
 import { hourParam, type Snapshot } from '../../lib/feeds/mds/sources.js';
 import type { HourlyFeed } from '../../lib/feeds/publications.js';
 import type { EventRow, Provider, TelemetryRow, TripRow } from '../../lib/feeds/mds/rows.js';

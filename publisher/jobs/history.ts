@@ -6,8 +6,8 @@
  * every hour they hold is published and clean (history_drop_partition, migration 000102). Partition
  * creation and dropping are decided in Postgres under locks, so concurrent runs are safe.
  */
-import type { AppContext } from '../../lib/context.js';
-import { sql } from '../../lib/sql/typed.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { sql } from '../../lib/core/sql/typed.js';
 
 export type HistoryTable = 'events' | 'telemetry' | 'trips';
 export const HISTORY_TABLES: readonly HistoryTable[] = ['events', 'telemetry', 'trips'];

@@ -3,10 +3,10 @@
  * with several workers at once: the engine's end is a conditional update under the rental's row
  * lock (a rental ends once), and the photo expiry is one UPDATE over SKIP LOCKED rows.
  */
-import type { AppContext } from '../../lib/context.js';
-import { sql } from '../../lib/sql/typed.js';
-import { endRental } from '../../lib/rentals/engine.js';
-import { RentalError } from '../../lib/rentals/errors.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { sql } from '../../lib/core/sql/typed.js';
+import { endRental } from '../../lib/domain/rentals/engine.js';
+import { RentalError } from '../../lib/domain/rentals/errors.js';
 
 /** Requirement: a rental whose vehicle has not moved for 10 minutes ends automatically. */
 const IDLE_AUTO_END_MS = 10 * 60 * 1000;

@@ -1,7 +1,7 @@
 /**
  * The insurance trip record and file head as we emit them (requirement §2.6): the one description
  * of the record, which the publisher validates with, the record type derives from and the feeds'
- * OpenAPI document publishes (lib/openapi/records-feeds.ts).
+ * OpenAPI document publishes (api/openapi/records-feeds.ts).
  */
 import type { FromSchema } from 'json-schema-to-ts';
 import { location, nonNegativeInt, timestampMs, uuid } from '../mds/common.js';

@@ -1,7 +1,7 @@
 /** Building blocks of the MDS record schemas (our own; the official ones are checked in tests). */
 import type { FromSchema } from 'json-schema-to-ts';
 
-export { UUID_SCHEMA as uuid } from '../../lib/uuid.js';
+export { UUID_SCHEMA as uuid } from '../common.js';
 /** integer milliseconds since the Unix epoch, not before 2018 (MDS minimum) */
 export const timestampMs = { type: 'integer', minimum: 1514764800000 } as const;
 export const nonNegativeInt = { type: 'integer', minimum: 0 } as const;

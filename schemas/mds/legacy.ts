@@ -1,7 +1,7 @@
 /**
  * Legacy MDS 1.2.0 and 0.4.1 records as we emit them: the one description of each record. The
  * publisher validates the hourly files' records with them, the record types are derived from them
- * (`FromSchema`), and the legacy OpenAPI document publishes them (lib/openapi/records-feeds.ts).
+ * (`FromSchema`), and the legacy OpenAPI document publishes them (api/openapi/records-feeds.ts).
  * battery_pct is optional in both official versions; we always write it (null when unknown).
  */
 import type { FromSchema } from 'json-schema-to-ts';

@@ -1,10 +1,10 @@
 /**
  * One entry of the publications index (GET …/mds/{zoneID}/publications, issue 16): the state of one
  * hourly file of the zone. The one description of the entry: the feeds' OpenAPI document publishes
- * it (lib/openapi/records-feeds.ts) and the answer's type derives from it.
+ * it (api/openapi/records-feeds.ts) and the answer's type derives from it.
  */
 import type { FromSchema } from 'json-schema-to-ts';
-import { TIME_HOUR_SCHEMA } from '../../lib/feeds/hours.js';
+import { TIME_HOUR_SCHEMA } from '../common.js';
 
 const msOrNull = { type: ['integer', 'null'], minimum: 0 } as const;
 

@@ -2,7 +2,7 @@
  * MDS 2.0 records and file envelopes as we emit them: the one description of each record. The
  * publisher validates every record of a file with them before it is stored, the record types are
  * derived from them (`FromSchema`), and the feeds' OpenAPI document publishes them
- * (lib/openapi/records-feeds.ts). Tighter than the official models where we always emit a member.
+ * (api/openapi/records-feeds.ts). Tighter than the official models where we always emit a member.
  */
 import type { FromSchema } from 'json-schema-to-ts';
 import { location, nonNegativeInt, percent, PROPULSION_TYPES_20, timestampMs, uuid, VEHICLE_STATES_20, VEHICLE_TYPES_20 } from './common.js';

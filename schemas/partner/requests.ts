@@ -3,7 +3,7 @@
  * (InvalidRequestBody): a typo in a field name must not silently do nothing. Presence and emptiness
  * of register's fields are checked by the route so that they get their own codes; the schema says
  * they are required with `x-required`, which the OpenAPI document turns into `required`
- * (lib/openapi/common.ts `oas`) and validation ignores.
+ * (api/openapi/common.ts `oas`) and validation ignores.
  */
 import type { FromSchema } from 'json-schema-to-ts';
 

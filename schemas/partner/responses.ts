@@ -1,11 +1,11 @@
 /**
  * Records the partner API emits (partner-rental-api.md §2), as JSON Schemas: the one description
  * of each answer. The endpoint table (api/partner/endpoints.ts) names them per response, the
- * OpenAPI document publishes them (lib/openapi/partner.ts, as named components), and the tests
+ * OpenAPI document publishes them (api/openapi/partner.ts, as named components), and the tests
  * validate every answer they read against them, so a field renamed in a presenter fails a test,
  * not a partner.
  */
-import { UUID_V4_LOWER_SCHEMA } from '../../lib/uuid.js';
+import { UUID_V4_LOWER_SCHEMA } from '../common.js';
 const uuid = UUID_V4_LOWER_SCHEMA;
 const rfc3339Utc = {
   type: 'string',
@@ -311,6 +311,6 @@ export const PARTNER_RECORDS: Record<string, object> = {
   AreaOccupancy: AreaOccupancyRecord,
   OperationalZones: OperationalZonesRecord,
   PhotoDecision: PhotoDecisionRecord,
-  // JsonApiErrorsRecord is not one of them: each error response narrows it to its status and codes (lib/openapi/errors-partner.ts)
+  // JsonApiErrorsRecord is not one of them: each error response narrows it to its status and codes (api/openapi/errors-partner.ts)
   JsonApiError: JsonApiErrorRecord,
 };

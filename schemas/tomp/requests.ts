@@ -38,7 +38,7 @@ export const OneStopBookingRequest = {
       required: ['externalId'],
       properties: {
         externalId: { type: 'string', minLength: 1, maxLength: 200 },
-        // TOMP 1.6.1 license (licenseType + number, licenseCode, validUntil): the licence verification (lib/tomp/licences.ts)
+        // TOMP 1.6.1 license (licenseType + number, licenseCode, validUntil): the licence verification (api/tomp/licences.ts)
         licenses: {
           type: 'array',
           maxItems: 20,

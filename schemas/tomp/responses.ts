@@ -1,5 +1,5 @@
 /**
- * Records the TOMP subset answers with (lib/tomp/views.ts and api/tomp/operator.ts build them), as
+ * Records the TOMP subset answers with (api/tomp/views.ts and api/tomp/operator.ts build them), as
  * JSON Schemas: the one description of each answer. The endpoint table (api/tomp/endpoints.ts) names
  * them per response and the OpenAPI document publishes them as named components.
  */

@@ -91,7 +91,7 @@ CREATE TABLE gbfs_zone_builds (
 -- new envelope without rebuilding them) and its parts of every GBFS 2.2 system that includes it
 -- (free_bike_status and geofencing_zones as compressed fragments, the rest as a small JSON summary),
 -- shared by every client scope and language. body: a sync-flushed raw DEFLATE fragment
--- (lib/feeds/gbfs/fragments.ts), already compressed, so stored without TOAST compression.
+-- (lib/core/gzip.ts), already compressed, so stored without TOAST compression.
 CREATE TABLE gbfs_zone_parts (
   zone_id  text NOT NULL REFERENCES zones (id) ON DELETE CASCADE,
   part     text NOT NULL,

@@ -2,7 +2,7 @@
 -- which files a history table feeds carried its own pasted list of (feed, version) pairs, and the
 -- lists drifted: telemetry was added to some and not others, and 000120 re-created the trip trigger
 -- without the retention rule of 000102. The one declaration stays HOURLY_FEEDS in
--- lib/feeds/publications.ts; the migration runner (lib/migrate.ts) copies it into hourly_feeds with
+-- lib/feeds/publications.ts; the migration runner (lib/core/migrate.ts) copies it into hourly_feeds with
 -- sync_hourly_feeds after every run, and the triggers, the retention check and the metrics join the
 -- table by `source` instead of listing files.
 
@@ -37,7 +37,7 @@ $$;
 DO $$
 BEGIN
   IF coalesce(current_setting('platform.hourly_feeds', true), '') = '' THEN
-    RAISE EXCEPTION 'migration 000160 fills hourly_feeds from HOURLY_FEEDS: apply it with lib/migrate.ts (make migrate), which sets platform.hourly_feeds';
+    RAISE EXCEPTION 'migration 000160 fills hourly_feeds from HOURLY_FEEDS: apply it with lib/core/migrate.ts (make migrate), which sets platform.hourly_feeds';
   END IF;
 END $$;
 SELECT sync_hourly_feeds(current_setting('platform.hourly_feeds')::jsonb);

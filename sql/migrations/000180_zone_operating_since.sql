@@ -4,7 +4,7 @@
 -- publisher publishes a zone's hourly files from that hour on and catches up the hours before its
 -- look-back from it (PubMissingHours, PubCatchupScan), the feed routes answer 404 for an hour before
 -- it, and the monthly reports start at its month. `ops zone import` sets it from a zone file's
--- `operating_since` (lib/admin/zones.ts), so a zone imported with its history gets that history
+-- `operating_since` (ops/admin/zones.ts), so a zone imported with its history gets that history
 -- published; the comment records the meaning for whoever reads the schema.
 COMMENT ON COLUMN zones.created_at IS
   'first operating hour of the zone: its hourly feed files are published from this hour on (ops zone import: operating_since)';

@@ -1,4 +1,4 @@
--- Rate-limit positions a process claimed and did not spend can be handed back (lib/ratelimit.ts):
+-- Rate-limit positions a process claimed and did not spend can be handed back (api/kit/ratelimit.ts):
 -- a process that stops getting a key's requests (its clients moved to another process) no longer
 -- keeps up to a slice of the key's minute, which made another process answer 429 before the key
 -- had spent its limit. For the returned positions to be claimable, a claim never counts past the

@@ -3,7 +3,7 @@
 -- name: AuthFindApiKey
 -- A usable key of the given scope with what a request needs to know about its partner. zones is
 -- null when the partner has no partner_zones rows (= every zone). It runs on a verifier's cache miss
--- (lib/auth/api-keys.ts), and records the key's last use there, conditionally, so a key in use is
+-- (lib/domain/credentials/api-keys.ts), and records the key's last use there, conditionally, so a key in use is
 -- written at most once a minute whatever the traffic.
 WITH touched AS (
   UPDATE api_keys SET last_used_at = $3
@@ -36,7 +36,7 @@ RETURNING id, partner_id, scope, label;
 
 -- name: AuthRateLimitClaim
 -- Claims the next $3 positions of the key's window, up to the limit $4, for one process
--- (lib/ratelimit.ts; migration 000230): the positions (claimed_from, claimed_to], none when equal.
+-- (api/kit/ratelimit.ts; migration 000230): the positions (claimed_from, claimed_to], none when equal.
 -- not null: claimed_from, claimed_to
 SELECT claimed_from, claimed_to FROM rate_limit_claim($1, $2, $3, $4);
 

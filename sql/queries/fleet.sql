@@ -1,4 +1,4 @@
--- Fleet: MDS events and telemetry of single vehicles (lib/fleet). Bulk writes live in sim.sql.
+-- Fleet: MDS events and telemetry of single vehicles (lib/domain/fleet, ops/sim/telemetry.ts). Bulk writes live in sim.sql.
 
 -- name: FleetLockVehicle
 -- The row lock serialises state changes of one vehicle: the transition check and the write are

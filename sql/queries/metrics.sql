@@ -1,4 +1,4 @@
--- Metrics: the gauges /metrics reads from Postgres at scrape time (lib/metrics.ts), one small query
+-- Metrics: the gauges /metrics reads from Postgres at scrape time (lib/core/metrics.ts), one small query
 -- each, so every process reports the cluster-wide value.
 
 -- name: MetricsDirtyHours

@@ -4,7 +4,7 @@
 -- AT TIME ZONE 'UTC', so the process time zone never matters.
 
 -- name: PublicationLock
--- One writer per lock unit (an object key, or a GBFS zone or scope: lib/publication/lock.ts),
+-- One writer per lock unit (an object key, or a GBFS zone or scope: publisher/publication/lock.ts),
 -- whichever process. Session locks on the writer's own connection; released by PublicationUnlock or
 -- by disconnecting. $1: the units, sorted by the caller: every writer takes them in the same order,
 -- so two writers of overlapping sets cannot deadlock. unnest yields them in array order.
@@ -20,7 +20,7 @@ SELECT k AS unit FROM unnest($1::text[]) AS k WHERE pg_try_advisory_lock(hashtex
 SELECT count(pg_advisory_unlock(hashtextextended(k, 7305040)))::int AS unlocked FROM unnest($1::text[]) AS k;
 
 -- name: PublicationHourlyRecord
--- The index rows of hourly files now in the store (lib/publication/indexes.ts), arrays in the same
+-- The index rows of hourly files now in the store (publisher/publication/indexes.ts), arrays in the same
 -- order: $1 feeds, $2 versions, $3 zones, $4 hours, $5 keys, $6 sha256s (of the stored bytes),
 -- $7 record counts, $8 byte counts, $9 last_updated, $10 watermarks, $11 written, $12 now.
 -- dirty is left as it is: it was cleared by PubClaim, so true here means data arrived meanwhile.
@@ -64,7 +64,7 @@ ON CONFLICT (scope, month) DO UPDATE
        published_at = excluded.published_at;
 
 -- name: PublicationHourRow
--- What the serving decision needs of an hourly file's row (lib/publication/serve.ts), through the
+-- What the serving decision needs of an hourly file's row (api/kit/serve.ts), through the
 -- API's index cache (api/feeds/publications.ts).
 SELECT status, object_key, sha256, dirty
   FROM feed_publications

@@ -1,4 +1,4 @@
--- The rental engine (lib/rentals) and its housekeeping jobs (publisher/jobs/rentals.ts).
+-- The rental engine (lib/domain/rentals) and its housekeeping jobs (publisher/jobs/rentals.ts).
 -- Business times are parameters ($now from the injected clock), never SQL now().
 
 -- name: RentalGet

@@ -1,5 +1,5 @@
 -- How far a streaming replica (DATABASE_REPLICA_URL) has replayed the primary's WAL: server
--- functions only, no table, so both run on any database of either server (lib/replica.ts).
+-- functions only, no table, so both run on any database of either server (lib/core/replica.ts).
 
 -- name: ReplicaPrimaryWalPosition
 -- The primary's WAL insert position now. Every transaction visible to a statement before this one

@@ -1,4 +1,4 @@
--- Sim: the fleet simulator and the demo seed (lib/sim, lib/seed). Bulk rows go through COPY;
+-- Sim: the fleet simulator and the demo seed (ops/sim, ops/seed). Bulk rows go through COPY;
 -- these are the reads and the set-based writes around it.
 
 -- name: SimZones
@@ -64,8 +64,8 @@ ON CONFLICT (id) DO NOTHING;
 
 -- name: SimPartners
 -- The partners whose users ride in the simulated history of the demo database: rental and MaaS
--- partners, but not the live simulator's own ($1, lib/sim/tenant.ts), which rides only live there.
--- Elsewhere the simulator's own tenant rides instead (lib/sim/history.ts), never a real partner's users.
+-- partners, but not the live simulator's own ($1, ops/sim/tenant.ts), which rides only live there.
+-- Elsewhere the simulator's own tenant rides instead (ops/sim/history.ts), never a real partner's users.
 SELECT id, name, kind, trip_type FROM partners WHERE kind IN ('rental', 'maas') AND name <> ALL($1::text[]) ORDER BY name;
 
 -- name: SimUsers
@@ -179,7 +179,7 @@ SELECT (SELECT count(*)::int FROM vehicles WHERE zone_id = $1) AS fleet,
        (SELECT count(*)::int FROM rentals WHERE zone_id = $1 AND state = 'RUNNING') AS riding;
 
 -- name: SimLiveZoneClock
--- What a tick reads of a zone to know whether it sleeps (lib/zones.ts isSleeping).
+-- What a tick reads of a zone to know whether it sleeps (lib/domain/zones.ts isSleeping).
 SELECT timezone, sleep_windows, status FROM zones WHERE id = $1;
 
 -- name: SimLiveVehicleBattery
@@ -243,7 +243,7 @@ SELECT min(last) AS last, max(n)::int AS most FROM (
  WHERE rank <= $2;
 
 -- name: SimSeedDatabaseState
--- Whether the demo seed may write here (lib/seed): the demo mark (migration 000180), and what the
+-- Whether the demo seed may write here (ops/seed): the demo mark (migration 000180), and what the
 -- database holds that is not the demo's: partners other than the demo's and the live simulator's
 -- own ($1, neither holds a credential of anyone else), feed clients other than the demo's ($2),
 -- zones other than the demo's ($3). Counts, and the first few names for the message.
@@ -259,6 +259,6 @@ SELECT EXISTS (SELECT 1 FROM database_marks WHERE mark = 'demo') AS demo,
 INSERT INTO database_marks (mark, set_at) VALUES ('demo', $1) ON CONFLICT (mark) DO NOTHING;
 
 -- name: SimDatabaseIsDemo
--- Which partners ride in bulk history (lib/sim/history.ts): the demo's on a demo database, else the
+-- Which partners ride in bulk history (ops/sim/history.ts): the demo's on a demo database, else the
 -- simulator's own tenant.
 SELECT EXISTS (SELECT 1 FROM database_marks WHERE mark = 'demo') AS demo;

@@ -1,4 +1,4 @@
--- TOMP booking API (api/tomp, lib/tomp). Business times are parameters (ctx.clock), never now().
+-- TOMP booking API (api/tomp, lib/domain/tomp). Business times are parameters (ctx.clock), never now().
 
 -- name: TompOperatingRegions
 -- $1 zone scope (null = every zone). A zone boundary with several polygons is shown as its largest

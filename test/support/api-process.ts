@@ -4,7 +4,7 @@
  * database (cache coherence).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ROOT } from '../../lib/paths.js';
+import { ROOT } from '../../lib/core/paths.js';
 import type { TestDatabase } from './db.js';
 import { freePort, waitFor } from './faults.js';
 import { entry } from './entries.js';

@@ -8,13 +8,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { testConfig, type Config } from '../../lib/config.js';
-import { Db } from '../../lib/db.js';
-import { createLogger } from '../../lib/log.js';
-import { ManualClock } from '../../lib/clock.js';
-import { SimulatedGateway } from '../../lib/gateway.js';
-import { openStore } from '../../lib/store/index.js';
-import type { AppContext } from '../../lib/context.js';
+import { testConfig, type Config } from '../../lib/core/config.js';
+import { Db } from '../../lib/core/db.js';
+import { createLogger } from '../../lib/core/log.js';
+import { ManualClock } from '../../lib/core/clock.js';
+import { SimulatedGateway } from '../../lib/domain/gateway.js';
+import { openStore } from '../../lib/core/store/index.js';
+import type { AppContext } from '../../lib/domain/context.js';
 import { cloneDatabase, type TestDatabase } from './db.js';
 
 export interface TestContext {

@@ -1,10 +1,10 @@
 /**
- * Test databases: a fresh clone of the migrated template (lib/sql/template.ts) for every test file,
+ * Test databases: a fresh clone of the migrated template (scripts/sql-types/template.ts) for every test file,
  * real Postgres + PostGIS, never a mock; an empty one for the migration tests; and the sweep of those
  * that ended runs left behind.
  */
 import { randomBytes } from 'node:crypto';
-import { cloneDatabase, dropDatabase, ensureTemplate, serverUrl, urlFor, withAdmin, type ScratchDatabase } from '../../lib/sql/template.js';
+import { cloneDatabase, dropDatabase, ensureTemplate, serverUrl, urlFor, withAdmin, type ScratchDatabase } from '../../scripts/sql-types/template.js';
 
 export { cloneDatabase, ensureTemplate, serverUrl };
 

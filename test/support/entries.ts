@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIST_DIR } from '../../lib/paths.js';
+import { DIST_DIR } from '../../lib/core/paths.js';
 
 type EntryName = 'run' | 'api' | 'publisher' | 'ops' | 'publisher-child';
 

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
-import { ROOT } from '../../lib/paths.js';
-import type { ObjectStore, PutOptions } from '../../lib/store/types.js';
+import { ROOT } from '../../lib/core/paths.js';
+import type { ObjectStore, PutOptions } from '../../lib/core/store/types.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,22 +1,22 @@
 /**
  * Fixtures of the feed tests: zones, OAuth feed clients, tokens, and hourly files / GBFS snapshots
  * put into the store with their index rows (what the publishers write), in plain SQL so the tests
- * do not depend on lib/seed.
+ * do not depend on ops/seed.
  */
 import { gzipSync } from 'node:zlib';
 import { createHash } from 'node:crypto';
-import type { AppContext } from '../../lib/context.js';
-import type { Queryable } from '../../lib/db.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import type { Queryable } from '../../lib/core/db.js';
 import type { Role } from '../../lib/feeds/roles.js';
-import { createFeedClient } from '../../lib/auth/feed-clients.js';
-import { issueFeedToken } from '../../lib/auth/tokens.js';
+import { createFeedClient } from '../../lib/feeds/clients.js';
+import { issueFeedToken } from '../../api/feeds/access-tokens.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
-import { SPECS_DIR } from '../../lib/paths.js';
+import { SPECS_DIR } from '../../lib/core/paths.js';
 import { squareWkt } from './geometry.js';
 
 export async function insertFeedZone(db: Queryable, id: string, createdAt: Date | string = '2020-01-01T00:00:00Z'): Promise<string> {

@@ -3,7 +3,7 @@
  * plain SQL (events bypass the state machine on purpose: the publisher must render whatever history
  * holds). Bulk helpers generate rows in SQL so that the bench can make millions quickly.
  */
-import type { Queryable } from '../../lib/db.js';
+import type { Queryable } from '../../lib/core/db.js';
 import { squareWkt } from './geometry.js';
 
 let counter = 0;

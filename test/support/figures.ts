@@ -13,7 +13,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { ROOT } from '../../lib/paths.js';
+import { ROOT } from '../../lib/core/paths.js';
 
 export type Figure = 'inputs' | 'races' | 'faults' | 'failures';
 

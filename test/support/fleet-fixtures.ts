@@ -1,8 +1,8 @@
 /**
  * Minimal fleet fixtures for engineer B's tests: a zone with an operations area, a vehicle type,
- * vehicles. Plain SQL so that the tests do not depend on lib/seed.
+ * vehicles. Plain SQL so that the tests do not depend on ops/seed.
  */
-import type { Queryable } from '../../lib/db.js';
+import type { Queryable } from '../../lib/core/db.js';
 import { squareWkt } from './geometry.js';
 
 let counter = 0;

@@ -1,16 +1,16 @@
 /**
  * GBFS test support: the official schemas (specs/gbfs, compiled as their README says: Ajv draft-07,
  * ajv-formats, strict off) and small SQL fixtures (zones, parking spots, vehicles, feed clients), so
- * the tests depend neither on lib/seed nor on other families' fixtures.
+ * the tests depend neither on ops/seed nor on other families' fixtures.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
-import type { Queryable } from '../../lib/db.js';
-import type { AppContext } from '../../lib/context.js';
-import { SPECS_DIR, TOOLS_DIR } from '../../lib/paths.js';
+import type { Queryable } from '../../lib/core/db.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { SPECS_DIR, TOOLS_DIR } from '../../lib/core/paths.js';
 import { reEnveloped, staleEnvelope } from '../../lib/feeds/gbfs/envelope.js';
 import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
 

@@ -15,7 +15,7 @@ import { join, relative } from 'node:path';
 import { dropLeftoverDatabases, ensureTemplate } from './db.js';
 import { flushFigures, printFigures } from './figures.js';
 import { FAILURES_FILE, type FailureLine } from './reporter.js';
-import { ROOT, SPECS_DIR } from '../../lib/paths.js';
+import { ROOT, SPECS_DIR } from '../../lib/core/paths.js';
 import { ENTRIES, buildEntries } from '../../scripts/build.js';
 
 process.env.NODE_ENV = 'test';

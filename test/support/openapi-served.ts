@@ -8,8 +8,8 @@ import Koa from 'koa';
 import request from 'supertest';
 import { docsRoutes } from '../../api/docs/router.js';
 import { DOCUMENT_NAMES, type DocumentName } from '../../api/docs/documents.js';
-import { testConfig } from '../../lib/config.js';
-import type { AppContext } from '../../lib/context.js';
+import { testConfig } from '../../lib/core/config.js';
+import type { AppContext } from '../../lib/domain/context.js';
 
 const SERVED_URLS = { PUBLIC_BASE_URL: 'https://api.mobility.test', PUBLIC_LEGACY_URL: 'https://mds.mobility.test' } as const;
 

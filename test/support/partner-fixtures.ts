@@ -1,14 +1,14 @@
 /**
- * Fixtures of the partner API and rental engine tests: plain SQL inserts (no dependency on lib/seed).
+ * Fixtures of the partner API and rental engine tests: plain SQL inserts (no dependency on ops/seed).
  * Coordinates: zones are squares around a centre; helpers take offsets in metres for readability.
  */
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import type { Response } from 'supertest';
-import type { Queryable } from '../../lib/db.js';
-import type { AppContext } from '../../lib/context.js';
-import { createApiKey } from '../../lib/auth/api-keys.js';
-import { compile, describeErrors } from '../../lib/validate.js';
+import type { Queryable } from '../../lib/core/db.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import { createApiKey } from '../../lib/domain/credentials/api-keys.js';
+import { compile, describeErrors } from '../../lib/core/validate.js';
 
 let n = 0;
 const uniq = () => `${Date.now().toString(36)}${(++n).toString(36)}${randomBytes(2).toString('hex')}`;

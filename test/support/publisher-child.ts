@@ -21,10 +21,10 @@
  * FAULTS_CONCURRENCY=<n> hourly-file workers (default 2).
  */
 import { createInterface } from 'node:readline';
-import { loadConfig } from '../../lib/config.js';
-import { createContext } from '../../lib/runtime.js';
-import type { AppContext } from '../../lib/context.js';
-import type { ObjectStore } from '../../lib/store/types.js';
+import { loadConfig } from '../../lib/core/config.js';
+import { createContext } from '../../lib/domain/runtime.js';
+import type { AppContext } from '../../lib/domain/context.js';
+import type { ObjectStore } from '../../lib/core/store/types.js';
 import { startPublisher } from '../../publisher/index.js';
 import { slowStore } from './faults.js';
 

@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
-import { SPECS_DIR } from '../../lib/paths.js';
+import { SPECS_DIR } from '../../lib/core/paths.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 const require = createRequire(import.meta.url);

@@ -1,10 +1,10 @@
 /**
- * Fixtures of the TOMP tests, plain SQL (no lib/seed): a zone west of Greenwich (negative
+ * Fixtures of the TOMP tests, plain SQL (no ops/seed): a zone west of Greenwich (negative
  * longitudes, to exercise the coordinates deviation) whose boundary has two polygons, a vehicle type
  * with pricing, ready vehicles, MaaS partners with TOMP keys.
  */
-import type { Queryable } from '../../lib/db.js';
-import { createApiKey, type KeyScope } from '../../lib/auth/api-keys.js';
+import type { Queryable } from '../../lib/core/db.js';
+import { createApiKey, type KeyScope } from '../../lib/domain/credentials/api-keys.js';
 
 let counter = 0;
 const uniq = () => `${process.pid.toString(36)}${(++counter).toString(36)}`;

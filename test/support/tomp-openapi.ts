@@ -17,7 +17,7 @@ import { expect } from 'chai';
 import type { Response } from 'supertest';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
-import { SPECS_DIR } from '../../lib/paths.js';
+import { SPECS_DIR } from '../../lib/core/paths.js';
 
 const addFormats = ((addFormatsImport as any).default ?? addFormatsImport) as typeof import('ajv-formats').default;
 

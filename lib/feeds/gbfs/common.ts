@@ -4,7 +4,7 @@
  */
 import type { GbfsVehicle, ZoneData } from './model.js';
 import { phrasesFor } from './phrases.js';
-import { toMajor } from '../../money.js';
+import { toMajor } from '../../domain/money.js';
 
 export interface BuildEnv {
   now: Date;

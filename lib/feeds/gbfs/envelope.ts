@@ -11,7 +11,7 @@
  * stored: nothing is decompressed, parsed or compressed again but the ~70-byte head.
  */
 import { LRUCache } from 'lru-cache';
-import { crc32Combine, crc32Uncombine, fragment, GZIP_HEADER, type Fragment } from './fragments.js';
+import { crc32Combine, crc32Uncombine, fragment, GZIP_HEADER, type Fragment } from '../../core/gzip.js';
 import type { GbfsVersion } from './files.js';
 import { envelopeV2 } from './v2.js';
 import { envelopeV3 } from './v3.js';

@@ -4,8 +4,8 @@
  * zone's summary, what a GBFS 2.2 system of many zones needs of each zone besides its vehicles and
  * areas (stored with the zone's parts, docs/gbfs.md "GBFS 2.2 at breadth").
  */
-import type { Queryable } from '../../db.js';
-import { sql } from '../../sql/typed.js';
+import type { Queryable } from '../../core/db.js';
+import { sql } from '../../core/sql/typed.js';
 import { currentSleepWindow } from './time.js';
 
 export interface MultiPolygon {

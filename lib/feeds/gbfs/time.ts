@@ -1,10 +1,10 @@
 /**
  * Time in GBFS: POSIX seconds in 2.2, RFC 3339 in UTC without fractional seconds in 3.0 (the
- * requirement: "ISO 8601 UTC string in the v3 responses"; lib/clock.ts rfc3339Utc). Sleep windows
+ * requirement: "ISO 8601 UTC string in the v3 responses"; lib/core/clock.ts rfc3339Utc). Sleep windows
  * are local wall-clock windows of the zone (`zones.sleep_windows`, e.g.
  * `[{"start":"01:00","end":"05:00"}]`, a window whose end is before its start runs over midnight).
  */
-import { sleepWindowMinutes } from '../../zones.js';
+import { sleepWindowMinutes } from '../../domain/zones.js';
 import { TZDate } from '@date-fns/tz';
 
 /** Integer POSIX seconds (GBFS 2.2). */
@@ -17,7 +17,7 @@ export function wholeSeconds(d: Date): Date {
   return new Date(Math.floor(d.getTime() / 1000) * 1000);
 }
 
-/** The zone's sleep windows as the rental engine reads them (lib/zones.ts): one reading for both. */
+/** The zone's sleep windows as the rental engine reads them (lib/domain/zones.ts): one reading for both. */
 const windows = sleepWindowMinutes;
 function localAt(base: TZDate, dayOffset: number, minute: number, timeZone: string): Date {
   const t = new TZDate(base.getFullYear(), base.getMonth(), base.getDate() + dayOffset, Math.floor(minute / 60), minute % 60, timeZone);

@@ -10,7 +10,7 @@ import { canRead, type Role } from '../roles.js';
 import { currentRangeMeters, planId, priceDescription, rentalApps, rentalUris, vehicleFlags, zoneAlerts, type BuildEnv } from './common.js';
 import { V2_FILES, v2LanguageUrl, v2Url, v3Url, type V2File } from './files.js';
 import { phrasesFor } from './phrases.js';
-import { toMajor } from '../../money.js';
+import { toMajor } from '../../domain/money.js';
 import { areaRule, areaVehicleTypeIds, orderedAreas } from './geofencing.js';
 import type { GbfsVehicle, GbfsVehicleType, ZoneData } from './model.js';
 import { posix } from './time.js';

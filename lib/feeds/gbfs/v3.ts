@@ -22,8 +22,8 @@ import { systemInformationV2, type V2Scope } from './v2.js';
 import { areaRule, areaVehicleTypeIds, globalRule, orderedAreas, type Rule } from './geofencing.js';
 import type { GbfsVehicle, ZoneData } from './model.js';
 import { openingHours } from './time.js';
-import { toMajor } from '../../money.js';
-import { rfc3339Utc } from '../../clock.js';
+import { toMajor } from '../../domain/money.js';
+import { rfc3339Utc } from '../../core/clock.js';
 
 export function envelopeV3(lastUpdated: Date, ttl: number, data: unknown): Record<string, unknown> {
   return { last_updated: rfc3339Utc(lastUpdated), ttl, version: '3.0', data };

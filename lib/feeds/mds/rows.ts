@@ -1,13 +1,13 @@
 /**
  * Row shapes of the source queries in sql/queries/mds.sql: what the streaming sources yield and the
- * record mappers take, as the typed-SQL generator reads them from the database (lib/sql/queries.gen.ts):
+ * record mappers take, as the typed-SQL generator reads them from the database (lib/core/sql/queries.gen.ts):
  * a column renamed, retyped or made nullable in the SQL changes them, and every mapper that reads it
  * fails the type check. Nullability the generator cannot prove is asserted in the SQL (`-- not null:`
  * lines, each with its reason); the enum-like text columns (form factor, propulsion, trip type, ride
  * type, an event's vehicle state) come out as the literal unions of their tables' CHECK constraints.
  * Times are integer milliseconds, points are lat/lng in WGS 84.
  */
-import type { RowOf } from '../../sql/typed.js';
+import type { RowOf } from '../../core/sql/typed.js';
 
 /** A trip with its vehicle, type and zone: feeds MDS 2.0 / 1.2 / 0.4 trips and insurance trips. */
 export type TripRow = RowOf<'MdsTripsOfHour'>;

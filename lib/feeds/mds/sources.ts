@@ -5,14 +5,14 @@
  * shaped for the mappers in records.ts / legacy.ts / insurance, except the realtime vehicle lists
  * (streamVehicleRecords, streamVehicleStatusRecords), which yield the records themselves as JSON
  * text built in Postgres from the same rows and the same declarations (shape.ts). A `Db` may be the
- * streaming replica's pool (lib/replica.ts streamOnReplica): snapshots there work the same way.
+ * streaming replica's pool (lib/core/replica.ts streamOnReplica): snapshots there work the same way.
  *
  *   for await (const row of streamTrips(ctx.db, zone, hour)) out.push(toMdsTrip(row, ctx.config));
  */
 import type pg from 'pg';
-import { classify, onConnection, type Db, type DbRole, type NamedQuery, type Row } from '../../db.js';
-import { sql, type ParamsOf, type TypedQuery, type UntypedQuery } from '../../sql/typed.js';
-import type { Logger } from '../../log.js';
+import { classify, onConnection, type Db, type DbRole, type NamedQuery, type Row } from '../../core/db.js';
+import { sql, type ParamsOf, type TypedQuery, type UntypedQuery } from '../../core/sql/typed.js';
+import type { Logger } from '../../core/log.js';
 import { LEGACY_VEHICLE_STATES } from './legacy.js';
 import { MDS_VEHICLE, MDS_VEHICLE_STATUS } from './records.js';
 import type { EventRow, Provider, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
@@ -85,7 +85,7 @@ export class Snapshot {
     return s;
   }
 
-  /** Through the named, timed runner of lib/db.ts. */
+  /** Through the named, timed runner of lib/core/db.ts. */
   query<P extends readonly unknown[], R extends Row>(query: TypedQuery<P, R>, params: Readonly<NoInfer<P>>): Promise<R[]>;
   query<T extends Row = Row>(query: UntypedQuery, params: readonly unknown[]): Promise<T[]>;
   async query<T extends Row = Row>(query: NamedQuery, params: readonly unknown[]): Promise<T[]> {
@@ -206,7 +206,7 @@ function recordsQuery<P extends readonly unknown[], R>(
     query = { name, text: `SELECT ${recordSql(s, 'r', `$${sourceParams + 1}::text`)} AS record\n  FROM (\n${source.text}\n) r\n ORDER BY r.${orderBy}` };
     recordQueries.set(name, query);
   }
-  // the types ride on the query for the compiler only (lib/sql/typed.ts)
+  // the types ride on the query for the compiler only (lib/core/sql/typed.ts)
   return query as RecordsQuery<P>;
 }
 

@@ -8,13 +8,13 @@
  * Why: at 100 zones, submitting statements was the publisher's largest cost (bench/breadth.bench.ts
  * profile at stop 35: node-postgres' socket writes 38 % of an idle minute's busy time), and a zone
  * job was thirteen statements even for the ttl refresh of an idle zone. The caller holds the locks
- * of everything it builds (lib/publication/lock.ts: one writer per file in the cluster), so the rows
+ * of everything it builds (publisher/publication/lock.ts: one writer per file in the cluster), so the rows
  * read here stay what the builds saw until they commit, and the build rows are written as the
  * builds decided them from those rows.
  */
-import type { Queryable } from '../../../lib/db.js';
-import { sql } from '../../../lib/sql/typed.js';
-import { GBFS_INDEX, type GbfsIndexRow } from '../../../lib/publication/indexes.js';
+import type { Queryable } from '../../../lib/core/db.js';
+import { sql } from '../../../lib/core/sql/typed.js';
+import { GBFS_INDEX, type GbfsIndexRow } from '../../publication/indexes.js';
 import { storeParts, type NewPart } from './parts.js';
 import { rowKey, type SnapshotWriter, type StoredRow } from './snapshots.js';
 

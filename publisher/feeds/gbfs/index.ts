@@ -16,8 +16,8 @@
  *                                        runs them (zones, then the scopes they changed or that are
  *                                        due): the bench, and tests of the cadence.
  */
-import type { AppContext } from '../../../lib/context.js';
-import { sql } from '../../../lib/sql/typed.js';
+import type { AppContext } from '../../../lib/domain/context.js';
+import { sql } from '../../../lib/core/sql/typed.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
 import { addResults } from './snapshots.js';

@@ -8,15 +8,15 @@
  *   v2/geofencing_zones                   blocks)
  *   v2/summary                            the zone without vehicles and areas (JSON), what the other
  *                                         2.2 files and the manifest need
- * Each is a compressed fragment (lib/feeds/gbfs/fragments.ts) with its sha256. This process keeps
+ * Each is a compressed fragment (lib/core/gzip.ts) with its sha256. This process keeps
  * the parts it built or read in memory, by content: a read sends what it holds and gets back only
  * the bodies that differ (a zone's parts in one statement, one snapshot), so a 2.2 system of many
  * zones is assembled from memory while its zones do not change.
  */
 import { LRUCache } from 'lru-cache';
-import { type Queryable } from '../../../lib/db.js';
-import { sql } from '../../../lib/sql/typed.js';
-import { inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import { type Queryable } from '../../../lib/core/db.js';
+import { sql } from '../../../lib/core/sql/typed.js';
+import { inflateFragment, type Fragment } from '../../../lib/core/gzip.js';
 import type { V2PartFile } from '../../../lib/feeds/gbfs/v2.js';
 import { BLOCK_KEYS } from '../../../lib/feeds/gbfs/model.js';
 

@@ -9,9 +9,9 @@
  * assembled once for all of them (a send while one is queued is dropped: `short` policy).
  */
 import type PgBoss from 'pg-boss';
-import type { AppContext } from '../../../lib/context.js';
-import { metrics } from '../../../lib/metrics.js';
-import { sql } from '../../../lib/sql/typed.js';
+import type { AppContext } from '../../../lib/domain/context.js';
+import { metrics } from '../../../lib/core/metrics.js';
+import { sql } from '../../../lib/core/sql/typed.js';
 import { wake, work } from '../../work.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';

@@ -7,16 +7,16 @@
  * their ttl refresh (the tick sends it), and for its hourly rebuild; unchanged inputs and fresh files
  * write nothing.
  * The parts, the bulk of what a scope reads, come from the streaming replica once it has replayed
- * past the primary's WAL position read under the scope's lock (lib/replica.ts readerPast, as a zone
+ * past the primary's WAL position read under the scope's lock (lib/core/replica.ts readerPast, as a zone
  * build's data), else from the job's transaction on the primary.
  */
-import type { AppContext } from '../../../lib/context.js';
-import type { DbRole } from '../../../lib/db.js';
-import { sql } from '../../../lib/sql/typed.js';
-import { readerPast, readOnReader } from '../../../lib/replica.js';
+import type { AppContext } from '../../../lib/domain/context.js';
+import type { DbRole } from '../../../lib/core/db.js';
+import { sql } from '../../../lib/core/sql/typed.js';
+import { readerPast, readOnReader } from '../../../lib/core/replica.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import { SUMMARY_PART, V2_BIKE_PARTS, readParts } from './parts.js';
-import { gbfsUnit, withPublicationLock } from '../../../lib/publication/lock.js';
+import { gbfsUnit, withPublicationLock } from '../../publication/lock.js';
 import { BuildTx } from './batch.js';
 import { addResults, type GbfsBuildResult, type GbfsForce } from './snapshots.js';
 import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';

@@ -1,11 +1,11 @@
 /**
  * Writing GBFS snapshots: a document is its envelope's head (last_updated, ttl, version), its data
- * as segments (compressed fragments, lib/feeds/gbfs/fragments.ts) and the envelope's closing brace.
- * The stored object is those fragments stitched into one gzip member (lib/publication/bytes.ts
- * stitchedBytes) and published through the sink of every published object (lib/publication/sink.ts):
+ * as segments (compressed fragments, lib/core/gzip.ts) and the envelope's closing brace.
+ * The stored object is those fragments stitched into one gzip member (publisher/publication/bytes.ts
+ * stitchedBytes) and published through the sink of every published object (publisher/publication/sink.ts):
  * its index row's sha256 is that of the stored bytes. Whether a file's data changed is decided
  * before any bytes are made, by its content digest (gbfs_snapshots.content_digest: the digest of its
- * segments' sha256s, lib/feeds/gbfs/fragments.ts contentDigest), so that deciding it, refreshing a
+ * segments' sha256s, lib/core/gzip.ts contentDigest), so that deciding it, refreshing a
  * status file and assembling a 2.2 system never serialize, hash or compress its data again.
  *
  * The same data at the same key writes nothing, unless the store lost the object (checked when a
@@ -14,18 +14,18 @@
  * last_updated (and the content digest of the text at it); the store keeps the object, and the file
  * route answers it with the envelope of the row's last_updated (lib/feeds/gbfs/envelope.ts), so an
  * idle zone stores nothing. last_updated is `now` in whole seconds, always after the previous value.
- * The caller holds the lock of the zone or scope (lib/publication/lock.ts gbfsUnit: one writer per
+ * The caller holds the lock of the zone or scope (publisher/publication/lock.ts gbfsUnit: one writer per
  * file in the cluster) and records the rows it collected in its transaction (batch.ts BuildTx).
  */
-import type { AppContext } from '../../../lib/context.js';
+import type { AppContext } from '../../../lib/domain/context.js';
 import { STATUS_REFRESH_SECONDS, gbfsObjectKey, type GbfsVersion } from '../../../lib/feeds/gbfs/files.js';
-import { contentDigest, fragment, sha256Hex, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import { contentDigest, fragment, sha256Hex, type Fragment } from '../../../lib/core/gzip.js';
 import { wholeSeconds } from '../../../lib/feeds/gbfs/time.js';
 import { ENVELOPE_TAIL, envelopeHead } from '../../../lib/feeds/gbfs/envelope.js';
-import { stitchedBytes } from '../../../lib/publication/bytes.js';
-import { GBFS_INDEX, type GbfsIndexRow } from '../../../lib/publication/indexes.js';
-import { PublicationSink, unchangedObject } from '../../../lib/publication/sink.js';
-import { compile, describeErrors } from '../../../lib/validate.js';
+import { stitchedBytes } from '../../publication/bytes.js';
+import { GBFS_INDEX, type GbfsIndexRow } from '../../publication/indexes.js';
+import { PublicationSink, unchangedObject } from '../../publication/sink.js';
+import { compile, describeErrors } from '../../../lib/core/validate.js';
 
 /** What to build whatever the counters say: ops and tests (`publishGbfsSnapshots`). */
 export type GbfsForce = 'status' | 'static' | 'all';

@@ -16,7 +16,7 @@
  *   - a scope of several zones (an aggregator, a client of every zone) has its own job and lock
  *     (scope.ts), run once the zone jobs of a tick have stored their parts.
  */
-import type { AppContext } from '../../../lib/context.js';
+import type { AppContext } from '../../../lib/domain/context.js';
 import type { Role } from '../../../lib/feeds/roles.js';
 import {
   GBFS_REBUILD_SECONDS,
@@ -30,7 +30,7 @@ import {
   type V2File,
 } from '../../../lib/feeds/gbfs/files.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
-import { contentDigest } from '../../../lib/feeds/gbfs/fragments.js';
+import { contentDigest } from '../../../lib/core/gzip.js';
 import { zoneFromSummary } from '../../../lib/feeds/gbfs/model.js';
 import { V2_PART_FILES, buildV2, envelopeV2, isV2PartFile, systemLanguages, v2PartData, type V2PartFile, type V2Scope } from '../../../lib/feeds/gbfs/v2.js';
 import { envelopeV3, manifestV3 } from '../../../lib/feeds/gbfs/v3.js';

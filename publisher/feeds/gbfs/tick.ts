@@ -5,8 +5,8 @@
  * rebuild is due (GbfsDueZones), and the client scopes with their last build. The work itself is one
  * job per zone and per scope (zone.ts, scope.ts), which any number of publisher processes share.
  */
-import type { AppContext } from '../../../lib/context.js';
-import { sql } from '../../../lib/sql/typed.js';
+import type { AppContext } from '../../../lib/domain/context.js';
+import { sql } from '../../../lib/core/sql/typed.js';
 import { STATUS_REFRESH_SECONDS } from '../../../lib/feeds/gbfs/files.js';
 import { ownerZone, scopesOf, type GbfsScope } from './scope.js';
 

@@ -21,11 +21,11 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
-import { fragment, inflateFragment, type Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import { fragment, inflateFragment, type Fragment } from '../../../lib/core/gzip.js';
 import { BLOCK_KEYS, type GbfsVehicle, type KnownBlocks, type VehicleBlock, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
 import { freeBikeItemV2, pricedTypes } from '../../../lib/feeds/gbfs/v2.js';
 import { vehicleStatusItemV3 } from '../../../lib/feeds/gbfs/v3.js';
-import { compile } from '../../../lib/validate.js';
+import { compile } from '../../../lib/core/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
 

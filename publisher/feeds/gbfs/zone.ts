@@ -19,20 +19,20 @@
  * of the 2.2 systems are stored for the scope jobs (parts.ts); `partsChanged` tells the caller to
  * assemble the scopes that include the zone. The counters are read before the data, so a build is
  * never recorded as newer than what it shows: the data comes from the streaming replica only once it
- * has replayed past the primary's WAL position read after the counters (lib/replica.ts readerPast),
+ * has replayed past the primary's WAL position read after the counters (lib/core/replica.ts readerPast),
  * else from the job's transaction. A build with a failed file records no counters, and the next tick
  * builds again (and logs again) until the data is fixed. The zone jobs of a worker's fetch are built
  * together (`buildGbfsZones`): one transaction, their reads and records shared (batch.ts).
  */
 import { LRUCache } from 'lru-cache';
-import type { AppContext } from '../../../lib/context.js';
-import type { Db, Queryable } from '../../../lib/db.js';
-import { sql, type RowOf } from '../../../lib/sql/typed.js';
-import { readerPast, readOnReader } from '../../../lib/replica.js';
+import type { AppContext } from '../../../lib/domain/context.js';
+import type { Db, Queryable } from '../../../lib/core/db.js';
+import { sql, type RowOf } from '../../../lib/core/sql/typed.js';
+import { readerPast, readOnReader } from '../../../lib/core/replica.js';
 import { ROLES, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { GBFS_REBUILD_SECONDS, STATUS_REFRESH_SECONDS, V3_FILES, gbfsTtl, isStatusFile, type V3File } from '../../../lib/feeds/gbfs/files.js';
-import type { Fragment } from '../../../lib/feeds/gbfs/fragments.js';
+import type { Fragment } from '../../../lib/core/gzip.js';
 import {
   loadVehicleBlocks,
   loadZoneData,
@@ -45,13 +45,13 @@ import {
 import { currentSleepWindow } from '../../../lib/feeds/gbfs/time.js';
 import { V2_PART_FILES, envelopeV2, v2PartData, v2PartItems } from '../../../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3 } from '../../../lib/feeds/gbfs/v3.js';
-import { compile, describeErrors } from '../../../lib/validate.js';
+import { compile, describeErrors } from '../../../lib/core/validate.js';
 import { GBFS_V2_SCHEMAS } from '../../../schemas/gbfs/v2.js';
 import { GBFS_V3_SCHEMAS } from '../../../schemas/gbfs/v3.js';
 import { SUMMARY_PART, V2_BIKE_PARTS, V3_STATUS_PARTS, V3_VEHICLE_PARTS, readParts, v2Part, v3Part, type PartRef, type Parts } from './parts.js';
 import { BuildTx, EPOCH } from './batch.js';
 import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';
-import { gbfsUnit, tryPublicationLocks } from '../../../lib/publication/lock.js';
+import { gbfsUnit, tryPublicationLocks } from '../../publication/lock.js';
 import {
   SnapshotWriter,
   addResults,

@@ -1,0 +1,102 @@
+/**
+ * The one error type of the TOMP family. Rendered as the TOMP error object `{status, detail}` plus
+ * `title` (the HTTP reason or a short summary) and `type` (our machine-readable code, e.g. the rental
+ * engine's ErrorCode) where useful. TOMP's integer `errorcode` is not used: its wiki table is not part
+ * of our contract and inventing numbers would mislead partners.
+ */
+import { DbError } from '../../core/db.js';
+import { isRentalError, ZONE_NOT_PERMITTING } from '../rentals/errors.js';
+
+export type TompStatus = 400 | 401 | 403 | 404 | 405 | 406 | 409 | 413 | 415 | 428 | 429 | 500 | 503;
+
+const TITLES: Record<TompStatus, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  428: 'Precondition Required',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export class TompError extends Error {
+  readonly expose = true;
+  constructor(
+    readonly status: TompStatus,
+    readonly detail: string,
+    readonly opts: { type?: string; retryAfterSeconds?: number; allow?: string } = {},
+  ) {
+    super(detail);
+    this.name = 'TompError';
+  }
+
+  get title(): string {
+    return TITLES[this.status];
+  }
+
+  toBody(): { status: number; title: string; detail: string; type?: string } {
+    return { status: this.status, title: this.title, detail: this.detail, ...(this.opts.type ? { type: this.opts.type } : {}) };
+  }
+}
+
+/** Seconds a caller should wait before retrying after a vehicle-lock (gateway) failure. */
+const GATEWAY_RETRY_AFTER_SECONDS = 5;
+
+/** Why a booking cannot be made, in words for the MaaS provider (406 detail). */
+const START_REASONS: Partial<Record<string, string>> = {
+  VehicleNotFound: 'unknown asset',
+  VehicleNotAvailable: 'the vehicle is not available (taken, reserved or out of service)',
+  RentalAlreadyExists: 'the vehicle or the customer already has a running trip',
+  ZoneIsSleeping: 'the zone is sleeping: no trips can start now',
+  UserTooFarFromVehicle: 'the departure location is too far from the vehicle',
+  UserLicenceVerificationRequired: "the customer's driving licence must be verified in this zone",
+  UserNotFound: 'unknown customer',
+};
+
+/**
+ * The rental engine's errors (lib/domain/rentals/errors.ts) in TOMP terms. Starting: every "cannot be
+ * booked" reason is 406; a vehicle that does not answer the unlock is a temporary 503. Ending: the
+ * parking rules are a 409 (the leg stays IN_USE; move the vehicle and retry), a lock that failed a
+ * 503 with Retry-After, an already ended rental a 409.
+ */
+function fromRentalError(e: { code: string; detail: string; status: number }, phase: 'start' | 'end'): TompError {
+  if (e.code === 'ServiceUnavailable') return new TompError(503, 'temporarily unavailable; retry later', { type: e.code, retryAfterSeconds: 5 });
+  if (phase === 'start') {
+    const reason =
+      e.code === 'ZoneIsSleeping' && e.detail === ZONE_NOT_PERMITTING ? 'the zone does not permit rentals where the vehicle stands' : START_REASONS[e.code];
+    if (reason) return new TompError(406, e.code === 'RentalAlreadyExists' && e.detail ? `${reason} (${e.detail})` : reason, { type: e.code });
+    if (e.code === 'FailedToUnlockVehicle' || e.code === 'FailedToUpdateVehicle') {
+      return new TompError(503, 'the vehicle did not answer the unlock command; retry later', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
+    }
+    return new TompError(e.status >= 500 ? 500 : 406, e.status >= 500 ? 'the booking could not be made' : e.detail, { type: e.code });
+  }
+  switch (e.code) {
+    case 'FailedToEndRentalNoParking':
+      return new TompError(409, 'the vehicle is not in a place where the trip may end (no-parking area, no-riding area or outside a parking spot)', {
+        type: e.code,
+      });
+    case 'FailedToEndRental':
+      return new TompError(503, 'the vehicle did not lock; retry after the given time', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
+    case 'RentalAlreadyEnded':
+      return new TompError(409, 'the leg is already finished', { type: e.code });
+    case 'RentalIDDoesNotExist':
+      return new TompError(404, 'leg not found', { type: e.code });
+    default:
+      return new TompError(e.status >= 500 ? 500 : 409, e.status >= 500 ? 'the leg could not be finished' : e.detail, { type: e.code });
+  }
+}
+
+/** Engine and database failures in TOMP terms; anything else is passed on (500 by the renderer). */
+export function mapEngineError(err: unknown, phase: 'start' | 'end'): unknown {
+  if (isRentalError(err)) return fromRentalError(err, phase);
+  if (err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout')) {
+    return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: 5 });
+  }
+  return err;
+}
