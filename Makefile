@@ -3,6 +3,12 @@
 # installed from Debian packages and started on demand by scripts/pg.sh; a target that started it
 # stops it again when it ends (Ctrl-C included), unless another session still uses it.
 SHELL := /bin/bash
+# a supported Node.js first on PATH for every target, the tests' child processes and CI
+# (scripts/node.sh: the machine's when it is 22.12+, else Node.js 24 LTS from the npm registry, once,
+# into .tools/node)
+NODE_DIR := $(shell scripts/node.sh)
+$(if $(NODE_DIR),,$(error no supported Node.js (22.12+): scripts/node.sh could not install one, see its message above))
+export PATH := $(NODE_DIR):$(PATH)
 .DEFAULT_GOAL := help
 
 EMBEDDED := $(if $(DATABASE_URL),,1)

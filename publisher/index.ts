@@ -18,7 +18,7 @@
  * A publisher process serves its own Prometheus metrics (listenPublisherMetrics).
  */
 import type { Server } from 'node:http';
-import PgBoss from 'pg-boss';
+import { PgBoss } from 'pg-boss';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Registry } from 'prom-client';
 import type { AppContext } from '../lib/domain/context.js';
@@ -28,13 +28,23 @@ import { API_ONLY_METRICS, registry } from '../lib/core/metrics.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import { feedById, type HourlyFeed } from '../lib/feeds/publications.js';
 import { publishSetWithMetrics } from './publish-metrics.js';
-import { POLLING_SECONDS, sendNow, wake, work } from './work.js';
+import { POLLING_SECONDS, sendNow, work, workEach, type Polling } from './work.js';
 import { dueHourJobs } from './schedule.js';
-import { ensureQueues, groupByHour, HOUR_QUEUE, HOUR_QUEUE_OPTIONS, PGBOSS_SCHEMA, sendHourSet, type HourSetJob } from '../lib/publication/queue.js';
+import {
+  ensureQueues,
+  groupByHour,
+  HOUR_QUEUE,
+  HOUR_QUEUE_OPTIONS,
+  PGBOSS_SCHEMA,
+  QUEUE_DEFAULTS,
+  sendHourSet,
+  type HourSetJob,
+} from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
 import { expirePendingBookings } from '../lib/domain/tomp/holds.js';
 import { GBFS_QUEUES, startGbfsWorkers } from './feeds/gbfs/queue.js';
+import { GbfsMemory } from './feeds/gbfs/memory.js';
 import { maintainHistory } from './jobs/history.js';
 import { publishDueReports } from './reports.js';
 
@@ -50,12 +60,19 @@ export const QUEUES = {
   reports: 'feeds-monthly-reports',
 } as const;
 
+/**
+ * Hourly-file jobs a worker fetches at once: small, so that a publisher claims no more than it is
+ * about to run (the other publishers take the rest), and above 1, so that a full fetch says a
+ * backlog is there to burst through (work.ts).
+ */
+const HOUR_BATCH = 2;
+
 export interface PublisherOptions {
   /** run the clocks (register the cluster's schedules, fire them, run the sub-minute timers); false = workers only (default true) */
   cron?: boolean;
   /** hourly-file workers in this process (default 2) */
   concurrency?: number;
-  /** pg-boss polling interval (default 2 s; tests use less) */
+  /** pg-boss polling interval when no NOTIFY can wake the workers (default 2 s; tests use less) */
   pollingIntervalSeconds?: number;
 }
 
@@ -74,15 +91,23 @@ export async function enqueueDue(ctx: AppContext, boss: PgBoss): Promise<number>
     // a file that becomes due while its hour's job is still queued is picked up by a later tick
     if (await sendHourSet(boss, j)) sent++;
   }
-  if (sent) wake(boss, HOUR_QUEUE);
   return sent;
 }
 
 export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {}): Promise<Publisher> {
   const log = ctx.log.child({ component: 'publisher' });
   const clocks = opts.cron ?? true;
-  // schedule: a publisher without clocks neither registers nor fires the cluster's schedules
-  const boss = new PgBoss({ connectionString: ctx.config.databaseUrl, schema: PGBOSS_SCHEMA, max: 4, application_name: 'publisher', schedule: clocks });
+  // schedule: a publisher without clocks neither registers nor fires the cluster's schedules;
+  // useListenNotify: one connection of the pool listens, so that a job sent by any process wakes
+  // this process's workers of its queue at once (work.ts)
+  const boss = new PgBoss({
+    connectionString: ctx.config.databaseUrl,
+    schema: PGBOSS_SCHEMA,
+    max: 4,
+    application_name: 'publisher',
+    schedule: clocks,
+    useListenNotify: true,
+  });
   // background loops never throw: they report here
   boss.on('error', (err) => log.error({ err: err.message }, 'pg-boss error'));
   await boss.start();
@@ -92,26 +117,33 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires; one lock for the cluster's queue creation (ensureQueues)
   const sweeps = [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports];
-  await ensureQueues(ctx.db, boss, [HOUR_QUEUE_OPTIONS, ...sweeps.map((name) => ({ name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 }) as const)]);
+  await ensureQueues(ctx.db, boss, [
+    HOUR_QUEUE_OPTIONS,
+    ...sweeps.map((name) => ({ ...QUEUE_DEFAULTS, name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 }) as const),
+  ]);
 
-  // a worker that found jobs fetches again at once, one that found none waits the interval; the jobs
-  // this process sends wake its own workers (work.ts)
-  const polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? POLLING_SECONDS };
+  // every queue notifies: a send of any process wakes the workers; batches burst while full (work.ts)
+  const polling: Polling = { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? POLLING_SECONDS };
+  const publishJob = async (job: { data: HourSetJob }) => {
+    const data = job.data;
+    const hour = parseHour(data.hour);
+    const feeds = (data.feedIds ?? []).map(feedById);
+    if (!hour || !feeds.length || feeds.some((f) => !f)) {
+      log.error({ job: data }, 'malformed publish job dropped');
+      return;
+    }
+    const results = await publishSetWithMetrics(ctx, data.zone, hour, feeds as HourlyFeed[], { force: data.force === true });
+    const failed = results.filter((r) => r.outcome === 'failed');
+    // a throw fails the job: pg-boss retries it with backoff (the failed rows already say so);
+    // the files of the hour that did publish come out unchanged on the retry
+    if (failed.length) throw new Error(`${failed.length} of ${results.length} files failed: ${failed.map((f) => f.feed).join(', ')}`);
+  };
+  // HOUR_BATCH jobs per fetch, run in turn and failed one by one, so that a worker bursts through a
+  // backlog (a full batch fetches again at once) while a failed (zone, hour) holds back no other
   for (let i = 0; i < Math.max(1, opts.concurrency ?? 2); i++) {
-    await work<HourSetJob>(boss, QUEUES.hour, { ...polling, batchSize: 1 }, async ([job]) => {
-      const data = job.data;
-      const hour = parseHour(data.hour);
-      const feeds = (data.feedIds ?? []).map(feedById);
-      if (!hour || !feeds.length || feeds.some((f) => !f)) {
-        log.error({ job: data }, 'malformed publish job dropped');
-        return;
-      }
-      const results = await publishSetWithMetrics(ctx, data.zone, hour, feeds as HourlyFeed[], { force: data.force === true });
-      const failed = results.filter((r) => r.outcome === 'failed');
-      // a throw fails the job: pg-boss retries it with backoff (the failed rows already say so);
-      // the files of the hour that did publish come out unchanged on the retry
-      if (failed.length) throw new Error(`${failed.length} of ${results.length} files failed: ${failed.map((f) => f.feed).join(', ')}`);
-    });
+    await workEach<HourSetJob>(boss, QUEUES.hour, { ...polling, batchSize: HOUR_BATCH }, publishJob, (job, err) =>
+      log.warn({ err: err.message, zone: job.data.zone, hour: job.data.hour }, 'publish job failed: pg-boss retries it'),
+    );
   }
 
   // the sweeps: each queue runs its functions in order, one job at a time per cluster (singleton key)
@@ -121,7 +153,8 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     });
   await sweep(QUEUES.rentals, [autoEndIdleRentals, expirePhotoWindows]);
   await sweep(QUEUES.tomp, [expirePendingBookings]);
-  await startGbfsWorkers(ctx, boss, polling);
+  // what the GBFS builds keep between jobs, for this context's database (memory.ts)
+  await startGbfsWorkers(ctx, boss, polling, new GbfsMemory());
   await sweep(QUEUES.history, [maintainHistory]);
   await sweep(QUEUES.reports, [publishDueReports]);
 
@@ -169,7 +202,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     tick,
     async stop() {
       for (const t of tasks) await t.destroy();
-      await boss.stop({ graceful: true, wait: true, timeout: ctx.config.shutdownTimeoutMs });
+      await boss.stop({ graceful: true, timeout: ctx.config.shutdownTimeoutMs });
     },
   };
 }

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import PgBoss from 'pg-boss';
+import { getConstructionPlans } from 'pg-boss';
 import { ROOT } from '../lib/core/paths.js';
 import { PGBOSS_SCHEMA } from '../lib/publication/queue.js';
 import { readQuerySources } from '../lib/core/sql/catalog.js';
@@ -31,7 +31,7 @@ export async function generate(): Promise<string> {
     const client = new pg.Client({ connectionString: db.url, application_name: 'sql-types' });
     await client.connect();
     try {
-      await client.query(PgBoss.getConstructionPlans(PGBOSS_SCHEMA));
+      await client.query(getConstructionPlans(PGBOSS_SCHEMA));
       return render(await describeQueries(client, readQuerySources()));
     } finally {
       await client.end();

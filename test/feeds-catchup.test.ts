@@ -8,7 +8,7 @@ import request from 'supertest';
 import { buildApp } from '../api/app.js';
 import { addHours, floorHour, formatHour, HOUR_MS, parseHour } from '../lib/feeds/hours.js';
 import { feedById, HOURLY_FEEDS } from '../lib/feeds/publications.js';
-import PgBoss from 'pg-boss';
+import { PgBoss } from 'pg-boss';
 import { enqueueDue, QUEUES } from '../publisher/index.js';
 import { publishStatus } from '../publisher/ops.js';
 import { publishHourSet } from '../publisher/publish.js';
@@ -72,7 +72,7 @@ describe('feeds: history catch-up', function () {
       // no worker here: the queued jobs are left alone, the next tests publish by hand
       await t.ctx.db.query(`DELETE FROM pgboss.job WHERE name = $1`, [QUEUES.hour]);
     } finally {
-      await boss.stop({ graceful: false, wait: true });
+      await boss.stop({ graceful: false });
     }
   });
 

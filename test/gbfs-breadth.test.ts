@@ -20,7 +20,7 @@ import {
   type VehicleFixture,
   type ZoneFixture,
 } from './support/gbfs-fixtures.js';
-import { buildGbfsZone, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
+import { buildGbfsZone, GbfsMemory, planGbfsTick, publishGbfsSnapshots, runGbfsTick } from '../publisher/feeds/gbfs/index.js';
 import { buildEnv, buildGbfsZones } from '../publisher/feeds/gbfs/zone.js';
 import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
 import { readParts, storeParts } from '../publisher/feeds/gbfs/parts.js';
@@ -29,7 +29,6 @@ import type { UntypedQuery } from '../lib/core/sql/typed.js';
 import { startPublisher, type Publisher } from '../publisher/index.js';
 import { GBFS_RUN_SECONDS, STATUS_REFRESH_SECONDS, STATUS_TTL, gbfsSnapshotRef, isStatusFile } from '../lib/feeds/gbfs/files.js';
 import { BLOCK_KEYS, loadZoneData, loadZoneVehicles } from '../lib/feeds/gbfs/model.js';
-import { heldBlocks } from '../publisher/feeds/gbfs/vehicles.js';
 import { buildV2, envelopeV2, systemLanguages, type V2Scope } from '../lib/feeds/gbfs/v2.js';
 import { buildV3, envelopeV3 } from '../lib/feeds/gbfs/v3.js';
 import { gbfsV2Scope } from '../lib/feeds/roles.js';
@@ -79,6 +78,8 @@ describe('GBFS fragments: one gzip member from pieces compressed apart', () => {
 describe('GBFS follows change', function () {
   this.timeout(60_000);
   const t = useTestContext({ now: DAY });
+  // what this describe's builds keep between them, as a publisher's workers do (memory.ts)
+  const memory = new GbfsMemory();
   let A: ZoneFixture;
   let B: ZoneFixture;
   let va: VehicleFixture;
@@ -94,7 +95,7 @@ describe('GBFS follows change', function () {
     );
   const tick = async () => {
     t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
-    return runGbfsTick(t.ctx);
+    return runGbfsTick(t.ctx, memory);
   };
   const v3 = (zone: string, file: string) => readSnapshot(t.ctx, gbfsSnapshotRef('3.0', zone, file, 'city').objectKey);
 
@@ -121,7 +122,7 @@ describe('GBFS follows change', function () {
   it('within the refresh interval nothing is due: no job, nothing written', async () => {
     t.ctx.clock.advance(5_000);
     expect(await planGbfsTick(t.ctx)).to.deep.include({ zones: [] });
-    expect(await runGbfsTick(t.ctx)).to.include({ zones: 0, built: 0, written: 0 });
+    expect(await runGbfsTick(t.ctx, memory)).to.include({ zones: 0, built: 0, written: 0 });
   });
 
   it('idle zones cost the refresh of their status files only: stored data in a new envelope, no load', async () => {
@@ -207,11 +208,11 @@ describe('GBFS follows change', function () {
     await t.ctx.db.query(`UPDATE gbfs_zone_builds SET rebuild_due_at = '2027-01-01'`);
     await t.ctx.db.query(`UPDATE gbfs_scope_builds SET rebuild_due_at = '2027-01-01'`);
     t.ctx.clock.set(NIGHT);
-    expect(await runGbfsTick(t.ctx)).to.include({ built: 1, failed: 0 });
+    expect(await runGbfsTick(t.ctx, memory)).to.include({ built: 1, failed: 0 });
     expect((await v3(B.id, 'system_alerts')).data.alerts).to.have.length(1);
     expect((await v3(A.id, 'system_alerts')).data.alerts).to.have.length(0);
     t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
-    expect(await runGbfsTick(t.ctx)).to.include({ built: 0 });
+    expect(await runGbfsTick(t.ctx, memory)).to.include({ built: 0 });
   });
 
   it('a 2.2 system assembled from its zones parts is byte for byte the whole-system build', async () => {
@@ -255,16 +256,16 @@ describe('GBFS follows change', function () {
 
   it('publishGbfsSnapshots (ops: build everything now) goes through the same per-zone builder', async () => {
     t.ctx.clock.advance(1000);
-    const r = await publishGbfsSnapshots(t.ctx, { only: 'all' });
+    const r = await publishGbfsSnapshots(t.ctx, { only: 'all', memory });
     expect(r).to.include({ written: 0, failed: 0 });
     // the per-zone builder itself: a zone whose publication lock another process holds is left to it
     const held = await t.ctx.db.pool.connect();
     const units = [gbfsUnit('zone', A.id)];
     try {
       await held.query(sql('PublicationLock'), [units]);
-      expect(await buildGbfsZone(t.ctx, A.id, { force: 'all' })).to.include({ busy: true, written: 0 });
+      expect(await buildGbfsZone(t.ctx, memory, A.id, { force: 'all' })).to.include({ busy: true, written: 0 });
       // a scope of A alone is A's own: its files are written under A's lock, by A's build, never beside it
-      expect(await buildGbfsScope(t.ctx, { id: scopeA, role: 'gbfs', zoneIds: [A.id] }, { force: 'all' })).to.deep.equal({
+      expect(await buildGbfsScope(t.ctx, memory, { id: scopeA, role: 'gbfs', zoneIds: [A.id] }, { force: 'all' })).to.deep.equal({
         written: 0,
         refreshed: 0,
         unchanged: 0,
@@ -280,7 +281,7 @@ describe('GBFS follows change', function () {
     const v = await gbfsVehicle(t.ctx.db, A.id, 48.1371, 11.5751);
     t.ctx.clock.advance(1000);
     const own: GbfsScope = { id: scopeA, role: 'gbfs', zoneIds: [A.id] };
-    const r = await buildGbfsZone(t.ctx, A.id, { scopes: [own, { id: 'city', role: 'city', zoneIds: null }] });
+    const r = await buildGbfsZone(t.ctx, memory, A.id, { scopes: [own, { id: 'city', role: 'city', zoneIds: null }] });
     // the zone's vehicle_status and its own system's free_bike_status; the city's system (every zone) is its job's
     expect(r).to.include({ work: 'build', partsChanged: true, systems: 1, failed: 0 });
     const bikes = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', scopeA, 'free_bike_status', 'gbfs').objectKey)).data.bikes.map((x: any) => x.bike_id);
@@ -288,7 +289,7 @@ describe('GBFS follows change', function () {
     const city = (await readSnapshot(t.ctx, gbfsSnapshotRef('2.2', 'city', 'free_bike_status', 'city').objectKey)).data.bikes.map((x: any) => x.bike_id);
     expect(city).to.not.include(v.gbfsId);
     // nothing changed since: the next build of the zone assembles nothing
-    expect(await buildGbfsZone(t.ctx, A.id, { scopes: [own] })).to.include({ work: 'none', systems: 0, written: 0 });
+    expect(await buildGbfsZone(t.ctx, memory, A.id, { scopes: [own] })).to.include({ work: 'none', systems: 0, written: 0 });
   });
 
   it('through pg-boss: the tick sends one job per zone with work, two publishers share them, a new zone and scope are published', async function () {
@@ -331,6 +332,8 @@ describe('GBFS follows change', function () {
 describe('GBFS vehicle blocks: a build costs the vehicles that changed', function () {
   this.timeout(60_000);
   const t = useTestContext({ now: DAY });
+  // what this describe's builds keep between them, as a publisher's workers do (memory.ts)
+  const memory = new GbfsMemory();
   let Z: ZoneFixture;
   let scope: string;
   const vehicles: VehicleFixture[] = [];
@@ -344,7 +347,7 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     );
   const tick = async () => {
     t.ctx.clock.advance(GBFS_RUN_SECONDS * 1000);
-    return runGbfsTick(t.ctx);
+    return runGbfsTick(t.ctx, memory);
   };
   /** the stored text of a snapshot and its row */
   const stored = async (version: '2.2' | '3.0', scopeId: string, file: string) => {
@@ -413,7 +416,7 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     const before = await parts();
     t.ctx.clock.advance(1000);
     // 'status': every block rendered from the loaded rows, none reused
-    expect(await publishGbfsSnapshots(t.ctx, { only: 'status' })).to.include({ written: 0, failed: 0 });
+    expect(await publishGbfsSnapshots(t.ctx, { only: 'status', memory })).to.include({ written: 0, failed: 0 });
     expect(await parts()).to.deep.equal(before);
   });
 
@@ -451,7 +454,7 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
   });
 
   it('a load sends only the text of the blocks that changed: the others are the blocks this process holds', async () => {
-    const held = heldBlocks(Z.id)!;
+    const held = memory.heldBlocks(Z.id)!;
     expect(held.filter((b) => b?.vehicles.length)).to.have.length.at.least(8);
     const moved = vehicles[5];
     const i = BLOCK_KEYS.indexOf(moved.gbfsId[0]);
@@ -464,7 +467,7 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
     // the zone as the next build loads it: the held blocks themselves, the changed one parsed, the
     // vehicles those of a load that holds nothing
     const zone = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now, areas: false, vehicles: false })).get(Z.id)!;
-    const z = await loadZoneVehicles(t.ctx.db, zone, now, heldBlocks);
+    const z = await loadZoneVehicles(t.ctx.db, zone, now, memory.heldBlocks);
     const fresh = (await loadZoneData(t.ctx.db, { zoneIds: [Z.id], now, areas: false, vehicles: true })).get(Z.id)!;
     expect(z.vehicles).to.deep.equal(fresh.vehicles);
     expect(z.blocks).to.have.length(BLOCK_KEYS.length);
@@ -487,6 +490,8 @@ describe('GBFS vehicle blocks: a build costs the vehicles that changed', functio
 
 describe('GBFS parts: read from this process memory', () => {
   const t = useTestContext({ now: DAY });
+  // what this describe's builds keep between them, as a publisher's workers do (memory.ts)
+  const memory = new GbfsMemory();
 
   // seen in the two-publishers test of test/gbfs.test.ts: a scope job read a zone's parts offering the
   // versions it held, a zone build of the same process stored newer ones before the rows came back,
@@ -497,7 +502,7 @@ describe('GBFS parts: read from this process memory', () => {
     const part = 'v2/free_bike_status/0';
     const v1 = fragment('{"bike_id":"one"}');
     const v2 = fragment('{"bike_id":"two"}');
-    await storeParts(t.ctx.db, [{ zone: Z.id, part, fragment: v1 }]);
+    await storeParts(t.ctx.db, memory, [{ zone: Z.id, part, fragment: v1 }]);
     let replaced = false;
     // the statement answers (v1 without its body: this process offered v1), then, before its rows
     // are handed on, another build of this process stores v2
@@ -506,23 +511,25 @@ describe('GBFS parts: read from this process memory', () => {
         const rows = await t.ctx.db.many(query, params);
         if (!replaced) {
           replaced = true;
-          await storeParts(t.ctx.db, [{ zone: Z.id, part, fragment: v2 }]);
+          await storeParts(t.ctx.db, memory, [{ zone: Z.id, part, fragment: v2 }]);
         }
         return rows;
       },
     });
-    const read = (await readParts(racing, [Z.id], [part], true)).get(Z.id)!.get(part)!;
+    const read = (await readParts(racing, [Z.id], [part], memory)).get(Z.id)!.get(part)!;
     expect(replaced).to.equal(true);
     expect(read.sha256).to.equal(v1.sha256);
     expect(read.fragment && inflateFragment(read.fragment).toString()).to.equal('{"bike_id":"one"}');
     // and the next read gets v2 with its content
-    const next = (await readParts(t.ctx.db, [Z.id], [part], true)).get(Z.id)!.get(part)!;
+    const next = (await readParts(t.ctx.db, [Z.id], [part], memory)).get(Z.id)!.get(part)!;
     expect(next.fragment && inflateFragment(next.fragment).toString()).to.equal('{"bike_id":"two"}');
   });
 });
 
 describe('GBFS zone jobs in batches (publisher/feeds/gbfs/batch.ts)', () => {
   const t = useTestContext({ now: DAY });
+  // what this describe's builds keep between them, as a publisher's workers do (memory.ts)
+  const memory = new GbfsMemory();
 
   /** The statements every pg client of this process sent while `fn` ran. */
   async function counted<T>(fn: () => Promise<T>): Promise<{ statements: number; value: T }> {
@@ -550,14 +557,14 @@ describe('GBFS zone jobs in batches (publisher/feeds/gbfs/batch.ts)', () => {
       zones.push(z.id);
     }
     const jobs = (ids: string[]) => ids.map((zone) => ({ zone }));
-    const first = await buildGbfsZones(t.ctx, jobs(zones));
+    const first = await buildGbfsZones(t.ctx, memory, jobs(zones));
     expect([...first.values()].map((r) => [r.work, r.failed])).to.deep.equal(zones.map(() => ['build', 0]));
 
     // idle, their status files due: each one's ttl refresh, in a batch of one, then of four
     t.ctx.clock.advance(STATUS_REFRESH_SECONDS * 1000);
-    const one = await counted(() => buildGbfsZones(t.ctx, jobs(zones.slice(0, 1))));
+    const one = await counted(() => buildGbfsZones(t.ctx, memory, jobs(zones.slice(0, 1))));
     t.ctx.clock.advance(STATUS_REFRESH_SECONDS * 1000);
-    const four = await counted(() => buildGbfsZones(t.ctx, jobs(zones)));
+    const four = await counted(() => buildGbfsZones(t.ctx, memory, jobs(zones)));
     expect(one.value.get(zones[0])).to.include({ work: 'refresh', refreshed: 3, failed: 0 });
     expect([...four.value.values()].map((r) => [r.work, r.refreshed])).to.deep.equal(zones.map(() => ['refresh', 3]));
     // lock, BEGIN, states, rows, parts, the index rows' and the build rows' records, COMMIT, unlock
@@ -570,7 +577,7 @@ describe('GBFS zone jobs in batches (publisher/feeds/gbfs/batch.ts)', () => {
     try {
       await held.query(sql('PublicationLock'), [units]);
       t.ctx.clock.advance(STATUS_REFRESH_SECONDS * 1000);
-      const r = await buildGbfsZones(t.ctx, jobs(zones));
+      const r = await buildGbfsZones(t.ctx, memory, jobs(zones));
       expect(r.get(zones[1])).to.include({ busy: true, work: 'none', refreshed: 0 });
       for (const z of [zones[0], zones[2], zones[3]]) expect(r.get(z)).to.include({ busy: false, work: 'refresh', refreshed: 3 });
     } finally {
@@ -580,7 +587,7 @@ describe('GBFS zone jobs in batches (publisher/feeds/gbfs/batch.ts)', () => {
 
     // the same zone twice in a fetch (two jobs sent apart), its own system named by both: built once
     const own: GbfsScope = { id: gbfsV2Scope('gbfs', [zones[2]]), role: 'gbfs', zoneIds: [zones[2]] };
-    const twice = await buildGbfsZones(t.ctx, [
+    const twice = await buildGbfsZones(t.ctx, memory, [
       { zone: zones[2], scopes: [own] },
       { zone: zones[2], scopes: [own] },
     ]);

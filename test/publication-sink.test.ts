@@ -24,7 +24,7 @@ import { gbfsUnit, tryPublicationLock, withPublicationLock } from '../publisher/
 import { answerOf, hourFile, hourlyObject, servedObject, type ConditionalRequest } from '../api/kit/serve.js';
 import { PublicationSink } from '../publisher/publication/sink.js';
 import type { ObjectMeta, ObjectStore } from '../lib/core/store/types.js';
-import { buildGbfsZone, publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
+import { buildGbfsZone, GbfsMemory, publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { publishHourSet } from '../publisher/publish.js';
 import { publishDueReports } from '../publisher/reports.js';
 import { useTestContext } from './support/context.js';
@@ -283,10 +283,10 @@ describe('publication: the lock', () => {
       await holding;
     });
     await inside;
-    expect(await buildGbfsZone(t.ctx, zone, { force: 'all' })).to.include({ busy: true, written: 0 });
+    expect(await buildGbfsZone(t.ctx, new GbfsMemory(), zone, { force: 'all' })).to.include({ busy: true, written: 0 });
     release();
     await other;
-    const built = await buildGbfsZone(t.ctx, zone, { force: 'all' });
+    const built = await buildGbfsZone(t.ctx, new GbfsMemory(), zone, { force: 'all' });
     expect(built.busy).to.equal(false);
     expect(built.written).to.be.greaterThan(0);
   });

@@ -30,6 +30,7 @@ import { registerDbCollectors, registry } from '../lib/core/metrics.js';
 import { readerPast, readOnReplica, replayedPast, replayLagBytes, streamOnReplica } from '../lib/core/replica.js';
 import { buildGbfsScope, type GbfsScope } from '../publisher/feeds/gbfs/scope.js';
 import { buildGbfsZone } from '../publisher/feeds/gbfs/zone.js';
+import { GbfsMemory } from '../publisher/feeds/gbfs/memory.js';
 import { publishHour } from '../publisher/publish.js';
 import { useTestContext } from './support/context.js';
 import { serverUrl } from './support/db.js';
@@ -76,6 +77,8 @@ const ids = (res: request.Response): string[] => {
 describe('reads on a streaming replica', function () {
   this.timeout(180_000);
   const t = useTestContext();
+  // the builder's GBFS memory, as its publisher would keep it (publisher/feeds/gbfs/memory.ts)
+  const memory = new GbfsMemory();
   let standby: Standby | undefined;
   /** the API's context with the replica; `uncached`: a second process with VEHICLE_LIST_CACHE_MS=0 */
   let app: AppContext;
@@ -329,13 +332,13 @@ describe('reads on a streaming replica', function () {
         (x: { vehicle_id: string }) => x.vehicle_id,
       );
     await waitFor('replayed', caughtUp, 60_000);
-    expect(await buildGbfsZone(builder, zone.id)).to.include({ work: 'build', failed: 0 });
+    expect(await buildGbfsZone(builder, memory, zone.id)).to.include({ work: 'build', failed: 0 });
     expect(await listed()).to.deep.equal([a.gbfsId]);
 
     await standby!.pauseReplay();
     const b = await gbfsVehicle(app.db, zone.id, zone.lat + 0.001, zone.lng);
     expect(await onReplica('vehicles', zone.id), 'the paused replica').to.equal(1);
-    expect(await buildGbfsZone(builder, zone.id), 'the status counter moved').to.include({ work: 'build', failed: 0 });
+    expect(await buildGbfsZone(builder, memory, zone.id), 'the status counter moved').to.include({ work: 'build', failed: 0 });
     expect(await listed()).to.have.members([a.gbfsId, b.gbfsId]);
     expect(captured.lines().some((l) => l.msg === 'replica has not replayed far enough: reading from the primary' && l.zone === zone.id)).to.equal(true);
     await standby!.resumeReplay();
@@ -365,15 +368,15 @@ describe('reads on a streaming replica', function () {
           [zone.id],
         )
       ).sha256;
-    expect(await buildGbfsZone(builder, zone.id)).to.include({ work: 'build', failed: 0 });
-    expect(await buildGbfsZone(builder, other.id)).to.include({ work: 'build', failed: 0 });
+    expect(await buildGbfsZone(builder, memory, zone.id)).to.include({ work: 'build', failed: 0 });
+    expect(await buildGbfsZone(builder, memory, other.id)).to.include({ work: 'build', failed: 0 });
     await waitFor('replayed', caughtUp, 60_000);
     // caught up: the replica (it must also pass the position read under the scope's lock, which a
     // busy shared server may take longer than the build waits for: a few tries)
     await waitFor(
       'a scope assembled on the replica',
       async () => {
-        expect(await buildGbfsScope(builder, scope)).to.include({ failed: 0 });
+        expect(await buildGbfsScope(builder, memory, scope)).to.include({ failed: 0 });
         return lastPool() === 'replica';
       },
       60_000,
@@ -382,13 +385,13 @@ describe('reads on a streaming replica', function () {
 
     await standby!.pauseReplay();
     const b = await gbfsVehicle(app.db, zone.id, zone.lat + 0.001, zone.lng);
-    expect(await buildGbfsZone(builder, zone.id), 'the zone job stores its new parts (on the primary)').to.include({
+    expect(await buildGbfsZone(builder, memory, zone.id), 'the zone job stores its new parts (on the primary)').to.include({
       work: 'build',
       partsChanged: true,
       failed: 0,
     });
     expect(await part(app.db.replica), 'the paused replica holds the old part').to.not.equal(await part(app.db));
-    expect(await buildGbfsScope(builder, scope)).to.include({ failed: 0 });
+    expect(await buildGbfsScope(builder, memory, scope)).to.include({ failed: 0 });
     expect(lastPool(), 'read from the primary').to.equal('primary');
     expect(await bikes(), "the primary's parts: both vehicles").to.have.members([a.gbfsId, b.gbfsId]);
     expect(captured.lines().some((l) => l.msg === 'replica has not replayed far enough: reading from the primary' && l.scope === scope.id)).to.equal(true);

@@ -4,7 +4,7 @@
  * no database round trip. Revocation is the one thing a signature cannot know; the routes check a
  * small in-process set of revoked clients (lib/feeds/clients.ts) after verifying.
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../lib/core/cache.js';
 import { createHmac, randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify, errors } from 'jose';
 import type { Config } from '../../lib/core/config.js';
@@ -105,14 +105,14 @@ export async function verifyFeedToken(config: Config, clock: Clock, token: strin
  * the caller's check (RevokedClients) on every request. Bounded (lru-cache): the least recently used goes first.
  */
 export class FeedTokenVerifier {
-  private readonly verified: LRUCache<string, FeedTokenClaims>;
+  private readonly verified: NamedCache<string, FeedTokenClaims>;
 
   constructor(
     private readonly config: Config,
     private readonly clock: Clock,
     opts: { maxEntries?: number } = {},
   ) {
-    this.verified = new LRUCache<string, FeedTokenClaims>({ max: opts.maxEntries ?? 10_000 });
+    this.verified = new NamedCache<string, FeedTokenClaims>('feed_tokens', { max: opts.maxEntries ?? 10_000 });
   }
 
   /**

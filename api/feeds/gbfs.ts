@@ -6,7 +6,7 @@
  * stores one discovery file per role (file `gbfs.{role}`), for 2.2 the scope already includes the role.
  */
 import type Koa from 'koa';
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../lib/core/cache.js';
 import { pathParam } from './params.js';
 import { reEnveloped, staleEnvelope } from '../../lib/feeds/gbfs/envelope.js';
 import type { GbfsVersion } from '../../lib/feeds/gbfs/files.js';
@@ -29,7 +29,10 @@ async function serveSnapshot(deps: FeedDeps, ctx: Koa.Context, version: GbfsVers
  * Stored GBFS objects answered in a later envelope, by object, stored version and last_updated: one
  * entry per status file a process serves, replaced at each ttl refresh (bounded in bytes).
  */
-const reEnvelopedObjects = new LRUCache<string, Derived>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (d) => Math.max(1, d.body.length) });
+const reEnvelopedObjects = new NamedCache<string, Derived>('gbfs_reenveloped', {
+  maxSize: 64 * 1024 * 1024,
+  sizeCalculation: (d) => Math.max(1, d.body.length),
+});
 
 /**
  * The stored object in the envelope of the row's last_updated, when the publisher refreshed the

@@ -18,7 +18,7 @@
  * object; `headerBlock` adds the request id's slot, one `writeHead`).
  */
 import { bearerOf } from '../kit/api-key-gate.js';
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../lib/core/cache.js';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { CachedObject, ObjectCache } from '../kit/object-cache.js';
 import type { FeedTokenClaims } from './access-tokens.js';
@@ -58,9 +58,9 @@ export interface FastHourFile {
  * null, and a refused value is remembered as null.
  */
 class Memo<V> {
-  private readonly m: LRUCache<string, { v: V }>;
+  private readonly m: NamedCache<string, { v: V }>;
   constructor(max = 256) {
-    this.m = new LRUCache<string, { v: V }>({ max });
+    this.m = new NamedCache<string, { v: V }>('hot_path_memo', { max });
   }
   get(k: string, make: (k: string) => V): V {
     let box = this.m.get(k);

@@ -8,7 +8,7 @@
  * (documented in docs/feeds-access.md "Performance"). Absent rows are cached the same way.
  * Concurrent misses on one row share one query; errors are not cached (lru-cache's fetchMethod).
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache, type CacheName } from '../../lib/core/cache.js';
 import type { Clock } from '../../lib/core/clock.js';
 import type { Db, NamedQuery } from '../../lib/core/db.js';
 import type { HourlyFeedName } from '../../lib/feeds/publications.js';
@@ -35,10 +35,11 @@ interface Entry<R> {
  * (GbfsSnapshotIndex).
  */
 export class CachedRows<N extends QueryName> {
-  private readonly cache: LRUCache<string, Entry<RowOf<N>>, unknown[]>;
+  private readonly cache: NamedCache<string, Entry<RowOf<N>>, unknown[]>;
   private lastNow = -Infinity;
 
   constructor(
+    name: CacheName,
     db: Db,
     private readonly clock: Clock,
     query: N,
@@ -46,7 +47,7 @@ export class CachedRows<N extends QueryName> {
   ) {
     // the row type is the generated one of this very query; its parameters are the cache key's strings
     const named: NamedQuery = sql(query);
-    this.cache = new LRUCache<string, Entry<RowOf<N>>, unknown[]>({
+    this.cache = new NamedCache<string, Entry<RowOf<N>>, unknown[]>(name, {
       max: opts.maxEntries ?? 10_000,
       // lru-cache counts an entry stale once older than ttl; the documented bound is "at ttl"
       ttl: Math.max(1, (opts.ttlMs ?? PUBLICATION_TTL_MS) - 1),
@@ -91,8 +92,8 @@ export class PublicationIndex extends CachedRows<'PublicationHourRow'> {
   private readonly reports: CachedRows<'ReportGet'>;
 
   constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
-    super(db, clock, 'PublicationHourRow', opts);
-    this.reports = new CachedRows(db, clock, 'ReportGet', opts);
+    super('publication_index', db, clock, 'PublicationHourRow', opts);
+    this.reports = new CachedRows('report_index', db, clock, 'ReportGet', opts);
   }
 
   row(feed: HourlyFeedName, version: string, zone: string, hourSql: string): Promise<PublicationRow | undefined> {
@@ -115,6 +116,6 @@ export type GbfsSnapshotRow = RowOf<'FeedGbfsSnapshot'>;
  */
 export class GbfsSnapshotIndex extends CachedRows<'FeedGbfsSnapshot'> {
   constructor(db: Db, clock: Clock, opts: { ttlMs?: number; maxEntries?: number } = {}) {
-    super(db, clock, 'FeedGbfsSnapshot', opts);
+    super('gbfs_snapshot_index', db, clock, 'FeedGbfsSnapshot', opts);
   }
 }

@@ -4,7 +4,7 @@
  * refreshed every 30 s, and on a miss at most once a second, so unknown ids cannot make a query each
  * (one lru-cache entry: its TTL is the refresh, its fetch de-duplicates concurrent loads).
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../lib/core/cache.js';
 import type { Db } from '../../lib/core/db.js';
 import { sql } from '../../lib/core/sql/typed.js';
 
@@ -20,12 +20,12 @@ interface Listing {
 
 /** The whole zone table as one lru-cache entry: TTL `refreshMs`, one query for concurrent loads. */
 export class ZoneDirectory {
-  private readonly listing: LRUCache<'zones', Listing>;
+  private readonly listing: NamedCache<'zones', Listing>;
   private readonly missRefreshMs: number;
 
   constructor(db: Db, opts: { refreshMs?: number; missRefreshMs?: number } = {}) {
     this.missRefreshMs = opts.missRefreshMs ?? 1000;
-    this.listing = new LRUCache<'zones', Listing>({
+    this.listing = new NamedCache<'zones', Listing>('feed_zones', {
       max: 1,
       ttl: opts.refreshMs ?? 30_000,
       ttlResolution: 0,

@@ -12,7 +12,7 @@
  * cached; the caller streams them.
  */
 import type { Readable } from 'node:stream';
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../lib/core/cache.js';
 import type { Clock } from '../../lib/core/clock.js';
 import type { ObjectMeta, ObjectStore } from '../../lib/core/store/types.js';
 
@@ -42,7 +42,7 @@ export interface ObjectCacheOptions {
 
 export class ObjectCache {
   /** Byte-bounded by lru-cache (sizes are body bytes); the least recently used entry goes first. */
-  private readonly entries: LRUCache<string, Entry>;
+  private readonly entries: NamedCache<string, Entry>;
   private readonly inflight = new Map<string, Promise<Loaded>>();
   readonly maxBytes: number;
   readonly maxEntryBytes: number;
@@ -54,7 +54,7 @@ export class ObjectCache {
     this.maxEntryBytes = Math.min(opts.maxEntryBytes ?? Math.floor(opts.maxBytes / 4), opts.maxBytes);
     this.revalidateMs = opts.revalidateMs ?? 2000;
     this.clock = opts.clock;
-    this.entries = new LRUCache<string, Entry>({ maxSize: Math.max(1, this.maxBytes), sizeCalculation: (e) => Math.max(1, e.body.length) });
+    this.entries = new NamedCache<string, Entry>('object_bodies', { maxSize: Math.max(1, this.maxBytes), sizeCalculation: (e) => Math.max(1, e.body.length) });
   }
 
   /** Bytes held (bodies only). */

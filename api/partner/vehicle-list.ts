@@ -24,7 +24,7 @@
  * DATABASE_REPLICA_WAIT_MS, or is unreachable, leaves the render to the primary: never a rented
  * vehicle shown as available.
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../lib/core/cache.js';
 import type { AppContext } from '../../lib/domain/context.js';
 import { type Queryable } from '../../lib/core/db.js';
 import { sql } from '../../lib/core/sql/typed.js';
@@ -51,7 +51,7 @@ async function render(app: AppContext, db: Queryable, zoneId: string): Promise<R
 }
 
 export class VehicleLists {
-  private readonly cache: LRUCache<string, Rendered> | undefined;
+  private readonly cache: NamedCache<string, Rendered> | undefined;
   /** lists rendered (tests and the bench: how much the cache saves) */
   renders = 0;
   /** of those, rendered on the streaming replica */
@@ -61,7 +61,7 @@ export class VehicleLists {
     const ttl = app.config.vehicleListCacheMs;
     this.cache =
       ttl > 0
-        ? new LRUCache<string, Rendered>({
+        ? new NamedCache<string, Rendered>('partner_vehicle_lists', {
             max: 10_000,
             // lru-cache counts an entry stale once older than its ttl; the bound is "at ttl"
             ttl: Math.max(1, ttl - 1),
@@ -81,7 +81,7 @@ export class VehicleLists {
   }
 
   /** The cached list when it shows the zone's current version; a fresh render otherwise. */
-  private async current(cache: LRUCache<string, Rendered>, zoneId: string): Promise<Rendered | undefined> {
+  private async current(cache: NamedCache<string, Rendered>, zoneId: string): Promise<Rendered | undefined> {
     const row = await this.app.db.maybeOne(sql('PartnerZoneVersion'), [zoneId]);
     if (!row) return undefined;
     const cached = cache.get(zoneId);

@@ -6,6 +6,7 @@ import client from 'prom-client';
 import type { Db } from './db.js';
 import { replayLagBytes } from './replica.js';
 import { sql } from './sql/typed.js';
+import { cacheReport, CACHES } from './cache.js';
 
 export const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
@@ -99,6 +100,32 @@ export const metrics = {
 
 // every kind's series from the start, at 0: a rate over a process that has written nothing yet is 0, not absent
 for (const kind of STORE_KINDS) for (const c of [metrics.storeObjectsWritten, metrics.storeBytesWritten, metrics.storeWritesSkipped]) c.inc({ kind }, 0);
+
+/**
+ * The named caches (lib/core/cache.ts), read from their counts at scrape time: entries and bytes
+ * held now, hits, misses and evictions so far, each by `cache` (the names and what they hold:
+ * CACHES), for the names this process has made a cache of.
+ */
+const cacheHelp = ` (cache: ${Object.keys(CACHES).join(', ')}; lib/core/cache.ts)`;
+type CacheRow = ReturnType<typeof cacheReport>[number];
+/** a series whose every value is set from the caches' report when it is scraped */
+function fromCaches(metric: client.Counter | client.Gauge, value: (r: CacheRow) => number | undefined): void {
+  const put = metric instanceof client.Gauge ? (l: { cache: string }, v: number) => metric.set(l, v) : (l: { cache: string }, v: number) => metric.inc(l, v);
+  Object.assign(metric, {
+    collect() {
+      metric.reset();
+      for (const r of cacheReport()) {
+        const v = value(r);
+        if (v !== undefined) put({ cache: r.name }, v);
+      }
+    },
+  });
+}
+fromCaches(mk.gauge('cache_entries', `Entries held by the in-memory caches${cacheHelp}`, ['cache']), (r) => r.entries);
+fromCaches(mk.gauge('cache_size_bytes', `Bytes held by the caches bounded in bytes${cacheHelp}`, ['cache']), (r) => r.bytes);
+fromCaches(mk.counter('cache_hits_total', `Reads a cache answered${cacheHelp}`, ['cache']), (r) => r.hits);
+fromCaches(mk.counter('cache_misses_total', `Reads a cache could not answer${cacheHelp}`, ['cache']), (r) => r.misses);
+fromCaches(mk.counter('cache_evictions_total', `Entries a cache pushed out to stay within its bound${cacheHelp}`, ['cache']), (r) => r.evictions);
 
 /** The names of the API-only series (see `api` above). */
 export const API_ONLY_METRICS: readonly string[] = apiOnly;

@@ -3,7 +3,7 @@
  * creation for the CLI and the seed, and the in-process revocation set the feed routes consult
  * after verifying a token's signature.
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../core/cache.js';
 import type { Db, Queryable } from '../core/db.js';
 import { sql } from '../core/sql/typed.js';
 import type { Clock } from '../core/clock.js';
@@ -32,7 +32,7 @@ let dummyHash: Promise<string> | undefined;
  * of the stored hash and the presented secret: no secret is held, a rotated secret (a new stored
  * hash) is checked again, and only a right secret can ever find an entry, so a guesser gains nothing.
  */
-const verified = new LRUCache<string, true>({ max: 10_000, ttl: 3_600_000 });
+const verified = new NamedCache<string, true>('feed_client_secrets', { max: 10_000, ttl: 3_600_000 });
 const verifiedKey = randomBytes(32);
 const verifiedId = (stored: string, secret: string) => createHmac('sha256', verifiedKey).update(stored).update('\0').update(secret).digest('base64');
 
@@ -99,14 +99,14 @@ export class RevokedClients {
    * The standings as one lru-cache entry (client id → revoked; `undefined`: looked up and absent),
    * with the app's clock as its time: TTL `refreshMs`, one query for concurrent loads.
    */
-  private readonly listing: LRUCache<'standings', Map<string, boolean | undefined>>;
+  private readonly listing: NamedCache<'standings', Map<string, boolean | undefined>>;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     opts: { refreshMs?: number } = {},
   ) {
-    this.listing = new LRUCache<'standings', Map<string, boolean | undefined>>({
+    this.listing = new NamedCache<'standings', Map<string, boolean | undefined>>('feed_client_standings', {
       max: 1,
       ttl: opts.refreshMs ?? 30_000,
       ttlResolution: 0,

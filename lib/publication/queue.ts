@@ -10,7 +10,7 @@
  * never folded into a tick's job that would not rewrite them, and asking again while it waits queues
  * nothing more.
  */
-import PgBoss from 'pg-boss';
+import { PgBoss, type Queue } from 'pg-boss';
 import type { FromSchema } from 'json-schema-to-ts';
 import type { AppContext } from '../domain/context.js';
 import type { Db } from '../core/db.js';
@@ -19,6 +19,13 @@ import { TIME_HOUR_SCHEMA } from '../../schemas/common.js';
 import { HOURLY_FEEDS, selectFeeds } from '../feeds/publications.js';
 import { resolveZones } from './status.js';
 import { sql } from '../core/sql/typed.js';
+
+/**
+ * What every queue of the platform is created with: `notify`, so that a job sent by any process (a
+ * publisher's clock, the console's republish through the API) wakes the workers of every publisher
+ * at once through LISTEN/NOTIFY (publisher/work.ts).
+ */
+export const QUEUE_DEFAULTS = { notify: true } as const;
 
 /** pg-boss's schema in our database. */
 export const PGBOSS_SCHEMA = 'pgboss';
@@ -33,7 +40,15 @@ export const HOUR_QUEUE = 'feeds-publish-hour';
  * of one file are harmless: the publication lock serialises them, and the second finds the content
  * unchanged.
  */
-export const HOUR_QUEUE_OPTIONS = { name: HOUR_QUEUE, policy: 'short', retryLimit: 6, retryDelay: 15, retryBackoff: true, expireInSeconds: 30 * 60 } as const;
+export const HOUR_QUEUE_OPTIONS = {
+  ...QUEUE_DEFAULTS,
+  name: HOUR_QUEUE,
+  policy: 'short',
+  retryLimit: 6,
+  retryDelay: 15,
+  retryBackoff: true,
+  expireInSeconds: 30 * 60,
+} as const;
 
 /**
  * Creates the queues (and, with `update`, moves their options to these) under one cluster-wide
@@ -41,14 +56,21 @@ export const HOUR_QUEUE_OPTIONS = { name: HOUR_QUEUE, policy: 'short', retryLimi
  * at once, which killed one of two publishers starting together (test/multi-process.test.ts). The
  * lock is a session lock on a connection of our own pool; pg-boss runs its statements on its own.
  */
-export async function ensureQueues(db: Db, boss: PgBoss, queues: readonly (PgBoss.Queue & { name: string })[], update = true): Promise<void> {
+export async function ensureQueues(db: Db, boss: PgBoss, queues: readonly Queue[], update = true): Promise<void> {
   const client = await db.pool.connect();
   let broken = false;
   try {
     await client.query(sql('PgBossQueuesLock').text);
     for (const queue of queues) {
       await boss.createQueue(queue.name, queue);
-      if (update) await boss.updateQueue(queue.name, queue);
+      // a queue's name and policy are fixed once it exists (pg-boss refuses to update them)
+      const { name, policy: _policy, ...options } = queue;
+      if (update) await boss.updateQueue(name, options);
+    }
+    // the republishes migration 000240 kept from a pg-boss 10 schema, sent again once
+    if (queues.some((q) => q.name === HOUR_QUEUE)) {
+      // each row is deleted by the one process that reads it, whichever holds the lock
+      for (const { data } of await db.many(sql('PgBossCarriedOverTake'), [HOUR_QUEUE])) await sendHourSet(boss, data as unknown as HourSetJob);
     }
   } finally {
     // a lock we could not release must not go back to the pool with the connection
@@ -122,7 +144,7 @@ export function publicationQueue(ctx: Pick<AppContext, 'db' | 'log'>): Promise<P
   if (!p) {
     p = (async () => {
       const boss = new PgBoss({
-        db: { executeSql: (text, values) => ctx.db.pool.query(text, values) },
+        db: { executeSql: (text: string, values?: unknown[]) => ctx.db.pool.query(text, values) },
         schema: PGBOSS_SCHEMA,
         supervise: false,
         schedule: false,

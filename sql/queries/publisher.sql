@@ -244,3 +244,8 @@ SELECT pg_advisory_lock(hashtextextended('pgboss:queues', 7305040));
 
 -- name: PgBossQueuesUnlock
 SELECT pg_advisory_unlock(hashtextextended('pgboss:queues', 7305040));
+
+-- name: PgBossCarriedOverTake
+-- The jobs migration 000240 kept from a pg-boss 10 schema, handed over to be sent again (once:
+-- under the queue lock, deleted as they are read).
+DELETE FROM pgboss_carryover WHERE queue = $1 RETURNING data;

@@ -1217,6 +1217,13 @@ export interface Queries {
       pg_advisory_unlock: boolean | null;
     };
   };
+  /** sql/queries/publisher.sql */
+  PgBossCarriedOverTake: {
+    params: [$1: string | null];
+    row: {
+      data: Json;
+    };
+  };
   /** sql/queries/rentals.sql */
   RentalGet: {
     params: [$1: string | null, $2: string | null];

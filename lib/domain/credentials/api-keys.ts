@@ -4,7 +4,7 @@
  * minute without a database round trip per request), an unknown key for a few seconds in a bounded
  * cache so that a flood of random keys costs neither memory nor a query each.
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../core/cache.js';
 import type { Clock } from '../../core/clock.js';
 import { type Db, type Queryable } from '../../core/db.js';
 import { sql } from '../../core/sql/typed.js';
@@ -51,8 +51,8 @@ interface Lookup {
  * verified cache's fetch).
  */
 export class ApiKeyVerifier {
-  private readonly known: LRUCache<string, Principal, Lookup>;
-  private readonly unknown: LRUCache<string, true>;
+  private readonly known: NamedCache<string, Principal, Lookup>;
+  private readonly unknown: NamedCache<string, true>;
   /** a TTL of 0 means no caching (lru-cache's 0 would mean for ever) */
   private readonly keepKnown: boolean;
 
@@ -64,8 +64,8 @@ export class ApiKeyVerifier {
     const bound = (ms: number) => Math.max(1, ms - 1);
     const perf = { now: () => clock.now().getTime() };
     const max = opts.maxEntries ?? 10_000;
-    this.unknown = new LRUCache<string, true>({ max, ttl: bound(negativeTtl), ttlResolution: 0, perf });
-    this.known = new LRUCache<string, Principal, Lookup>({
+    this.unknown = new NamedCache<string, true>('api_keys_unknown', { max, ttl: bound(negativeTtl), ttlResolution: 0, perf });
+    this.known = new NamedCache<string, Principal, Lookup>('api_keys', {
       max,
       ttl: bound(ttl),
       ttlResolution: 0,

@@ -10,7 +10,7 @@
  * the rest, and the gzip trailer's CRC-32 recomputed from the parts' CRCs. The rest is copied as
  * stored: nothing is decompressed, parsed or compressed again but the ~70-byte head.
  */
-import { LRUCache } from 'lru-cache';
+import { NamedCache } from '../../core/cache.js';
 import { crc32Combine, crc32Uncombine, fragment, GZIP_HEADER, type Fragment } from '../../core/gzip.js';
 import type { GbfsVersion } from './files.js';
 import { envelopeV2 } from './v2.js';
@@ -26,7 +26,7 @@ export function envelopeHead(version: GbfsVersion, lastUpdated: Date, ttl: numbe
 export const ENVELOPE_TAIL = '}';
 
 /** Head fragments by text: a process serves the same few heads many times. */
-const heads = new LRUCache<string, Fragment>({ max: 1024 });
+const heads = new NamedCache<string, Fragment>('gbfs_envelope_heads', { max: 1024 });
 
 function headFragment(version: GbfsVersion, lastUpdated: Date, ttl: number): Fragment {
   const text = envelopeHead(version, lastUpdated, ttl);

@@ -16,6 +16,7 @@ import type { Queryable } from '../../../lib/core/db.js';
 import { sql } from '../../../lib/core/sql/typed.js';
 import { GBFS_INDEX, type GbfsIndexRow } from '../../publication/indexes.js';
 import { storeParts, type NewPart } from './parts.js';
+import type { GbfsMemory } from './memory.js';
 import { rowKey, type SnapshotWriter, type StoredRow } from './snapshots.js';
 
 /** A 2.2 system's build row (gbfs_scope_builds). */
@@ -55,6 +56,8 @@ export class BuildTx {
   constructor(
     readonly tx: Queryable,
     readonly now: Date,
+    /** the publisher's GBFS memory the builds of this transaction read and keep (memory.ts) */
+    readonly memory: GbfsMemory,
   ) {}
 
   /**
@@ -122,7 +125,7 @@ export class BuildTx {
 
   /** Writes what the builds recorded, a statement per table; returns the zones of which a 2.2 part changed. */
   async flush(): Promise<Set<string>> {
-    const changed = await storeParts(this.tx, this.parts.splice(0));
+    const changed = await storeParts(this.tx, this.memory, this.parts.splice(0));
     const index = this.index.splice(0);
     if (index.length) await GBFS_INDEX.record(this.tx, index, this.now);
     const zones = this.zoneBuilds.splice(0);

@@ -11,10 +11,12 @@
  *                                        counters say ('status': the status files from fresh data,
  *                                        'static': the static files, checking the store holds them,
  *                                        'all': both); without it each zone and scope does what the
- *                                        tick would have it do.
- *   runGbfsTick(ctx)                     one tick with its jobs run here, in the order the queue
+ *                                        tick would have it do. With a memory of its own unless
+ *                                        given one (`memory`).
+ *   runGbfsTick(ctx, memory)             one tick with its jobs run here, in the order the queue
  *                                        runs them (zones, then the scopes they changed or that are
- *                                        due): the bench, and tests of the cadence.
+ *                                        due), keeping what it builds in `memory` for the next one:
+ *                                        the bench, and tests of the cadence.
  */
 import type { AppContext } from '../../../lib/domain/context.js';
 import { sql } from '../../../lib/core/sql/typed.js';
@@ -22,9 +24,11 @@ import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } fr
 import { planGbfsTick } from './tick.js';
 import { addResults } from './snapshots.js';
 import { ZONE_BATCH, buildGbfsZones, type GbfsBuildResult, type GbfsForce } from './zone.js';
+import { GbfsMemory } from './memory.js';
 
 export { planGbfsTick } from './tick.js';
 export { buildGbfsZone, type GbfsBuildResult, type GbfsForce } from './zone.js';
+export { GbfsMemory } from './memory.js';
 
 export type GbfsPublishMode = GbfsForce;
 export type GbfsPublishResult = GbfsBuildResult;
@@ -54,6 +58,7 @@ async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) 
  */
 async function run(
   ctx: AppContext,
+  memory: GbfsMemory,
   zones: readonly string[],
   all: readonly GbfsScope[],
   due: (changed: Set<string>) => GbfsScope[],
@@ -68,6 +73,7 @@ async function run(
   await eachLimited(batches, CONCURRENCY, async (batch) => {
     const built = await buildGbfsZones(
       ctx,
+      memory,
       batch.map((zone) => ({ zone, scopes: owned.get(zone) ?? [] })),
       force,
     );
@@ -80,7 +86,7 @@ async function run(
   });
   const shared = due(changed).filter((s) => ownerZone(s) === undefined);
   result.scopes += shared.length;
-  await eachLimited(shared, 1, async (scope) => addResults(result, await buildGbfsScope(ctx, scope, force ? { force } : {})));
+  await eachLimited(shared, 1, async (scope) => addResults(result, await buildGbfsScope(ctx, memory, scope, force ? { force } : {})));
   return result;
 }
 
@@ -94,11 +100,12 @@ function ownedScopes(all: readonly GbfsScope[]): Map<string, GbfsScope[]> {
   return out;
 }
 
-export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsPublishMode } = {}): Promise<GbfsPublishResult> {
+export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsPublishMode; memory?: GbfsMemory } = {}): Promise<GbfsPublishResult> {
   const [zones, clients] = await Promise.all([ctx.db.many(sql('GbfsZoneIds'), [null]), ctx.db.many(sql('GbfsFeedClientScopes'))]);
   const scopes = scopesOf(clients);
   const { written, refreshed, unchanged, failed } = await run(
     ctx,
+    opts.memory ?? new GbfsMemory(),
     zones.map((z) => z.id),
     scopes,
     () => scopes,
@@ -108,7 +115,7 @@ export async function publishGbfsSnapshots(ctx: AppContext, opts: { only?: GbfsP
   return { written, refreshed, unchanged, failed };
 }
 
-export async function runGbfsTick(ctx: AppContext): Promise<GbfsTickResult> {
+export async function runGbfsTick(ctx: AppContext, memory: GbfsMemory): Promise<GbfsTickResult> {
   const plan = await planGbfsTick(ctx);
-  return run(ctx, plan.zones, plan.scopes, (changed) => plan.scopes.filter((s) => s.due || [...changed].some((z) => scopeIncludes(s, z))), undefined);
+  return run(ctx, memory, plan.zones, plan.scopes, (changed) => plan.scopes.filter((s) => s.due || [...changed].some((z) => scopeIncludes(s, z))), undefined);
 }

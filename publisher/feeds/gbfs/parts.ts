@@ -13,12 +13,12 @@
  * the bodies that differ (a zone's parts in one statement, one snapshot), so a 2.2 system of many
  * zones is assembled from memory while its zones do not change.
  */
-import { LRUCache } from 'lru-cache';
 import { type Queryable } from '../../../lib/core/db.js';
 import { sql } from '../../../lib/core/sql/typed.js';
 import { inflateFragment, type Fragment } from '../../../lib/core/gzip.js';
 import type { V2PartFile } from '../../../lib/feeds/gbfs/v2.js';
 import { BLOCK_KEYS } from '../../../lib/feeds/gbfs/model.js';
+import type { GbfsMemory } from './memory.js';
 
 export const SUMMARY_PART = 'v2/summary';
 export const v2Part = (file: string) => `v2/${file}`;
@@ -30,23 +30,6 @@ export const V2_BIKE_PARTS = blockParts(v2Part('free_bike_status'));
 export const V3_STATUS_PARTS = [v3Part('station_status'), v3Part('system_alerts'), ...V3_VEHICLE_PARTS];
 /** the parts of a 2.2 file that is its zones' items, in file order */
 export const v2FileParts = (file: V2PartFile): string[] => (file === 'free_bike_status' ? V2_BIKE_PARTS : [v2Part(file)]);
-
-/** Memory for parts: 300 zones × 800 vehicles are ~30 MB of fragments (every part of every zone). */
-const CACHE_BYTES = 128 * 1024 * 1024;
-
-interface Cached {
-  fragment: Fragment;
-  /** the parsed JSON of a summary, once read */
-  parsed?: unknown;
-}
-
-const cache = new LRUCache<string, Cached>({ maxSize: CACHE_BYTES, sizeCalculation: (c) => c.fragment.deflate.length + 256 });
-const cacheKey = (zoneId: string, part: string) => `${zoneId}\u0000${part}`;
-
-/** Remembers a part this process just built (its job stores it in gbfs_zone_parts). */
-function rememberPart(zoneId: string, part: string, fragment: Fragment): void {
-  cache.set(cacheKey(zoneId, part), { fragment });
-}
 
 export interface PartRef {
   sha256: string;
@@ -66,27 +49,30 @@ export type Parts = Map<string, Map<string, PartRef>>;
 const PARTS_PER_READ = 300;
 
 /**
- * The parts `parts` of the zones `zoneIds` as stored, with their content when `bodies` (from memory
- * where it holds the same version). One statement per PARTS_PER_READ parts, the parts of a zone
- * always in one (one snapshot: its vehicle blocks agree with each other).
+ * The parts `parts` of the zones `zoneIds` as stored: their digests, and with `memory` their content
+ * too (from `memory` where it holds the same version, and kept there). One statement per
+ * PARTS_PER_READ parts, the parts of a zone always in one (one snapshot: its vehicle blocks agree
+ * with each other).
  */
-export async function readParts(db: Queryable, zoneIds: readonly string[], parts: readonly string[], bodies: boolean): Promise<Parts> {
+export async function readParts(db: Queryable, zoneIds: readonly string[], parts: readonly string[], memory?: GbfsMemory): Promise<Parts> {
   const out: Parts = new Map();
   const zonesPerRead = Math.max(1, Math.floor(PARTS_PER_READ / Math.max(1, parts.length)));
-  for (let i = 0; i < zoneIds.length; i += zonesPerRead) await readSome(db, zoneIds.slice(i, i + zonesPerRead), parts, bodies, out);
+  for (let i = 0; i < zoneIds.length; i += zonesPerRead) await readSome(db, zoneIds.slice(i, i + zonesPerRead), parts, memory, out);
   return out;
 }
 
-async function readSome(db: Queryable, zoneIds: readonly string[], parts: readonly string[], bodies: boolean, out: Parts): Promise<void> {
+async function readSome(db: Queryable, zoneIds: readonly string[], parts: readonly string[], memory: GbfsMemory | undefined, out: Parts): Promise<void> {
+  const bodies = memory !== undefined;
   // the fragments offered as held, kept here: while the statement runs, a build of this process may
   // replace a cache entry with a newer version (or the cache evict it), and a row that came back
   // without its body names the version offered, not whatever the cache holds by then
   const held = new Map<string, { zone: string; part: string; fragment: Fragment }>();
-  if (bodies) {
+  const key = (zone: string, part: string) => `${zone}\u0000${part}`;
+  if (memory) {
     for (const zone of zoneIds) {
       for (const part of parts) {
-        const c = cache.get(cacheKey(zone, part));
-        if (c) held.set(cacheKey(zone, part), { zone, part, fragment: c.fragment });
+        const c = memory.part(zone, part);
+        if (c) held.set(key(zone, part), { zone, part, fragment: c.fragment });
       }
     }
   }
@@ -101,15 +87,14 @@ async function readSome(db: Queryable, zoneIds: readonly string[], parts: readon
   ]);
   for (const r of rows) {
     let ref: PartRef = { sha256: r.sha256 };
-    if (bodies) {
-      const key = cacheKey(r.zone_id, r.part);
+    if (memory) {
       let fragment: Fragment | undefined;
       if (r.body) {
         fragment = { sha256: r.sha256, crc: Number(r.crc32), length: Number(r.length), deflate: r.body };
-        cache.set(key, { fragment });
+        memory.rememberPart(r.zone_id, r.part, { fragment });
       } else {
         // the body is omitted only when this read offered this very version
-        fragment = held.get(key)?.fragment;
+        fragment = held.get(key(r.zone_id, r.part))?.fragment;
         if (fragment?.sha256 !== r.sha256) throw new Error(`part ${r.part} of zone ${r.zone_id} came back without its content`);
       }
       ref = { sha256: r.sha256, fragment };
@@ -120,14 +105,13 @@ async function readSome(db: Queryable, zoneIds: readonly string[], parts: readon
   }
 }
 
-/** The parsed JSON of a part (a summary), parsed once per version in this process. */
-export function parsedPart<T>(zoneId: string, part: string, ref: PartRef, parse: (text: string) => T): T {
-  const key = cacheKey(zoneId, part);
-  const c = cache.get(key);
+/** The parsed JSON of a part (a summary), parsed once per version held in `memory`. */
+export function parsedPart<T>(memory: GbfsMemory, zoneId: string, part: string, ref: PartRef, parse: (text: string) => T): T {
+  const c = memory.part(zoneId, part);
   if (c && c.fragment.sha256 === ref.sha256 && c.parsed !== undefined) return c.parsed as T;
   if (!ref.fragment) throw new Error(`part ${part} of zone ${zoneId} read without its content`);
   const parsed = parse(inflateFragment(ref.fragment).toString('utf8'));
-  cache.set(key, { fragment: ref.fragment, parsed });
+  memory.rememberPart(zoneId, part, { fragment: ref.fragment, parsed });
   return parsed;
 }
 
@@ -144,7 +128,7 @@ export interface NewPart {
  * driver sends as hex text (twice the bytes of a binary parameter): a ride's four or five changed
  * parts are ~30 KB, and one round trip costs both processes more than the hex does.
  */
-export async function storeParts(tx: Queryable, changed: readonly NewPart[]): Promise<Array<{ zone: string; part: string }>> {
+export async function storeParts(tx: Queryable, memory: GbfsMemory, changed: readonly NewPart[]): Promise<Array<{ zone: string; part: string }>> {
   if (!changed.length) return [];
   const rows = await tx.many(sql('GbfsZonePartsUpsert'), [
     changed.map((c) => c.zone),
@@ -154,6 +138,6 @@ export async function storeParts(tx: Queryable, changed: readonly NewPart[]): Pr
     changed.map((c) => c.fragment.length),
     changed.map((c) => c.fragment.deflate),
   ]);
-  for (const c of changed) rememberPart(c.zone, c.part, c.fragment);
+  for (const c of changed) memory.rememberPart(c.zone, c.part, { fragment: c.fragment });
   return rows.map((r) => ({ zone: r.zone_id, part: r.part }));
 }

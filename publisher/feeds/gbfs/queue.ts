@@ -8,13 +8,14 @@
  * starts SCOPE_DELAY after it is sent, so that the zone jobs of one tick land first and the scope is
  * assembled once for all of them (a send while one is queued is dropped: `short` policy).
  */
-import type PgBoss from 'pg-boss';
+import type { Job, JobInsert, PgBoss } from 'pg-boss';
 import type { AppContext } from '../../../lib/domain/context.js';
 import { metrics } from '../../../lib/core/metrics.js';
 import { sql } from '../../../lib/core/sql/typed.js';
-import { wake, work } from '../../work.js';
+import { work, type Polling } from '../../work.js';
 import { buildGbfsScope, ownerZone, scopeIncludes, scopesOf, type GbfsScope } from './scope.js';
 import { planGbfsTick } from './tick.js';
+import type { GbfsMemory } from './memory.js';
 import { ZONE_BATCH, buildGbfsZones, type TimedZoneBuildResult, type ZoneJobSpec } from './zone.js';
 
 export const GBFS_QUEUES = { tick: 'feeds-gbfs', zone: 'feeds-gbfs-zone', scope: 'feeds-gbfs-scope' } as const;
@@ -33,8 +34,7 @@ interface ZoneJob {
 }
 type ScopeJob = GbfsScope;
 
-const scopeJob = (s: GbfsScope): PgBoss.JobInsert<ScopeJob> => ({
-  name: GBFS_QUEUES.scope,
+const scopeJob = (s: GbfsScope): JobInsert<ScopeJob> => ({
   data: { id: s.id, role: s.role, zoneIds: s.zoneIds },
   singletonKey: `gbfs-scope:${s.id}`,
   startAfter: SCOPE_DELAY,
@@ -43,22 +43,18 @@ const scopeJob = (s: GbfsScope): PgBoss.JobInsert<ScopeJob> => ({
 /** One tick: the due zones' and scopes' jobs, in two inserts. Returns the jobs sent (some may be dropped as already queued). */
 async function enqueueGbfsTick(ctx: AppContext, boss: PgBoss): Promise<number> {
   const plan = await planGbfsTick(ctx);
-  const zones = plan.zones.map((zone): PgBoss.JobInsert<ZoneJob> => ({
-    name: GBFS_QUEUES.zone,
+  const zones = plan.zones.map((zone): JobInsert<ZoneJob> => ({
     data: { zone, scopes: plan.scopes.filter((s) => ownerZone(s) === zone).map(({ id, role, zoneIds }) => ({ id, role, zoneIds })) },
     singletonKey: `gbfs-zone:${zone}`,
   }));
   // a due scope of one zone is assembled by its zone's job (its zone is among plan.zones)
   const scopes = plan.scopes.filter((s) => s.due && ownerZone(s) === undefined).map(scopeJob);
-  if (zones.length) {
-    await boss.insert(zones);
-    wake(boss, GBFS_QUEUES.zone);
-  }
-  if (scopes.length) await boss.insert(scopes);
+  if (zones.length) await boss.insert(GBFS_QUEUES.zone, zones);
+  if (scopes.length) await boss.insert(GBFS_QUEUES.scope, scopes);
   return zones.length + scopes.length;
 }
 
-export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: { pollingIntervalSeconds: number }): Promise<void> {
+export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: Polling, memory: GbfsMemory): Promise<void> {
   const log = ctx.log.child({ job: 'gbfs' });
   let scopes: { at: number; list: GbfsScope[] } | undefined;
   const clientScopes = async () => {
@@ -71,20 +67,20 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
     await enqueueGbfsTick(ctx, boss);
   });
 
-  const zoneWorker = async (jobs: Array<PgBoss.Job<ZoneJob>>) => {
+  const zoneWorker = async (jobs: Array<Job<ZoneJob>>) => {
     const all = await clientScopes();
     // the zone's own 2.2 systems (its single-zone scopes, as the tick read them) are assembled by its build
     const specs: ZoneJobSpec[] = jobs.map((job) => ({ zone: job.data.zone, scopes: job.data.scopes ?? all.filter((s) => ownerZone(s) === job.data.zone) }));
     const results = new Map<string, TimedZoneBuildResult | undefined>();
     try {
-      for (const [zone, r] of await buildGbfsZones(ctx, specs)) results.set(zone, r);
+      for (const [zone, r] of await buildGbfsZones(ctx, memory, specs)) results.set(zone, r);
     } catch (err) {
       // nothing of the batch was recorded: its zones one by one, so that one zone's failure holds back no other
       log.warn({ err, zones: specs.length }, 'gbfs zone batch failed: building its zones one by one');
       for (const spec of specs) {
         const at = performance.now();
         try {
-          results.set(spec.zone, (await buildGbfsZones(ctx, [spec])).get(spec.zone));
+          results.set(spec.zone, (await buildGbfsZones(ctx, memory, [spec])).get(spec.zone));
         } catch (err) {
           // the next tick builds the zone again
           results.set(spec.zone, undefined);
@@ -102,16 +98,16 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: {
     }
     if (changed.length) {
       const affected = all.filter((s) => ownerZone(s) === undefined && changed.some((z) => scopeIncludes(s, z)));
-      if (affected.length) await boss.insert(affected.map(scopeJob));
+      if (affected.length) await boss.insert(GBFS_QUEUES.scope, affected.map(scopeJob));
     }
   };
   for (let i = 0; i < WORKERS; i++) await work<ZoneJob>(boss, GBFS_QUEUES.zone, { ...polling, batchSize: ZONE_BATCH }, zoneWorker);
 
-  const scopeWorker = async (jobs: Array<PgBoss.Job<ScopeJob>>) => {
+  const scopeWorker = async (jobs: Array<Job<ScopeJob>>) => {
     for (const job of jobs) {
       const end = metrics.gbfsJobDuration.startTimer({ kind: 'scope' });
       try {
-        const r = await buildGbfsScope(ctx, job.data);
+        const r = await buildGbfsScope(ctx, memory, job.data);
         end({ work: 'assemble' });
         if (r.failed) log.warn({ scope: job.data.id, ...r }, 'gbfs scope built with failures');
       } catch (err) {

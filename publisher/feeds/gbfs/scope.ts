@@ -17,6 +17,7 @@ import { readerPast, readOnReader } from '../../../lib/core/replica.js';
 import { gbfsV2Scope, hasGbfs, type Role } from '../../../lib/feeds/roles.js';
 import { SUMMARY_PART, V2_BIKE_PARTS, readParts } from './parts.js';
 import { gbfsUnit, withPublicationLock } from '../../publication/lock.js';
+import type { GbfsMemory } from './memory.js';
 import { BuildTx } from './batch.js';
 import { addResults, type GbfsBuildResult, type GbfsForce } from './snapshots.js';
 import { SYSTEM_PARTS, assembleSystem, ownerZone, type GbfsScope } from './system.js';
@@ -39,14 +40,14 @@ export function scopeIncludes(scope: GbfsScope, zoneId: string): boolean {
   return scope.zoneIds === null || scope.zoneIds.includes(zoneId);
 }
 
-export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
+export async function buildGbfsScope(ctx: AppContext, memory: GbfsMemory, scope: GbfsScope, opts: { force?: GbfsForce } = {}): Promise<GbfsBuildResult> {
   const result: GbfsBuildResult = { written: 0, refreshed: 0, unchanged: 0, failed: 0 };
   // a scope of one zone is the zone's: its build assembles it (with the zone's other own scopes,
   // whose parts the build may change), under the zone's lock
   const owner = ownerZone(scope);
   if (owner !== undefined) {
     const others = scopesOf(await ctx.db.many(sql('GbfsFeedClientScopes'))).filter((s) => s.id !== scope.id && ownerZone(s) === owner);
-    addResults(result, await buildGbfsZone(ctx, owner, { ...opts, scopes: [scope, ...others] }));
+    addResults(result, await buildGbfsZone(ctx, memory, owner, { ...opts, scopes: [scope, ...others] }));
     return result;
   }
   // the zones and which of them have parts, from the primary: a replica a moment behind would have a
@@ -55,11 +56,11 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
   if (!zoneIds.length) return result;
   // a zone never built has no parts yet (a new zone in a new scope): build it first; so is a zone
   // whose vehicles were last built before they were kept in blocks (its status files, now)
-  const have = await readParts(ctx.db, zoneIds, [SUMMARY_PART, V2_BIKE_PARTS[0]], false);
+  const have = await readParts(ctx.db, zoneIds, [SUMMARY_PART, V2_BIKE_PARTS[0]]);
   for (const z of zoneIds) {
     const p = have.get(z);
     if (p?.has(SUMMARY_PART) && p.has(V2_BIKE_PARTS[0])) continue;
-    addResults(result, await buildGbfsZone(ctx, z, p?.has(SUMMARY_PART) ? { force: 'status' } : {}));
+    addResults(result, await buildGbfsZone(ctx, memory, z, p?.has(SUMMARY_PART) ? { force: 'status' } : {}));
   }
 
   const now = ctx.clock.now();
@@ -82,14 +83,14 @@ export async function buildGbfsScope(ctx: AppContext, scope: GbfsScope, opts: { 
         reader,
         (replica) => {
           pool = 'replica';
-          return readParts(replica, zoneIds, SYSTEM_PARTS, true);
+          return readParts(replica, zoneIds, SYSTEM_PARTS, memory);
         },
         () => {
           pool = 'primary';
-          return readParts(tx, zoneIds, SYSTEM_PARTS, true);
+          return readParts(tx, zoneIds, SYSTEM_PARTS, memory);
         },
       );
-      const batch = new BuildTx(tx, now);
+      const batch = new BuildTx(tx, now, memory);
       const { result: r } = await assembleSystem(ctx, batch, scope, zoneIds, parts, buildEnv(ctx, now), opts.force);
       await batch.flush();
       addResults(result, r);

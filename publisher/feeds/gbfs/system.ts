@@ -98,7 +98,7 @@ export async function assembleSystem(
   const refreshDue = !b || now.getTime() - b.status_written_at.getTime() >= STATUS_REFRESH_SECONDS * 1000;
   if (!rebuild && !changed && !refreshDue) return { result, assembled: false };
 
-  const zones = built.map((z) => parsedPart(z, SUMMARY_PART, parts.get(z)!.get(SUMMARY_PART)!, zoneFromSummary));
+  const zones = built.map((z) => parsedPart(batch.memory, z, SUMMARY_PART, parts.get(z)!.get(SUMMARY_PART)!, zoneFromSummary));
   const languages = systemLanguages(zones);
   const base: V2Scope = { id: scope.id, clientScope: scope.id, role: scope.role, zoneIds: scope.zoneIds, zones, language: languages[0], languages };
   // one language: the plain scope; several: the plain scope in the first, and one scope per language

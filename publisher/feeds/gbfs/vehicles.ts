@@ -10,8 +10,8 @@
  * (`itemContext`); the other blocks are the fragments this process made at the zone's previous
  * build; of a block rendered again, only the items of vehicles that changed are rendered and
  * validated again, the others cut from the block's previous text.
- * The load itself follows change: it sends Postgres the digests of the blocks held here
- * (`heldBlocks`), and only the blocks whose text differs come back and are parsed.
+ * The load itself follows change: it sends Postgres the digests of the blocks the publisher's
+ * memory holds (memory.ts `heldBlocks`), and only the blocks whose text differs come back and are parsed.
  * Each block is one of the zone's parts (parts.ts), so what a build compresses, stores and sends
  * on to the 2.2 scopes follows the vehicles that changed, not the size of the zone. Items are
  * validated one by one (our schemas constrain each item, never the array as a whole: valid items in
@@ -19,10 +19,10 @@
  * or another process built the zone last) renders every block, and so does the zone's hourly
  * rebuild: a block's bytes are a function of its vehicles, wherever and whenever it is rendered.
  */
-import { LRUCache } from 'lru-cache';
 import type { BuildEnv } from '../../../lib/feeds/gbfs/common.js';
 import { fragment, inflateFragment, type Fragment } from '../../../lib/core/gzip.js';
-import { BLOCK_KEYS, type GbfsVehicle, type KnownBlocks, type VehicleBlock, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
+import { BLOCK_KEYS, type GbfsVehicle, type VehicleBlock, type ZoneData } from '../../../lib/feeds/gbfs/model.js';
+import type { Block, GbfsMemory } from './memory.js';
 import { freeBikeItemV2, pricedTypes } from '../../../lib/feeds/gbfs/v2.js';
 import { vehicleStatusItemV3 } from '../../../lib/feeds/gbfs/v3.js';
 import { compile } from '../../../lib/core/validate.js';
@@ -47,30 +47,6 @@ export interface VehicleFiles {
   invalidV3: unknown[];
   invalidV2: unknown[];
 }
-
-/** A rendered block: its vehicles as loaded (with the digest of their text), and its items. */
-interface Block extends VehicleBlock {
-  v3: Fragment;
-  v2: Fragment;
-  /** where each vehicle's item ends in the block's text (bytes), in the 3.0 and the 2.2 fragment */
-  ends3: Uint32Array;
-  ends2: Uint32Array;
-}
-
-interface ZoneBlocks {
-  context: string;
-  blocks: Array<Block | undefined>;
-}
-
-/** ~300 zones × 800 vehicles: ~25 MB of fragments and the rows they were rendered from. */
-const CACHE_BYTES = 128 * 1024 * 1024;
-/** what a loaded vehicle row costs in memory, roughly */
-const VEHICLE_BYTES = 300;
-
-const cache = new LRUCache<string, ZoneBlocks>({
-  maxSize: CACHE_BYTES,
-  sizeCalculation: (z) => z.blocks.reduce((n, b) => n + (b ? b.v3.deflate.length + b.v2.deflate.length + b.vehicles.length * (VEHICLE_BYTES + 8) : 0), 1024),
-});
 
 const validV3 = compile(GBFS_V3_SCHEMAS.vehicle_status.properties.data.properties.vehicles.items);
 const validV2 = compile(GBFS_V2_SCHEMAS.free_bike_status.properties.data.properties.bikes.items);
@@ -202,11 +178,11 @@ function render(z: ZoneData, env: BuildEnv, priced: ReadonlySet<string>, loaded:
 
 /**
  * The vehicle files of a zone whose vehicles are loaded, block by block; `fresh`: render every block
- * (the zone's hourly rebuild, a forced build) rather than reuse this process's blocks.
+ * (the zone's hourly rebuild, a forced build) rather than reuse the blocks `memory` holds.
  */
-export function vehicleFiles(z: ZoneData, env: BuildEnv, fresh: boolean): VehicleFiles {
+export function vehicleFiles(memory: GbfsMemory, z: ZoneData, env: BuildEnv, fresh: boolean): VehicleFiles {
   const context = itemContext(z, env);
-  const before = fresh ? undefined : cache.get(z.zone.id);
+  const before = fresh ? undefined : memory.zoneBlocks(z.zone.id);
   const reuse = before?.context === context ? before.blocks : [];
   const priced = pricedTypes(z);
   const out: VehicleFiles = { v3: [], v2: [], invalidV3: [], invalidV2: [] };
@@ -221,12 +197,6 @@ export function vehicleFiles(z: ZoneData, env: BuildEnv, fresh: boolean): Vehicl
     }
     return render(z, env, priced, b, out, prev);
   });
-  cache.set(z.zone.id, { context, blocks });
+  memory.rememberBlocks(z.zone.id, { context, blocks });
   return out;
 }
-
-/**
- * The vehicle blocks of a zone this process holds rendered and valid, for the zone's next load
- * (lib/feeds/gbfs/model.ts KnownBlocks): Postgres sends only the text of the blocks that differ.
- */
-export const heldBlocks: KnownBlocks = (zoneId) => cache.peek(zoneId)?.blocks;

@@ -24,7 +24,6 @@
  * builds again (and logs again) until the data is fixed. The zone jobs of a worker's fetch are built
  * together (`buildGbfsZones`): one transaction, their reads and records shared (batch.ts).
  */
-import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../../lib/domain/context.js';
 import type { Db, Queryable } from '../../../lib/core/db.js';
 import { sql, type RowOf } from '../../../lib/core/sql/typed.js';
@@ -64,7 +63,8 @@ import {
   type GbfsForce,
   type Segment,
 } from './snapshots.js';
-import { heldBlocks, vehicleFiles, type VehicleFiles } from './vehicles.js';
+import { vehicleFiles, type VehicleFiles } from './vehicles.js';
+import type { GbfsMemory } from './memory.js';
 
 export type { GbfsBuildResult, GbfsForce } from './snapshots.js';
 
@@ -85,16 +85,6 @@ export function buildEnv(ctx: AppContext, now: Date): BuildEnv {
 
 const GBFS_ROLES: Role[] = ROLES.filter(hasGbfs);
 const STATUS_V3 = V3_FILES.filter(isStatusFile);
-
-/**
- * The zones this process loaded, their vehicles and areas aside, by the static change counter read
- * before the load (gbfs_static: what bumps it is all that the rest of a zone shows, the zone row,
- * its prices, types and parking spots). A build of the status files alone, whose counter has not
- * moved since, loads only the vehicles: the data it holds is at least that recent, and nothing that
- * counter counts has changed since. A static build, a forced one and the hourly rebuild load
- * everything.
- */
-const knownZones = new LRUCache<string, { token: number; data: ZoneData }>({ max: 10_000 });
 
 /**
  * How long a build (a zone's, a 2.2 scope's) waits for the streaming replica to replay up to the
@@ -140,10 +130,11 @@ const noResult = (): TimedZoneBuildResult => ({
  */
 export async function buildGbfsZone(
   ctx: AppContext,
+  memory: GbfsMemory,
   zoneId: string,
   opts: { force?: GbfsForce; scopes?: readonly GbfsScope[] } = {},
 ): Promise<ZoneBuildResult> {
-  const { seconds: _, ...result } = (await buildGbfsZones(ctx, [{ zone: zoneId, scopes: opts.scopes ?? [] }], opts.force)).get(zoneId)!;
+  const { seconds: _, ...result } = (await buildGbfsZones(ctx, memory, [{ zone: zoneId, scopes: opts.scopes ?? [] }], opts.force)).get(zoneId)!;
   return result;
 }
 
@@ -183,7 +174,12 @@ function planZone(job: ZoneJobSpec, st: ZoneState, now: Date, force: GbfsForce |
  * A statement that fails fails the batch (nothing of it is recorded); the caller then builds its
  * zones one by one, so one zone's failure never holds back the others.
  */
-export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec[], force?: GbfsForce): Promise<Map<string, TimedZoneBuildResult>> {
+export async function buildGbfsZones(
+  ctx: AppContext,
+  memory: GbfsMemory,
+  jobs: readonly ZoneJobSpec[],
+  force?: GbfsForce,
+): Promise<Map<string, TimedZoneBuildResult>> {
   const now = ctx.clock.now();
   const started = performance.now();
   const results = new Map<string, TimedZoneBuildResult>();
@@ -209,7 +205,7 @@ export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec
         return p && (p.zoneWork || p.own.length) ? [p] : [];
       });
       if (!plans.length) return;
-      const batch = new BuildTx(tx, now);
+      const batch = new BuildTx(tx, now, memory);
       // what the builds compare with and assemble from, for all of them at once
       const systems = plans.flatMap((p) => p.own.map((s) => s.id));
       await batch.readRows([...plans.filter((p) => p.zoneWork).map((p) => p.zone), ...systems], systems);
@@ -218,7 +214,7 @@ export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec
         tx,
         plans.map((p) => p.zone),
         [...V3_STATUS_PARTS, ...SYSTEM_PARTS],
-        true,
+        memory,
       );
       // the replica (when there is one) once it has replayed past the primary's position read here,
       // after the counters: it then shows everything they count (or more, which the next tick's
@@ -228,9 +224,9 @@ export async function buildGbfsZones(ctx: AppContext, jobs: readonly ZoneJobSpec
       // the vehicles of the batch's status-only builds, in one statement (a statement a zone was
       // most of a riding batch's): the zones whose rest this process holds at their static counter
       const vehicleZones = plans
-        .filter((p) => p.statusRun && !p.staticRun && !force && knownZones.get(p.zone)?.token === Number(p.st.static_token))
+        .filter((p) => p.statusRun && !p.staticRun && !force && memory.knownZone(p.zone)?.token === Number(p.st.static_token))
         .map((p) => p.zone);
-      const loadBlocks = (db: Queryable) => loadVehicleBlocks(db, vehicleZones, heldBlocks);
+      const loadBlocks = (db: Queryable) => loadVehicleBlocks(db, vehicleZones, memory.heldBlocks);
       const loaded = vehicleZones.length ? await readOnReader(await readerOnce(), loadBlocks, () => loadBlocks(tx)) : undefined;
       for (const p of plans) {
         const at = performance.now();
@@ -301,12 +297,13 @@ async function buildZone(
   let builtOk = true;
   if (staticRun || statusRun) {
     const load = { zoneIds: [zoneId], now, areas: staticRun, vehicles: statusRun };
-    // the status files alone: the rest of the zone as this process loaded it at this static counter
+    // the status files alone: the rest of the zone as the memory holds it at this static counter
+    const { memory } = batch;
     const staticToken = Number(st.static_token);
-    const known = staticRun || force ? undefined : knownZones.get(zoneId);
-    // the vehicle blocks this process holds are not sent again where unchanged, except to the
-    // hourly rebuild and a forced build, which load and render everything afresh
-    const knownBlocks = rebuild || force ? undefined : heldBlocks;
+    const known = staticRun || force ? undefined : memory.knownZone(zoneId);
+    // the vehicle blocks the memory holds are not sent again where unchanged, except to the hourly
+    // rebuild and a forced build, which load and render everything afresh
+    const knownBlocks = rebuild || force ? undefined : memory.heldBlocks;
     const loadZone = async (db: Queryable) =>
       known?.token === staticToken ? loadZoneVehicles(db, known.data, now, knownBlocks) : (await loadZoneData(db, { ...load, knownBlocks })).get(zoneId);
     const data =
@@ -314,13 +311,13 @@ async function buildZone(
         ? zoneWithVehicles(known.data, loaded, now)
         : await readOnReader(await readerOnce(), loadZone, () => loadZone(batch.tx));
     if (!data) return;
-    knownZones.set(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [], blocks: undefined } });
+    memory.rememberZone(zoneId, { token: staticToken, data: { ...data, areas: [], vehicles: [], blocks: undefined } });
     result.work = 'build';
     const keep = (part: string, seg: Segment) => {
       if (current?.get(part)?.sha256 !== seg.sha256) changed.push({ part, fragment: seg.fragment() });
     };
     // the vehicle files in blocks, only those whose vehicles changed rendered again (vehicles.ts)
-    const vehicles = statusRun ? vehicleFiles(data, env, rebuild || force !== undefined) : undefined;
+    const vehicles = statusRun ? vehicleFiles(memory, data, env, rebuild || force !== undefined) : undefined;
 
     for (const file of V3_FILES) {
       if (isStatusFile(file) ? !statusRun : !staticRun) continue;
