@@ -23,3 +23,21 @@ export const UUID_V4_LOWER_SCHEMA = {
  * parseHour also checks that the date is real.
  */
 export const TIME_HOUR_SCHEMA = { type: 'string', minLength: 13, maxLength: 13, pattern: '^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})$' } as const;
+
+/**
+ * A local wall-clock time of a zone's sleep window, the one grammar the zone file, the rental engine,
+ * GBFS and the simulator read (lib/domain/zones.ts localTimeMinutes): `H:MM` or `HH:MM` with hours
+ * 0–23, or `24:00`, the midnight that ends a day.
+ */
+export const LOCAL_TIME_SCHEMA = { type: 'string', pattern: '^(([01]?[0-9]|2[0-3]):[0-5][0-9]|24:00)$' } as const;
+
+/**
+ * A sleep window of a zone, in its time zone: from `start` up to (not including) `end`; an end before
+ * its start runs over midnight, and a start equal to its end is an empty window.
+ */
+export const SLEEP_WINDOW_SCHEMA = {
+  type: 'object',
+  required: ['start', 'end'],
+  additionalProperties: false,
+  properties: { start: LOCAL_TIME_SCHEMA, end: LOCAL_TIME_SCHEMA },
+} as const;

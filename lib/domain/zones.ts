@@ -3,8 +3,10 @@
  * zone's timezone, from the injected clock) and the start/end rules at a point (PostGIS, the same
  * SQL decision the GBFS geofencing rules are published from).
  */
+import type { FromSchema } from 'json-schema-to-ts';
 import { type Queryable } from '../core/db.js';
 import { sql } from '../core/sql/typed.js';
+import { LOCAL_TIME_SCHEMA, type SLEEP_WINDOW_SCHEMA } from '../../schemas/common.js';
 
 /**
  * The zone id rule, the one every API, the console and the zone import check: a letter or digit,
@@ -17,10 +19,8 @@ export function isZoneId(s: unknown): s is string {
   return typeof s === 'string' && ZONE_ID.test(s);
 }
 
-export interface SleepWindow {
-  start: string;
-  end: string;
-}
+/** A sleep window as the zone file and `zones.sleep_windows` hold it (schemas/common.ts). */
+export type SleepWindow = FromSchema<typeof SLEEP_WINDOW_SCHEMA>;
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
@@ -40,12 +40,16 @@ function localMinutes(at: Date, timeZone: string): number {
   return h * 60 + m;
 }
 
-/** `HH:MM` (hour 0–24, `24:00` being the midnight that ends a day) as minutes of the local day. */
-function toMinutes(hhmm: unknown): number | undefined {
-  const m = typeof hhmm === 'string' ? /^(\d{1,2}):([0-5]\d)$/.exec(hhmm) : null;
-  if (!m) return undefined;
-  const v = Number(m[1]) * 60 + Number(m[2]);
-  return v <= 24 * 60 ? v : undefined;
+const LOCAL_TIME = new RegExp(LOCAL_TIME_SCHEMA.pattern);
+
+/**
+ * A sleep window's local time (LOCAL_TIME_SCHEMA: `H:MM`, `HH:MM`, `24:00`) as minutes since local
+ * midnight; undefined for anything else. The one reading of the grammar the zone file is checked by.
+ */
+export function localTimeMinutes(hhmm: unknown): number | undefined {
+  if (typeof hhmm !== 'string' || !LOCAL_TIME.test(hhmm)) return undefined;
+  const [h, m] = hhmm.split(':');
+  return Number(h) * 60 + Number(m);
 }
 
 /**
@@ -57,8 +61,8 @@ export function sleepWindowMinutes(raw: unknown): Array<[number, number]> {
   if (!Array.isArray(raw)) return [];
   const out: Array<[number, number]> = [];
   for (const w of raw as Array<Partial<SleepWindow> | null>) {
-    const s = toMinutes(w?.start);
-    const e = toMinutes(w?.end);
+    const s = localTimeMinutes(w?.start);
+    const e = localTimeMinutes(w?.end);
     if (s !== undefined && e !== undefined && s !== e) out.push([s, e]);
   }
   return out;

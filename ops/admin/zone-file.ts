@@ -8,6 +8,7 @@
 import type { ErrorObject } from 'ajv';
 import type { FromSchema } from 'json-schema-to-ts';
 import { ZONE_ID_SCHEMA } from '../../lib/domain/zones.js';
+import { SLEEP_WINDOW_SCHEMA } from '../../schemas/common.js';
 
 const AREA_TYPES = ['operations', 'no-parking', 'parking-spot', 'slow-zone', 'no-riding', 'incentive', 'free-floating'] as const;
 
@@ -59,8 +60,6 @@ const PRICES_SCHEMA = {
   },
 } as const;
 
-const LOCAL_TIME = { type: 'string', pattern: '^([01]\\d|2[0-3]):[0-5]\\d$' } as const;
-
 export const ZONE_PROPERTIES_SCHEMA = {
   type: 'object',
   required: ['kind', 'id', 'name', 'city', 'country', 'timezone', 'currency', 'vat_rate', 'parking_mode'],
@@ -83,10 +82,7 @@ export const ZONE_PROPERTIES_SCHEMA = {
     speed_unit: { enum: ['km/h', 'mph'] },
     min_battery_percent: { type: 'integer', minimum: 0, maximum: 100 },
     unlock_distance_m: { type: 'integer', minimum: 1 },
-    sleep_windows: {
-      type: 'array',
-      items: { type: 'object', required: ['start', 'end'], additionalProperties: false, properties: { start: LOCAL_TIME, end: LOCAL_TIME } },
-    },
+    sleep_windows: { type: 'array', items: SLEEP_WINDOW_SCHEMA },
     status: { enum: ['operating', 'closed'] },
     /** the zone's first operating hour (UTC, YYYY-MM-DDTHH): its feeds are published from it */
     operating_since: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}$' },

@@ -4,6 +4,7 @@
  */
 import { TZDate } from '@date-fns/tz';
 import { type Queryable } from '../../lib/core/db.js';
+import { sleepWindowMinutes, type SleepWindow } from '../../lib/domain/zones.js';
 import { sql } from '../../lib/core/sql/typed.js';
 import { contains, inAny, randomPointIn, shape, type MultiPolygonCoords, type Position, type Shape } from './geo.js';
 import type { Prng } from './prng.js';
@@ -19,7 +20,7 @@ export interface ZoneModel {
   vatRate: number;
   parkingMode: 'free-floating' | 'parking-spot';
   minBatteryPercent: number;
-  sleepWindows: Array<{ start: string; end: string }>;
+  sleepWindows: SleepWindow[];
   ops: Shape;
   noRiding: Shape[];
   noParking: Shape[];
@@ -91,13 +92,11 @@ export function sleepIntervals(z: ZoneModel, from: Date, to: Date): Array<[numbe
   for (let t = from.getTime() - 2 * dayMs; t <= to.getTime() + 2 * dayMs; t += dayMs) {
     const local = new TZDate(t, z.timezone);
     const [y, m, d] = [local.getFullYear(), local.getMonth(), local.getDate()];
-    for (const w of z.sleepWindows) {
-      const s = hm(w.start);
-      const e = hm(w.end);
-      if (!s || !e || (s[0] === e[0] && s[1] === e[1])) continue;
-      const start = new TZDate(y, m, d, s[0], s[1], z.timezone).getTime();
-      const overMidnight = e[0] * 60 + e[1] < s[0] * 60 + s[1];
-      const end = new TZDate(y, m, d + (overMidnight ? 1 : 0), e[0], e[1], z.timezone).getTime();
+    // the engine's reading of the windows (lib/domain/zones.ts): the same grammar, the same empty windows
+    for (const [s, e] of sleepWindowMinutes(z.sleepWindows)) {
+      // wall-clock hours and minutes of the zone (24:00 is the next day's midnight)
+      const start = new TZDate(y, m, d, Math.floor(s / 60), s % 60, z.timezone).getTime();
+      const end = new TZDate(y, m, d + (e < s ? 1 : 0), Math.floor(e / 60), e % 60, z.timezone).getTime();
       out.push([start, end]);
     }
   }
@@ -110,11 +109,6 @@ export function sleepIntervals(z: ZoneModel, from: Date, to: Date): Array<[numbe
     else merged.push([iv[0], iv[1]]);
   }
   return merged;
-}
-
-function hm(s: string): [number, number] | undefined {
-  const m = /^(\d{1,2}):(\d{2})$/.exec(String(s));
-  return m ? [Number(m[1]), Number(m[2])] : undefined;
 }
 
 /** Sleep-window lookups on sorted, disjoint intervals. */
