@@ -15,7 +15,7 @@
  */
 import type Koa from 'koa';
 import type { Config } from '../../lib/core/config.js';
-import { schemaRef } from '../openapi/common.js';
+import { FEED_REF } from '../openapi/records-feeds.js';
 import type { AuthorizationServerMetadata } from '../../schemas/oauth/metadata.js';
 import type { FeedEndpoint } from './endpoint.js';
 
@@ -58,7 +58,7 @@ export function oauthMetadataEndpoint(operationId: string, host: TokenHost, toke
     responses: {
       200: {
         description: 'the metadata of this host’s token endpoint',
-        content: { 'application/json': schemaRef('AuthorizationServerMetadata') },
+        content: { 'application/json': FEED_REF.AuthorizationServerMetadata },
         headers: {
           'Cache-Control': { description: `\`${CACHE_CONTROL}\``, schema: { type: 'string', maxLength: 64 }, required: true },
           'Access-Control-Allow-Origin': {

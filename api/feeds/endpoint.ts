@@ -22,6 +22,7 @@ import { insurerAuth } from './insurance.js';
 import { clientCredentials, issueToken } from './token.js';
 import { TOKEN_DESCRIPTION } from '../openapi/feeds-ops.js';
 import type { FastHourFile } from './hot-path.js';
+import type { FeedSchemaName } from '../openapi/records-feeds.js';
 
 /**
  * feedToken: a bearer token of the main host; legacyToken: of the legacy host; eitherToken: of
@@ -45,7 +46,7 @@ export interface FeedDoc {
    * a `{file}` route whose files each have their own schema: the document has one operation per
    * file, with that file's schema (a partner reads GBFS file by file)
    */
-  perFile?: ReadonlyArray<{ file: string; schema: string }>;
+  perFile?: ReadonlyArray<{ file: string; schema: FeedSchemaName }>;
 }
 
 /** An hourly file served from the publication index: the hot path answers it from the caches when it can. */

@@ -7,8 +7,8 @@
 import { EVENTS_PAGE_DEFAULT, EVENTS_PAGE_MAX } from './paging-limits.js';
 import { V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
 import type { ParamSpec, ResponseSpec } from '../kit/endpoints.js';
-import { schemaRef } from '../openapi/common.js';
-import { GBFS_FILES } from '../openapi/records-feeds.js';
+import type { Schema } from '../openapi/common.js';
+import { FEED_REF, GBFS_FILES } from '../openapi/records-feeds.js';
 import { INSURANCE_2_0, MDS_2_0 } from './accept.js';
 import { timeHour, tokenEndpoint, ZONE_PARAM, type FeedEndpoint, type HourFileSpec } from './endpoint.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
@@ -45,7 +45,7 @@ export const PAGING =
   'that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those). ';
 const DEVICE = { deviceID: { description: 'the MDS device_id (UUID)', schema: { type: 'string', format: 'uuid', maxLength: 36 } } };
 
-const mdsOk = (description: string, record: string): Record<number, ResponseSpec> => ({ 200: { description, content: { [MDS]: schemaRef(record) } } });
+const mdsOk = (description: string, record: Schema): Record<number, ResponseSpec> => ({ 200: { description, content: { [MDS]: record } } });
 const mdsAccess = (endpoint: 'trips' | 'events' | 'telemetry'): HourFileSpec['access'] => {
   const access = { family: 'mds', version: '2.0', endpoint } as const;
   return () => access;
@@ -70,7 +70,7 @@ const gbfsFiles = (version: '2.2' | '3.0') => {
 };
 const gbfsOk = (description: string, version: '2.2' | '3.0'): Record<number, ResponseSpec> => ({
   // anyOf: the files share their head (version, ttl, last_updated), so one body can match several schemas
-  200: { description, content: { 'application/json': { anyOf: GBFS_FILES[version].map((f) => ({ title: `${f.file}.json`, ...schemaRef(f.schema) })) } } },
+  200: { description, content: { 'application/json': { anyOf: GBFS_FILES[version].map((f) => ({ title: `${f.file}.json`, ...FEED_REF[f.schema] })) } } },
 });
 
 const INSURANCE_ACCESS = { family: 'insurance', endpoint: 'trips' } as const;
@@ -89,7 +89,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
     query: { end_time: timeHour('the hour the trips ended in') },
-    responses: mdsOk('the trips of the hour', 'MdsTrips'),
+    responses: mdsOk('the trips of the hour', FEED_REF.MdsTrips),
     errors: [{ 400: ['missing or malformed end_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
     ...mdsHourFile({ feed: 'mds_trips', param: 'end_time', endpoint: 'trips' }),
   },
@@ -102,7 +102,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
-    responses: mdsOk('the vehicle status records', 'MdsVehiclesStatus'),
+    responses: mdsOk('the vehicle status records', FEED_REF.MdsVehiclesStatus),
     errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
     feed: { accept: [MDS] },
     handle: (deps, ctx) => mdsVehicleStatus(deps, ctx, false),
@@ -116,7 +116,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM, ...DEVICE },
-    responses: mdsOk('the status (an array of one)', 'MdsVehiclesStatus'),
+    responses: mdsOk('the status (an array of one)', FEED_REF.MdsVehiclesStatus),
     errors: [{ 400: ['malformed zone id or device id'], 404: ['unknown zone or device, or no status yet'] }],
     feed: { accept: [MDS] },
     handle: (deps, ctx) => mdsVehicleStatus(deps, ctx, true),
@@ -130,7 +130,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
-    responses: mdsOk('the vehicles', 'MdsVehicles'),
+    responses: mdsOk('the vehicles', FEED_REF.MdsVehicles),
     errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
     feed: { accept: [MDS] },
     handle: (deps, ctx) => mdsVehicles(deps, ctx, false),
@@ -144,7 +144,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM, ...DEVICE },
-    responses: mdsOk('the vehicle (an array of one)', 'MdsVehicles'),
+    responses: mdsOk('the vehicle (an array of one)', FEED_REF.MdsVehicles),
     errors: [{ 400: ['malformed zone id or device id'], 404: ['unknown zone or device'] }],
     feed: { accept: [MDS] },
     handle: (deps, ctx) => mdsVehicles(deps, ctx, true),
@@ -159,7 +159,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
     query: { start_time: ms('start of the window (inclusive)'), end_time: ms('end of the window (exclusive)'), ...PAGE_PARAMS },
-    responses: mdsOk('one page of the events of the window', 'MdsEventsRecent'),
+    responses: mdsOk('one page of the events of the window', FEED_REF.MdsEventsRecent),
     errors: [
       {
         400: [
@@ -182,7 +182,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
     query: { event_time: timeHour('the hour of the events') },
-    responses: mdsOk('the events of the hour', 'MdsEvents'),
+    responses: mdsOk('the events of the hour', FEED_REF.MdsEvents),
     errors: [{ 400: ['missing or malformed event_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
     ...mdsHourFile({ feed: 'mds_events', param: 'event_time', endpoint: 'events' }),
   },
@@ -200,7 +200,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
     query: { from: timeHour('first hour of the range'), to: timeHour('last hour of the range') },
-    responses: mdsOk('the files of the range', 'MdsPublications'),
+    responses: mdsOk('the files of the range', FEED_REF.MdsPublications),
     errors: [{ 400: ['missing or malformed from/to, to before from, more than 31 days, malformed zone id'], 404: ['unknown zone'] }],
     feed: { accept: [MDS] },
     handle: publicationsIndex,
@@ -243,7 +243,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
     query: { telemetry_time: timeHour('the hour of the telemetry') },
-    responses: mdsOk('the telemetry of the hour', 'MdsTelemetryFile'),
+    responses: mdsOk('the telemetry of the hour', FEED_REF.MdsTelemetryFile),
     errors: [{ 400: ['missing or malformed telemetry_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
     ...mdsHourFile({ feed: 'mds_telemetry', param: 'telemetry_time', endpoint: 'telemetry' }),
   },
@@ -256,7 +256,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
       'The datasets the caller may read: one per zone of its client (3.0 discovery URL) and its 2.2 system; `system_information.manifest_url` of every zone points here.',
     tag: 'GBFS 3.0',
     auth: 'feedToken',
-    responses: { 200: { description: 'the manifest (version 3.0)', content: { 'application/json': schemaRef('GbfsV3Manifest') } } },
+    responses: { 200: { description: 'the manifest (version 3.0)', content: { 'application/json': FEED_REF.GbfsV3Manifest } } },
     errors: [{ 400: ['none expected'], 404: ['none expected'] }],
     feed: { file: true },
     handle: gbfsManifest,
@@ -321,7 +321,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'insurer',
     params: { zoneID: ZONE_PARAM },
     query: { end_time: timeHour('the hour the trips ended in') },
-    responses: { 200: { description: 'the insurance trips of the hour', content: { [INSURANCE_2_0.contentType]: schemaRef('InsuranceTrips') } } },
+    responses: { 200: { description: 'the insurance trips of the hour', content: { [INSURANCE_2_0.contentType]: FEED_REF.InsuranceTrips } } },
     errors: [{ 400: ['missing or malformed end_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
     feed: { file: true, notPublished202: true, accept: [INSURANCE_2_0.contentType] },
     hourFile: {

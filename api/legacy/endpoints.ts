@@ -6,7 +6,8 @@
  * files are the legacy hot path's routes.
  */
 import type { FeedAccess } from '../../lib/feeds/roles.js';
-import { schemaRef } from '../openapi/common.js';
+import type { Schema } from '../openapi/common.js';
+import { FEED_REF } from '../openapi/records-feeds.js';
 import { MDS_0_4, MDS_1_2 } from '../feeds/accept.js';
 import { timeHour, tokenEndpoint, ZONE_PARAM, type FeedEndpoint } from '../feeds/endpoint.js';
 import { PAGE_PARAMS, PAGING } from '../feeds/endpoints.js';
@@ -18,7 +19,7 @@ import { legacyEvents, legacyVehicles } from './realtime.js';
 
 const TYPES = [MDS_1_2.contentType, MDS_0_4.contentType];
 const ACCEPT = ` Accept must name version 1.2 (\`${MDS_1_2.contentType}\`) or 0.4 (\`${MDS_0_4.contentType}\`); anything else is 406.`;
-const ok = (description: string, record: string) => ({ 200: { description, content: Object.fromEntries(TYPES.map((t) => [t, schemaRef(record)])) } });
+const ok = (description: string, record: Schema) => ({ 200: { description, content: Object.fromEntries(TYPES.map((t) => [t, record])) } });
 
 /** Precomputed authorization questions per version of the hot path. */
 function legacyAccess(endpoint: 'trips' | 'status_changes'): (version: string) => FeedAccess {
@@ -54,7 +55,7 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
     query: { end_time: timeHour('the hour the trips ended in') },
-    responses: ok('the trips of the hour', 'LegacyTrips'),
+    responses: ok('the trips of the hour', FEED_REF.LegacyTrips),
     errors: [{ 400: ['missing or malformed end_time, malformed zone id'], 404: [notFoundHour] }],
     ...legacyHourFile('mds_trips', 'end_time', 'trips'),
   },
@@ -68,7 +69,7 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
     query: { event_time: timeHour('the hour of the status changes') },
-    responses: ok('the status changes of the hour', 'LegacyStatusChanges'),
+    responses: ok('the status changes of the hour', FEED_REF.LegacyStatusChanges),
     errors: [{ 400: ['missing or malformed event_time, malformed zone id'], 404: [notFoundHour] }],
     ...legacyHourFile('mds_status_changes', 'event_time', 'status_changes'),
   },
@@ -94,7 +95,7 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
       },
       ...PAGE_PARAMS,
     },
-    responses: ok('one page of the status changes of the window', 'LegacyStatusChanges'),
+    responses: ok('one page of the status changes of the window', FEED_REF.LegacyStatusChanges),
     errors: [
       {
         400: [
@@ -115,7 +116,7 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'Legacy MDS 1.2 / 0.4',
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
-    responses: ok('the vehicles', 'LegacyVehicles'),
+    responses: ok('the vehicles', FEED_REF.LegacyVehicles),
     errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
     feed: { accept: TYPES },
     handle: legacyVehicles,

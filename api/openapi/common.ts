@@ -146,10 +146,10 @@ function convert(node: unknown, refs: ReadonlyMap<object, string> | undefined, r
  * converter that refers to them: wherever one of these objects appears in another schema, the
  * document has a `$ref` to it instead of a copy.
  */
-export function components(named: Record<string, object>): { schemas: Record<string, Schema>; schema: (s: object) => Schema } {
+export function components<N extends Record<string, object>>(named: N): { schemas: Record<keyof N & string, Schema>; schema: (s: object) => Schema } {
   const refs = new Map<object, string>(Object.entries(named).map(([n, s]) => [s, n]));
   return {
-    schemas: Object.fromEntries(Object.entries(named).map(([n, s]) => [n, oas(s, refs, s)])),
+    schemas: Object.fromEntries(Object.entries(named).map(([n, s]) => [n, oas(s, refs, s)])) as Record<keyof N & string, Schema>,
     schema: (s) => oas(s, refs),
   };
 }

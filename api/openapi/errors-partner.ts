@@ -6,7 +6,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { ERRORS, type RentalErrorCode } from '../../lib/domain/rentals/errors.js';
-import { JsonApiErrorsRecord } from '../../schemas/partner/responses.js';
+import { JsonApiErrorsRecord, type PARTNER_RECORDS } from '../../schemas/partner/responses.js';
 import type { Header, Ref, Response, Schema } from './common.js';
 import { header, oas, ref, schemaRef } from './common.js';
 import { rateLimitHeaders, retryAfter } from './rate-limit.js';
@@ -54,7 +54,7 @@ function errorSchema(status: number, codes: RentalErrorCode[]): Schema {
     type: 'object',
     required: [...JsonApiErrorsRecord.required],
     properties: {
-      errors: { type: 'array', minItems: errors.minItems, items: { allOf: [schemaRef('JsonApiError'), narrowed] } },
+      errors: { type: 'array', minItems: errors.minItems, items: { allOf: [schemaRef('JsonApiError' satisfies keyof typeof PARTNER_RECORDS), narrowed] } },
       ...(withDecision ? { decision: oas(decision) } : {}),
     },
     'x-error-codes': codes,

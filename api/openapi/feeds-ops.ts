@@ -4,7 +4,8 @@
  * OAuth answers.
  */
 import type { Header, Parameter, Ref, Response, SecurityRequirement } from './common.js';
-import { header, json, ref, schemaRef } from './common.js';
+import { header, json, ref } from './common.js';
+import { FEED_REF } from './records-feeds.js';
 import { retryAfter } from './rate-limit.js';
 
 export const MDS_20 = 'application/vnd.mds+json;version=2.0';
@@ -22,7 +23,7 @@ export const CACHE_HEADERS: Record<string, Header> = {
 const error = (description: string, headers?: Record<string, Header>): Response => ({
   description,
   ...(headers ? { headers } : {}),
-  content: json(schemaRef('FeedError')),
+  content: json(FEED_REF.FeedError),
 });
 
 export const SHARED_RESPONSES: Record<string, Response> = {
@@ -74,7 +75,7 @@ export const LEGACY_TOKEN: SecurityRequirement[] = [{ LegacyOAuth: [] }];
 /** The OAuth 2.0 token endpoints' request (both hosts). */
 export const TOKEN_REQUEST = {
   required: true,
-  content: { 'application/x-www-form-urlencoded': { schema: schemaRef('TokenForm'), example: { grant_type: 'client_credentials' } } },
+  content: { 'application/x-www-form-urlencoded': { schema: FEED_REF.TokenForm, example: { grant_type: 'client_credentials' } } },
 };
 
 /** The OAuth 2.0 token endpoints' answers, RFC 6749's format rather than the feed error's. */
@@ -82,29 +83,29 @@ export const TOKEN_RESPONSES: Record<string, Response | Ref> = {
   '200': {
     description: 'the access token',
     headers: { 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
-    content: json(schemaRef('AccessToken'), { access_token: 'eyJhbGciOi…', expires_in: 900, token_type: 'bearer' }),
+    content: json(FEED_REF.AccessToken, { access_token: 'eyJhbGciOi…', expires_in: 900, token_type: 'bearer' }),
   },
   '400': {
     description: '`invalid_request` (not a form, missing grant_type, repeated parameter, both credential methods) or `unsupported_grant_type`',
-    content: json(schemaRef('OAuthError')),
+    content: json(FEED_REF.OAuthError),
   },
   '401': {
     description: '`invalid_client`: unknown client, wrong secret, or no credentials',
     headers: { 'WWW-Authenticate': header('`Basic realm="feeds", charset="UTF-8"`', { type: 'string' }, true) },
-    content: json(schemaRef('OAuthError'), { error: 'invalid_client', error_description: 'client authentication failed' }),
+    content: json(FEED_REF.OAuthError, { error: 'invalid_client', error_description: 'client authentication failed' }),
   },
   '429': {
     description:
       '`slow_down`: too many failed client authentications for this client id from this address (default 5), or from this address over any client ids (default 30), in the current minute; that address is refused even the right secret until Retry-After has passed, while the same client id from another address is not',
     headers: { 'Retry-After': RETRY_AFTER, 'Cache-Control': header('`no-store`', { type: 'string' }, true) },
-    content: json(schemaRef('OAuthError'), { error: 'slow_down', error_description: 'too many failed client authentications; retry later' }),
+    content: json(FEED_REF.OAuthError, { error: 'slow_down', error_description: 'too many failed client authentications; retry later' }),
   },
   '500': E[500],
   '503': {
     description:
       '`temporarily_unavailable`: too many client authentications are being checked at once; retry after Retry-After. Also a database outage (feed error body)',
     headers: { 'Retry-After': RETRY_AFTER },
-    content: json(schemaRef('OAuthError'), { error: 'temporarily_unavailable', error_description: 'too many client authentications in progress; retry later' }),
+    content: json(FEED_REF.OAuthError, { error: 'temporarily_unavailable', error_description: 'too many client authentications in progress; retry later' }),
   },
 };
 

@@ -9,9 +9,9 @@
  */
 import type { EndpointDeclaration } from '../kit/endpoints.js';
 import type { OpenApiDocument, Operation, PathItem, Ref, Response, SecurityRequirement } from './common.js';
-import { oas, reachable, schemaRef, server } from './common.js';
+import { oas, reachable, server } from './common.js';
 import { pathsOf, type DocFamily } from './endpoints.js';
-import { FEED_SCHEMAS } from './records-feeds.js';
+import { FEED_REF, FEED_SCHEMAS, type FeedSchemaName } from './records-feeds.js';
 import {
   CACHE_HEADERS,
   CONDITIONAL,
@@ -29,7 +29,13 @@ import {
 
 /** What the feeds document needs of a row of a feed table (api/feeds/endpoint.ts FeedEndpoint). */
 type FeedRow = EndpointDeclaration<string, string> & {
-  feed?: { file?: boolean; notPublished202?: boolean; accept?: readonly string[]; oauth?: boolean; perFile?: ReadonlyArray<{ file: string; schema: string }> };
+  feed?: {
+    file?: boolean;
+    notPublished202?: boolean;
+    accept?: readonly string[];
+    oauth?: boolean;
+    perFile?: ReadonlyArray<{ file: string; schema: FeedSchemaName }>;
+  };
   /** an hourly file of the publication index (api/feeds/endpoint.ts HourFileSpec) */
   hourFile?: unknown;
 };
@@ -99,7 +105,7 @@ function finish(rows: readonly FeedRow[], paths: Record<string, PathItem>): Reco
           parameters: op.parameters?.filter((p) => !('name' in p && p.name === 'file' && p.in === 'path')),
           responses: {
             ...op.responses,
-            '200': { ...ok, description: `the ${file} file (${op.summary})`, content: { 'application/json': { schema: schemaRef(schema) } } },
+            '200': { ...ok, description: `the ${file} file (${op.summary})`, content: { 'application/json': { schema: FEED_REF[schema] } } },
           },
         },
       };

@@ -51,15 +51,17 @@ export const FEED_RECORD_SCHEMAS = {
 } as const;
 
 const records = components(FEED_RECORD_SCHEMAS);
+/** A `$ref` to a record's component (the declarations below nest records). */
+const recordRef = (name: keyof typeof FEED_RECORD_SCHEMAS): Schema => schemaRef(name);
 
 /** `{...head, [key]: [items]}` (or `{...head, data: {[key]: [items]}}` when `nested`) plus `tail`. */
 function envelope(
   head: { required: readonly string[]; properties: object },
   key: string,
-  item: string,
+  item: keyof typeof FEED_RECORD_SCHEMAS,
   opts: { nested?: boolean; tail?: Record<string, Schema> } = {},
 ): Schema {
-  const array = { type: 'array', items: schemaRef(item) };
+  const array = { type: 'array', items: recordRef(item) };
   const body = opts.nested ? { data: { type: 'object', required: [key], properties: { [key]: array } } } : { [key]: array };
   return {
     type: 'object',
@@ -87,7 +89,7 @@ const vehicleHead = {
 };
 const mdsHead = { required: MdsEventsHeadSchema.required, properties: MdsEventsHeadSchema.properties };
 
-export const FEED_SCHEMAS: Record<string, Schema> = {
+const DECLARED = {
   FeedError: {
     type: 'object',
     required: ['error', 'error_description', 'error_details'],
@@ -136,7 +138,7 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
   MdsPublications: {
     type: 'object',
     required: ['version', 'zone_id', 'publications'],
-    properties: { version: { const: '2.0.0' }, zone_id: { type: 'string' }, publications: { type: 'array', items: schemaRef('MdsPublication') } },
+    properties: { version: { const: '2.0.0' }, zone_id: { type: 'string' }, publications: { type: 'array', items: recordRef('MdsPublication') } },
   },
   MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: pageLinks }),
   MdsVehiclesStatus: {
@@ -166,20 +168,39 @@ export const FEED_SCHEMAS: Record<string, Schema> = {
       data: {
         type: 'object',
         required: ['vehicles'],
-        properties: { vehicles: { type: 'array', items: { anyOf: [schemaRef('Vehicle12'), schemaRef('Vehicle04')] } } },
+        properties: { vehicles: { type: 'array', items: { anyOf: [recordRef('Vehicle12'), recordRef('Vehicle04')] } } },
       },
     },
   },
-};
+} satisfies Record<string, Schema>;
 
-const pascal = (s: string) => s.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
+/** `system_information` → `SystemInformation`, for the compiler as for the document. */
+type Pascal<S extends string> = S extends `${infer H}_${infer T}` ? `${Capitalize<H>}${Pascal<T>}` : Capitalize<S>;
+const pascal = <S extends string>(s: S) => s.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase()) as Pascal<S>;
+
+type V2File = keyof typeof GBFS_V2_SCHEMAS;
+type V3File = keyof typeof GBFS_V3_SCHEMAS;
 
 /** GBFS file schemas by document name (`GbfsV2SystemInformation`, …) and file. */
 export const GBFS_FILES = {
-  '2.2': Object.keys(GBFS_V2_SCHEMAS).map((file) => ({ file, schema: `GbfsV2${pascal(file)}` })),
-  '3.0': Object.keys(GBFS_V3_SCHEMAS).map((file) => ({ file, schema: `GbfsV3${pascal(file)}` })),
-} as const;
+  '2.2': (Object.keys(GBFS_V2_SCHEMAS) as V2File[]).map((file) => ({ file, schema: `GbfsV2${pascal(file)}` as const })),
+  '3.0': (Object.keys(GBFS_V3_SCHEMAS) as V3File[]).map((file) => ({ file, schema: `GbfsV3${pascal(file)}` as const })),
+};
 
-for (const { file, schema } of GBFS_FILES['2.2']) FEED_SCHEMAS[schema] = oas(GBFS_V2_SCHEMAS[file as keyof typeof GBFS_V2_SCHEMAS]);
-for (const { file, schema } of GBFS_FILES['3.0']) FEED_SCHEMAS[schema] = oas(GBFS_V3_SCHEMAS[file as keyof typeof GBFS_V3_SCHEMAS]);
-FEED_SCHEMAS.GbfsV3Manifest = oas(manifestV3Schema);
+const gbfs = Object.fromEntries([
+  ...GBFS_FILES['2.2'].map(({ file, schema }) => [schema, oas(GBFS_V2_SCHEMAS[file])]),
+  ...GBFS_FILES['3.0'].map(({ file, schema }) => [schema, oas(GBFS_V3_SCHEMAS[file])]),
+]) as Record<(typeof GBFS_FILES)['2.2' | '3.0'][number]['schema'], Schema>;
+
+/** Every component of the feeds' documents, by name: the records, the envelopes and bodies above, the GBFS files. */
+export const FEED_SCHEMAS = { ...DECLARED, ...gbfs, GbfsV3Manifest: oas(manifestV3Schema) };
+
+/** The name of a component of the feeds' documents. */
+export type FeedSchemaName = keyof typeof FEED_SCHEMAS;
+
+/**
+ * A `$ref` to each component by its name (`FEED_REF.MdsTrips`): the endpoint tables and the
+ * document's building blocks reference the feeds' schemas through these, so a name that is not a
+ * component does not compile.
+ */
+export const FEED_REF = Object.fromEntries(Object.keys(FEED_SCHEMAS).map((name) => [name, schemaRef(name)])) as Readonly<Record<FeedSchemaName, Schema>>;

@@ -10,10 +10,33 @@ import { formatHour } from './hours.js';
 
 export type HourlyFeedName = 'mds_trips' | 'mds_events' | 'mds_status_changes' | 'insurance_trips' | 'mds_telemetry';
 export type FeedVersion = '2.0' | '1.2' | '0.4';
+type Family = 'mds' | 'insurance';
+type Segment = 'trips' | 'events' | 'status_changes' | 'telemetry';
+
+/**
+ * Every hourly file, declared once, as (family, version, segment). lib/core/migrate.ts copies the
+ * catalogue's rows into the table hourly_feeds (migration 000160) after every run; feed_publications
+ * references that table, and the late-data triggers, the retention check and the publish-lag metric
+ * join it by `source`.
+ */
+const DECLARED = [
+  ['mds', '2.0', 'trips'],
+  ['mds', '2.0', 'events'],
+  ['mds', '1.2', 'trips'],
+  ['mds', '1.2', 'status_changes'],
+  ['mds', '0.4', 'trips'],
+  ['mds', '0.4', 'status_changes'],
+  ['insurance', '2.0', 'trips'],
+  ['mds', '2.0', 'telemetry'],
+] as const satisfies ReadonlyArray<readonly [Family, FeedVersion, Segment]>;
+
+type IdOf<E> = E extends readonly [infer F extends string, infer V extends string, infer S extends string] ? `${F}-${V}-${S}` : never;
+/** The id of an hourly file (`mds-2.0-trips`, `insurance-2.0-trips` …): what ops name and what the publisher renders by (publisher/feeds/hourly.ts). */
+export type HourlyFeedId = IdOf<(typeof DECLARED)[number]>;
 
 export interface HourlyFeed {
   /** stable id used by ops (`mds-2.0-trips`, `insurance-2.0-trips` …) */
-  readonly id: string;
+  readonly id: HourlyFeedId;
   readonly feed: HourlyFeedName;
   readonly version: FeedVersion;
   /**
@@ -22,11 +45,11 @@ export interface HourlyFeed {
    */
   readonly source: 'trips' | 'events' | 'telemetry';
   /** the key segment after the zone */
-  readonly segment: 'trips' | 'events' | 'status_changes' | 'telemetry';
-  readonly family: 'mds' | 'insurance';
+  readonly segment: Segment;
+  readonly family: Family;
 }
 
-function def(family: 'mds' | 'insurance', version: FeedVersion, segment: HourlyFeed['segment']): HourlyFeed {
+function def([family, version, segment]: (typeof DECLARED)[number]): HourlyFeed {
   const feed: HourlyFeedName =
     family === 'insurance'
       ? 'insurance_trips'
@@ -38,24 +61,11 @@ function def(family: 'mds' | 'insurance', version: FeedVersion, segment: HourlyF
             ? 'mds_telemetry'
             : 'mds_status_changes';
   const source = segment === 'trips' || segment === 'telemetry' ? segment : 'events';
-  return Object.freeze({ id: `${family}-${version}-${segment}`, feed, version, source, segment, family });
+  return Object.freeze({ id: `${family}-${version}-${segment}` as HourlyFeedId, feed, version, source, segment, family });
 }
 
-/**
- * Every hourly file, declared once. lib/core/migrate.ts copies these rows into the table hourly_feeds
- * (migration 000160) after every run; feed_publications references that table, and the late-data
- * triggers, the retention check and the publish-lag metric join it by `source`.
- */
-export const HOURLY_FEEDS: readonly HourlyFeed[] = Object.freeze([
-  def('mds', '2.0', 'trips'),
-  def('mds', '2.0', 'events'),
-  def('mds', '1.2', 'trips'),
-  def('mds', '1.2', 'status_changes'),
-  def('mds', '0.4', 'trips'),
-  def('mds', '0.4', 'status_changes'),
-  def('insurance', '2.0', 'trips'),
-  def('mds', '2.0', 'telemetry'),
-]);
+/** Every hourly file (DECLARED), in catalogue order. */
+export const HOURLY_FEEDS: readonly HourlyFeed[] = Object.freeze(DECLARED.map(def));
 
 /** `mds/{version}/{zone}/{segment}/{YYYY-MM-DDTHH}.json.gz` or `insurance/2.0/{zone}/trips/…`. */
 export function objectKey(f: HourlyFeed, zoneId: string, hour: Date): string {

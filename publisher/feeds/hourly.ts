@@ -10,7 +10,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import type { NamedQuery, Row } from '../../lib/core/db.js';
 import { sql, type RowOf, type TypedQuery } from '../../lib/core/sql/typed.js';
 import { hourParam, type Snapshot } from '../../lib/feeds/mds/sources.js';
-import type { HourlyFeed } from '../../lib/feeds/publications.js';
+import type { HourlyFeed, HourlyFeedId } from '../../lib/feeds/publications.js';
 import type { EventRow, Provider, TelemetryRow, TripRow } from '../../lib/feeds/mds/rows.js';
 import { toMdsEvent, toMdsTelemetry, toMdsTrip } from '../../lib/feeds/mds/records.js';
 import { toStatusChange04, toStatusChange12, toTrip04, toTrip12 } from '../../lib/feeds/mds/legacy.js';
@@ -105,83 +105,75 @@ function published<T extends object>(rec: T, row: { recorded_ms?: number | strin
   return { ...rec, publication_time: pub(Number(row.recorded_ms)) };
 }
 
-function build(f: HourlyFeed): Rendering {
-  switch (f.id) {
-    case 'mds-2.0-trips':
-      return {
-        map: (r: TripRow, p, pub) => published(toMdsTrip(r, p), r, pub),
-        record: compileOnce(MdsTripSchema),
-        head: (ms) => mds20Head(ms),
-        headSchema: compileOnce(MdsTripsHeadSchema),
-        arrayKey: 'trips',
-      };
-    case 'mds-2.0-events':
-      return {
-        map: (r: EventRow, p, pub) => published(toMdsEvent(r, p), r, pub),
-        record: compileOnce(MdsEventSchema),
-        head: (ms) => mds20Head(ms),
-        headSchema: compileOnce(MdsEventsHeadSchema),
-        arrayKey: 'events',
-        tail: { links: {} },
-      };
-    case 'mds-1.2-trips':
-      return {
-        map: (r: TripRow, p) => toTrip12(r, p),
-        record: compileOnce(Trip12Schema),
-        head: () => ({ version: '1.2.0' }),
-        headSchema: compileOnce(LegacyHeadSchema),
-        arrayKey: 'data.trips',
-      };
-    case 'mds-1.2-status_changes':
-      return {
-        map: (r: EventRow, p) => toStatusChange12(r, p),
-        record: compileOnce(StatusChange12Schema),
-        head: () => ({ version: '1.2.0' }),
-        headSchema: compileOnce(LegacyHeadSchema),
-        arrayKey: 'data.status_changes',
-      };
-    case 'mds-0.4-trips':
-      return {
-        map: (r: TripRow, p) => toTrip04(r, p),
-        record: compileOnce(Trip04Schema),
-        head: () => ({ version: '0.4.1' }),
-        headSchema: compileOnce(LegacyHeadSchema),
-        arrayKey: 'data.trips',
-      };
-    case 'mds-0.4-status_changes':
-      return {
-        map: (r: EventRow, p) => toStatusChange04(r, p),
-        record: compileOnce(StatusChange04Schema),
-        head: () => ({ version: '0.4.1' }),
-        headSchema: compileOnce(LegacyHeadSchema),
-        arrayKey: 'data.status_changes',
-      };
-    case 'insurance-2.0-trips':
-      return {
-        map: (r: TripRow, p) => toInsuranceTrip(r, p),
-        record: compileOnce(InsuranceTripSchema),
-        head: (ms) => insuranceHead(ms),
-        headSchema: compileOnce(InsuranceHeadSchema),
-        arrayKey: 'trips',
-      };
-    case 'mds-2.0-telemetry':
-      return {
-        map: (r: TelemetryRow, p) => toMdsTelemetry(r, p),
-        record: compileOnce(MdsTelemetrySchema),
-        head: (ms) => mds20Head(ms),
-        headSchema: compileOnce(MdsTelemetryHeadSchema),
-        arrayKey: 'telemetry',
-      };
-    default:
-      throw new Error(`no rendering for feed ${f.id}`);
-  }
-}
+/**
+ * Each file's rendering, by the catalogue's id: a file added to HOURLY_FEEDS without one, or one here
+ * the catalogue does not have, does not compile. Built on first use (its validators compile then).
+ */
+const RENDERINGS: { readonly [id in HourlyFeedId]: () => Rendering } = {
+  'mds-2.0-trips': () => ({
+    map: (r: TripRow, p, pub) => published(toMdsTrip(r, p), r, pub),
+    record: compileOnce(MdsTripSchema),
+    head: (ms) => mds20Head(ms),
+    headSchema: compileOnce(MdsTripsHeadSchema),
+    arrayKey: 'trips',
+  }),
+  'mds-2.0-events': () => ({
+    map: (r: EventRow, p, pub) => published(toMdsEvent(r, p), r, pub),
+    record: compileOnce(MdsEventSchema),
+    head: (ms) => mds20Head(ms),
+    headSchema: compileOnce(MdsEventsHeadSchema),
+    arrayKey: 'events',
+    tail: { links: {} },
+  }),
+  'mds-1.2-trips': () => ({
+    map: (r: TripRow, p) => toTrip12(r, p),
+    record: compileOnce(Trip12Schema),
+    head: () => ({ version: '1.2.0' }),
+    headSchema: compileOnce(LegacyHeadSchema),
+    arrayKey: 'data.trips',
+  }),
+  'mds-1.2-status_changes': () => ({
+    map: (r: EventRow, p) => toStatusChange12(r, p),
+    record: compileOnce(StatusChange12Schema),
+    head: () => ({ version: '1.2.0' }),
+    headSchema: compileOnce(LegacyHeadSchema),
+    arrayKey: 'data.status_changes',
+  }),
+  'mds-0.4-trips': () => ({
+    map: (r: TripRow, p) => toTrip04(r, p),
+    record: compileOnce(Trip04Schema),
+    head: () => ({ version: '0.4.1' }),
+    headSchema: compileOnce(LegacyHeadSchema),
+    arrayKey: 'data.trips',
+  }),
+  'mds-0.4-status_changes': () => ({
+    map: (r: EventRow, p) => toStatusChange04(r, p),
+    record: compileOnce(StatusChange04Schema),
+    head: () => ({ version: '0.4.1' }),
+    headSchema: compileOnce(LegacyHeadSchema),
+    arrayKey: 'data.status_changes',
+  }),
+  'insurance-2.0-trips': () => ({
+    map: (r: TripRow, p) => toInsuranceTrip(r, p),
+    record: compileOnce(InsuranceTripSchema),
+    head: (ms) => insuranceHead(ms),
+    headSchema: compileOnce(InsuranceHeadSchema),
+    arrayKey: 'trips',
+  }),
+  'mds-2.0-telemetry': () => ({
+    map: (r: TelemetryRow, p) => toMdsTelemetry(r, p),
+    record: compileOnce(MdsTelemetrySchema),
+    head: (ms) => mds20Head(ms),
+    headSchema: compileOnce(MdsTelemetryHeadSchema),
+    arrayKey: 'telemetry',
+  }),
+};
 
-const renderings = new Map<string, Rendering>();
+const renderings = new Map<HourlyFeedId, Rendering>();
 
 /** The rendering of one file (built and compiled once per process). */
 export function renderingOf(f: HourlyFeed): Rendering {
   let r = renderings.get(f.id);
-  if (!r) renderings.set(f.id, (r = build(f)));
+  if (!r) renderings.set(f.id, (r = RENDERINGS[f.id]()));
   return r;
 }

@@ -298,7 +298,7 @@ export function dataOf(record: object, many: boolean): object {
 }
 
 /** The records by the names the OpenAPI document gives them (components.schemas). */
-export const PARTNER_RECORDS: Record<string, object> = {
+export const PARTNER_RECORDS = {
   Location: LocationRecord,
   User: UserRecord,
   Cost: CostRecord,
@@ -313,4 +313,4 @@ export const PARTNER_RECORDS: Record<string, object> = {
   PhotoDecision: PhotoDecisionRecord,
   // JsonApiErrorsRecord is not one of them: each error response narrows it to its status and codes (api/openapi/errors-partner.ts)
   JsonApiError: JsonApiErrorRecord,
-};
+} satisfies Record<string, object>;
