@@ -56,7 +56,7 @@ help:
 	@echo "make typecheck       the generated query types against the migrated database, then tsc --noEmit"
 	@echo "make lint            the linter (typescript-eslint, type-checked, layers and cycles), the formatter check (prettier), unused code (knip), import cycles (madge)"
 	@echo "make format          rewrite the sources in the formatter's style"
-	@echo "make sql-types       regenerate lib/core/sql/queries.gen.ts after changing sql/queries or sql/migrations"
+	@echo "make sql-types       regenerate lib/core/sql/queries.gen.ts and sql/schema.sql after changing sql/queries or sql/migrations"
 	@echo "make migrate         apply the database migrations"
 	@echo "make seed            the demo data on an empty database"
 	@echo "make simulate        deterministic fleet history: DAYS=$(DAYS) VEHICLES=$(VEHICLES) SEED=$(SEED) END=YYYY-MM-DDTHH (default: this hour)"
@@ -108,8 +108,8 @@ test: deps
 	@NODE_ENV=test $(WITH_DB) npx mocha --parallel --jobs $(TEST_JOBS) $(TEST_FILES)
 	@NODE_ENV=test $(WITH_DB) npx mocha $(TEST_ALONE)
 
-# the named queries' generated types against a clone of the migrated template first (a renamed
-# column fails here, naming the query), then the type check
+# the named queries' generated types and the schema's dump (sql/schema.sql) against a clone of the
+# migrated template first (a renamed column fails here, naming the query), then the type check
 typecheck: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts --check
 	@npx tsc --noEmit
@@ -127,7 +127,8 @@ lint: deps
 format: deps
 	@npx prettier --write --log-level warn .
 
-# regenerates lib/core/sql/queries.gen.ts after a change to sql/queries or sql/migrations
+# regenerates lib/core/sql/queries.gen.ts and the live schema's dump, sql/schema.sql, after a change to
+# sql/queries or sql/migrations
 sql-types: deps
 	@$(WITH_DB) $(TSX) scripts/sql-types.ts
 

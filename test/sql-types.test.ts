@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import pg from 'pg';
 import type { Queryable } from '../lib/core/db.js';
 import { q } from '../lib/core/sql/catalog.js';
@@ -69,6 +69,24 @@ describe('typed SQL (scripts/sql-types.ts, lib/core/sql)', function () {
         const run = runCli(['--check', '--file', stale]);
         expect(run.status).to.equal(1);
         expect(run.stderr).to.contain('disagrees with the database for: PartnerUserExists\n');
+        expect(readFileSync(stale, 'utf8'), '--check does not write').to.equal(edited);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('--check exits 1 when sql/schema.sql is not the schema the migrations make, and never writes it', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sql-schema-'));
+      try {
+        const stale = join(dir, 'schema.sql');
+        const committed = readFileSync(join(ROOT, 'sql', 'schema.sql'), 'utf8');
+        // the live body of a trigger function, as the dump shows it: the last migration's
+        expect(committed).to.match(/CREATE FUNCTION public\.mark_trip_hours_dirty\(\) RETURNS trigger/);
+        const edited = committed.replace('CREATE FUNCTION public.mark_trip_hours_dirty()', 'CREATE FUNCTION public.mark_trip_hours_dirtier()');
+        writeFileSync(stale, edited);
+        const run = runCli(['--check', '--schema-file', stale]);
+        expect(run.status).to.equal(1);
+        expect(run.stderr).to.contain('sql/schema.sql is not the schema the migrations make'.replace('sql/schema.sql', relative(ROOT, stale)));
         expect(readFileSync(stale, 'utf8'), '--check does not write').to.equal(edited);
       } finally {
         rmSync(dir, { recursive: true, force: true });
