@@ -7,8 +7,10 @@
  *   the console's republish through the API, a GBFS zone job's scope jobs) is a NOTIFY in its
  *   transaction, and it wakes the workers of that queue in every publisher at once. Polling stays
  *   as pg-boss's backstop: every NOTIFY_BACKSTOP_SECONDS while the listener is up, every
- *   POLLING_SECONDS when it is not (a dropped connection, a pooler in transaction mode); a job sent
- *   to start later (a GBFS scope job, 3 s) is found by the backstop or the next wake.
+ *   POLLING_SECONDS when it is not (a dropped connection, a pooler in transaction mode). A job sent
+ *   to start later is not there yet when its NOTIFY wakes the workers: the GBFS scope workers, whose
+ *   jobs start 3 s after their send, poll at POLLING_SECONDS regardless (gbfs/queue.ts), and a
+ *   retried job (after its backoff) waits at most the backstop.
  * - **Bursting through a backlog.** A worker that fetches batches (`batchSize` > 1) fetches again
  *   at once while its fetches come back full (`burstWhenBatchFull`): the day of 100 zones the
  *   catch-up queues is drained at the rate the jobs run, not one batch per poll.
