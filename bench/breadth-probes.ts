@@ -122,10 +122,8 @@ export async function sampleFreshness(db: Db, f: Freshness): Promise<void> {
  */
 export async function gbfsRuns(db: Db, from: Date, to: Date, intervalS: number): Promise<number[]> {
   const rows = await db.many<{ name: string; created_on: Date; completed_on: Date | null }>(
+    // pg-boss 12 keeps completed jobs in pgboss.job until their queue's deleteAfterSeconds (7 days)
     `SELECT name, created_on, completed_on FROM pgboss.job
-      WHERE name IN ('feeds-gbfs', 'feeds-gbfs-zone', 'feeds-gbfs-scope') AND created_on >= $1 AND created_on < $2::timestamptz + interval '1 minute'
-     UNION ALL
-     SELECT name, created_on, completed_on FROM pgboss.archive
       WHERE name IN ('feeds-gbfs', 'feeds-gbfs-zone', 'feeds-gbfs-scope') AND created_on >= $1 AND created_on < $2::timestamptz + interval '1 minute'`,
     [from, to],
   );
