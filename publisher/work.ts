@@ -5,12 +5,12 @@
  *   (lib/publication/queue.ts QUEUE_DEFAULTS), and each publisher's pg-boss listens
  *   (`useListenNotify`, publisher/index.ts): a job sent by any process (another publisher's clock,
  *   the console's republish through the API, a GBFS zone job's scope jobs) is a NOTIFY in its
- *   transaction, and it wakes the workers of that queue in every publisher at once. Polling stays
- *   as pg-boss's backstop: every NOTIFY_BACKSTOP_SECONDS while the listener is up, every
- *   POLLING_SECONDS when it is not (a dropped connection, a pooler in transaction mode). A job sent
- *   to start later is not there yet when its NOTIFY wakes the workers: the GBFS scope workers, whose
- *   jobs start 3 s after their send, poll at POLLING_SECONDS regardless (gbfs/queue.ts), and a
- *   retried job (after its backoff) waits at most the backstop.
+ *   transaction, and it wakes the workers of that queue in every publisher at once. Polling stays,
+ *   every POLLING_SECONDS whether the listener is up or not (pg-boss would relax it to 30 s while it
+ *   is): a job sent to start later (a GBFS scope job, 3 s) or retried after its backoff is not there
+ *   when its NOTIFY wakes the workers, and nothing wakes them while the listener reconnects (its
+ *   heartbeat can time out on a saturated machine): with the 30 s poll, BENCH=breadth once saw every
+ *   GBFS status file of 100 idle zones reach 32 s, past its 30 s ttl (pg-boss 10's 2 s poll: 15 s).
  * - **Bursting through a backlog.** A worker that fetches batches (`batchSize` > 1) fetches again
  *   at once while its fetches come back full (`burstWhenBatchFull`): the day of 100 zones the
  *   catch-up queues is drained at the rate the jobs run, not one batch per poll.
@@ -21,16 +21,12 @@
 import type { Job, JobResult, PgBoss, WorkOptions } from 'pg-boss';
 import { metrics } from '../lib/core/metrics.js';
 
-/** How long a worker waits after a fetch when no NOTIFY can wake it (pg-boss's default, and ours). */
+/** How long a worker waits after a fetch unless a NOTIFY or a full batch says there is more (pg-boss's default). */
 export const POLLING_SECONDS = 2;
 
-/** The backstop poll while NOTIFY wakes the workers: only a lost notification waits this long. */
-const NOTIFY_BACKSTOP_SECONDS = 30;
-
-/** How a worker polls: the base interval (tests shorten it), the backstop beside NOTIFY. */
+/** How often a worker polls, NOTIFY or not (tests shorten it). */
 export interface Polling {
   pollingIntervalSeconds: number;
-  notifyPollingIntervalSeconds?: number;
 }
 
 /** Sends a queue's one pending job (`singletonKey`: none is added while one waits); its NOTIFY wakes the workers. */
@@ -41,7 +37,8 @@ export async function sendNow(boss: PgBoss, queue: string, singletonKey: string)
 type Options = Pick<WorkOptions, 'batchSize'> & Polling;
 
 const withBurst = (options: Options): WorkOptions => ({
-  notifyPollingIntervalSeconds: NOTIFY_BACKSTOP_SECONDS,
+  // the same poll with NOTIFY as without (see above)
+  notifyPollingIntervalSeconds: options.pollingIntervalSeconds,
   ...options,
   // a full batch says there is more: fetch again without waiting (ignored by pg-boss at batchSize 1)
   burstWhenBatchFull: (options.batchSize ?? 1) > 1,

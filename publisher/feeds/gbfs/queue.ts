@@ -116,9 +116,5 @@ export async function startGbfsWorkers(ctx: AppContext, boss: PgBoss, polling: P
       }
     }
   };
-  // a scope job starts SCOPE_DELAY after its send, whose NOTIFY woke the workers too early to take
-  // it: these workers poll at the base interval even while NOTIFY is up, so that it waits at most
-  // that long past its start (NOTIFY's backstop, 30 s in work.ts, would be most of the 2.2 files' ttl)
-  const scopePolling = { ...polling, notifyPollingIntervalSeconds: polling.pollingIntervalSeconds };
-  for (let i = 0; i < WORKERS; i++) await work<ScopeJob>(boss, GBFS_QUEUES.scope, { ...scopePolling, batchSize: SCOPE_BATCH }, scopeWorker);
+  for (let i = 0; i < WORKERS; i++) await work<ScopeJob>(boss, GBFS_QUEUES.scope, { ...polling, batchSize: SCOPE_BATCH }, scopeWorker);
 }
