@@ -110,6 +110,12 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   });
   // background loops never throw: they report here
   boss.on('error', (err) => log.error({ err: err.message }, 'pg-boss error'));
+  // pg-boss's own observations (slow statements, backlogs); a listener it could not open means the
+  // workers are woken by their poll alone, which the operator should know of
+  boss.on('warning', (w) => {
+    const type = (w.data as { type?: string }).type;
+    log[type === 'listen_notify_unavailable' ? 'warn' : 'info']({ ...w.data, warning: w.message }, 'pg-boss warning');
+  });
   await boss.start();
 
   // the options are lib/publication/queue.ts's (the API sends to this queue too); updateQueue moves
