@@ -564,7 +564,7 @@ async function probeFor(k: Kept, seconds: number, into: Map<string, number[]>, w
  * again; ALTERNATED_ROUNDS rounds, the order reversed every other one. Each size's reads carry its
  * own load, as in its moving phase, but the sizes are measured within a minute or two of each other:
  * the machine's drift between runs minutes apart (idle ratios of 1.2 to 1.5 where nothing per zone
- * differs, docs/benchmarks.md stop 37) is no longer in their ratio.
+ * differs, docs/benchmarks-history.md stop 37) is no longer in their ratio.
  */
 async function alternated(kept: Kept[]): Promise<Map<number, { latencies: Map<string, number[]>; ridesPerMin: number }>> {
   const out = new Map<number, { latencies: Map<string, number[]>; rides: number }>();
