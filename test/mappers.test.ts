@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { Readable } from 'node:stream';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { toInsuranceTrip, averageSpeedKmh } from '../lib/feeds/insurance/records.js';
+import { toInsuranceTrip, averageSpeedKmh } from '../publisher/feeds/insurance.js';
 import { jsonEnvelope, mds20Head, insuranceHead } from '../lib/feeds/mds/envelope.js';
 import {
   toStatusChange04,

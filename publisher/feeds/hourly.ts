@@ -15,7 +15,7 @@ import type { EventRow, Provider, TelemetryRow, TripRow } from '../../lib/feeds/
 import { toMdsEvent, toMdsTelemetry, toMdsTrip } from '../../lib/feeds/mds/records.js';
 import { toStatusChange04, toStatusChange12, toTrip04, toTrip12 } from '../../lib/feeds/mds/legacy.js';
 import { insuranceHead, mds20Head } from '../../lib/feeds/mds/envelope.js';
-import { toInsuranceTrip } from '../../lib/feeds/insurance/records.js';
+import { toInsuranceTrip } from './insurance.js';
 import { MdsEventSchema, MdsEventsHeadSchema, MdsTelemetryHeadSchema, MdsTelemetrySchema, MdsTripSchema, MdsTripsHeadSchema } from '../../schemas/mds/v2.js';
 import { LegacyHeadSchema, StatusChange04Schema, StatusChange12Schema, Trip04Schema, Trip12Schema } from '../../schemas/mds/legacy.js';
 import { InsuranceHeadSchema, InsuranceTripSchema } from '../../schemas/insurance/trips.js';

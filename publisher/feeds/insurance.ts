@@ -2,11 +2,11 @@
  * Insurance trip record (data-feeds requirement §2.6): the MDS 2.0 trip plus what an insurer needs to
  * identify the ride, the vehicle and the rider's experience.
  */
-import type { InsuranceTrip } from '../../../schemas/insurance/trips.js';
-import type { Provider, TripRow } from '../mds/rows.js';
+import type { InsuranceTrip } from '../../schemas/insurance/trips.js';
+import type { Provider, TripRow } from '../../lib/feeds/mds/rows.js';
 
 // The record type is its schema's (schemas/insurance/trips.ts), the one description of the record.
-export type { InsuranceTrip } from '../../../schemas/insurance/trips.js';
+export type { InsuranceTrip } from '../../schemas/insurance/trips.js';
 
 /** km/h, two decimals; 0 for a zero-length ride */
 export function averageSpeedKmh(distanceM: number, durationS: number): number {
