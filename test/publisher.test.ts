@@ -340,6 +340,31 @@ describe('publisher: hourly files', function () {
     }
   });
 
+  it("a job another process sends wakes the publisher's workers at once (LISTEN/NOTIFY), not at their next poll", async () => {
+    const z4 = await feedZone(t.ctx.db, { createdAt: at('2026-11-21T09:00:00Z') });
+    const v = await feedVehicle(t.ctx.db, z4);
+    await feedTrip(t.ctx.db, { deviceId: v.id, zoneId: z4, start: at('2026-11-21T10:00:00Z'), end: at('2026-11-21T10:20:00Z') });
+    // a poll of a minute: only a NOTIFY can have the job run within seconds
+    const pub = await startPublisher(t.ctx, { cron: false, concurrency: 1, pollingIntervalSeconds: 60 });
+    try {
+      // past the workers' first fetches, so that they are waiting out their poll
+      await new Promise((r) => setTimeout(r, 1500));
+      // the console's path: the API's own send-only pg-boss client, on its own pool
+      const sender = await publicationQueue(t.ctx);
+      const sent = Date.now();
+      await sender.send(HOUR_QUEUE, { zone: z4, hour: '2026-11-21T10', feedIds: ['mds-2.0-trips'], force: true }, { singletonKey: `wake:${z4}` });
+      let done = false;
+      while (!done && Date.now() - sent < 20_000) {
+        done = Number((await t.ctx.db.one(`SELECT count(*) AS n FROM feed_publications WHERE scope = $1 AND status = 'published'`, [z4])).n) === 1;
+        if (!done) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(done, 'published').to.equal(true);
+      expect(Date.now() - sent, 'ms from the send to the file').to.be.below(10_000);
+    } finally {
+      await pub.stop();
+    }
+  });
+
   it('backfill without force skips current hours; unknown feeds and zones are refused', async () => {
     // make exactly one file of the window need work: the 1.2 status_changes of hour 10 (late data)
     await t.ctx.db.query(
