@@ -110,6 +110,7 @@ test: deps
 	@npx eslint . && npx prettier --check --log-level warn . && npx knip --no-progress && $(NO_CYCLES)
 	@scripts/chromium.sh >/dev/null || echo "[test] chromium unavailable: the docs and console page tests will be skipped (under CI they fail)"
 	@scripts/gbfs-validator.sh || echo "[test] the official GBFS validator is unavailable: its test will be skipped (under CI it fails)"
+	@scripts/mqtt.sh install
 	@scripts/cli-tools.sh || echo "[test] curl or jq unavailable: the README walkthrough test will be skipped (under CI it fails)"
 	@NODE_ENV=test $(WITH_DB) npx mocha --parallel --jobs $(TEST_JOBS) $(TEST_FILES)
 	@NODE_ENV=test $(WITH_DB) npx mocha $(TEST_ALONE)

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# The embedded MQTT 5 broker: a project-local Mosquitto under .data/mqtt on its own port (18830 or
+# the next free one), from Debian's package (installed when missing), with its own password and ACL
+# files. Nothing here runs when MQTT_URL is set: the caller's broker is the broker.
+#
+#   scripts/mqtt.sh install        install Mosquitto (and its clients) from Debian's packages if missing
+#   scripts/mqtt.sh init DIR       a broker's files in DIR (config, password file, ACL, the platform's
+#                                  password) unless there; prints its port (the tests start their own
+#                                  brokers this way: test/support/mqtt.ts)
+#   scripts/mqtt.sh ensure         install, init .data/mqtt, start the broker if stopped; prints its URL
+#   scripts/mqtt.sh with CMD…      ensure, run CMD with MQTT_URL, MQTT_USERNAME, MQTT_PASSWORD_FILE and
+#                                  MQTT_BROKER_DIR set, then stop the broker when this call started it
+#                                  and no other `with` still runs: what `make run` and `make test` use
+#   scripts/mqtt.sh stop           stop the broker (`make db-stop` stops it too)
+#   scripts/mqtt.sh status | url   whether it runs; its URL
+#
+# The password file and the ACL are the broker's authentication and authorisation: DIR/passwd.base
+# and DIR/acl.base hold the platform's own identity (user `platform`, its password in
+# DIR/platform-secret, mode 0600) and the vehicles' ACL patterns; DIR/passwd and DIR/acl are what the
+# broker reads, the base plus every vehicle's credentials as PBKDF2 hashes (mosquitto_passwd; the
+# tests add theirs so: test/support/mqtt.ts). Mosquitto rereads both on SIGHUP.
+#
+# Known limit of Mosquitto 2.0's ACL file, found by test/vehicle-broker.test.ts: it grants every
+# SUBSCRIBE and checks read access only on delivery, so a vehicle may join the ingest's shared group
+# ($share/ingest/…) and the reports the group hands to it are dropped, lost to the platform. The
+# dynamic-security plugin checks subscriptions themselves; the ingest must not rely on this file's ACL.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DIR="$ROOT/.data/mqtt"
+LEASES="$ROOT/.data/mqtt-leases"
+STARTED_BY_WITH="$ROOT/.data/mqtt-started-by-with"
+LOCK="$ROOT/.data/mqtt.lock"
+
+log() { echo "[mqtt] $*" >&2; }
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+install_packages() {
+  local need=()
+  command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+  command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
+  if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]} from Debian packages"
+    local SUDO=""
+    [ "$(id -u)" = "0" ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+}
+
+MOSQUITTO="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
+
+# init DIR [PORT]: the broker's files, once; the port it keeps is in DIR/port
+init() {
+  local dir="$1" port
+  mkdir -p "$dir"
+  if [ -f "$dir/port" ]; then cat "$dir/port"; return 0; fi
+  port="${2:-${EMBEDDED_MQTT_PORT:-18830}}"
+  while ! port_free "$port"; do port=$((port + 1)); done
+  umask 077
+  head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$dir/platform-secret"
+  # the service identity's hash (mosquitto_passwd: PBKDF2-SHA512); vehicle lines are appended by the sync
+  : >"$dir/passwd.base"
+  mosquitto_passwd -b "$dir/passwd.base" platform "$(cat "$dir/platform-secret")"
+  cp "$dir/passwd.base" "$dir/passwd"
+  cat >"$dir/acl.base" <<'EOF'
+# The platform's identity: it commands every vehicle, hears their replies and ingests their reports
+# (its ingest processes through the shared subscription $share/ingest/…).
+user platform
+topic readwrite vehicles/#
+topic read $share/ingest/vehicles/#
+
+# Every vehicle (its user name is its id): its own reports and replies, and its own commands only.
+pattern write vehicles/%u/telemetry
+pattern write vehicles/%u/state
+pattern write vehicles/%u/replies/+
+pattern read vehicles/%u/commands
+EOF
+  cp "$dir/acl.base" "$dir/acl"
+  cat >"$dir/mosquitto.conf" <<EOF
+# A project-local broker (scripts/mqtt.sh): loopback only, every client authenticated. It runs as the
+# user who started it (started as root, Mosquitto would switch to the system user mosquitto, who
+# cannot read this folder's files).
+user $(id -un)
+per_listener_settings false
+listener $port 127.0.0.1
+allow_anonymous false
+password_file $dir/passwd
+acl_file $dir/acl
+# sessions of the ingest (clean start off) keep what they have not acknowledged across a restart
+persistence true
+persistence_location $dir/
+autosave_interval 30
+# a shared subscription's member may fall behind for seconds: queue, never drop, QoS 1 messages
+max_queued_messages 200000
+max_queued_bytes 0
+max_inflight_messages 0
+set_tcp_nodelay true
+pid_file $dir/mosquitto.pid
+log_dest file $dir/mosquitto.log
+log_type error
+log_type warning
+log_type notice
+connection_messages false
+EOF
+  echo "$port" >"$dir/port"
+  echo "$port"
+}
+
+running() { [ -f "$DIR/mosquitto.pid" ] && kill -0 "$(cat "$DIR/mosquitto.pid")" 2>/dev/null; }
+
+start() {
+  local port
+  port="$(cat "$DIR/port")"
+  if ! port_free "$port" && ! running; then
+    # another server took the port since: move to the next free one
+    while ! port_free "$port"; do port=$((port + 1)); done
+    sed -i "s/^listener [0-9]* /listener $port /" "$DIR/mosquitto.conf"
+    echo "$port" >"$DIR/port"
+  fi
+  log "starting on 127.0.0.1:$port"
+  rm -f "$DIR/mosquitto.pid"
+  "$MOSQUITTO" -c "$DIR/mosquitto.conf" -d
+  for _ in $(seq 1 50); do
+    port_free "$port" || return 0
+    sleep 0.1
+  done
+  log "the broker did not start (see $DIR/mosquitto.log)"
+  exit 1
+}
+
+ensure() {
+  install_packages
+  init "$DIR" >/dev/null
+  running || start
+}
+
+stop() {
+  if running; then
+    local pid
+    pid="$(cat "$DIR/mosquitto.pid")"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    log "stopped"
+  fi
+  rm -f "$STARTED_BY_WITH"
+}
+
+url() { echo "mqtt://127.0.0.1:$(cat "$DIR/port")"; }
+
+other_leases() {
+  local n=0 f
+  for f in "$LEASES"/*; do
+    [ -e "$f" ] || continue
+    [ "$(basename "$f")" = "$$" ] && continue
+    if kill -0 "$(basename "$f")" 2>/dev/null; then n=$((n + 1)); else rm -f "$f"; fi
+  done
+  echo "$n"
+}
+
+with_broker() {
+  [ $# -gt 0 ] || { echo "usage: $0 with COMMAND [ARGS…]" >&2; exit 2; }
+  mkdir -p "$ROOT/.data" "$LEASES"
+  exec 8>"$LOCK"
+  flock 8
+  if ! running; then touch "$STARTED_BY_WITH"; fi
+  ensure
+  : >"$LEASES/$$"
+  flock -u 8
+  export MQTT_URL MQTT_USERNAME=platform MQTT_PASSWORD_FILE="$DIR/platform-secret" MQTT_BROKER_DIR="$DIR"
+  MQTT_URL="$(url)"
+  # as scripts/pg.sh's `with`: the command in the background, SIGTERM/SIGHUP passed on
+  local child rc=0
+  "$@" &
+  child=$!
+  trap ':' INT
+  trap 'kill -TERM "$child" 2>/dev/null || true' TERM HUP
+  while :; do
+    rc=0
+    wait "$child" || rc=$?
+    kill -0 "$child" 2>/dev/null || break
+  done
+  if [ "$rc" -gt 128 ]; then
+    local own=0
+    wait "$child" 2>/dev/null || own=$?
+    [ "$own" -eq 127 ] || rc=$own
+  fi
+  trap - INT TERM HUP
+  flock 8
+  rm -f "$LEASES/$$"
+  if [ -f "$STARTED_BY_WITH" ] && [ "$(other_leases)" = 0 ]; then stop; fi
+  flock -u 8
+  return "$rc"
+}
+
+case "${1:-ensure}" in
+  install) install_packages ;;
+  init) shift; [ $# -ge 1 ] || { echo "usage: $0 init DIR [PORT]" >&2; exit 2; }; install_packages; init "$@" ;;
+  ensure) ensure; url ;;
+  with) shift; with_broker "$@" ;;
+  stop) stop ;;
+  status) if running; then echo "running on $(cat "$DIR/port")"; else echo "stopped"; fi ;;
+  url) url ;;
+  *) echo "usage: $0 install|init DIR [PORT]|ensure|with COMMAND…|stop|status|url" >&2; exit 2 ;;
+esac
