@@ -104,6 +104,11 @@ export interface Config {
   readonly vehicleListCacheMs: number;
   readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
   /**
+   * The vehicle broker (MQTT 5): with MQTT_URL set, commands go to real vehicles through
+   * lib/domain/vehicles/mqtt-gateway.ts; without it the simulated gateway answers (lib/domain/runtime.ts).
+   */
+  readonly mqtt?: { readonly url: string; readonly username: string; readonly password: string };
+  /**
    * Statement timeout of long ops work (`make simulate`): its bulk COPY batches run far longer than
    * the request pools' 30 s.
    */
@@ -245,6 +250,36 @@ function secretFromFile(file: string): string {
   }
 }
 
+/**
+ * MQTT_URL (mqtt:// or mqtts://, no credentials in it), MQTT_USERNAME (default `platform`) and the
+ * password: MQTT_PASSWORD, or MQTT_PASSWORD_FILE naming a file that holds it (scripts/mqtt.sh keeps the
+ * embedded broker's in .data/mqtt/platform-secret).
+ */
+function mqttOf(env: Env): Config['mqtt'] {
+  const url = env.MQTT_URL;
+  if (!url) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`MQTT_URL is not a URL: "${url}"`);
+  }
+  if (parsed.protocol !== 'mqtt:' && parsed.protocol !== 'mqtts:')
+    throw new ConfigError(`MQTT_URL must start with mqtt:// or mqtts://, got "${parsed.protocol}"`);
+  if (parsed.username || parsed.password)
+    throw new ConfigError('MQTT_URL must not hold credentials: set MQTT_USERNAME and MQTT_PASSWORD or MQTT_PASSWORD_FILE');
+  let password = env.MQTT_PASSWORD;
+  if (!password && env.MQTT_PASSWORD_FILE) {
+    try {
+      password = readFileSync(env.MQTT_PASSWORD_FILE, 'utf8').trim();
+    } catch (err) {
+      throw new ConfigError(`MQTT_PASSWORD_FILE=${env.MQTT_PASSWORD_FILE}: ${(err as Error).message}`);
+    }
+  }
+  if (!password) throw new ConfigError('MQTT_URL is set: MQTT_PASSWORD or MQTT_PASSWORD_FILE is required');
+  return Object.freeze({ url, username: str(env, 'MQTT_USERNAME', 'platform'), password });
+}
+
 /** Parses the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const envName = oneOf(env, 'NODE_ENV', ['development', 'test', 'production'] as const, 'development');
@@ -330,6 +365,7 @@ export function loadConfig(env: Env = process.env): Config {
       delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),
       timeoutMs: int(env, 'GATEWAY_TIMEOUT_MS', 5000, 1),
     }),
+    mqtt: mqttOf(env),
     opsStatementTimeoutMs: int(env, 'OPS_STATEMENT_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3_600_000),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 7, 1, 366),
     // raw telemetry only feeds live state and ride distances; events and trips back the MDS windows

@@ -2,9 +2,10 @@
  * The vehicle gateway: the one door through which unlock, lock and speed commands reach a vehicle.
  * The built-in implementation simulates vehicles (what `MODE=staging` describes: every command
  * succeeds) and can inject failures, delays and timeouts for tests. A real IoT backend is another
- * implementation of the same interface.
+ * implementation of the same interface: the MQTT gateway (lib/domain/vehicles/mqtt-gateway.ts).
  */
-export type GatewayCommand = 'unlock' | 'lock' | 'set_speed';
+import type { VEHICLE_COMMANDS } from '../../schemas/vehicles/messages.js';
+export type GatewayCommand = (typeof VEHICLE_COMMANDS)[number];
 
 export class GatewayError extends Error {
   constructor(

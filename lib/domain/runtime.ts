@@ -7,7 +7,9 @@ import type { Config } from '../core/config.js';
 import { Db } from '../core/db.js';
 import { createLogger } from '../core/log.js';
 import { systemClock } from '../core/clock.js';
+import { hostname } from 'node:os';
 import { SimulatedGateway } from './gateway.js';
+import { MqttGateway } from './vehicles/mqtt-gateway.js';
 import { openStore } from '../core/store/index.js';
 import { instrumentStore } from '../core/store/instrumented.js';
 import { registerDbCollectors } from '../core/metrics.js';
@@ -22,14 +24,26 @@ export async function createContext(config: Config, opts: { applicationName?: st
   });
   const store = instrumentStore(await openStore(config));
   registerDbCollectors(db);
-  const gateway = new SimulatedGateway({
-    failRate: config.mode === 'staging' ? 0 : config.gateway.failRate,
-    delayMs: config.gateway.delayMs,
-    timeoutMs: config.gateway.timeoutMs,
-  });
+  // MODE=staging answers every command (the requirement's staging host); with a broker configured the
+  // commands go to the vehicles; otherwise the simulated vehicles of the demo answer them
+  const gateway =
+    config.mqtt && config.mode === 'production'
+      ? await MqttGateway.connect({
+          ...config.mqtt,
+          // one topic level per process: its replies come to it alone
+          gatewayId:
+            `${(opts.applicationName ?? 'platform').replace(/[^A-Za-z0-9_-]/g, '_')}-${hostname().replace(/[^A-Za-z0-9_-]/g, '_')}-${process.pid}`.slice(0, 64),
+          timeoutMs: config.gateway.timeoutMs,
+          log,
+        })
+      : new SimulatedGateway({
+          failRate: config.mode === 'staging' ? 0 : config.gateway.failRate,
+          delayMs: config.gateway.delayMs,
+          timeoutMs: config.gateway.timeoutMs,
+        });
   return { config, db, store, log, clock: systemClock, gateway };
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
-  await Promise.allSettled([ctx.db.close(), ctx.store.close()]);
+  await Promise.allSettled([ctx.db.close(), ctx.store.close(), ctx.gateway instanceof MqttGateway ? ctx.gateway.close() : undefined]);
 }
