@@ -432,25 +432,24 @@ CREATE FUNCTION public.vehicles_update_bump() RETURNS trigger
     AS $$
 BEGIN
   INSERT INTO zone_bumps_pending (txid, zone_id, counter)
-  SELECT DISTINCT txid_current(), b.zone_id, TG_ARGV[0]
+  SELECT DISTINCT txid_current(), b.zone_id, b.counter
     FROM new_rows n
     FULL JOIN old_rows o ON o.id = n.id
    CROSS JOIN LATERAL (VALUES
-     (n.zone_id, o.id IS NULL OR CASE TG_ARGV[0]
-        WHEN 'version' THEN
-          o.zone_id IS DISTINCT FROM n.zone_id OR o.status IS DISTINCT FROM n.status
-          OR o.mds_state IS DISTINCT FROM n.mds_state OR o.locked IS DISTINCT FROM n.locked
-          OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id OR o.code IS DISTINCT FROM n.code
-          OR (n.mds_state NOT IN ('on_trip', 'reserved')
-              AND (o.battery_percent IS DISTINCT FROM n.battery_percent OR NOT ST_Equals(o.location, n.location)))
-        WHEN 'gbfs_static' THEN
-          o.zone_id IS DISTINCT FROM n.zone_id OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id
-        ELSE -- gbfs_status
-          o.gbfs_id IS DISTINCT FROM n.gbfs_id
-          OR (n.status IN ('ready', 'booked') AND o.last_seen_at IS DISTINCT FROM n.last_seen_at)
-      END),
-     (o.zone_id, TG_ARGV[0] <> 'gbfs_status' AND (n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id))
-   ) AS b (zone_id, hit)
+     (n.zone_id, 'version', o.id IS NULL
+        OR o.zone_id IS DISTINCT FROM n.zone_id OR o.status IS DISTINCT FROM n.status
+        OR o.mds_state IS DISTINCT FROM n.mds_state OR o.locked IS DISTINCT FROM n.locked
+        OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id OR o.code IS DISTINCT FROM n.code
+        OR (n.mds_state NOT IN ('on_trip', 'reserved')
+            AND (o.battery_percent IS DISTINCT FROM n.battery_percent OR NOT ST_Equals(o.location, n.location)))),
+     (n.zone_id, 'gbfs_static', o.id IS NULL
+        OR o.zone_id IS DISTINCT FROM n.zone_id OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id),
+     (n.zone_id, 'gbfs_status', o.id IS NULL
+        OR o.gbfs_id IS DISTINCT FROM n.gbfs_id
+        OR (n.status IN ('ready', 'booked') AND o.last_seen_at IS DISTINCT FROM n.last_seen_at)),
+     (o.zone_id, 'version', n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id),
+     (o.zone_id, 'gbfs_static', n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id)
+   ) AS b (zone_id, counter, hit)
    WHERE b.hit AND b.zone_id IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -2349,20 +2348,6 @@ CREATE TRIGGER vehicles_gbfs_static_delete AFTER DELETE ON public.vehicles REFER
 
 
 --
--- Name: vehicles vehicles_gbfs_static_update; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER vehicles_gbfs_static_update AFTER UPDATE ON public.vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicles_update_bump('gbfs_static');
-
-
---
--- Name: vehicles vehicles_gbfs_status; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER vehicles_gbfs_status AFTER UPDATE ON public.vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicles_update_bump('gbfs_status');
-
-
---
 -- Name: vehicles vehicles_zone_version; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2380,7 +2365,7 @@ CREATE TRIGGER vehicles_zone_version_delete AFTER DELETE ON public.vehicles REFE
 -- Name: vehicles vehicles_zone_version_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER vehicles_zone_version_update AFTER UPDATE ON public.vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicles_update_bump('version');
+CREATE TRIGGER vehicles_zone_version_update AFTER UPDATE ON public.vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicles_update_bump();
 
 
 --

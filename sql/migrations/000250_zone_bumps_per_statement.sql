@@ -9,7 +9,9 @@
 -- How. Each old trigger becomes a statement trigger of the same name (one per event where it had
 -- several: transition tables take one event each, `_update`/`_delete` added to the name), with
 -- the same counter and the same filter written over its transition tables (old and new rows paired
--- by primary key; a row whose key changed counts as changed). It adds the zones it touched to
+-- by primary key; a row whose key changed counts as changed). The three update triggers of vehicles
+-- become one, vehicles_zone_version_update: each statement trigger costs a call and a join (about
+-- 80 µs of a single-row report), and a report is the most frequent write. It adds the zones it touched to
 -- zone_bumps_pending, one row per transaction, zone and counter (ON CONFLICT DO NOTHING: a zone
 -- already pending costs one index probe, whatever the statement's size). The first time a
 -- (zone, counter) becomes pending, its insert queues zone_bumps_apply, a deferred constraint trigger
@@ -86,30 +88,31 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- An update of vehicles, for one counter (TG_ARGV[0]), with the WHEN of the row trigger it replaces.
+-- An update of vehicles: every counter in one pass over the transition tables (a vehicle update is
+-- the hot write: a report, a rental's start and end), each with the WHEN of the row trigger it
+-- replaces: vehicles_zone_version_update (version), vehicles_gbfs_static_update, vehicles_gbfs_status.
 -- The old zone of a vehicle that moved counts for version and gbfs_static (000140, 000150).
 CREATE FUNCTION vehicles_update_bump() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO zone_bumps_pending (txid, zone_id, counter)
-  SELECT DISTINCT txid_current(), b.zone_id, TG_ARGV[0]
+  SELECT DISTINCT txid_current(), b.zone_id, b.counter
     FROM new_rows n
     FULL JOIN old_rows o ON o.id = n.id
    CROSS JOIN LATERAL (VALUES
-     (n.zone_id, o.id IS NULL OR CASE TG_ARGV[0]
-        WHEN 'version' THEN
-          o.zone_id IS DISTINCT FROM n.zone_id OR o.status IS DISTINCT FROM n.status
-          OR o.mds_state IS DISTINCT FROM n.mds_state OR o.locked IS DISTINCT FROM n.locked
-          OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id OR o.code IS DISTINCT FROM n.code
-          OR (n.mds_state NOT IN ('on_trip', 'reserved')
-              AND (o.battery_percent IS DISTINCT FROM n.battery_percent OR NOT ST_Equals(o.location, n.location)))
-        WHEN 'gbfs_static' THEN
-          o.zone_id IS DISTINCT FROM n.zone_id OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id
-        ELSE -- gbfs_status
-          o.gbfs_id IS DISTINCT FROM n.gbfs_id
-          OR (n.status IN ('ready', 'booked') AND o.last_seen_at IS DISTINCT FROM n.last_seen_at)
-      END),
-     (o.zone_id, TG_ARGV[0] <> 'gbfs_status' AND (n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id))
-   ) AS b (zone_id, hit)
+     (n.zone_id, 'version', o.id IS NULL
+        OR o.zone_id IS DISTINCT FROM n.zone_id OR o.status IS DISTINCT FROM n.status
+        OR o.mds_state IS DISTINCT FROM n.mds_state OR o.locked IS DISTINCT FROM n.locked
+        OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id OR o.code IS DISTINCT FROM n.code
+        OR (n.mds_state NOT IN ('on_trip', 'reserved')
+            AND (o.battery_percent IS DISTINCT FROM n.battery_percent OR NOT ST_Equals(o.location, n.location)))),
+     (n.zone_id, 'gbfs_static', o.id IS NULL
+        OR o.zone_id IS DISTINCT FROM n.zone_id OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id),
+     (n.zone_id, 'gbfs_status', o.id IS NULL
+        OR o.gbfs_id IS DISTINCT FROM n.gbfs_id
+        OR (n.status IN ('ready', 'booked') AND o.last_seen_at IS DISTINCT FROM n.last_seen_at)),
+     (o.zone_id, 'version', n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id),
+     (o.zone_id, 'gbfs_static', n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id)
+   ) AS b (zone_id, counter, hit)
    WHERE b.hit AND b.zone_id IS NOT NULL
   ON CONFLICT DO NOTHING;
   RETURN NULL;
@@ -176,8 +179,9 @@ CREATE TRIGGER vehicles_zone_version AFTER INSERT ON vehicles REFERENCING NEW TA
   FOR EACH STATEMENT EXECUTE FUNCTION zone_rows_bump('version');
 CREATE TRIGGER vehicles_zone_version_delete AFTER DELETE ON vehicles REFERENCING OLD TABLE AS old_rows
   FOR EACH STATEMENT EXECUTE FUNCTION zone_rows_bump('version');
+-- every counter of a vehicle update (vehicles_update_bump): disabling it stops all three
 CREATE TRIGGER vehicles_zone_version_update AFTER UPDATE ON vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION vehicles_update_bump('version');
+  FOR EACH STATEMENT EXECUTE FUNCTION vehicles_update_bump();
 CREATE TRIGGER rentals_zone_version AFTER INSERT ON rentals REFERENCING NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION vehicle_rows_bump();
 CREATE TRIGGER rentals_zone_version_update AFTER UPDATE ON rentals REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
@@ -220,7 +224,3 @@ CREATE TRIGGER vehicles_gbfs_static AFTER INSERT ON vehicles REFERENCING NEW TAB
   FOR EACH STATEMENT EXECUTE FUNCTION zone_rows_bump('gbfs_static');
 CREATE TRIGGER vehicles_gbfs_static_delete AFTER DELETE ON vehicles REFERENCING OLD TABLE AS old_rows
   FOR EACH STATEMENT EXECUTE FUNCTION zone_rows_bump('gbfs_static');
-CREATE TRIGGER vehicles_gbfs_static_update AFTER UPDATE ON vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION vehicles_update_bump('gbfs_static');
-CREATE TRIGGER vehicles_gbfs_status AFTER UPDATE ON vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION vehicles_update_bump('gbfs_status');
