@@ -55,35 +55,6 @@ END $$;
 
 
 --
--- Name: bump_zone_gbfs(text, boolean); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.bump_zone_gbfs(p_zone text, p_static boolean) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-  INSERT INTO zone_version_shards AS zv (zone_id, shard, gbfs_static, gbfs_status)
-  SELECT p_zone, (txid_current() % 16)::smallint, p_static::int, (NOT p_static)::int WHERE EXISTS (SELECT 1 FROM zones WHERE id = p_zone)
-  ON CONFLICT (zone_id, shard) DO UPDATE
-     SET gbfs_static = zv.gbfs_static + p_static::int, gbfs_status = zv.gbfs_status + (NOT p_static)::int;
-END $$;
-
-
---
--- Name: bump_zone_version(text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.bump_zone_version(p_zone text) RETURNS void
-    LANGUAGE plpgsql
-    AS $$
-BEGIN
-  INSERT INTO zone_version_shards AS zv (zone_id, shard, version)
-  SELECT p_zone, (txid_current() % 16)::smallint, 1 WHERE EXISTS (SELECT 1 FROM zones WHERE id = p_zone)
-  ON CONFLICT (zone_id, shard) DO UPDATE SET version = zv.version + 1;
-END $$;
-
-
---
 -- Name: current_state_from_events(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -406,6 +377,86 @@ $$;
 
 
 --
+-- Name: vehicle_rows_bump(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.vehicle_rows_bump() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+    SELECT DISTINCT txid_current(), v.zone_id, 'version' FROM new_rows n JOIN vehicles v ON v.id = n.vehicle_id
+    ON CONFLICT DO NOTHING;
+  ELSIF TG_TABLE_NAME = 'tomp_bookings' THEN
+    INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+    SELECT DISTINCT txid_current(), v.zone_id, 'version'
+      FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id JOIN vehicles v ON v.id = n.vehicle_id
+     WHERE o.id IS NULL OR o.state IS DISTINCT FROM n.state OR o.expires_at IS DISTINCT FROM n.expires_at
+    ON CONFLICT DO NOTHING;
+  ELSE
+    INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+    SELECT DISTINCT txid_current(), v.zone_id, 'version'
+      FROM new_rows n LEFT JOIN old_rows o ON o.id = n.id JOIN vehicles v ON v.id = n.vehicle_id
+     WHERE o.id IS NULL OR o.state IS DISTINCT FROM n.state
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
+END $$;
+
+
+--
+-- Name: vehicle_types_bump(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.vehicle_types_bump() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+  SELECT DISTINCT txid_current(), u.zone_id, c.counter
+    FROM (SELECT p.zone_id FROM pricing p JOIN new_rows n ON p.vehicle_type_id = n.id
+          UNION SELECT v.zone_id FROM vehicles v JOIN new_rows n ON v.vehicle_type_id = n.id) u,
+         (VALUES ('version'), ('gbfs_static')) AS c (counter)
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $$;
+
+
+--
+-- Name: vehicles_update_bump(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.vehicles_update_bump() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+  SELECT DISTINCT txid_current(), b.zone_id, b.counter
+    FROM new_rows n
+    FULL JOIN old_rows o ON o.id = n.id
+   CROSS JOIN LATERAL (VALUES
+     (n.zone_id, 'version', o.id IS NULL
+        OR o.zone_id IS DISTINCT FROM n.zone_id OR o.status IS DISTINCT FROM n.status
+        OR o.mds_state IS DISTINCT FROM n.mds_state OR o.locked IS DISTINCT FROM n.locked
+        OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id OR o.code IS DISTINCT FROM n.code
+        OR (n.mds_state NOT IN ('on_trip', 'reserved')
+            AND (o.battery_percent IS DISTINCT FROM n.battery_percent OR NOT ST_Equals(o.location, n.location)))),
+     (n.zone_id, 'gbfs_static', o.id IS NULL
+        OR o.zone_id IS DISTINCT FROM n.zone_id OR o.vehicle_type_id IS DISTINCT FROM n.vehicle_type_id),
+     (n.zone_id, 'gbfs_status', o.id IS NULL
+        OR o.gbfs_id IS DISTINCT FROM n.gbfs_id
+        OR (n.status IN ('ready', 'booked') AND o.last_seen_at IS DISTINCT FROM n.last_seen_at)),
+     (o.zone_id, 'version', n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id),
+     (o.zone_id, 'gbfs_static', n.id IS NULL OR o.zone_id IS DISTINCT FROM n.zone_id)
+   ) AS b (zone_id, counter, hit)
+   WHERE b.hit AND b.zone_id IS NOT NULL
+  ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END $$;
+
+
+--
 -- Name: zone_area_precedence(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -443,36 +494,27 @@ $$;
 
 
 --
--- Name: zone_gbfs_bump(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: zone_bumps_apply(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.zone_gbfs_bump() RETURNS trigger
+CREATE FUNCTION public.zone_bumps_apply() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-  r record := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
 BEGIN
-  CASE TG_TABLE_NAME
-    WHEN 'zones' THEN
-      PERFORM bump_zone_gbfs(r.id, true);
-    WHEN 'vehicle_types' THEN
-      -- every zone that prices the type or has a vehicle of it; its vehicle list shows the type too
-      -- (form factor, range), which 000140 does not count: bump both
-      PERFORM bump_zone_version(u.zone_id), bump_zone_gbfs(u.zone_id, true)
-         FROM (SELECT zone_id FROM pricing WHERE vehicle_type_id = r.id
-               UNION SELECT DISTINCT zone_id FROM vehicles WHERE vehicle_type_id = r.id
-               ORDER BY 1) u;
-    WHEN 'vehicles' THEN
-      -- TG_ARGV[0]: 'static' (the zone's set of vehicle types may have changed) or 'status'
-      PERFORM bump_zone_gbfs(r.zone_id, TG_ARGV[0] = 'static');
-      IF TG_OP = 'UPDATE' AND OLD.zone_id IS DISTINCT FROM NEW.zone_id THEN PERFORM bump_zone_gbfs(OLD.zone_id, true); END IF;
-    ELSE -- pricing, areas
-      PERFORM bump_zone_gbfs(r.zone_id, true);
-      IF TG_OP = 'UPDATE' AND OLD.zone_id IS DISTINCT FROM NEW.zone_id THEN PERFORM bump_zone_gbfs(OLD.zone_id, true); END IF;
-  END CASE;
+  WITH due AS (
+    DELETE FROM zone_bumps_pending WHERE txid = txid_current() RETURNING zone_id, counter)
+  INSERT INTO zone_version_shards AS zv (zone_id, shard, version, gbfs_static, gbfs_status)
+  SELECT d.zone_id, (txid_current() % 16)::smallint, count(*) FILTER (WHERE d.counter = 'version'),
+         count(*) FILTER (WHERE d.counter = 'gbfs_static'), count(*) FILTER (WHERE d.counter = 'gbfs_status')
+    FROM due d
+   WHERE EXISTS (SELECT 1 FROM zones z WHERE z.id = d.zone_id)
+   GROUP BY d.zone_id
+   ORDER BY d.zone_id
+  ON CONFLICT (zone_id, shard) DO UPDATE
+     SET version = zv.version + excluded.version, gbfs_static = zv.gbfs_static + excluded.gbfs_static,
+         gbfs_status = zv.gbfs_status + excluded.gbfs_status;
   RETURN NULL;
-END
-$$;
+END $$;
 
 
 --
@@ -490,6 +532,34 @@ BEGIN
    CROSS JOIN LATERAL zone_area_rule(z.parking_mode, 'operations') o
    CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM areas a WHERE a.zone_id = z.id AND a.area_type = 'operations') AS has_ops) h
    WHERE z.id = p_zone;
+END $$;
+
+
+--
+-- Name: zone_rows_bump(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.zone_rows_bump() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_TABLE_NAME = 'zones' THEN
+    INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+    SELECT DISTINCT txid_current(), n.id, c.counter FROM new_rows n, unnest(TG_ARGV) AS c (counter)
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+    SELECT DISTINCT txid_current(), n.zone_id, c.counter FROM new_rows n, unnest(TG_ARGV) AS c (counter)
+    ON CONFLICT DO NOTHING;
+  END IF;
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    INSERT INTO zone_bumps_pending (txid, zone_id, counter)
+    SELECT DISTINCT txid_current(), o.zone_id, c.counter FROM old_rows o, unnest(TG_ARGV) AS c (counter)
+    ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NULL;
 END $$;
 
 
@@ -523,30 +593,6 @@ BEGIN
                               CASE WHEN hit.area_type IS NULL THEN g.station_parking ELSE ar.station_parking END AS station_parking) r
    WHERE z.id = p_zone;
 END $$;
-
-
---
--- Name: zone_version_bump(); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.zone_version_bump() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-  r record := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
-BEGIN
-  CASE TG_TABLE_NAME
-    WHEN 'zones' THEN
-      PERFORM bump_zone_version(r.id);
-    WHEN 'vehicles', 'pricing' THEN
-      PERFORM bump_zone_version(r.zone_id);
-      IF TG_OP = 'UPDATE' AND OLD.zone_id IS DISTINCT FROM NEW.zone_id THEN PERFORM bump_zone_version(OLD.zone_id); END IF;
-    ELSE -- rentals, tomp_bookings: the zone the vehicle stands in
-      PERFORM bump_zone_version(v.zone_id) FROM vehicles v WHERE v.id = r.vehicle_id;
-  END CASE;
-  RETURN NULL;
-END
-$$;
 
 
 SET default_tablespace = '';
@@ -1285,6 +1331,18 @@ CREATE TABLE public.vehicle_types (
 
 
 --
+-- Name: zone_bumps_pending; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE UNLOGGED TABLE public.zone_bumps_pending (
+    txid bigint NOT NULL,
+    zone_id text NOT NULL,
+    counter text NOT NULL,
+    CONSTRAINT zone_bumps_pending_counter_check CHECK ((counter = ANY (ARRAY['version'::text, 'gbfs_static'::text, 'gbfs_status'::text])))
+);
+
+
+--
 -- Name: zone_version_shards; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1720,6 +1778,14 @@ ALTER TABLE ONLY public.vehicles
 
 
 --
+-- Name: zone_bumps_pending zone_bumps_pending_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.zone_bumps_pending
+    ADD CONSTRAINT zone_bumps_pending_pkey PRIMARY KEY (txid, zone_id, counter);
+
+
+--
 -- Name: zone_version_shards zone_version_shards_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2103,7 +2169,21 @@ ALTER INDEX public.trips_zone_hour ATTACH PARTITION public.trips_default_zone_id
 -- Name: areas areas_gbfs; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER areas_gbfs AFTER INSERT OR DELETE OR UPDATE ON public.areas DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_gbfs_bump();
+CREATE TRIGGER areas_gbfs AFTER INSERT ON public.areas REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
+
+
+--
+-- Name: areas areas_gbfs_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER areas_gbfs_delete AFTER DELETE ON public.areas REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
+
+
+--
+-- Name: areas areas_gbfs_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER areas_gbfs_update AFTER UPDATE ON public.areas REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
 
 
 --
@@ -2138,28 +2218,56 @@ CREATE TRIGGER events_dirty_insert AFTER INSERT ON public.events REFERENCING NEW
 -- Name: pricing pricing_gbfs; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER pricing_gbfs AFTER INSERT OR DELETE OR UPDATE ON public.pricing DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_gbfs_bump();
+CREATE TRIGGER pricing_gbfs AFTER INSERT ON public.pricing REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
+
+
+--
+-- Name: pricing pricing_gbfs_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pricing_gbfs_delete AFTER DELETE ON public.pricing REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
+
+
+--
+-- Name: pricing pricing_gbfs_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pricing_gbfs_update AFTER UPDATE ON public.pricing REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
 
 
 --
 -- Name: pricing pricing_zone_version; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER pricing_zone_version AFTER INSERT OR DELETE OR UPDATE ON public.pricing DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER pricing_zone_version AFTER INSERT ON public.pricing REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
+
+
+--
+-- Name: pricing pricing_zone_version_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pricing_zone_version_delete AFTER DELETE ON public.pricing REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
+
+
+--
+-- Name: pricing pricing_zone_version_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER pricing_zone_version_update AFTER UPDATE ON public.pricing REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
 
 
 --
 -- Name: rentals rentals_zone_version; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER rentals_zone_version AFTER INSERT ON public.rentals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER rentals_zone_version AFTER INSERT ON public.rentals REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicle_rows_bump();
 
 
 --
 -- Name: rentals rentals_zone_version_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER rentals_zone_version_update AFTER UPDATE ON public.rentals DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.state IS DISTINCT FROM new.state)) EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER rentals_zone_version_update AFTER UPDATE ON public.rentals REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicle_rows_bump();
 
 
 --
@@ -2187,14 +2295,14 @@ CREATE TRIGGER telemetry_dirty_insert AFTER INSERT ON public.telemetry REFERENCI
 -- Name: tomp_bookings tomp_bookings_zone_version; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER tomp_bookings_zone_version AFTER INSERT ON public.tomp_bookings DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER tomp_bookings_zone_version AFTER INSERT ON public.tomp_bookings REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicle_rows_bump();
 
 
 --
 -- Name: tomp_bookings tomp_bookings_zone_version_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER tomp_bookings_zone_version_update AFTER UPDATE ON public.tomp_bookings DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.state IS DISTINCT FROM new.state) OR (old.expires_at IS DISTINCT FROM new.expires_at))) EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER tomp_bookings_zone_version_update AFTER UPDATE ON public.tomp_bookings REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicle_rows_bump();
 
 
 --
@@ -2222,56 +2330,77 @@ CREATE TRIGGER trips_dirty_update_old AFTER UPDATE ON public.trips REFERENCING O
 -- Name: vehicle_types vehicle_types_gbfs; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER vehicle_types_gbfs AFTER UPDATE ON public.vehicle_types DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_gbfs_bump();
+CREATE TRIGGER vehicle_types_gbfs AFTER UPDATE ON public.vehicle_types REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicle_types_bump();
 
 
 --
 -- Name: vehicles vehicles_gbfs_static; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER vehicles_gbfs_static AFTER INSERT OR DELETE ON public.vehicles DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_gbfs_bump('static');
+CREATE TRIGGER vehicles_gbfs_static AFTER INSERT ON public.vehicles REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
 
 
 --
--- Name: vehicles vehicles_gbfs_static_update; Type: TRIGGER; Schema: public; Owner: -
+-- Name: vehicles vehicles_gbfs_static_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER vehicles_gbfs_static_update AFTER UPDATE ON public.vehicles DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.zone_id IS DISTINCT FROM new.zone_id) OR (old.vehicle_type_id IS DISTINCT FROM new.vehicle_type_id))) EXECUTE FUNCTION public.zone_gbfs_bump('static');
-
-
---
--- Name: vehicles vehicles_gbfs_status; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE CONSTRAINT TRIGGER vehicles_gbfs_status AFTER UPDATE ON public.vehicles DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.gbfs_id IS DISTINCT FROM new.gbfs_id) OR ((new.status = ANY (ARRAY['ready'::text, 'booked'::text])) AND (old.last_seen_at IS DISTINCT FROM new.last_seen_at)))) EXECUTE FUNCTION public.zone_gbfs_bump('status');
+CREATE TRIGGER vehicles_gbfs_static_delete AFTER DELETE ON public.vehicles REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
 
 
 --
 -- Name: vehicles vehicles_zone_version; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER vehicles_zone_version AFTER INSERT OR DELETE ON public.vehicles DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER vehicles_zone_version AFTER INSERT ON public.vehicles REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
+
+
+--
+-- Name: vehicles vehicles_zone_version_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER vehicles_zone_version_delete AFTER DELETE ON public.vehicles REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
 
 
 --
 -- Name: vehicles vehicles_zone_version_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER vehicles_zone_version_update AFTER UPDATE ON public.vehicles DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.zone_id IS DISTINCT FROM new.zone_id) OR (old.status IS DISTINCT FROM new.status) OR (old.mds_state IS DISTINCT FROM new.mds_state) OR (old.locked IS DISTINCT FROM new.locked) OR (old.vehicle_type_id IS DISTINCT FROM new.vehicle_type_id) OR (old.code IS DISTINCT FROM new.code) OR ((new.mds_state <> ALL (ARRAY['on_trip'::text, 'reserved'::text])) AND ((old.battery_percent IS DISTINCT FROM new.battery_percent) OR (NOT public.st_equals(old.location, new.location)))))) EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER vehicles_zone_version_update AFTER UPDATE ON public.vehicles REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicles_update_bump();
+
+
+--
+-- Name: zone_bumps_pending zone_bumps_apply; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER zone_bumps_apply AFTER INSERT ON public.zone_bumps_pending DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_bumps_apply();
 
 
 --
 -- Name: zones zones_gbfs; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER zones_gbfs AFTER INSERT OR UPDATE ON public.zones DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_gbfs_bump();
+CREATE TRIGGER zones_gbfs AFTER INSERT ON public.zones REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
+
+
+--
+-- Name: zones zones_gbfs_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER zones_gbfs_update AFTER UPDATE ON public.zones REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('gbfs_static');
 
 
 --
 -- Name: zones zones_zone_version; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE CONSTRAINT TRIGGER zones_zone_version AFTER INSERT OR UPDATE ON public.zones DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.zone_version_bump();
+CREATE TRIGGER zones_zone_version AFTER INSERT ON public.zones REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
+
+
+--
+-- Name: zones zones_zone_version_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER zones_zone_version_update AFTER UPDATE ON public.zones REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.zone_rows_bump('version');
 
 
 --
