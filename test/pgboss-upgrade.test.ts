@@ -53,7 +53,8 @@ describe('pg-boss 10 → 12: the republishes an operator queued survive the upgr
   });
 
   it('the migration keeps the waiting republish and drops the old schema; ensureQueues sends it to pg-boss 12 once', async () => {
-    expect((await migrate(database.url, HOURLY_FEEDS)).applied).to.deep.equal(['000240_pgboss_12']);
+    // 000240 and whatever came after it (the database was migrated up to 000230)
+    expect((await migrate(database.url, HOURLY_FEEDS)).applied[0]).to.equal('000240_pgboss_12');
     expect((await client.query(`SELECT to_regnamespace('pgboss') IS NULL AS gone`)).rows[0].gone).to.equal(true);
     expect((await client.query(`SELECT queue, data FROM pgboss_carryover`)).rows).to.deep.equal([{ queue: HOUR_QUEUE, data: republish }]);
 

@@ -89,7 +89,9 @@ export class MqttGateway implements VehicleGateway {
   /** Disconnects; commands still waiting fail as unreachable. */
   async close(): Promise<void> {
     for (const [key, p] of this.pending) this.settle(key, p, new GatewayError(`${p.command} abandoned: the gateway is closing`, 'unreachable', p.command));
-    await this.client.endAsync();
+    // forced: every command is settled already, and a graceful end would wait for the broker's
+    // acknowledgements of what nobody waits for any more
+    await this.client.endAsync(true);
   }
 
   private send(vehicleId: string, command: VehicleCommand): Promise<void> {
