@@ -50,7 +50,7 @@ VEHICLES ?= 200
 SEED ?= 42
 
 # no import cycle among the project's modules, type-only imports included; silent unless it finds one
-NO_CYCLES = out=$$(npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.json api lib publisher schemas ops scripts bin 2>&1) || { echo "$$out"; exit 1; }
+NO_CYCLES = out=$$(npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.json api lib publisher ingest schemas ops scripts bin 2>&1) || { echo "$$out"; exit 1; }
 
 .PHONY: window help setup deps db build run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
 

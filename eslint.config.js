@@ -7,17 +7,18 @@
 //   lib/domain/         rentals, TOMP holds, zones, pricing, credentials, fleet events, the MDS state machine, the gateway
 //   lib/feeds/          feed records, roles, hours, the hourly-feed catalogue, GBFS builders
 //   lib/publication/    what the API and the publisher share of published objects: keys, queue, status
-//   api/  publisher/  ops/  scripts/  bin/   the processes and tools, each on top of lib/
+//   api/  publisher/  ingest/  ops/  scripts/  bin/   the processes and tools, each on top of lib/
 //
 // Each layer of lib/ imports only the layers below it; lib/ imports none of the processes; the API
 // and the publisher meet only in Postgres and the object store, so neither imports the other; the
-// ops CLI's code (ops/) runs the publisher's backfill in process, never the API.
+// vehicle ingest meets them only in Postgres; the ops CLI's code (ops/) runs the publisher's backfill
+// in process, never the API or the ingest.
 import tseslint from 'typescript-eslint';
 import { importX } from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 const LIB_LAYERS = ['core', 'domain', 'feeds', 'publication'];
-const PROCESSES = ['api', 'publisher', 'ops', 'bin', 'scripts', 'test', 'bench'];
+const PROCESSES = ['api', 'publisher', 'ingest', 'ops', 'bin', 'scripts', 'test', 'bench'];
 
 /** import-x/no-restricted-paths zones: `target` may not import from any of `from` (folders from the root) */
 const zone = (target, from, message) => ({ target: `./${target}`, from: from.map((f) => `./${f}`), message });
@@ -33,15 +34,24 @@ const layering = [
   ),
   zone(
     'api',
-    ['publisher', 'ops', 'bin', 'scripts', 'test', 'bench'],
+    ['publisher', 'ingest', 'ops', 'bin', 'scripts', 'test', 'bench'],
     'the API and the publisher meet only in Postgres and the object store: move what both run to lib/',
   ),
   zone(
     'publisher',
-    ['api', 'ops', 'bin', 'scripts', 'test', 'bench'],
+    ['api', 'ingest', 'ops', 'bin', 'scripts', 'test', 'bench'],
     'the publisher and the API meet only in Postgres and the object store: move what both run to lib/',
   ),
-  zone('ops', ['api', 'bin', 'scripts', 'test', 'bench'], 'the ops CLI runs lib/ and the publisher in process, never the API: move what both run to lib/'),
+  zone(
+    'ingest',
+    ['api', 'publisher', 'ops', 'bin', 'scripts', 'test', 'bench'],
+    'the ingest meets the API and the publisher only in Postgres: move what they share to lib/',
+  ),
+  zone(
+    'ops',
+    ['api', 'ingest', 'bin', 'scripts', 'test', 'bench'],
+    'the ops CLI runs lib/ and the publisher in process, never the API or the ingest: move what they share to lib/',
+  ),
 ];
 
 export default tseslint.config(

@@ -19,8 +19,8 @@ import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { DIST_DIR, ROOT } from '../lib/core/paths.js';
 
-/** the processes of the platform: one machine (make run), the API, the publisher, the ops CLI */
-export const ENTRIES = ['bin/run.ts', 'bin/api.ts', 'bin/publisher.ts', 'bin/ops.ts'];
+/** the processes of the platform: one machine (make run), the API, the publisher, the vehicle ingest, the ops CLI */
+export const ENTRIES = ['bin/run.ts', 'bin/api.ts', 'bin/publisher.ts', 'bin/ingest.ts', 'bin/ops.ts'];
 
 /** Bundles `entries` (paths relative to the root) into dist/<name>.mjs; the paths written. */
 export async function buildEntries(entries: string[] = ENTRIES): Promise<string[]> {

@@ -1043,6 +1043,8 @@ CREATE TABLE public.vehicles (
     license_plate text NOT NULL,
     license_plate_id text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    state_reported_at timestamp with time zone,
+    faults text[] DEFAULT '{}'::text[] NOT NULL,
     CONSTRAINT vehicles_battery_percent_check CHECK (((battery_percent >= 0) AND (battery_percent <= 100))),
     CONSTRAINT vehicles_code_check CHECK ((code ~ '^[A-Z0-9]{4}$'::text)),
     CONSTRAINT vehicles_mds_state_check CHECK ((mds_state = ANY (ARRAY['removed'::text, 'available'::text, 'non_operational'::text, 'reserved'::text, 'on_trip'::text, 'non_contactable'::text, 'missing'::text, 'elsewhere'::text]))),
@@ -1959,14 +1961,14 @@ CREATE INDEX rentals_vehicle ON public.rentals USING btree (vehicle_id, started_
 -- Name: telemetry_device_ts; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX telemetry_device_ts ON ONLY public.telemetry USING btree (device_id, ts DESC);
+CREATE UNIQUE INDEX telemetry_device_ts ON ONLY public.telemetry USING btree (device_id, ts DESC);
 
 
 --
 -- Name: telemetry_default_device_id_ts_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX telemetry_default_device_id_ts_idx ON public.telemetry_default USING btree (device_id, ts DESC);
+CREATE UNIQUE INDEX telemetry_default_device_id_ts_idx ON public.telemetry_default USING btree (device_id, ts DESC);
 
 
 --

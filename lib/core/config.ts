@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { isUuid } from './uuid.js';
 
 /** The limits of the API's admission control (api/kit/admission.ts), parsed here with the rest. */
@@ -108,6 +108,29 @@ export interface Config {
    * lib/domain/vehicles/mqtt-gateway.ts; without it the simulated gateway answers (lib/domain/runtime.ts).
    */
   readonly mqtt?: { readonly url: string; readonly username: string; readonly password: string };
+  /** The vehicle ingest (bin/ingest.ts, ingest/): how it batches, what it refuses, who it is. */
+  readonly ingest: {
+    /**
+     * INGEST_ID: this process's stable name among the ingest processes: its MQTT client id is
+     * `ingest-{id}`, and its broker session (what it has not acknowledged yet) waits for a process of
+     * the same name to come back. Default: the host name.
+     */
+    readonly id: string;
+    /** INGEST_BATCH_MAX: reports written in one transaction at most */
+    readonly batchMax: number;
+    /** INGEST_BATCH_MS: how long the first report of a batch waits for more before the batch is written */
+    readonly batchMs: number;
+    /** INGEST_SESSION_EXPIRY_SECONDS: how long the broker keeps an ingest's session while it is gone */
+    readonly sessionExpirySeconds: number;
+    /** INGEST_MAX_AGE_HOURS: a report taken longer ago is refused (too_old) */
+    readonly maxAgeHours: number;
+    /** INGEST_MAX_AHEAD_MS: a report stamped further in the future (a vehicle's wrong clock) is refused */
+    readonly maxAheadMs: number;
+    /** INGEST_MAX_REPORTS_PER_MINUTE: one vehicle's reports beyond this rate (bursts of as many allowed) are refused (flood) */
+    readonly maxReportsPerMinute: number;
+    /** INGEST_METRICS_PORT: its Prometheus metrics on METRICS_HOST (default METRICS_PORT + 2) */
+    readonly metricsPort: number;
+  };
   /**
    * Statement timeout of long ops work (`make simulate`): its bulk COPY batches run far longer than
    * the request pools' 30 s.
@@ -280,12 +303,34 @@ function mqttOf(env: Env): Config['mqtt'] {
   return Object.freeze({ url, username: str(env, 'MQTT_USERNAME', 'platform'), password });
 }
 
+function ingestOf(env: Env, metrics: Config['metrics']): Config['ingest'] {
+  const id = str(
+    env,
+    'INGEST_ID',
+    hostname()
+      .replace(/[^A-Za-z0-9_-]/g, '_')
+      .slice(0, 64) || 'ingest',
+  );
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw new ConfigError(`INGEST_ID must be 1-64 letters, digits, - or _, got "${id}"`);
+  return Object.freeze({
+    id,
+    batchMax: int(env, 'INGEST_BATCH_MAX', 500, 1, 10_000),
+    batchMs: int(env, 'INGEST_BATCH_MS', 50, 0, 10_000),
+    sessionExpirySeconds: int(env, 'INGEST_SESSION_EXPIRY_SECONDS', 3600, 0, 7 * 86_400),
+    maxAgeHours: int(env, 'INGEST_MAX_AGE_HOURS', 72, 1, 24 * 365),
+    maxAheadMs: int(env, 'INGEST_MAX_AHEAD_MS', 60_000, 0, 86_400_000),
+    maxReportsPerMinute: int(env, 'INGEST_MAX_REPORTS_PER_MINUTE', 60, 1, 60_000),
+    metricsPort: int(env, 'INGEST_METRICS_PORT', metrics.port === 0 || metrics.port > 65533 ? 0 : metrics.port + 2, 0, 65535),
+  });
+}
+
 /** Parses the environment. Throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const envName = oneOf(env, 'NODE_ENV', ['development', 'test', 'production'] as const, 'development');
   const port = int(env, 'PORT', 8080, 0, 65535);
   const legacyPort = int(env, 'LEGACY_PORT', 8081, 0, 65535);
   const signingSecret = signingSecretOf(env);
+  const metrics = metricsConfig(env, envName);
   const providerId = str(env, 'PROVIDER_ID', '7c1f8d1e-4b7a-4f3e-9a51-2f6f4a8c9b10');
   if (!isUuid(providerId)) throw new ConfigError('PROVIDER_ID must be a UUID');
   const storeUrl = str(env, 'STORE_URL', 'file://.data/store');
@@ -320,7 +365,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     legacyPort,
     host: str(env, 'HOST', '127.0.0.1'),
-    metrics: metricsConfig(env, envName),
+    metrics,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`),
     publicLegacyUrl: url(env, 'PUBLIC_LEGACY_URL', `http://localhost:${legacyPort}`),
     signingSecret,
@@ -366,6 +411,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int(env, 'GATEWAY_TIMEOUT_MS', 5000, 1),
     }),
     mqtt: mqttOf(env),
+    ingest: ingestOf(env, metrics),
     opsStatementTimeoutMs: int(env, 'OPS_STATEMENT_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3_600_000),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 7, 1, 366),
     // raw telemetry only feeds live state and ride distances; events and trips back the MDS windows

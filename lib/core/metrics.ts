@@ -67,6 +67,34 @@ export const metrics = {
   dirtyHours: mk.gauge('feed_dirty_hours', 'Published hours waiting for republication'),
   queueDepth: mk.gauge('jobs_queue_depth', 'Queued jobs per queue', ['queue']),
   jobFailures: mk.gauge('jobs_failed', 'Jobs in state failed per queue (pg-boss keeps them for inspection)', ['queue']),
+  // the vehicle ingest (ingest/): every report counted once by what became of it
+  ingestReports: mk.counter(
+    'ingest_reports_total',
+    'Vehicle reports the ingest received, by channel (telemetry, state) and outcome (stored; duplicate: a redelivery already stored; stale: older than the state already applied; rejected: see ingest_rejected_total)',
+    ['channel', 'outcome'],
+  ),
+  ingestRejected: mk.counter(
+    'ingest_rejected_total',
+    'Vehicle reports the ingest refused and dropped, by reason (topic, malformed_json, schema, impossible_position, future, too_old, flood, unknown_vehicle)',
+    ['reason'],
+  ),
+  ingestBatchSeconds: mk.histogram(
+    'ingest_batch_seconds',
+    'Time to write one batch of vehicle reports (its transaction)',
+    [],
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  ),
+  ingestBatchFailures: mk.counter(
+    'ingest_batch_failures_total',
+    'Batches whose transaction failed and was tried again (nothing acknowledged until it commits)',
+  ),
+  ingestImpliedEvents: mk.counter('ingest_implied_events_total', "MDS events the ingest derived from vehicles' own reports, by event type", ['event']),
+  ingestReportAge: mk.histogram(
+    'ingest_report_age_seconds',
+    "From a report's ts to its commit: how far behind the vehicles the stored state is",
+    [],
+    [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600],
+  ),
   storeErrors: mk.counter('store_errors_total', 'Object store errors by operation', ['op']),
   storeObjectsWritten: mk.counter(
     'store_objects_written_total',

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DIST_DIR } from '../../lib/core/paths.js';
 
-type EntryName = 'run' | 'api' | 'publisher' | 'ops' | 'publisher-child';
+type EntryName = 'run' | 'api' | 'publisher' | 'ingest' | 'ops' | 'publisher-child';
 
 /** The path of an entry point's bundle: `spawn(process.execPath, [entry('api'), …])`. */
 export function entry(name: EntryName): string {

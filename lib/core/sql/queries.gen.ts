@@ -647,6 +647,52 @@ export interface Queries {
       dropped_at: Date;
     };
   };
+  /** sql/queries/ingest.sql */
+  IngestLockVehicles: {
+    params: [$1: readonly (string | null)[] | null];
+    row: {
+      id: string;
+      battery_percent: number;
+      faults: string[];
+    };
+  };
+  /** sql/queries/ingest.sql */
+  IngestTelemetry: {
+    params: [$1: readonly (string | null)[] | null, $2: readonly (Date | string | null)[] | null, $3: readonly (number | null)[] | null, $4: readonly (number | null)[] | null, $5: readonly (number | null)[] | null, $6: readonly (Date | string | null)[] | null];
+    row: {
+      stored: number;
+      current: number;
+    };
+  };
+  /** sql/queries/ingest.sql */
+  IngestState: {
+    params: [$1: readonly (string | null)[] | null, $2: readonly (Date | string | null)[] | null, $3: readonly (boolean | null)[] | null, $4: readonly (number | null)[] | null, $5: readonly (string | null)[] | null];
+    row: {
+      id: string;
+    };
+  };
+  /** sql/queries/ingest.sql */
+  IngestImpliedEventCandidates: {
+    params: [$1: readonly (string | null)[] | null];
+    row: {
+      id: string;
+      zone_id: string;
+      mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
+      battery_percent: number;
+      faults: string[];
+      last_seen_at: Date;
+      min_battery_percent: number;
+      lng: number;
+      lat: number;
+      last_event_types: string[] | null;
+      last_event_ts: Date | null;
+    };
+  };
+  /** sql/queries/ingest.sql */
+  IngestSetStatus: {
+    params: [$1: string | null, $2: string | null];
+    row: NoRow;
+  };
   /** sql/queries/mds.sql */
   MdsTripsOfHour: {
     params: [$1: string | null, $2: Date | string | null];
