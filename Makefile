@@ -14,6 +14,9 @@ export PATH := $(NODE_DIR):$(PATH)
 EMBEDDED := $(if $(DATABASE_URL),,1)
 # runs the rest of the line with DATABASE_URL: the given one, or the embedded cluster's (scripts/pg.sh with)
 WITH_DB := $(if $(EMBEDDED),scripts/pg.sh with)
+# the same for the vehicle broker: MQTT_URL as given, or the embedded Mosquitto's (scripts/mqtt.sh with,
+# which stops it again when it started it), with the demo fleet's identity
+WITH_MQTT := $(if $(MQTT_URL),,scripts/mqtt.sh with)
 # V8 options of the platform's processes (make run, the benches and every process they start, which
 # inherit NODE_OPTIONS; production sets the same, README "Scaling out"): young-generation semi-spaces
 # of at most 16 MiB, Node 20's size. Node 24's V8 grows them with the machine's memory, and on a
@@ -56,7 +59,8 @@ NO_CYCLES = out=$$(npx madge --circular --no-spinner --extensions ts --ts-config
 
 help:
 	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
-	@echo "                     fleet simulator; Ctrl-C stops it all, the embedded Postgres included when run started it"
+	@echo "                     vehicle ingest, the MQTT broker and the fleet simulator's MQTT vehicles; Ctrl-C stops it"
+	@echo "                     all, the embedded Postgres and broker included when run started them"
 	@echo "make test            the query types, the type check, the linter and formatter check, then the whole test suite"
 	@echo "make build           bundle the entry points into dist/ (scripts/build.ts): what make run and production run"
 	@echo "make typecheck       the generated query types against the migrated database, then tsc --noEmit"
@@ -74,7 +78,7 @@ help:
 	@echo "make soak            the live simulator at 10x with API traffic for SOAK_SECONDS (default 120), then checks"
 	@echo "make help            this list"
 	@echo "make db              start the embedded Postgres and leave it running (so does make ops)"
-	@echo "make db-stop         stop the embedded Postgres"
+	@echo "make db-stop         stop the embedded Postgres and the embedded MQTT broker"
 	@echo "make db-replica      a streaming replica of the embedded Postgres on the next port, for tests and benches:"
 	@echo "                     prints its URL for DATABASE_REPLICA_URL (scripts/pg.sh replica-stop removes it; db-stop too)"
 	@echo "make clean           stop the embedded Postgres and delete .data: the database, the feed files, the signing secret"
@@ -101,7 +105,7 @@ build: deps
 
 # LOG_LEVEL=info shows one line per request and per published file
 run: build
-	@SEED_DEMO=$(if $(EMBEDDED),1,0) LOG_LEVEL=$${LOG_LEVEL:-warn} NODE_OPTIONS="$(NODE_V8_OPTIONS) $$NODE_OPTIONS" $(WITH_DB) node dist/run.mjs
+	@SEED_DEMO=$(if $(EMBEDDED),1,0) LOG_LEVEL=$${LOG_LEVEL:-warn} NODE_OPTIONS="$(NODE_V8_OPTIONS) $$NODE_OPTIONS" $(WITH_DB) $(WITH_MQTT) node dist/run.mjs
 
 # the type check first (about 10 s): the suite runs through tsx, which strips types without checking them
 test: deps
@@ -174,6 +178,7 @@ soak: deps
 
 db-stop:
 	@scripts/pg.sh stop
+	@scripts/mqtt.sh stop
 
 # a read-only standby of the embedded cluster (pg_basebackup + streaming, .data/pg-replica); an external
 # DATABASE_URL has its own replicas

@@ -156,6 +156,8 @@ async function startPublisherProcess(databaseUrl: string, storeDir: string): Pro
     env: {
       ...process.env,
       NODE_ENV: 'production',
+      // no vehicle broker here: the simulated vehicles accept every command
+      MODE: 'staging',
       DATABASE_URL: databaseUrl,
       STORE_URL: `file://${storeDir}`,
       LOG_LEVEL: 'warn',
@@ -286,7 +288,7 @@ async function measure(zones: number, notes: string[]): Promise<{ figures: Recor
     }, SAMPLE_MS);
 
     const metricsPort = await freePort();
-    api = await startApiProcess(database, storeDir, { NODE_ENV: 'production', METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' });
+    api = await startApiProcess(database, storeDir, { NODE_ENV: 'production', MODE: 'staging', METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' });
     const apiPid = api.proc.pid!;
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     const apiLag = async () => loopDelay(await scrapeMetrics(metricsUrl));

@@ -92,6 +92,8 @@ const SERVER_CPUS = cpus().length >= 2 && process.env.BENCH_PIN !== '0' ? `1-${c
 function benchConfig(databaseUrl: string, storeDir: string) {
   return testConfig({
     NODE_ENV: 'production',
+    // no vehicle broker here: the simulated vehicles accept every command
+    MODE: 'staging',
     DATABASE_URL: databaseUrl,
     STORE_URL: `file://${storeDir}`,
     LOG_LEVEL: 'silent',

@@ -15,7 +15,7 @@
 import cluster from 'node:cluster';
 import { listenOrExit } from '../lib/core/listen.js';
 import { availableParallelism } from 'node:os';
-import { loadConfigOrExit, ConfigError, type Config } from '../lib/core/config.js';
+import { exitOnStartError, loadConfigOrExit, ConfigError, type Config } from '../lib/core/config.js';
 import { createContext, closeContext } from '../lib/domain/runtime.js';
 import { buildApp, buildLegacyApp, buildMetricsApp, listenerOf, withHotPath } from '../api/app.js';
 
@@ -86,7 +86,4 @@ async function main(): Promise<void> {
   else await worker(config);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+main().catch(exitOnStartError);

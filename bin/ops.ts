@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
-import { loadConfigOrExit } from '../lib/core/config.js';
+import { exitOnStartError, loadConfigOrExit } from '../lib/core/config.js';
 import { migrate } from '../lib/core/migrate.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
 import { createContext, closeContext } from '../lib/domain/runtime.js';
@@ -134,9 +134,15 @@ const program = new Command('ops').description('Operator tooling of the partner 
  * `args` are what commander passes the action: the command's arguments, then its options (each
  * command's options interface below says what its flags and their parsers give).
  */
-function withContext<A extends unknown[]>(fn: (ctx: AppContext, ...args: A) => Promise<void>): (...args: A) => Promise<void> {
+function withContext<A extends unknown[]>(
+  fn: (ctx: AppContext, ...args: A) => Promise<void>,
+  { vehicles = false }: { vehicles?: boolean } = {},
+): (...args: A) => Promise<void> {
   return async (...args: A) => {
-    const ctx = await createContext(loadConfigOrExit().config, { applicationName: 'ops', logLevel: process.env.LOG_LEVEL ?? 'warn' });
+    // only the commands that command vehicles (vehicles: true) connect to their broker
+    const ctx = await createContext(loadConfigOrExit().config, { applicationName: 'ops', logLevel: process.env.LOG_LEVEL ?? 'warn', vehicles }).catch(
+      exitOnStartError,
+    );
     try {
       await fn(ctx, ...args);
     } catch (err) {
@@ -523,17 +529,36 @@ vehicle
   .description("list the vehicle types (shared by every zone; a zone file's vehicle_types declares them), with their vehicles and priced zones")
   .action(withContext(async (ctx) => console.table(await ctx.db.many(sql('AdminListVehicleTypes')))));
 
+program
+  .command('demo-vehicle')
+  .argument('<code>', 'the vehicle code (four letters or digits, as on its handlebar) or id')
+  .argument('<behaviour>', 'refuse: it refuses every command (a jammed lock); silent: it never answers; ok: it answers again')
+  .description("tell one of make run's MQTT demo vehicles (ops/sim/mqtt-fleet.ts) to refuse its commands or stay silent, to show the error rows")
+  .action(
+    withContext(async (ctx, code: string, behaviour: string) => {
+      if (!['refuse', 'silent', 'ok'].includes(behaviour)) throw new AdminError(`behaviour must be refuse, silent or ok, got "${behaviour}"`);
+      const v = await ctx.db.maybeOne(sql('AdminFindVehicle'), [code]);
+      if (!v) throw new AdminError(`no vehicle with code or id ${code}`);
+      const { setDemoBehaviour } = await import('../ops/sim/mqtt-fleet.js');
+      const all = setDemoBehaviour(ctx.config.demoVehiclesFile, v.code, behaviour as 'refuse' | 'silent' | 'ok');
+      console.log(`vehicle ${v.code} (${v.id}): ${behaviour}; the demo vehicles told to misbehave: ${Object.keys(all).join(', ') || 'none'}`);
+    }),
+  );
+
 const rental = program.command('rental').description('rentals');
 rental
   .command('end')
   .argument('<rentalId>', 'rental id', uuid)
   .description('end a running rental internally (ENDED_INTERNALLY), e.g. when the user forgot')
   .action(
-    withContext(async (ctx, rentalId: string) => {
-      const { endRental } = await import('../lib/domain/rentals/engine.js');
-      const r = await endRental(ctx, { rentalId, endState: 'ENDED_INTERNALLY' });
-      console.log(`rental ${r.id} is ${r.state}`);
-    }),
+    withContext(
+      async (ctx, rentalId: string) => {
+        const { endRental } = await import('../lib/domain/rentals/engine.js');
+        const r = await endRental(ctx, { rentalId, endState: 'ENDED_INTERNALLY' });
+        console.log(`rental ${r.id} is ${r.state}`);
+      },
+      { vehicles: true },
+    ),
   );
 
 program.parseAsync(process.argv).catch((err) => {

@@ -12,7 +12,7 @@
  * the cluster's gauges read from Postgres) are on METRICS_HOST:PUBLISHER_METRICS_PORT, loopback by
  * default (publisher/index.ts listenPublisherMetrics); the start line logs the URL.
  */
-import { loadConfigOrExit } from '../lib/core/config.js';
+import { exitOnStartError, loadConfigOrExit } from '../lib/core/config.js';
 import { createContext, closeContext } from '../lib/domain/runtime.js';
 import { listenPublisherMetrics, startPublisher } from '../publisher/index.js';
 
@@ -40,7 +40,4 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+main().catch(exitOnStartError);

@@ -1,11 +1,15 @@
 /**
  * `make run`: the whole system on one machine, in processes as production runs it. This process
  * migrates, seeds the demo data on an empty database (with the last 24 hours of simulated operation
- * and their files), serves the API (main host, legacy host, metrics) and supervises one child: this
- * file again with the argument `background`, which runs the publisher (pg-boss workers and cron, as
- * bin/publisher.ts does), the live fleet simulator and the publication of the demo's older history.
- * The child's CPU (GBFS runs, the mapping and gzip of hourly files, the demo's month of backfill)
- * never runs on the event loop that answers partners.
+ * and their files), serves the API (main host, legacy host, metrics) and supervises its children:
+ * this file again with the argument `background`, which runs the publisher (pg-boss workers and
+ * cron, as bin/publisher.ts does), the live fleet simulator and the publication of the demo's older
+ * history; and, with a vehicle broker (MQTT_URL: make run starts the embedded one), this file with
+ * the argument `ingest`, the vehicle ingest as bin/ingest.ts runs it. The demo's vehicles are then
+ * MQTT vehicles (ops/sim/mqtt-fleet.ts): a partner's unlock goes through the broker to them, and
+ * their positions come back through the ingest. The children's CPU (GBFS runs, the mapping and gzip
+ * of hourly files, the demo's month of backfill, the ingest's batches) never runs on the event loop
+ * that answers partners.
  *
  * A child process rather than a worker thread: production runs the publisher as a process of its
  * own, and a worker thread would share this process's libuv thread pool (gzip, file writes, the
@@ -27,7 +31,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { listenOrExit } from '../lib/core/listen.js';
-import { loadConfigOrExit, type Config } from '../lib/core/config.js';
+import { exitOnStartError, loadConfigOrExit, type Config } from '../lib/core/config.js';
 import { metricsUrl } from '../lib/core/metrics-listener.js';
 import { migrate } from '../lib/core/migrate.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
@@ -36,8 +40,9 @@ import type { AppContext } from '../lib/domain/context.js';
 import { sql } from '../lib/core/sql/typed.js';
 import { addHours, floorHour, formatHour, HOUR_MS } from '../lib/feeds/hours.js';
 
-/** The argument that makes this file the background process. */
+/** The arguments that make this file one of its children. */
 const BACKGROUND = 'background';
+const INGEST = 'ingest';
 
 /** What the two processes tell each other over the IPC channel. */
 type ToBackground = { type: 'start' };
@@ -59,20 +64,11 @@ async function supervise(): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'run' });
   const { log } = ctx;
 
-  // forked first: the child loads its modules while this process migrates and seeds, and starts
-  // its work when told to (the database is ready then)
-  const child = fork(fileURLToPath(import.meta.url), [BACKGROUND], {
-    // the parent's loader (tsx) without a debugger flag: two processes cannot share its port
-    execArgv: process.execArgv.filter((a) => !a.startsWith('--inspect')),
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  // forked first: the children load their modules while this process migrates and seeds, and start
+  // their work when told to (the database is ready then)
+  const children = [forkChild(BACKGROUND, 'publisher process', log), ...(config.mqtt ? [forkChild(INGEST, 'ingest process', log)] : [])];
   // this process's own modules load meanwhile too
   const api = import('../api/app.js');
-  // (a send to a child that is gone, or a failed kill: its exit says the rest)
-  child.on('error', (err) => log.error({ err: err.message }, 'publisher process'));
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  // the child's metrics URL comes with its ready
-  const ready = new Promise<string>((resolve) => child.on('message', (m: FromBackground) => m.type === 'ready' && resolve(m.metrics)));
   const servers: Server[] = [];
 
   let stopping = false;
@@ -82,11 +78,11 @@ async function supervise(): Promise<void> {
     log.info({ why }, 'stopping');
     const deadline = setTimeout(() => {
       log.error('shutdown took too long; exiting');
-      child.kill('SIGKILL');
+      for (const c of children) c.proc.kill('SIGKILL');
       process.exit(1);
     }, config.shutdownTimeoutMs + 10_000);
     deadline.unref();
-    // stop accepting at once; requests in flight finish while the child winds down
+    // stop accepting at once; requests in flight finish while the children wind down
     const closed = Promise.all(
       servers.map(
         (s) =>
@@ -96,28 +92,30 @@ async function supervise(): Promise<void> {
           }),
       ),
     );
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    const exit = await exited;
+    for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGTERM');
+    const exits = await Promise.all(children.map((c) => c.exited));
     await closed;
     await closeContext(ctx);
     console.log('stopped');
-    process.exit(failed || !stoppedCleanly(exit) ? 1 : 0);
+    process.exit(failed || !exits.every(stoppedCleanly) ? 1 : 0);
   };
   process.on('SIGINT', () => void stop('SIGINT', false));
   process.on('SIGTERM', () => void stop('SIGTERM', false));
-  // Ctrl-C may reach the child first: it says so before it stops
-  child.on('message', (m: FromBackground) => {
-    if (m.type === 'stopping') void stop(m.signal, false);
-  });
-  void exited.then((exit) => {
-    if (stopping) return;
-    const clean = stoppedCleanly(exit);
-    if (!clean)
-      console.error(
-        `run: the publisher process (pid ${child.pid}) exited unexpectedly (${exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`}); stopping everything`,
-      );
-    void stop(exit.signal ?? 'publisher process exited', !clean);
-  });
+  for (const child of children) {
+    // Ctrl-C may reach a child first: it says so before it stops
+    child.proc.on('message', (m: FromBackground) => {
+      if (m.type === 'stopping') void stop(m.signal, false);
+    });
+    void child.exited.then((exit) => {
+      if (stopping) return;
+      const clean = stoppedCleanly(exit);
+      if (!clean)
+        console.error(
+          `run: the ${child.name} (pid ${child.proc.pid}) exited unexpectedly (${exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`}); stopping everything`,
+        );
+      void stop(exit.signal ?? `${child.name} exited`, !clean);
+    });
+  }
 
   const { applied } = await migrate(config.databaseUrl, HOURLY_FEEDS);
   if (applied.length) log.info({ applied }, 'migrations applied');
@@ -140,7 +138,7 @@ async function supervise(): Promise<void> {
     }
   }
   if (stopping) return;
-  child.send({ type: 'start' } satisfies ToBackground);
+  for (const c of children) c.proc.send({ type: 'start' } satisfies ToBackground);
 
   const { buildApp, buildLegacyApp, buildMetricsApp, withHotPath } = await api;
   // the hot path answers the cached hourly feed files before Koa (api/app.ts)
@@ -151,8 +149,32 @@ async function supervise(): Promise<void> {
   const metricsServer = await listenOrExit((req, res) => void metrics(req, res), config.metrics.port, config.metrics.host, 'METRICS_PORT', config.http);
   servers.push(metricsServer);
 
-  const publisherMetrics = await ready;
-  if (!stopping) printBanner(config, seeded, child, { api: metricsUrl(metricsServer), publisher: publisherMetrics });
+  const [publisher, ingest] = await Promise.all(children.map((c) => c.ready));
+  if (!stopping) printBanner(config, seeded, children, { api: metricsUrl(metricsServer), publisher, ingest });
+}
+
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  exited: Promise<Exit>;
+  /** its metrics URL, which comes with its ready */
+  ready: Promise<string>;
+}
+
+function forkChild(role: string, name: string, log: AppContext['log']): Child {
+  const proc = fork(fileURLToPath(import.meta.url), [role], {
+    // the parent's loader (tsx) without a debugger flag: two processes cannot share its port
+    execArgv: process.execArgv.filter((a) => !a.startsWith('--inspect')),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  // (a send to a child that is gone, or a failed kill: its exit says the rest)
+  proc.on('error', (err) => log.error({ err: err.message }, name));
+  return {
+    name,
+    proc,
+    exited: new Promise<Exit>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal }))),
+    ready: new Promise<string>((resolve) => proc.on('message', (m: FromBackground) => m.type === 'ready' && resolve(m.metrics))),
+  };
 }
 
 /** A child that ended by its own clean stop (exit 0) or by the signal of a stop (a Ctrl-C that reached it before its handlers). */
@@ -192,19 +214,51 @@ async function background(): Promise<void> {
   const ctx = await createContext(config, { applicationName: 'run-publisher' });
   const metrics = await listenPublisherMetrics(ctx);
   const publisher = await startPublisher(ctx, { cron: true });
-  const sim = config.liveSimulator ? startLiveSimulator(ctx, {}) : undefined;
+  // with a broker, the demo's vehicles speak MQTT if the broker knows them (the demo fleet's
+  // identity): they answer every command, the live simulator's and the partners', whether or not the
+  // simulator rides them. A broker's vehicles without it are real ones, which no simulator drives
+  const fleet = config.mqtt && config.demoFleet ? await connectDemoFleet(ctx) : undefined;
+  if (config.mqtt && !config.demoFleet && config.liveSimulator)
+    ctx.log.warn('a vehicle broker without the demo fleet identity (DEMO_FLEET_MQTT_USERNAME): its vehicles are real, the live simulator stays off');
+  const sim = config.liveSimulator && (fleet || !config.mqtt) ? startLiveSimulator(ctx, { fleet }) : undefined;
   // PUBLISH_CATCHUP_HOURS_PER_TICK=0 turns the history catch-up off, this one included
   const history = process.env.SEED_DEMO === '1' && config.publishCatchupHoursPerTick > 0 ? publishDemoHistory(ctx, () => publisher.tick()) : undefined;
   work.stop = async () => {
     const closed = new Promise<void>((r) => metrics.server.close(() => r()));
     metrics.server.closeIdleConnections();
     await sim?.stop();
+    await fleet?.close();
     await history?.stop();
     await publisher.stop();
     await closed;
     await closeContext(ctx);
   };
   tell({ type: 'ready', metrics: metrics.url });
+}
+
+/** The demo's vehicles on the broker, as the demo fleet (its identity from scripts/mqtt.sh). */
+async function connectDemoFleet(ctx: AppContext) {
+  const { MqttFleet } = await import('../ops/sim/mqtt-fleet.js');
+  const codes = new Map((await ctx.db.many(sql('SimVehicleCodes'))).map((v) => [v.id, v.code]));
+  return MqttFleet.connect({ ...ctx.config.mqtt!, ...ctx.config.demoFleet!, log: ctx.log, codes, behaviourFile: ctx.config.demoVehiclesFile });
+}
+
+/**
+ * An ingest child: bin/ingest.ts's process once the supervisor says start (the database migrated).
+ */
+async function ingestChild(): Promise<void> {
+  const { config } = loadConfigOrExit();
+  const tell = (m: FromBackground) => {
+    if (process.connected) process.send!(m);
+  };
+  const { runIngestProcess } = await import('../ingest/main.js');
+  const gone = new Promise<string>((resolve) => process.on('disconnect', () => resolve('supervisor gone')));
+  await new Promise<void>((resolve) => process.on('message', (m: ToBackground) => m.type === 'start' && resolve()));
+  await runIngestProcess(config, {
+    onReady: (metrics) => tell({ type: 'ready', metrics }),
+    onStopping: (signal) => tell({ type: 'stopping', signal }),
+    stopWhen: gone,
+  });
 }
 
 /**
@@ -252,7 +306,8 @@ function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { st
   };
 }
 
-function printBanner(config: Config, seeded: boolean, child: ChildProcess, metrics: { api: string; publisher: string }): void {
+function printBanner(config: Config, seeded: boolean, children: Child[], metrics: { api: string; publisher: string; ingest?: string }): void {
+  const [publisher, ingest] = children;
   const b = config.publicBaseUrl;
   const l = config.publicLegacyUrl;
   console.log(`
@@ -268,14 +323,18 @@ function printBanner(config: Config, seeded: boolean, child: ChildProcess, metri
   API docs             ${b}/docs
   Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)
   Health               ${b}/healthz  ${b}/readyz
-  Metrics              API ${metrics.api}   publisher ${metrics.publisher}   (each process its own; not on the public host${config.metrics.token ? ', the API there with METRICS_TOKEN' : ''})
-  Processes            API ${process.pid}; publisher${config.liveSimulator ? ' and fleet simulator' : ''} ${child.pid} (log lines carry the pid)
+  Metrics              API ${metrics.api}   publisher ${metrics.publisher}${metrics.ingest ? `   ingest ${metrics.ingest}` : ''}   (each process its own; not on the public host${config.metrics.token ? ', the API there with METRICS_TOKEN' : ''})
+  Processes            API ${process.pid}; publisher${config.liveSimulator ? ' and fleet simulator' : ''} ${publisher.proc.pid}${ingest ? `; vehicle ingest ${ingest.proc.pid}` : ''} (log lines carry the pid)${
+    config.mqtt
+      ? `
+  Vehicle broker       ${config.mqtt.url} (MQTT 5; the protocol: ${b}/asyncapi.json, docs/vehicles.md)${
+    config.demoFleet ? `; the demo's vehicles speak MQTT: make ops ARGS="demo-vehicle CODE refuse|silent|ok" makes one refuse or stay silent` : ''
+  }`
+      : ''
+  }
 
   Demo zones: berlin (free-floating), copenhagen (parking spots). Ctrl-C stops everything.
 `);
 }
 
-(process.argv[2] === BACKGROUND ? background() : supervise()).catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+(process.argv[2] === BACKGROUND ? background() : process.argv[2] === INGEST ? ingestChild() : supervise()).catch(exitOnStartError);

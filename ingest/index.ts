@@ -31,7 +31,7 @@ import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient, type P
 import type { AppContext } from '../lib/domain/context.js';
 import { metrics } from '../lib/core/metrics.js';
 import { INGEST_FILTERS, QOS } from '../lib/domain/vehicles/protocol.js';
-import { decodeReport, FloodGuard, type RejectReason } from './reports.js';
+import { decodeReport, FloodGuard, REJECT_REASONS, type RejectReason } from './reports.js';
 import { writeBatch, type BatchResult, type Received } from './write.js';
 
 export interface IngestOptions {
@@ -73,6 +73,8 @@ export function startIngest(ctx: AppContext, opts: IngestOptions): Ingest {
   const flood = new FloodGuard(cfg.maxReportsPerMinute);
   const totals = { received: 0, stored: 0, duplicate: 0, rejected: 0, batches: 0 };
   const rejectLog = new Map<RejectReason, { at: number; suppressed: number }>();
+  // every reason's series from the start, so that a rate over them is 0 rather than absent
+  for (const reason of REJECT_REASONS) metrics.ingestRejected.inc({ reason }, 0);
 
   const pending: Held[] = [];
   let timer: NodeJS.Timeout | undefined;

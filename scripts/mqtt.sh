@@ -5,12 +5,13 @@
 #
 #   scripts/mqtt.sh install        install Mosquitto (and its clients) from Debian's packages if missing
 #   scripts/mqtt.sh init DIR       a broker's files in DIR (config, password file, ACL, the platform's
-#                                  password) unless there; prints its port (the tests start their own
+#                                  and the demo fleet's passwords) unless there; prints its port (the tests start their own
 #                                  brokers this way: test/support/mqtt.ts)
 #   scripts/mqtt.sh ensure         install, init .data/mqtt, start the broker if stopped; prints its URL
 #   scripts/mqtt.sh with CMD…      ensure, run CMD with MQTT_URL, MQTT_USERNAME, MQTT_PASSWORD_FILE and
-#                                  MQTT_BROKER_DIR set, then stop the broker when this call started it
-#                                  and no other `with` still runs: what `make run` and `make test` use
+#                                  MQTT_BROKER_DIR set (and the demo fleet's DEMO_FLEET_MQTT_USERNAME,
+#                                  DEMO_FLEET_MQTT_PASSWORD_FILE), then stop the broker when this call
+#                                  started it and no other `with` still runs: what `make run` uses
 #   scripts/mqtt.sh stop           stop the broker (`make db-stop` stops it too)
 #   scripts/mqtt.sh status | url   whether it runs; its URL
 #
@@ -104,8 +105,35 @@ log_type warning
 log_type notice
 connection_messages false
 EOF
+  demo_fleet "$dir"
   echo "$port" >"$dir/port"
   echo "$port"
+}
+
+# demo_fleet DIR: the identity of make run's simulated fleet (ops/sim/mqtt-fleet.ts), once: one
+# connection that speaks for every demo vehicle, as a vendor's IoT backend would (its reports, its
+# replies, its commands). Only the project-local broker has it; a production broker's vehicles are
+# real. Added to a broker made before it existed, and taken at once by a running one (SIGHUP).
+demo_fleet() {
+  local dir="$1"
+  [ -f "$dir/demo-fleet-secret" ] && return 0
+  (
+    umask 077
+    head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$dir/demo-fleet-secret"
+  )
+  for f in passwd.base passwd; do mosquitto_passwd -b "$dir/$f" demo-fleet "$(cat "$dir/demo-fleet-secret")"; done
+  for f in acl.base acl; do
+    cat >>"$dir/$f" <<'EOF'
+
+# make run's simulated fleet: every vehicle's reports and replies, and every vehicle's commands.
+user demo-fleet
+topic write vehicles/+/telemetry
+topic write vehicles/+/state
+topic write vehicles/+/replies/+
+topic read vehicles/+/commands
+EOF
+  done
+  if [ -f "$dir/mosquitto.pid" ]; then kill -HUP "$(cat "$dir/mosquitto.pid")" 2>/dev/null || true; fi
 }
 
 running() { [ -f "$DIR/mosquitto.pid" ] && kill -0 "$(cat "$DIR/mosquitto.pid")" 2>/dev/null; }
@@ -133,6 +161,7 @@ start() {
 ensure() {
   install_packages
   init "$DIR" >/dev/null
+  demo_fleet "$DIR"
   running || start
 }
 
@@ -169,6 +198,7 @@ with_broker() {
   : >"$LEASES/$$"
   flock -u 8
   export MQTT_URL MQTT_USERNAME=platform MQTT_PASSWORD_FILE="$DIR/platform-secret" MQTT_BROKER_DIR="$DIR"
+  export DEMO_FLEET_MQTT_USERNAME=demo-fleet DEMO_FLEET_MQTT_PASSWORD_FILE="$DIR/demo-fleet-secret"
   MQTT_URL="$(url)"
   # as scripts/pg.sh's `with`: the command in the background, SIGTERM/SIGHUP passed on
   local child rc=0

@@ -103,7 +103,7 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
       expect(status()).to.equal('stopped');
     });
 
-    it('Ctrl-C of make run (bin/run.ts: the API and its publisher process) stops both, then the cluster it started', async function () {
+    it('Ctrl-C of make run (bin/run.ts: the API, its publisher and its ingest process) stops them all, then the broker and the cluster it started', async function () {
       this.timeout(180_000);
       const runEnv = {
         ...env,
@@ -114,10 +114,20 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
         LIVE_SIMULATOR: 'false',
         LOG_LEVEL: 'warn',
       };
-      // as the Makefile's run target: pg.sh with node dist/run.mjs, in a process group of its own
-      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', process.execPath, entry('run')], {
+      // as the Makefile's run target: pg.sh with mqtt.sh with node dist/run.mjs, in a process group of
+      // its own; make run's environment, not the suite's (NODE_ENV=test would simulate the vehicles)
+      copyFileSync(join(ROOT, 'scripts', 'mqtt.sh'), join(dir, 'scripts', 'mqtt.sh'));
+      const child = spawn(join(dir, 'scripts', 'pg.sh'), ['with', join(dir, 'scripts', 'mqtt.sh'), 'with', process.execPath, entry('run')], {
         cwd: ROOT,
-        env: runEnv,
+        env: {
+          ...runEnv,
+          NODE_ENV: 'development',
+          EMBEDDED_MQTT_PORT: String(await freePort()),
+          METRICS_PORT: '0',
+          PUBLISHER_METRICS_PORT: '0',
+          INGEST_METRICS_PORT: '0',
+          DEMO_VEHICLES_FILE: join(dir, 'demo-vehicles.json'),
+        },
         detached: true,
       });
       let out = '';
@@ -130,12 +140,17 @@ describe('newcomer: make help, the embedded Postgres, ops docs, audit', function
       while (!out.includes('Ctrl-C stops everything') && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       expect(out, err).to.contain('Ctrl-C stops everything');
       const publisherPid = Number(/Processes +API \d+; publisher (\d+)/.exec(out)?.[1]);
+      const ingestPid = Number(/; vehicle ingest (\d+)/.exec(out)?.[1]);
+      expect(ingestPid, out).to.be.greaterThan(0);
       process.kill(-child.pid!, 'SIGINT');
       const [code] = await exited;
       expect(code, `${out}\n${err}`).to.equal(0);
       expect(out).to.contain('stopped');
       expect(`${out}${err}`).to.not.contain('exited unexpectedly');
       expect(() => process.kill(publisherPid, 0), 'the publisher process is gone').to.throw();
+      expect(() => process.kill(ingestPid, 0), 'the ingest process is gone').to.throw();
+      expect(err, 'the broker it started was stopped').to.contain('[mqtt] stopped');
+      expect(spawnSync(join(dir, 'scripts', 'mqtt.sh'), ['status'], { encoding: 'utf8' }).stdout.trim()).to.equal('stopped');
       expect(err, 'no session of the run was left when pg.sh looked').to.contain('[pg] stopped');
       expect(status()).to.equal('stopped');
     });

@@ -14,7 +14,7 @@
  * files are out (the README says within 15 s), and when the run would fall into Copenhagen's sleep
  * window (01:00–05:00 local) the TOMP block books in berlin, as the README tells a reader to.
  */
-import { freePort } from './support/faults.js';
+import { freePort, waitFor } from './support/faults.js';
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -30,6 +30,9 @@ import { HOUR_QUEUE } from '../lib/publication/queue.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import { readWalkthroughBlocks, requireTools, runWalkthrough, type BlockRun, type WalkthroughRun } from './support/walkthrough.js';
 import { entry } from './support/entries.js';
+import { startBroker, type TestBroker } from './support/mqtt.js';
+import mqtt, { type MqttClient } from 'mqtt';
+import { commandTopic, parseVehicleTopic, QOS } from '../lib/domain/vehicles/protocol.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const BLOCKS = readWalkthroughBlocks(README);
@@ -89,13 +92,31 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
   let run: WalkthroughRun;
   let reportExpected: number;
   let failed = false;
+  // make run's vehicle broker: the demo's vehicles answer there (ops/sim/mqtt-fleet.ts), and a
+  // listener with the platform's identity hears every command sent to them
+  let broker: TestBroker | undefined;
+  let listener: MqttClient | undefined;
+  const commands: Array<{ vehicleId: string; command: string }> = [];
 
   before(async function () {
     requireTools(this, ['bash', 'curl', 'jq', 'base64', 'date', 'sed']);
     database = await cloneDatabase();
     store = mkdtempSync(join(tmpdir(), 'walkthrough-store-'));
     cwd = mkdtempSync(join(tmpdir(), 'walkthrough-cwd-'));
-    const [port, legacyPort, metricsPort, publisherMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [port, legacyPort, metricsPort, publisherMetricsPort, ingestMetricsPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
+    broker = await startBroker();
+    listener = await mqtt.connectAsync(broker.url, { protocolVersion: 5, ...broker.platform, clientId: 'walkthrough-listener', reconnectPeriod: 0 });
+    listener.on('message', (topic, payload) => {
+      const at = parseVehicleTopic(topic);
+      if (at) commands.push({ vehicleId: at.vehicleId, command: (JSON.parse(payload.toString()) as { command: string }).command });
+    });
+    await listener.subscribeAsync(commandTopic('+'), { qos: QOS });
     child = spawn(process.execPath, [entry('run')], {
       cwd: ROOT,
       env: {
@@ -108,6 +129,13 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
         LEGACY_PORT: String(legacyPort),
         METRICS_PORT: String(metricsPort),
         PUBLISHER_METRICS_PORT: String(publisherMetricsPort),
+        INGEST_METRICS_PORT: String(ingestMetricsPort),
+        MQTT_URL: broker.url,
+        MQTT_USERNAME: broker.platform.username,
+        MQTT_PASSWORD: broker.platform.password,
+        DEMO_FLEET_MQTT_USERNAME: broker.demoFleet.username,
+        DEMO_FLEET_MQTT_PASSWORD: broker.demoFleet.password,
+        DEMO_VEHICLES_FILE: join(cwd, 'demo-vehicles.json'),
         PUBLIC_BASE_URL: `http://localhost:${port}`,
         PUBLIC_LEGACY_URL: `http://localhost:${legacyPort}`,
         SEED_DEMO: '1',
@@ -178,6 +206,8 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
       if (child.exitCode === null) child.kill('SIGKILL');
     }
     await db?.close();
+    await listener?.endAsync(true);
+    await broker?.close();
     if (failed && database) {
       console.log(`      kept for inspection: database ${database.name} (psql ${database.url}), store ${store}\n      bin/run.ts output:\n${log}`);
     } else {
@@ -251,6 +281,17 @@ describe('README walkthrough (the commands, against a fresh make-run demo)', fun
       [rentalId, userId],
     );
     expect(r).to.deep.equal({ state: 'ENDED', photo_decision: 'good-parking', external_id: 'ada-1', partner: 'Demo Partner App' });
+  });
+
+  it('partner block: the rental unlocked and locked its vehicle over MQTT, and the vehicle reported its lock back', async () => {
+    const rentalId = idIn('partner', /^\/v1\/rental\/.+\/end$/);
+    const { vehicle_id } = await db!.one<{ vehicle_id: string }>('SELECT vehicle_id FROM rentals WHERE id = $1', [rentalId]);
+    expect(commands.filter((c) => c.vehicleId === vehicle_id).map((c) => c.command)).to.deep.equal(['unlock', 'lock']);
+    // the demo vehicle's state report (vehicles/{id}/state) came through the ingest
+    const v = await waitFor('a state report of the vehicle ingested', () =>
+      db!.maybeOne<{ locked: boolean }>('SELECT locked FROM vehicles WHERE id = $1 AND state_reported_at IS NOT NULL', [vehicle_id]),
+    );
+    expect(v.locked).to.equal(true);
   });
 
   it('TOMP block: a one-stop booking in copenhagen (berlin while copenhagen sleeps), its leg finished, final pricing', () => {

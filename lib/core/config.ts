@@ -108,6 +108,15 @@ export interface Config {
    * lib/domain/vehicles/mqtt-gateway.ts; without it the simulated gateway answers (lib/domain/runtime.ts).
    */
   readonly mqtt?: { readonly url: string; readonly username: string; readonly password: string };
+  /**
+   * The demo fleet's identity on the broker (DEMO_FLEET_MQTT_USERNAME, DEMO_FLEET_MQTT_PASSWORD or
+   * DEMO_FLEET_MQTT_PASSWORD_FILE; scripts/mqtt.sh gives the embedded broker's): with it, `make run`'s
+   * live simulator drives MQTT vehicles (ops/sim/mqtt-fleet.ts). With a broker but without it, the
+   * broker's vehicles are real and the live simulator stays off.
+   */
+  readonly demoFleet?: { readonly username: string; readonly password: string };
+  /** DEMO_VEHICLES_FILE: what the demo's vehicles are told to do (`ops demo-vehicle`), .data/demo-vehicles.json by default */
+  readonly demoVehiclesFile: string;
   /** The vehicle ingest (bin/ingest.ts, ingest/): how it batches, what it refuses, who it is. */
   readonly ingest: {
     /**
@@ -303,6 +312,26 @@ function mqttOf(env: Env): Config['mqtt'] {
   return Object.freeze({ url, username: str(env, 'MQTT_USERNAME', 'platform'), password });
 }
 
+function secretOf(env: Env, name: string): string | undefined {
+  const value = env[name];
+  if (value) return value;
+  const file = env[`${name}_FILE`];
+  if (!file) return undefined;
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(`${name}_FILE=${file}: ${(err as Error).message}`);
+  }
+}
+
+function demoFleetOf(env: Env): Config['demoFleet'] {
+  const username = env.DEMO_FLEET_MQTT_USERNAME;
+  if (!username) return undefined;
+  const password = secretOf(env, 'DEMO_FLEET_MQTT_PASSWORD');
+  if (!password) throw new ConfigError('DEMO_FLEET_MQTT_USERNAME is set: DEMO_FLEET_MQTT_PASSWORD or DEMO_FLEET_MQTT_PASSWORD_FILE is required');
+  return Object.freeze({ username, password });
+}
+
 function ingestOf(env: Env, metrics: Config['metrics']): Config['ingest'] {
   const id = str(
     env,
@@ -412,6 +441,8 @@ export function loadConfig(env: Env = process.env): Config {
     }),
     mqtt: mqttOf(env),
     ingest: ingestOf(env, metrics),
+    demoFleet: demoFleetOf(env),
+    demoVehiclesFile: str(env, 'DEMO_VEHICLES_FILE', '.data/demo-vehicles.json'),
     opsStatementTimeoutMs: int(env, 'OPS_STATEMENT_TIMEOUT_MS', 30 * 60_000, 1000, 24 * 3_600_000),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 7, 1, 366),
     // raw telemetry only feeds live state and ride distances; events and trips back the MDS windows
@@ -441,6 +472,19 @@ export function testConfig(overrides: Env = {}): Config {
  * variable (no stack trace for an operator's typo). `extra` parses entry-point-specific variables
  * under the same rule.
  */
+/**
+ * How an entry point's start fails: a ConfigError is the operator's to fix (one line, exit 2, as
+ * loadConfigOrExit), anything else is a crash (its stack, exit 1).
+ */
+export function exitOnStartError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    console.error(`configuration error: ${err.message}`);
+    process.exit(2);
+  }
+  console.error(err);
+  process.exit(1);
+}
+
 export function loadConfigOrExit<T = undefined>(extra?: (env: Env) => T): { config: Config; extra: T } {
   try {
     return { config: loadConfig(), extra: (extra ? extra(process.env) : undefined) as T };

@@ -16,6 +16,7 @@ import type { AppContext } from '../../lib/domain/context.js';
 import { sql } from '../../lib/core/sql/typed.js';
 import { recordEvent } from '../../lib/domain/fleet/events.js';
 import { recordTelemetry } from './telemetry.js';
+import type { MqttFleet } from './mqtt-fleet.js';
 import type { MdsState } from '../../lib/domain/fleet/state-machine.js';
 import { endRental, startRental } from '../../lib/domain/rentals/engine.js';
 import { isRentalError } from '../../lib/domain/rentals/errors.js';
@@ -35,6 +36,12 @@ export interface LiveOptions {
   tickMs?: number;
   /** no timer: the caller drives `tick()` (tests) */
   manual?: boolean;
+  /**
+   * The vehicles speak MQTT (ops/sim/mqtt-fleet.ts): their positions and batteries go through the
+   * broker and the ingest (bin/ingest.ts), as a real fleet's do. Without it (tests, staging) the
+   * simulator writes them into Postgres itself.
+   */
+  fleet?: MqttFleet;
 }
 
 export interface LiveSimulator {
@@ -134,6 +141,8 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
     const moved = Math.min(1, elapsedS / (ride.plan.movingS || 1)) * ride.plan.distanceM;
     const [lng, lat] = along(ride.plan.path, moved);
     const battery = Math.max(0, Math.round(ride.startBattery - moved * ride.plan.drainPerM));
+    ride.lastTelemetryAt = now;
+    if (opts.fleet) return opts.fleet.report(ride.vehicleId, { ts: now, lat, lng, battery_percent: battery });
     await recordTelemetry(ctx.db, {
       deviceId: ride.vehicleId,
       zoneId: ride.zone.id,
@@ -142,7 +151,6 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
       batteryPercent: battery,
       tripId: ride.tripId,
     });
-    ride.lastTelemetryAt = now;
   }
 
   async function finish(ride: Ride): Promise<void> {
@@ -281,10 +289,14 @@ export function startLiveSimulator(ctx: AppContext, opts: LiveOptions = {}): Liv
           location: { lat: at[1], lng: at[0] },
           batteryPercent: battery,
         });
-        await recordTelemetry(tx, { deviceId: vehicleId, zoneId: zone.id, ts: now, location: { lat: at[1], lng: at[0] }, batteryPercent: battery });
+        // the vehicle reports its new battery itself when it speaks MQTT (below)
+        if (!opts.fleet)
+          await recordTelemetry(tx, { deviceId: vehicleId, zoneId: zone.id, ts: now, location: { lat: at[1], lng: at[0] }, batteryPercent: battery });
         await tx.query(sql('SimLiveSetVehicle'), [vehicleId, status, battery, now]);
       });
       touched.add(vehicleId);
+      // after the event: the report is newer than the vehicle's state the event left
+      if (opts.fleet) await opts.fleet.report(vehicleId, { ts: Date.now(), lat: at[1], lng: at[0], battery_percent: Math.round(battery) });
     } catch (err) {
       // a rental or another operator got there first: the state machine said no
       log.debug({ err, vehicleId, eventTypes }, 'operator event skipped');

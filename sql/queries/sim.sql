@@ -262,3 +262,7 @@ INSERT INTO database_marks (mark, set_at) VALUES ('demo', $1) ON CONFLICT (mark)
 -- Which partners ride in bulk history (ops/sim/history.ts): the demo's on a demo database, else the
 -- simulator's own tenant.
 SELECT EXISTS (SELECT 1 FROM database_marks WHERE mark = 'demo') AS demo;
+
+-- name: SimVehicleCodes
+-- Every vehicle's code: the demo fleet names its vehicles by them (ops/sim/mqtt-fleet.ts).
+SELECT id, code FROM vehicles ORDER BY code;

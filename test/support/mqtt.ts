@@ -19,6 +19,8 @@ export interface TestBroker {
   url: string;
   /** the platform's service identity (user `platform`) */
   platform: { username: string; password: string };
+  /** make run's simulated fleet (user `demo-fleet`: every vehicle's reports and replies, every vehicle's commands) */
+  demoFleet: { username: string; password: string };
   /** a vehicle's credentials in the broker's password file, live after the broker rereads it (SIGHUP) */
   addVehicle(vehicleId: string, password: string): Promise<void>;
   close(): Promise<void>;
@@ -61,6 +63,7 @@ export async function startBroker(): Promise<TestBroker> {
   return {
     url,
     platform: { username: 'platform', password: readFileSync(join(dir, 'platform-secret'), 'utf8').trim() },
+    demoFleet: { username: 'demo-fleet', password: readFileSync(join(dir, 'demo-fleet-secret'), 'utf8').trim() },
     async addVehicle(vehicleId, password) {
       execFileSync('mosquitto_passwd', ['-b', join(dir, 'passwd'), vehicleId, password]);
       child.kill('SIGHUP');

@@ -1904,6 +1904,14 @@ export interface Queries {
       demo: boolean;
     };
   };
+  /** sql/queries/sim.sql */
+  SimVehicleCodes: {
+    params: [];
+    row: {
+      id: string;
+      code: string;
+    };
+  };
   /** sql/queries/tomp.sql */
   TompOperatingRegions: {
     params: [$1: readonly (string | null)[] | null];
