@@ -17,6 +17,8 @@ import { ROOT } from '../../lib/core/paths.js';
 
 export interface TestBroker {
   url: string;
+  /** the broker's process (the benches measure its CPU) */
+  pid: number;
   /** the platform's service identity (user `platform`) */
   platform: { username: string; password: string };
   /** make run's simulated fleet (user `demo-fleet`: every vehicle's reports and replies, every vehicle's commands) */
@@ -62,6 +64,7 @@ export async function startBroker(): Promise<TestBroker> {
   const url = `mqtt://127.0.0.1:${port}`;
   return {
     url,
+    pid: child.pid!,
     platform: { username: 'platform', password: readFileSync(join(dir, 'platform-secret'), 'utf8').trim() },
     demoFleet: { username: 'demo-fleet', password: readFileSync(join(dir, 'demo-fleet-secret'), 'utf8').trim() },
     async addVehicle(vehicleId, password) {
