@@ -50,6 +50,8 @@ install_packages() {
 }
 
 MOSQUITTO="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
+# Debian's package installs the plugin beside libmosquitto
+DYNSEC="$(ls /usr/lib/*/mosquitto_dynamic_security.so 2>/dev/null | head -n 1 || true)"
 
 # init DIR [PORT]: the broker's files, once; the port it keeps is in DIR/port
 init() {
@@ -60,24 +62,47 @@ init() {
   while ! port_free "$port"; do port=$((port + 1)); done
   umask 077
   head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$dir/platform-secret"
-  # the service identity's hash (mosquitto_passwd: PBKDF2-SHA512); vehicle lines are appended by the sync
-  : >"$dir/passwd.base"
-  mosquitto_passwd -b "$dir/passwd.base" platform "$(cat "$dir/platform-secret")"
-  cp "$dir/passwd.base" "$dir/passwd"
-  cat >"$dir/acl.base" <<'EOF'
-# The platform's identity: it commands every vehicle, hears their replies and ingests their reports
-# (its ingest processes through the shared subscription $share/ingest/…).
-user platform
-topic readwrite vehicles/#
-topic read $share/ingest/vehicles/#
-
-# Every vehicle (its user name is its id): its own reports and replies, and its own commands only.
-pattern write vehicles/%u/telemetry
-pattern write vehicles/%u/state
-pattern write vehicles/%u/replies/+
-pattern read vehicles/%u/commands
+  # the service identity's hash, Mosquitto's PBKDF2-SHA512 (mosquitto_passwd: platform:$7$101$salt$key)
+  local line salt key
+  mosquitto_passwd -c -b "$dir/.platform-hash" platform "$(cat "$dir/platform-secret")"
+  line="$(cat "$dir/.platform-hash")"
+  rm -f "$dir/.platform-hash"
+  salt="$(echo "$line" | cut -d'$' -f4)"
+  key="$(echo "$line" | cut -d'$' -f5)"
+  # The dynamic-security plugin's file: deny by default, the platform's role, the bridges' role.
+  # Vehicles and bridges are added by the ops CLI (ops devices, which writes this file from the
+  # database before a start and sends control commands to a running broker) and by the tests
+  # (test/support/mqtt.ts); the plugin rewrites the file after every control command.
+  cat >"$dir/dynamic-security.json" <<EOF
+{
+  "defaultACLAccess": { "publishClientSend": false, "publishClientReceive": false, "subscribe": false, "unsubscribe": true },
+  "clients": [
+    { "username": "platform", "textname": "the platform's service identity", "salt": "$salt", "password": "$key", "iterations": 101,
+      "roles": [{ "rolename": "platform" }] }
+  ],
+  "groups": [],
+  "roles": [
+    { "rolename": "platform", "textdescription": "commands every vehicle, hears every report and reply, ingests through \$share/ingest/, administers the identities",
+      "acls": [
+        { "acltype": "publishClientSend", "topic": "vehicles/#", "allow": true },
+        { "acltype": "publishClientReceive", "topic": "vehicles/#", "allow": true },
+        { "acltype": "subscribePattern", "topic": "vehicles/#", "allow": true },
+        { "acltype": "subscribePattern", "topic": "\$share/ingest/vehicles/#", "allow": true },
+        { "acltype": "publishClientSend", "topic": "\$CONTROL/dynamic-security/v1", "allow": true },
+        { "acltype": "subscribeLiteral", "topic": "\$CONTROL/dynamic-security/v1/response", "allow": true },
+        { "acltype": "publishClientReceive", "topic": "\$CONTROL/dynamic-security/v1/response", "allow": true }
+      ] },
+    { "rolename": "bridge", "textdescription": "a vendor bridge: speaks for any vehicle with three wildcard ACLs (docs/vehicle-identity.md)",
+      "acls": [
+        { "acltype": "publishClientSend", "topic": "vehicles/+/telemetry", "allow": true },
+        { "acltype": "publishClientSend", "topic": "vehicles/+/state", "allow": true },
+        { "acltype": "publishClientSend", "topic": "vehicles/+/replies/+", "allow": true },
+        { "acltype": "subscribeLiteral", "topic": "vehicles/+/commands", "allow": true },
+        { "acltype": "publishClientReceive", "topic": "vehicles/+/commands", "allow": true }
+      ] }
+  ]
+}
 EOF
-  cp "$dir/acl.base" "$dir/acl"
   cat >"$dir/mosquitto.conf" <<EOF
 # A project-local broker (scripts/mqtt.sh): loopback only, every client authenticated. It runs as the
 # user who started it (started as root, Mosquitto would switch to the system user mosquitto, who
@@ -86,8 +111,8 @@ user $(id -un)
 per_listener_settings false
 listener $port 127.0.0.1
 allow_anonymous false
-password_file $dir/passwd
-acl_file $dir/acl
+plugin $DYNSEC
+plugin_opt_config_file $dir/dynamic-security.json
 # sessions of the ingest (clean start off) keep what they have not acknowledged across a restart
 persistence true
 persistence_location $dir/

@@ -24,12 +24,28 @@ import {
 } from '../lib/domain/vehicles/protocol.js';
 import { startBroker, type TestBroker } from './support/mqtt.js';
 
+/** MQTT 5's reason code "not authorised", in a SUBACK or a PUBACK */
+const NOT_AUTHORISED = 135;
+
+/** The SUBACK reason of one filter (its granted QoS, or an error code): mqtt.js rejects a refused one. */
+async function subscribeReason(client: MqttClient, filter: string): Promise<number> {
+  return client.subscribeAsync(filter, { qos: QOS }).then(
+    (granted) => granted[0].qos,
+    (err: { packet?: { granted?: number[] } }) => {
+      const code = err.packet?.granted?.[0];
+      if (code === undefined) throw err as Error;
+      return code;
+    },
+  );
+}
+
 describe('vehicle broker: identities and ACL (real Mosquitto)', function () {
   this.timeout(30_000);
   let broker: TestBroker;
   let platform: MqttClient;
   const a = { id: randomUUID(), password: 'secret-of-a' };
   const b = { id: randomUUID(), password: 'secret-of-b' };
+  const bridgeId = { username: 'bridge-acme', password: 'secret-of-the-bridge' };
   const heard: Array<{ topic: string; body: string }> = [];
   const clients: MqttClient[] = [];
 
@@ -50,6 +66,7 @@ describe('vehicle broker: identities and ACL (real Mosquitto)', function () {
     broker = await startBroker();
     await broker.addVehicle(a.id, a.password);
     await broker.addVehicle(b.id, b.password);
+    await broker.addBridge(bridgeId.username, bridgeId.password);
     platform = await mqtt.connectAsync(broker.url, { protocolVersion: 5, ...broker.platform, reconnectPeriod: 0 });
     platform.on('message', (topic, payload) => heard.push({ topic, body: payload.toString() }));
     const granted = await platform.subscribeAsync([...INGEST_FILTERS], { qos: QOS });
@@ -97,14 +114,14 @@ describe('vehicle broker: identities and ACL (real Mosquitto)', function () {
     expect((denied as { code?: number }).code).to.equal(135);
   });
 
-  it("vehicle A cannot read B's commands, and reads its own", async () => {
+  it("vehicle A cannot read B's commands: the broker refuses the subscription, and A reads its own", async () => {
     const va = await connectAs(a);
     const got: string[] = [];
     va.on('message', (topic) => got.push(topic));
-    const grants = await va.subscribeAsync([commandTopic(b.id), commandTopic(a.id)], { qos: QOS });
-    // Mosquitto grants the subscription and checks its read ACL on every delivery: B's commands never
-    // reach A
-    expect(grants.map((g) => g.qos)).to.deep.equal([QOS, QOS]);
+    // MQTT 5: SUBACK reason 135 (not authorised) for every filter but A's own commands, wildcards included
+    for (const filter of [commandTopic(b.id), 'vehicles/+/commands', 'vehicles/#', '#'])
+      expect(await subscribeReason(va, filter), filter).to.equal(NOT_AUTHORISED);
+    expect(await subscribeReason(va, commandTopic(a.id))).to.equal(QOS);
     await platform.publishAsync(commandTopic(b.id), '{"command":"unlock"}', { qos: QOS });
     await platform.publishAsync(commandTopic(a.id), '{"command":"lock"}', { qos: QOS });
     const until = Date.now() + 10_000;
@@ -113,6 +130,53 @@ describe('vehicle broker: identities and ACL (real Mosquitto)', function () {
       await new Promise((r) => setTimeout(r, 10));
     }
     expect(got).to.deep.equal([commandTopic(a.id)]);
+  });
+
+  it("the $share hole is closed: a vehicle cannot join the ingest's group, so no report of another vehicle is lost", async () => {
+    const va = await connectAs(a);
+    const stolen: string[] = [];
+    va.on('message', (_topic, payload) => stolen.push(payload.toString()));
+    // Mosquitto's ACL file granted these and dropped, at delivery, the reports the group handed to A
+    for (const filter of [...INGEST_FILTERS, '$share/other/vehicles/+/telemetry', `$share/ingest/${telemetryTopic(b.id)}`])
+      expect(await subscribeReason(va, filter), filter).to.equal(NOT_AUTHORISED);
+    const vb = await connectAs(b);
+    const bodies = Array.from({ length: 20 }, (_, i) => `b-report-${i}`);
+    for (const body of bodies) await vb.publishAsync(telemetryTopic(b.id), body, { qos: QOS });
+    await heardUntil(bodies.at(-1)!);
+    // with A in the group, the platform would have heard about half of them
+    expect(heard.filter((m) => m.body.startsWith('b-report-')).map((m) => m.body)).to.deep.equal(bodies);
+    expect(stolen).to.deep.equal([]);
+  });
+
+  it('a vendor bridge speaks for any vehicle and hears their commands, but cannot command them or join the ingest', async () => {
+    const bridge = await mqtt.connectAsync(broker.url, {
+      protocolVersion: 5,
+      username: bridgeId.username,
+      password: bridgeId.password,
+      reconnectPeriod: 0,
+    });
+    clients.push(bridge);
+    const got: string[] = [];
+    bridge.on('message', (topic) => got.push(topic));
+    expect(await subscribeReason(bridge, 'vehicles/+/commands')).to.equal(QOS);
+    for (const filter of [...INGEST_FILTERS, 'vehicles/#', telemetryTopic(a.id)])
+      expect(await subscribeReason(bridge, filter), filter).to.equal(NOT_AUTHORISED);
+    await bridge.publishAsync(telemetryTopic(a.id), 'bridged-a', { qos: QOS });
+    await bridge.publishAsync(stateTopic(b.id), 'bridged-b', { qos: QOS });
+    await heardUntil('bridged-b');
+    expect(heard.some((m) => m.body === 'bridged-a')).to.equal(true);
+    const forged = await bridge.publishAsync(commandTopic(a.id), 'forged-command', { qos: QOS }).then(
+      () => undefined,
+      (err: { code?: number }) => err.code,
+    );
+    expect(forged).to.equal(NOT_AUTHORISED);
+    await platform.publishAsync(commandTopic(b.id), '{"command":"lock"}', { qos: QOS });
+    const until = Date.now() + 10_000;
+    while (!got.includes(commandTopic(b.id))) {
+      if (Date.now() > until) throw new Error('the bridge never got the command of its vehicle');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(got).to.deep.equal([commandTopic(b.id)]);
   });
 
   it('a vehicle cannot connect without its password, with a wrong one, or anonymously', async () => {
