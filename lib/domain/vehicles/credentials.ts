@@ -87,7 +87,7 @@ function vehicleAcls(vehicleId: string): Acl[] {
  * many vehicles it carries. Never a list of its vehicles' topics: the plugin walks a role's publish
  * ACLs one by one, 750,000 of them for 250,000 vehicles at every message.
  */
-export const BRIDGE_ROLE = 'bridge';
+const BRIDGE_ROLE = 'bridge';
 
 const roleOf = (kind: DeviceKind, username: string) => (kind === 'vehicle' ? `vehicle/${username}` : BRIDGE_ROLE);
 
