@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # The embedded MQTT 5 broker: a project-local Mosquitto under .data/mqtt on its own port (18830 or
-# the next free one), from Debian's package (installed when missing), with its own password and ACL
-# files. Nothing here runs when MQTT_URL is set: the caller's broker is the broker.
+# the next free one), from Debian's package (installed when missing), with its own identities and ACL
+# (the dynamic-security plugin's file). Nothing here runs when MQTT_URL is set: the caller's broker
+# is the broker.
 #
 #   scripts/mqtt.sh install        install Mosquitto (and its clients) from Debian's packages if missing
-#   scripts/mqtt.sh init DIR       a broker's files in DIR (config, password file, ACL, the platform's
+#   scripts/mqtt.sh init DIR       a broker's files in DIR (config, dynamic-security file, the platform's
 #                                  password) unless there; prints its port (the tests start their own
 #                                  brokers this way: test/support/mqtt.ts)
 #   scripts/mqtt.sh ensure         install, init .data/mqtt, start the broker if stopped; prints its URL
 #   scripts/mqtt.sh with CMD…      ensure, run CMD with MQTT_URL, MQTT_USERNAME, MQTT_PASSWORD_FILE and
 #                                  MQTT_BROKER_DIR set, then stop the broker when this call started it
 #                                  and no other `with` still runs: what `make run` and `make test` use
+#   scripts/mqtt.sh sync           the embedded broker's identities from the database (scripts/ops.sh:
+#                                  DATABASE_URL, else the embedded cluster): the broker is stopped when
+#                                  it runs, its file rewritten (ops devices sync --file), and started
 #   scripts/mqtt.sh stop           stop the broker (`make db-stop` stops it too)
 #   scripts/mqtt.sh status | url   whether it runs; its URL
 #
-# The password file and the ACL are the broker's authentication and authorisation: DIR/passwd.base
-# and DIR/acl.base hold the platform's own identity (user `platform`, its password in
-# DIR/platform-secret, mode 0600) and the vehicles' ACL patterns; DIR/passwd and DIR/acl are what the
-# broker reads, the base plus every vehicle's credentials as PBKDF2 hashes (mosquitto_passwd; the
-# tests add theirs so: test/support/mqtt.ts). Mosquitto rereads both on SIGHUP.
+# Identities and ACL: Mosquitto's dynamic-security plugin (DIR/dynamic-security.json), not the
+# password and ACL files. Why (docs/vehicle-identity.md has the figures):
+#   - the ACL file grants every SUBSCRIBE and checks read access only on delivery, so a vehicle could
+#     join the ingest's shared group ($share/ingest/…) and the reports the group handed to it were
+#     dropped, lost to the platform (test/vehicle-broker.test.ts found it). The plugin checks each
+#     SUBSCRIBE against the subscriber's roles, `$share/…` filters included: refused with reason 135;
+#   - a password file changes only by a SIGHUP, which rereads it (0.25 s for 100,000 vehicles) and
+#     checks the password of every connected client again (about 36 µs each: 9 s with 250,000
+#     connected, the broker stalled); the plugin changes one identity per control command and
+#     disconnects only that one.
+# Costs of the plugin on Mosquitto 2.0: its ACL topics are literal (no %u before 2.1), so each
+# vehicle has a role of its own (`vehicle/{id}`, three publish ACLs, one subscription, one
+# delivery; one shared role makes the file load quadratically); the file of 100,000 vehicles loads in
+# 1.4 s into 850 MB (250,000: about 4 s, 2.1 GB); every control command rewrites the whole file
+# (1.2 s at 100,000), so bulk provisioning writes the file before a start (`sync`), and the ops CLI
+# changes one identity at a time on a running broker. A publish costs a hash lookup and at most three
+# topic matches, a vehicle's or a bridge's alike.
 #
-# Known limit of Mosquitto 2.0's ACL file, found by test/vehicle-broker.test.ts: it grants every
-# SUBSCRIBE and checks read access only on delivery, so a vehicle may join the ingest's shared group
-# ($share/ingest/…) and the reports the group hands to it are dropped, lost to the platform. The
-# dynamic-security plugin checks subscriptions themselves; the ingest must not rely on this file's ACL.
+# DIR/dynamic-security.json starts with deny-by-default, the platform's identity (user `platform`,
+# its password in DIR/platform-secret, mode 0600) and the bridges' role; vehicles and bridges come
+# from the database (`ops devices`, through the plugin's control API as the platform, or into the file
+# by `scripts/mqtt.sh sync`) and, in tests, from test/support/mqtt.ts.
+#
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -161,7 +178,7 @@ ensure() {
   running || start
 }
 
-stop() {
+halt() {
   if running; then
     local pid
     pid="$(cat "$DIR/mosquitto.pid")"
@@ -169,7 +186,22 @@ stop() {
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     log "stopped"
   fi
+}
+
+stop() {
+  halt
   rm -f "$STARTED_BY_WITH"
+}
+
+# the plugin reads its file only when it starts, and rewrites it after every control command: the
+# file is written while the broker is down
+sync_from_db() {
+  install_packages
+  init "$DIR" >/dev/null
+  local was=0
+  if running; then was=1; halt; fi
+  MQTT_URL="" "$ROOT/scripts/ops.sh" devices sync --file "$DIR/dynamic-security.json"
+  if [ "$was" = 1 ]; then start; fi
 }
 
 url() { echo "mqtt://127.0.0.1:$(cat "$DIR/port")"; }
@@ -225,7 +257,8 @@ case "${1:-ensure}" in
   ensure) ensure; url ;;
   with) shift; with_broker "$@" ;;
   stop) stop ;;
+  sync) sync_from_db ;;
   status) if running; then echo "running on $(cat "$DIR/port")"; else echo "stopped"; fi ;;
   url) url ;;
-  *) echo "usage: $0 install|init DIR [PORT]|ensure|with COMMAND…|stop|status|url" >&2; exit 2 ;;
+  *) echo "usage: $0 install|init DIR [PORT]|ensure|with COMMAND…|sync|stop|status|url" >&2; exit 2 ;;
 esac
