@@ -26,6 +26,7 @@ import { importZones, ZoneImportError, type ZonesImported } from '../ops/admin/z
 import { readZoneDocuments, type ZoneDocument } from '../ops/admin/zone-file.js';
 import { listPrices, setPrices, type PriceRow } from '../ops/admin/prices.js';
 import { importFeedClients, readClientEntries } from '../ops/admin/client-import.js';
+import { createDevice, listDevices, revokeDevice, rotateDevice, syncBroker, syncFile, type IssuedCredentials } from '../ops/admin/devices.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
 import { isUuid } from '../lib/core/uuid.js';
@@ -542,6 +543,62 @@ program
       const { setDemoBehaviour } = await import('../ops/sim/mqtt-fleet.js');
       const all = setDemoBehaviour(ctx.config.demoVehiclesFile, v.code, behaviour as 'refuse' | 'silent' | 'ok');
       console.log(`vehicle ${v.code} (${v.id}): ${behaviour}; the demo vehicles told to misbehave: ${Object.keys(all).join(', ') || 'none'}`);
+    }),
+  );
+
+const brokerNote = (b: string) => (b === 'updated' ? 'the broker took it' : 'no broker configured (MQTT_URL): a broker takes it at its next ops devices sync');
+const issued = (c: IssuedCredentials) =>
+  console.log(
+    `${c.kind} ${c.username} (generation ${c.generation}); ${brokerNote(c.broker)}\nMQTT user name: ${c.username}\npassword (shown once): ${c.password}`,
+  );
+const devices = program
+  .command('devices')
+  .description(
+    "the vehicle broker's identities: each vehicle's credentials, and vendor bridges' (docs/vehicle-identity.md); with MQTT_URL the running broker changes in the same step",
+  );
+devices
+  .command('create <vehicleOrBridge>')
+  .description(
+    'credentials for a vehicle (its id or code; its MQTT user name is its id) or a vendor bridge (bridge-<name>, which speaks for any vehicle); the password is shown once',
+  )
+  .option('--label <text>', 'a note', '')
+  .action(withContext(async (ctx, target: string, opts: { label: string }) => issued(await createDevice(ctx, target, opts.label))));
+devices
+  .command('rotate <username>')
+  .description('a new password; the old one stops working at once and the broker disconnects the identity; shown once')
+  .action(withContext(async (ctx, username: string) => issued(await rotateDevice(ctx, username))));
+devices
+  .command('revoke <username>')
+  .description('revoke the credentials: the identity cannot connect any more, and the broker disconnects it')
+  .action(withContext(async (ctx, username: string) => console.log(`revoked ${(await revokeDevice(ctx, username)).username}`)));
+devices
+  .command('list')
+  .description('the identities (no hash), active ones unless --all')
+  .option('--all', 'revoked ones too', false)
+  .action(withContext(async (ctx, opts: { all: boolean }) => console.table(await listDevices(ctx, opts.all))));
+devices
+  .command('sync')
+  .description(
+    'bring a broker up to date with the database: --file writes its dynamic-security file (the broker reads it when it starts: scripts/mqtt.sh sync); ' +
+      'without, the running broker (MQTT_URL) drops what the database revoked, and the identities it lacks are named (exit 1)',
+  )
+  .option('--file <path>', "the broker's dynamic-security file (.data/mqtt/dynamic-security.json for the embedded one)")
+  .action(
+    withContext(async (ctx, opts: { file?: string }) => {
+      if (opts.file) {
+        const r = await syncFile(ctx, opts.file);
+        console.log(`wrote ${r.identities} identities into ${opts.file}: the broker reads it when it starts`);
+        return;
+      }
+      const r = await syncBroker(ctx);
+      console.log(`deleted from the broker: ${r.deleted.length ? r.deleted.join(', ') : 'none'}`);
+      if (r.missing.length || r.stale.length)
+        throw new AdminError(
+          `the running broker lacks ${r.missing.length} identities (${r.missing.slice(0, 5).join(', ')}${r.missing.length > 5 ? ', …' : ''}) and holds ${r.stale.length} with an older password ` +
+            `(${r.stale.slice(0, 5).join(', ')}${r.stale.length > 5 ? ', …' : ''}): its control API takes clear passwords only, so write its file (ops devices sync --file) and restart it ` +
+            '(scripts/mqtt.sh sync for the embedded broker), or rotate them',
+        );
+      console.log('the broker holds every active identity with its current password');
     }),
   );
 

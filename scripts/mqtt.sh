@@ -1,30 +1,50 @@
 #!/usr/bin/env bash
 # The embedded MQTT 5 broker: a project-local Mosquitto under .data/mqtt on its own port (18830 or
-# the next free one), from Debian's package (installed when missing), with its own password and ACL
-# files. Nothing here runs when MQTT_URL is set: the caller's broker is the broker.
+# the next free one), from Debian's package (installed when missing), with its own identities and ACL
+# (the dynamic-security plugin's file). Nothing here runs when MQTT_URL is set: the caller's broker
+# is the broker.
 #
 #   scripts/mqtt.sh install        install Mosquitto (and its clients) from Debian's packages if missing
-#   scripts/mqtt.sh init DIR       a broker's files in DIR (config, password file, ACL, the platform's
-#                                  and the demo fleet's passwords) unless there; prints its port (the tests start their own
+#   scripts/mqtt.sh init DIR       a broker's files in DIR (config, dynamic-security file, the platform's
+#                                  password) unless there; prints its port (the tests start their own
 #                                  brokers this way: test/support/mqtt.ts)
 #   scripts/mqtt.sh ensure         install, init .data/mqtt, start the broker if stopped; prints its URL
 #   scripts/mqtt.sh with CMD…      ensure, run CMD with MQTT_URL, MQTT_USERNAME, MQTT_PASSWORD_FILE and
 #                                  MQTT_BROKER_DIR set (and the demo fleet's DEMO_FLEET_MQTT_USERNAME,
 #                                  DEMO_FLEET_MQTT_PASSWORD_FILE), then stop the broker when this call
 #                                  started it and no other `with` still runs: what `make run` uses
+#   scripts/mqtt.sh sync           the embedded broker's identities from the database (scripts/ops.sh:
+#                                  DATABASE_URL, else the embedded cluster): the broker is stopped when
+#                                  it runs, its file rewritten (ops devices sync --file), and started
 #   scripts/mqtt.sh stop           stop the broker (`make db-stop` stops it too)
 #   scripts/mqtt.sh status | url   whether it runs; its URL
 #
-# The password file and the ACL are the broker's authentication and authorisation: DIR/passwd.base
-# and DIR/acl.base hold the platform's own identity (user `platform`, its password in
-# DIR/platform-secret, mode 0600) and the vehicles' ACL patterns; DIR/passwd and DIR/acl are what the
-# broker reads, the base plus every vehicle's credentials as PBKDF2 hashes (mosquitto_passwd; the
-# tests add theirs so: test/support/mqtt.ts). Mosquitto rereads both on SIGHUP.
+# Identities and ACL: Mosquitto's dynamic-security plugin (DIR/dynamic-security.json), not the
+# password and ACL files. Why (docs/vehicle-identity.md has the figures):
+#   - the ACL file grants every SUBSCRIBE and checks read access only on delivery, so a vehicle could
+#     join the ingest's shared group ($share/ingest/…) and the reports the group handed to it were
+#     dropped, lost to the platform (test/vehicle-broker.test.ts found it). The plugin checks each
+#     SUBSCRIBE against the subscriber's roles, `$share/…` filters included: refused with reason 135;
+#   - a password file changes only by a SIGHUP, which rereads it (0.25 s for 100,000 vehicles) and
+#     checks the password of every connected client again (about 36 µs each: 9 s with 250,000
+#     connected, the broker stalled); the plugin changes one identity per control command and
+#     disconnects only that one.
+# Costs of the plugin on Mosquitto 2.0: its ACL topics are literal (no %u before 2.1), so each
+# vehicle has a role of its own (`vehicle/{id}`, three publish ACLs, one subscription, one
+# delivery; one shared role makes the file load quadratically); the file of 100,000 vehicles loads in
+# 1.4 s into 850 MB (250,000: about 4 s, 2.1 GB); every control command rewrites the whole file
+# (1.2 s at 100,000), so bulk provisioning writes the file before a start (`sync`), and the ops CLI
+# changes one identity at a time on a running broker. A publish costs a hash lookup and at most three
+# topic matches, a vehicle's or a bridge's alike.
 #
-# Known limit of Mosquitto 2.0's ACL file, found by test/vehicle-broker.test.ts: it grants every
-# SUBSCRIBE and checks read access only on delivery, so a vehicle may join the ingest's shared group
-# ($share/ingest/…) and the reports the group hands to it are dropped, lost to the platform. The
-# dynamic-security plugin checks subscriptions themselves; the ingest must not rely on this file's ACL.
+# DIR/dynamic-security.json starts with deny-by-default, the platform's identity (user `platform`,
+# its password in DIR/platform-secret, mode 0600), the bridges' role, and make run's demo fleet (user
+# `demo-fleet`, a bridge: ops/sim/mqtt-fleet.ts speaks for every demo vehicle with it; its password in
+# DIR/demo-fleet-secret; not a device of the database, so `ops devices sync` leaves it, as it leaves
+# the platform); vehicles and bridges come
+# from the database (`ops devices`, through the plugin's control API as the platform, or into the file
+# by `scripts/mqtt.sh sync`) and, in tests, from test/support/mqtt.ts.
+#
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -51,34 +71,68 @@ install_packages() {
 }
 
 MOSQUITTO="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
+# Debian's package installs the plugin beside libmosquitto
+DYNSEC="$(ls /usr/lib/*/mosquitto_dynamic_security.so 2>/dev/null | head -n 1 || true)"
 
 # init DIR [PORT]: the broker's files, once; the port it keeps is in DIR/port
 init() {
   local dir="$1" port
   mkdir -p "$dir"
+  # a broker made before the dynamic-security plugin (password and ACL files) is made again
+  if [ -f "$dir/port" ] && [ ! -f "$dir/dynamic-security.json" ]; then rm -f "$dir"/port "$dir"/passwd* "$dir"/acl* "$dir"/mosquitto.db; fi
   if [ -f "$dir/port" ]; then cat "$dir/port"; return 0; fi
   port="${2:-${EMBEDDED_MQTT_PORT:-18830}}"
   while ! port_free "$port"; do port=$((port + 1)); done
   umask 077
   head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$dir/platform-secret"
-  # the service identity's hash (mosquitto_passwd: PBKDF2-SHA512); vehicle lines are appended by the sync
-  : >"$dir/passwd.base"
-  mosquitto_passwd -b "$dir/passwd.base" platform "$(cat "$dir/platform-secret")"
-  cp "$dir/passwd.base" "$dir/passwd"
-  cat >"$dir/acl.base" <<'EOF'
-# The platform's identity: it commands every vehicle, hears their replies and ingests their reports
-# (its ingest processes through the shared subscription $share/ingest/…).
-user platform
-topic readwrite vehicles/#
-topic read $share/ingest/vehicles/#
-
-# Every vehicle (its user name is its id): its own reports and replies, and its own commands only.
-pattern write vehicles/%u/telemetry
-pattern write vehicles/%u/state
-pattern write vehicles/%u/replies/+
-pattern read vehicles/%u/commands
+  head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$dir/demo-fleet-secret"
+  # the identities' hashes, Mosquitto's PBKDF2-SHA512 (mosquitto_passwd: platform:$7$101$salt$key)
+  local line salt key fleet_salt fleet_key
+  mosquitto_passwd -c -b "$dir/.platform-hash" platform "$(cat "$dir/platform-secret")"
+  line="$(cat "$dir/.platform-hash")"
+  salt="$(echo "$line" | cut -d'$' -f4)"
+  key="$(echo "$line" | cut -d'$' -f5)"
+  mosquitto_passwd -c -b "$dir/.platform-hash" demo-fleet "$(cat "$dir/demo-fleet-secret")"
+  line="$(cat "$dir/.platform-hash")"
+  rm -f "$dir/.platform-hash"
+  fleet_salt="$(echo "$line" | cut -d'$' -f4)"
+  fleet_key="$(echo "$line" | cut -d'$' -f5)"
+  # The dynamic-security plugin's file: deny by default, the platform's role, the bridges' role.
+  # Vehicles and bridges are added by the ops CLI (ops devices, which writes this file from the
+  # database before a start and sends control commands to a running broker) and by the tests
+  # (test/support/mqtt.ts); the plugin rewrites the file after every control command.
+  cat >"$dir/dynamic-security.json" <<EOF
+{
+  "defaultACLAccess": { "publishClientSend": false, "publishClientReceive": false, "subscribe": false, "unsubscribe": true },
+  "clients": [
+    { "username": "platform", "textname": "the platform's service identity", "salt": "$salt", "password": "$key", "iterations": 101,
+      "roles": [{ "rolename": "platform" }] },
+    { "username": "demo-fleet", "textname": "make run's simulated fleet (ops/sim/mqtt-fleet.ts): a bridge for every demo vehicle", "salt": "$fleet_salt", "password": "$fleet_key", "iterations": 101,
+      "roles": [{ "rolename": "bridge" }] }
+  ],
+  "groups": [],
+  "roles": [
+    { "rolename": "platform", "textdescription": "commands every vehicle, hears every report and reply, ingests through \$share/ingest/, administers the identities",
+      "acls": [
+        { "acltype": "publishClientSend", "topic": "vehicles/#", "allow": true },
+        { "acltype": "publishClientReceive", "topic": "vehicles/#", "allow": true },
+        { "acltype": "subscribePattern", "topic": "vehicles/#", "allow": true },
+        { "acltype": "subscribePattern", "topic": "\$share/ingest/vehicles/#", "allow": true },
+        { "acltype": "publishClientSend", "topic": "\$CONTROL/dynamic-security/v1", "allow": true },
+        { "acltype": "subscribeLiteral", "topic": "\$CONTROL/dynamic-security/v1/response", "allow": true },
+        { "acltype": "publishClientReceive", "topic": "\$CONTROL/dynamic-security/v1/response", "allow": true }
+      ] },
+    { "rolename": "bridge", "textdescription": "a vendor bridge: speaks for any vehicle with three wildcard ACLs (docs/vehicle-identity.md)",
+      "acls": [
+        { "acltype": "publishClientSend", "topic": "vehicles/+/telemetry", "allow": true },
+        { "acltype": "publishClientSend", "topic": "vehicles/+/state", "allow": true },
+        { "acltype": "publishClientSend", "topic": "vehicles/+/replies/+", "allow": true },
+        { "acltype": "subscribeLiteral", "topic": "vehicles/+/commands", "allow": true },
+        { "acltype": "publishClientReceive", "topic": "vehicles/+/commands", "allow": true }
+      ] }
+  ]
+}
 EOF
-  cp "$dir/acl.base" "$dir/acl"
   cat >"$dir/mosquitto.conf" <<EOF
 # A project-local broker (scripts/mqtt.sh): loopback only, every client authenticated. It runs as the
 # user who started it (started as root, Mosquitto would switch to the system user mosquitto, who
@@ -87,8 +141,8 @@ user $(id -un)
 per_listener_settings false
 listener $port 127.0.0.1
 allow_anonymous false
-password_file $dir/passwd
-acl_file $dir/acl
+plugin $DYNSEC
+plugin_opt_config_file $dir/dynamic-security.json
 # sessions of the ingest (clean start off) keep what they have not acknowledged across a restart
 persistence true
 persistence_location $dir/
@@ -105,35 +159,8 @@ log_type warning
 log_type notice
 connection_messages false
 EOF
-  demo_fleet "$dir"
   echo "$port" >"$dir/port"
   echo "$port"
-}
-
-# demo_fleet DIR: the identity of make run's simulated fleet (ops/sim/mqtt-fleet.ts), once: one
-# connection that speaks for every demo vehicle, as a vendor's IoT backend would (its reports, its
-# replies, its commands). Only the project-local broker has it; a production broker's vehicles are
-# real. Added to a broker made before it existed, and taken at once by a running one (SIGHUP).
-demo_fleet() {
-  local dir="$1"
-  [ -f "$dir/demo-fleet-secret" ] && return 0
-  (
-    umask 077
-    head -c 32 /dev/urandom | base64 | tr -d '/+=\n' >"$dir/demo-fleet-secret"
-  )
-  for f in passwd.base passwd; do mosquitto_passwd -b "$dir/$f" demo-fleet "$(cat "$dir/demo-fleet-secret")"; done
-  for f in acl.base acl; do
-    cat >>"$dir/$f" <<'EOF'
-
-# make run's simulated fleet: every vehicle's reports and replies, and every vehicle's commands.
-user demo-fleet
-topic write vehicles/+/telemetry
-topic write vehicles/+/state
-topic write vehicles/+/replies/+
-topic read vehicles/+/commands
-EOF
-  done
-  if [ -f "$dir/mosquitto.pid" ]; then kill -HUP "$(cat "$dir/mosquitto.pid")" 2>/dev/null || true; fi
 }
 
 running() { [ -f "$DIR/mosquitto.pid" ] && kill -0 "$(cat "$DIR/mosquitto.pid")" 2>/dev/null; }
@@ -161,11 +188,10 @@ start() {
 ensure() {
   install_packages
   init "$DIR" >/dev/null
-  demo_fleet "$DIR"
   running || start
 }
 
-stop() {
+halt() {
   if running; then
     local pid
     pid="$(cat "$DIR/mosquitto.pid")"
@@ -173,7 +199,22 @@ stop() {
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     log "stopped"
   fi
+}
+
+stop() {
+  halt
   rm -f "$STARTED_BY_WITH"
+}
+
+# the plugin reads its file only when it starts, and rewrites it after every control command: the
+# file is written while the broker is down
+sync_from_db() {
+  install_packages
+  init "$DIR" >/dev/null
+  local was=0
+  if running; then was=1; halt; fi
+  MQTT_URL="" "$ROOT/scripts/ops.sh" devices sync --file "$DIR/dynamic-security.json"
+  if [ "$was" = 1 ]; then start; fi
 }
 
 url() { echo "mqtt://127.0.0.1:$(cat "$DIR/port")"; }
@@ -230,7 +271,8 @@ case "${1:-ensure}" in
   ensure) ensure; url ;;
   with) shift; with_broker "$@" ;;
   stop) stop ;;
+  sync) sync_from_db ;;
   status) if running; then echo "running on $(cat "$DIR/port")"; else echo "stopped"; fi ;;
   url) url ;;
-  *) echo "usage: $0 install|init DIR [PORT]|ensure|with COMMAND…|stop|status|url" >&2; exit 2 ;;
+  *) echo "usage: $0 install|init DIR [PORT]|ensure|with COMMAND…|sync|stop|status|url" >&2; exit 2 ;;
 esac

@@ -653,6 +653,26 @@ CREATE TABLE public.database_marks (
 
 
 --
+-- Name: device_credentials; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.device_credentials (
+    username text NOT NULL,
+    kind text NOT NULL,
+    vehicle_id uuid,
+    password_hash text NOT NULL,
+    generation integer DEFAULT 1 NOT NULL,
+    label text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    rotated_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    CONSTRAINT device_credentials_kind CHECK ((((kind = 'vehicle'::text) AND (vehicle_id IS NOT NULL) AND (username = (vehicle_id)::text)) OR ((kind = 'bridge'::text) AND (vehicle_id IS NULL) AND (username ~ '^bridge-[a-z0-9][a-z0-9-]{0,62}$'::text)))),
+    CONSTRAINT device_credentials_kind_check CHECK ((kind = ANY (ARRAY['vehicle'::text, 'bridge'::text]))),
+    CONSTRAINT device_credentials_password_hash_check CHECK ((password_hash ~ '^\$7\$[0-9]+\$[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]+={0,2}$'::text))
+);
+
+
+--
 -- Name: events; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1473,6 +1493,22 @@ ALTER TABLE ONLY public.areas
 
 ALTER TABLE ONLY public.database_marks
     ADD CONSTRAINT database_marks_pkey PRIMARY KEY (mark);
+
+
+--
+-- Name: device_credentials device_credentials_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.device_credentials
+    ADD CONSTRAINT device_credentials_pkey PRIMARY KEY (username);
+
+
+--
+-- Name: device_credentials device_credentials_vehicle_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.device_credentials
+    ADD CONSTRAINT device_credentials_vehicle_id_key UNIQUE (vehicle_id);
 
 
 --
@@ -2419,6 +2455,14 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.areas
     ADD CONSTRAINT areas_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id) ON DELETE CASCADE;
+
+
+--
+-- Name: device_credentials device_credentials_vehicle_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.device_credentials
+    ADD CONSTRAINT device_credentials_vehicle_id_fkey FOREIGN KEY (vehicle_id) REFERENCES public.vehicles(id) ON DELETE CASCADE;
 
 
 --

@@ -317,6 +317,68 @@ export interface Queries {
       rental_started_at: Date | null;
     };
   };
+  /** sql/queries/devices.sql */
+  DeviceFindVehicle: {
+    params: [$1: string | null];
+    row: {
+      id: string;
+      code: string;
+    };
+  };
+  /** sql/queries/devices.sql */
+  DeviceCreate: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: string | null, $6: Date | string | null];
+    row: {
+      username: string;
+      kind: 'vehicle' | 'bridge';
+      vehicle_id: string | null;
+      generation: number;
+    };
+  };
+  /** sql/queries/devices.sql */
+  DeviceRotate: {
+    params: [$1: string | null, $2: string | null, $3: Date | string | null];
+    row: {
+      username: string;
+      kind: 'vehicle' | 'bridge';
+      vehicle_id: string | null;
+      generation: number;
+    };
+  };
+  /** sql/queries/devices.sql */
+  DeviceRevoke: {
+    params: [$1: string | null, $2: Date | string | null];
+    row: {
+      username: string;
+      kind: 'vehicle' | 'bridge';
+      vehicle_id: string | null;
+      generation: number;
+    };
+  };
+  /** sql/queries/devices.sql */
+  DeviceList: {
+    params: [$1: boolean | null];
+    row: {
+      username: string;
+      kind: 'vehicle' | 'bridge';
+      vehicle_code: string | null;
+      generation: number;
+      label: string;
+      created_at: Date;
+      rotated_at: Date | null;
+      revoked_at: Date | null;
+    };
+  };
+  /** sql/queries/devices.sql */
+  DeviceActiveHashes: {
+    params: [];
+    row: {
+      username: string;
+      kind: 'vehicle' | 'bridge';
+      password_hash: string;
+      generation: number;
+    };
+  };
   /** sql/queries/feeds.sql */
   FeedClientById: {
     params: [$1: string | null];
