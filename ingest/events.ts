@@ -24,6 +24,21 @@ const CHARGED_MARGIN = 5;
 export interface Before {
   battery_percent: number;
   faults: string[];
+  mds_state: string;
+  status: string;
+  min_battery_percent: number;
+}
+
+/**
+ * Whether a vehicle's batch may imply an event (then IngestImpliedEventCandidates reads it again,
+ * after the batch's writes): an available vehicle, ready for partners, that reported a battery below
+ * its zone's minimum or a fault; a vehicle out of service that reported anything. Most batches have
+ * none, and skip the query. `batteries` and `faults` are what the batch reported of the vehicle.
+ */
+export function mayImplyEvent(before: Before, batteries: readonly number[], faulty: boolean): boolean {
+  if (before.mds_state === 'available' && before.status === 'ready')
+    return faulty || before.faults.length > 0 || batteries.some((b) => b < before.min_battery_percent);
+  return before.mds_state === 'non_operational' && before.status === 'unavailable';
 }
 
 export interface After {

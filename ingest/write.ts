@@ -9,7 +9,7 @@
 import type { Tx } from '../lib/core/db.js';
 import { sql } from '../lib/core/sql/typed.js';
 import { recordEvent } from '../lib/domain/fleet/events.js';
-import { impliedEvent } from './events.js';
+import { impliedEvent, mayImplyEvent } from './events.js';
 import type { Report } from './reports.js';
 
 export interface Received {
@@ -30,6 +30,8 @@ export async function writeBatch(tx: Tx, batch: readonly Received[]): Promise<Ba
   const known = new Map((await tx.many(sql('IngestLockVehicles'), [ids])).map((v) => [v.id, v]));
   const result: BatchResult = { telemetry: { stored: 0, duplicate: 0 }, state: { applied: 0, stale: 0 }, unknown: { telemetry: 0, state: 0 }, events: [] };
 
+  // what the batch reported of each vehicle that bears on the events it may imply (ingest/events.ts)
+  const reported = new Map<string, { batteries: number[]; faulty: boolean }>();
   const t = { ids: [] as string[], ts: [] as Date[], lng: [] as number[], lat: [] as number[], battery: [] as number[], received: [] as Date[] };
   const s = { ids: [] as string[], ts: [] as Date[], locked: [] as boolean[], battery: [] as Array<number | null>, faults: [] as string[] };
   for (const { report, receivedAt } of batch) {
@@ -37,6 +39,10 @@ export async function writeBatch(tx: Tx, batch: readonly Received[]): Promise<Ba
       result.unknown[report.channel]++;
       continue;
     }
+    const r = reported.get(report.vehicleId) ?? { batteries: [], faulty: false };
+    reported.set(report.vehicleId, r);
+    if (report.body.battery_percent !== undefined) r.batteries.push(report.body.battery_percent);
+    if (report.channel === 'state' && (report.body.faults?.length ?? 0) > 0) r.faulty = true;
     if (report.channel === 'telemetry') {
       t.ids.push(report.vehicleId);
       t.ts.push(report.ts);
@@ -60,8 +66,9 @@ export async function writeBatch(tx: Tx, batch: readonly Received[]): Promise<Ba
     const applied = (await tx.many(sql('IngestState'), [s.ids, s.ts, s.locked, s.battery, s.faults])).length;
     result.state = { applied, stale: s.ids.length - applied };
   }
-  if (known.size > 0) {
-    for (const c of await tx.many(sql('IngestImpliedEventCandidates'), [[...known.keys()]])) {
+  const candidates = [...reported].filter(([id, r]) => mayImplyEvent(known.get(id)!, r.batteries, r.faulty)).map(([id]) => id);
+  if (candidates.length > 0) {
+    for (const c of await tx.many(sql('IngestImpliedEventCandidates'), [candidates])) {
       const implied = impliedEvent(known.get(c.id)!, c);
       if (!implied) continue;
       await recordEvent(tx, {

@@ -137,6 +137,29 @@ describe('the vehicle ingest (real Mosquitto, real Postgres)', function () {
       expect(stored.n).to.equal(0);
     });
 
+    it('with its own credentials a vehicle’s reports are stored, and what it publishes as another vehicle never reaches the database', async () => {
+      const a = await insertVehicle(t.ctx.db, zone);
+      const b = await insertVehicle(t.ctx.db, zone);
+      await broker.addVehicle(a.id, `pw-${a.id}`);
+      const va = await mqtt.connectAsync(broker.url, { protocolVersion: 5, username: a.id, password: `pw-${a.id}`, reconnectPeriod: 0 });
+      try {
+        const ts = Date.now() + 500;
+        // as B: the broker refuses it (PUBACK 135, not authorised)
+        const refused = await va
+          .publishAsync(telemetryTopic(b.id), JSON.stringify({ ts, lat: zone.lat, lng: zone.lng, battery_percent: 11 }), { qos: QOS })
+          .then(
+            (packet) => (packet as { reasonCode?: number } | undefined)?.reasonCode,
+            (err: { code?: number }) => err.code,
+          );
+        expect(refused).to.equal(135);
+        await va.publishAsync(telemetryTopic(a.id), JSON.stringify({ ts, lat: zone.lat, lng: zone.lng, battery_percent: 42 }), { qos: QOS });
+        await waitFor('A’s own report stored', async () => (await telemetryCount(a.id)) === 1);
+        expect(await telemetryCount(b.id), 'nothing of B came from A').to.equal(0);
+      } finally {
+        await va.endAsync(true);
+      }
+    });
+
     it('refuses a vehicle’s flood beyond its rate, keeps its first reports and the others’', async () => {
       const v = await insertVehicle(t.ctx.db, zone);
       const other = await insertVehicle(t.ctx.db, zone);

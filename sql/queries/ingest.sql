@@ -5,9 +5,14 @@
 -- The batch's vehicles locked in id order before anything writes them: two ingest processes (a
 -- shared subscription splits one vehicle's reports between them) then take the row locks of a
 -- batch in one order, never a deadlock. Returns the vehicles that exist with their battery and
--- faults before the batch (ingest/events.ts compares them with after): a report of any other id is
--- an unknown vehicle.
-SELECT id, battery_percent, faults FROM vehicles WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY UPDATE;
+-- faults before the batch (ingest/events.ts compares them with after), and what ingest/events.ts
+-- needs to tell whether the batch may imply an event at all: a report of any other id is an unknown
+-- vehicle.
+SELECT v.id, v.battery_percent, v.faults, v.mds_state, v.status, z.min_battery_percent
+  FROM vehicles v JOIN zones z ON z.id = v.zone_id
+ WHERE v.id = ANY ($1::uuid[])
+ ORDER BY v.id
+   FOR NO KEY UPDATE OF v;
 
 -- name: IngestTelemetry
 -- The batch's positions: appended to telemetry (the late-data triggers mark the published hours they

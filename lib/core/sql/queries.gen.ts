@@ -716,6 +716,9 @@ export interface Queries {
       id: string;
       battery_percent: number;
       faults: string[];
+      mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
+      status: 'ready' | 'riding' | 'booked' | 'unavailable';
+      min_battery_percent: number;
     };
   };
   /** sql/queries/ingest.sql */
