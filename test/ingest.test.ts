@@ -105,6 +105,25 @@ describe('the vehicle ingest (real Mosquitto, real Postgres)', function () {
       expect(row).to.deep.equal({ battery_percent: 70, seen: new Date(ts) });
     });
 
+    it('a report that arrives late marks the published hour it falls in dirty, as late data is', async () => {
+      const v = await insertVehicle(t.ctx.db, zone);
+      // an hour of this zone published two hours ago: its telemetry-sourced files (hourly-feed catalogue)
+      const hour = new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 3_600_000);
+      await t.ctx.db.query(
+        `INSERT INTO feed_publications (feed, version, scope, hour, status, object_key, sha256, record_count, bytes, published_at)
+         SELECT c.feed, c.version, $1, $2::timestamptz AT TIME ZONE 'UTC', 'published', 'k', 's', 0, 0, now()
+           FROM hourly_feeds c WHERE c.source = 'telemetry'`,
+        [zone.id, hour],
+      );
+      const dirty = async () => (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM feed_publications WHERE scope = $1 AND dirty`, [zone.id])).n;
+      expect(await dirty()).to.equal(0);
+      await publish(telemetryTopic(v.id), { ts: hour.getTime() + 20 * 60_000, lat: zone.lat, lng: zone.lng, battery_percent: 64 });
+      await waitFor('the late report stored', async () => (await telemetryCount(v.id)) === 1);
+      const published = (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM feed_publications WHERE scope = $1`, [zone.id])).n;
+      expect(published, 'the catalogue has telemetry-sourced files').to.be.greaterThan(0);
+      expect(await dirty()).to.equal(published);
+    });
+
     it('counts every kind of bad input by reason, drops it and goes on with the stream', async () => {
       const v = await insertVehicle(t.ctx.db, zone);
       const unknown = '00000000-0000-4000-8000-000000000001';
