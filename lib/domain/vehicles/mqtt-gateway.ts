@@ -7,7 +7,8 @@
  *
  * The answers, as the engine maps them (lib/domain/rentals/engine.ts):
  * - `ok` → the call resolves;
- * - `refused` → GatewayError `refused` (FailedToUnlockVehicle on start, FailedToEndRental on end);
+ * - `refused` → GatewayError `refused` (FailedToUnlockVehicle on start, FailedToEndRental on end),
+ *   `temporary` when the vehicle says so (a jammed lock: TOMP answers 503 with Retry-After);
  * - no reply within the timeout, the broker unreachable, or a reply that is not a VehicleReply →
  *   GatewayError `unreachable` (FailedToUpdateVehicle).
  *
@@ -151,6 +152,11 @@ export class MqttGateway implements VehicleGateway {
       return;
     }
     if (reply.result === 'ok') this.settle(key!, p);
-    else this.settle(key!, p, new GatewayError(`vehicle refused ${p.command}${reply.reason ? `: ${reply.reason}` : ''}`, 'refused', p.command));
+    else {
+      const err = new GatewayError(`vehicle refused ${p.command}${reply.reason ? `: ${reply.reason}` : ''}`, 'refused', p.command, {
+        temporary: reply.temporary === true,
+      });
+      this.settle(key!, p, err);
+    }
   }
 }
