@@ -68,7 +68,10 @@ describe('a slow vehicle stalls nobody else (real MQTT gateway, real Mosquitto, 
       const { responseTopic, correlationData } = packet.properties ?? {};
       if (b.answer === 'silent' || !responseTopic) return;
       const body = b.answer === 'ok' ? { result: 'ok' } : { result: 'refused', reason: 'vehicle_fault' };
-      setTimeout(() => void c.publishAsync(responseTopic, JSON.stringify(body), { qos: QOS, properties: { correlationData } }), b.delayMs);
+      setTimeout(
+        () => void c.publishAsync(responseTopic, JSON.stringify(body), { qos: QOS, properties: { correlationData } }).catch(() => undefined),
+        b.delayMs,
+      );
     });
     await c.subscribeAsync(commandTopic(id), { qos: QOS });
     return heard;
