@@ -7,10 +7,12 @@
  * of sql/queries, prepared by name like lib/core/db.ts does) and the same indexes:
  * - GET /v1/vehicles?zoneID=: PartnerAvailableVehicles;
  * - GET /v1/pricing/vehicle/:id: PartnerVehicleById;
- * - POST /v1/rental/start: BEGIN, RentalUserForStart, RentalLockVehicleForStart, RentalInsert,
- *   FleetInsertEventSetState, RentalGet, COMMIT (the engine's transaction, lib/domain/rentals/engine.ts);
- * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, ZoneRulesAt, RentalEnd,
- *   FleetInsertEventSetState, RentalGet, COMMIT.
+ * - POST /v1/rental/start: the engine's two transactions around the unlock
+ *   (lib/domain/rentals/engine.ts): BEGIN, RentalExpireClaims, RentalUserForStart,
+ *   RentalLockVehicleForStart, RentalClaim, COMMIT; then BEGIN, RentalLockClaim, RentalConfirm,
+ *   RentalGet, FleetInsertEventSetState, COMMIT;
+ * - POST /v1/rental/:id/end: BEGIN, RentalLockForEnd, ZoneRulesAt, COMMIT (the check before the
+ *   lock); then BEGIN, RentalLockForEnd, RentalEnd, FleetInsertEventSetState, RentalGet, COMMIT.
  * The key is checked against the api_keys table once per key and then held in a Map (the API
  * caches verified keys too). What the floor leaves out is what the API adds on top: routing,
  * validation, the rate limiter, logging, metrics, the error format, the response shapes and
@@ -62,14 +64,16 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
   }
 
   async function start(partnerId: string, body: Row): Promise<Row | undefined> {
-    return tx(async (c) => {
+    const claim = await tx(async (c) => {
       const now = new Date();
+      await c.query(prepared('RentalExpireClaims', [body.vehicleId, body.userId, now]));
       const user = (await c.query(prepared('RentalUserForStart', [body.userId, partnerId]))).rows[0];
       const v = (await c.query(prepared('RentalLockVehicleForStart', [body.vehicleId, null, null, now, partnerId, body.userId]))).rows[0];
       if (!user || user.running || !v || !v.start_allowed || v.status !== 'ready' || v.has_running_rental) return undefined;
-      const ins = (
+      const claimExpiresAt = new Date(now.getTime() + 60_000);
+      return (
         await c.query(
-          prepared('RentalInsert', [
+          prepared('RentalClaim', [
             partnerId,
             body.userId,
             body.vehicleId,
@@ -85,23 +89,37 @@ export async function serveFloor(databaseUrl: string): Promise<http.Server> {
             now,
             null,
             null,
+            claimExpiresAt,
           ]),
         )
-      ).rows[0];
+      ).rows[0] as Row;
+    });
+    if (!claim) return undefined;
+    return tx(async (c) => {
+      const now = new Date();
+      const v = (await c.query(prepared('RentalLockClaim', [claim.id, now]))).rows[0];
+      if (!v || !v.user_active || !v.vehicle_ok) return undefined;
+      await c.query(prepared('RentalConfirm', [claim.id, now]));
+      const rental = (await c.query(prepared('RentalGet', [claim.id, null]))).rows[0];
       await c.query(
-        prepared('FleetInsertEventSetState', [body.vehicleId, v.zone_id, ['trip_start'], 'on_trip', now, v.lng, v.lat, v.battery_percent, [ins.trip_id], null]),
+        prepared('FleetInsertEventSetState', [v.vehicle_id, v.zone_id, ['trip_start'], 'on_trip', now, v.lng, v.lat, v.battery_percent, [claim.trip_id], null]),
       );
-      return (await c.query(prepared('RentalGet', [ins.id, null]))).rows[0];
+      return rental;
     });
   }
 
   async function end(partnerId: string, rentalId: string): Promise<Row | undefined> {
+    const now = new Date();
+    const allowed = await tx(async (c) => {
+      const r = (await c.query(prepared('RentalLockForEnd', [rentalId, partnerId]))).rows[0];
+      if (!r || r.state !== 'RUNNING') return false;
+      const parking = (await c.query(prepared('ZoneRulesAt', [r.zone_id, r.lng, r.lat, r.vehicle_type_id]))).rows[0];
+      return Boolean(parking?.ride_end_allowed);
+    });
+    if (!allowed) return undefined;
     return tx(async (c) => {
-      const now = new Date();
       const r = (await c.query(prepared('RentalLockForEnd', [rentalId, partnerId]))).rows[0];
       if (!r || r.state !== 'RUNNING') return undefined;
-      const parking = (await c.query(prepared('ZoneRulesAt', [r.zone_id, r.lng, r.lat, r.vehicle_type_id]))).rows[0];
-      if (!parking || !parking.ride_end_allowed) return undefined;
       const durationMs = now.getTime() - (r.started_at as Date).getTime();
       const cost = computeCost({
         startPrice: r.start_price ?? 0,

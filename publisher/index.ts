@@ -42,6 +42,7 @@ import {
 } from '../lib/publication/queue.js';
 import { GBFS_RUN_SECONDS } from '../lib/feeds/gbfs/files.js';
 import { autoEndIdleRentals, expirePhotoWindows } from './jobs/rentals.js';
+import { releaseExpiredClaims } from '../lib/domain/rentals/claims.js';
 import { expirePendingBookings } from '../lib/domain/tomp/holds.js';
 import { GBFS_QUEUES, startGbfsWorkers } from './feeds/gbfs/queue.js';
 import { GbfsMemory } from './feeds/gbfs/memory.js';
@@ -157,7 +158,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     work(boss, name, polling, async () => {
       for (const fn of fns) await fn(ctx);
     });
-  await sweep(QUEUES.rentals, [autoEndIdleRentals, expirePhotoWindows]);
+  await sweep(QUEUES.rentals, [autoEndIdleRentals, expirePhotoWindows, releaseExpiredClaims]);
   await sweep(QUEUES.tomp, [expirePendingBookings]);
   // what the GBFS builds keep between jobs, for this context's database (memory.ts)
   await startGbfsWorkers(ctx, boss, polling, new GbfsMemory());

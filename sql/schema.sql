@@ -1022,10 +1022,12 @@ CREATE TABLE public.rentals (
     photo_decided_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT rentals_check CHECK (((state = 'RUNNING'::text) = (ended_at IS NULL))),
+    claim_expires_at timestamp with time zone,
+    CONSTRAINT rentals_check CHECK (((state = ANY (ARRAY['STARTING'::text, 'RUNNING'::text])) = (ended_at IS NULL))),
     CONSTRAINT rentals_check1 CHECK (((ended_at IS NULL) OR (ended_at >= started_at))),
-    CONSTRAINT rentals_check2 CHECK (((state = 'RUNNING'::text) OR ((total_amount IS NOT NULL) AND (subtotal IS NOT NULL) AND (vat_amount IS NOT NULL) AND (duration_min IS NOT NULL) AND (distance_m IS NOT NULL) AND (vehicle_end_location IS NOT NULL)))),
+    CONSTRAINT rentals_check2 CHECK (((state = ANY (ARRAY['STARTING'::text, 'RUNNING'::text])) OR ((total_amount IS NOT NULL) AND (subtotal IS NOT NULL) AND (vat_amount IS NOT NULL) AND (duration_min IS NOT NULL) AND (distance_m IS NOT NULL) AND (vehicle_end_location IS NOT NULL)))),
     CONSTRAINT rentals_check3 CHECK (((total_amount IS NULL) OR (total_amount = (subtotal + vat_amount)))),
+    CONSTRAINT rentals_claim_check CHECK (((state = 'STARTING'::text) = (claim_expires_at IS NOT NULL))),
     CONSTRAINT rentals_distance_m_check CHECK ((distance_m >= 0)),
     CONSTRAINT rentals_duration_min_check CHECK ((duration_min >= 0)),
     CONSTRAINT rentals_end_battery_percent_check CHECK (((end_battery_percent >= 0) AND (end_battery_percent <= 100))),
@@ -1035,7 +1037,7 @@ CREATE TABLE public.rentals (
     CONSTRAINT rentals_source_check CHECK ((source = ANY (ARRAY['partner'::text, 'tomp'::text, 'simulator'::text]))),
     CONSTRAINT rentals_start_battery_percent_check CHECK (((start_battery_percent >= 0) AND (start_battery_percent <= 100))),
     CONSTRAINT rentals_start_price_check CHECK ((start_price >= 0)),
-    CONSTRAINT rentals_state_check CHECK ((state = ANY (ARRAY['RUNNING'::text, 'ENDED'::text, 'ENDED_WITH_NO_CHARGE'::text, 'ENDED_INTERNALLY'::text]))),
+    CONSTRAINT rentals_state_check CHECK ((state = ANY (ARRAY['STARTING'::text, 'RUNNING'::text, 'ENDED'::text, 'ENDED_WITH_NO_CHARGE'::text, 'ENDED_INTERNALLY'::text]))),
     CONSTRAINT rentals_subtotal_check CHECK ((subtotal >= 0)),
     CONSTRAINT rentals_total_amount_check CHECK ((total_amount >= 0)),
     CONSTRAINT rentals_vat_amount_check CHECK ((vat_amount >= 0)),
@@ -1116,7 +1118,8 @@ CREATE VIEW public.rental_records AS
     r.photo_decision,
     r.photo_decided_at
    FROM (public.rentals r
-     JOIN public.vehicles v ON ((v.id = r.vehicle_id)));
+     JOIN public.vehicles v ON ((v.id = r.vehicle_id)))
+  WHERE (r.state <> 'STARTING'::text);
 
 
 --
@@ -1945,17 +1948,24 @@ CREATE INDEX feed_reports_dirty ON public.feed_reports USING btree (month) WHERE
 
 
 --
+-- Name: rentals_claims_expiring; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX rentals_claims_expiring ON public.rentals USING btree (claim_expires_at) WHERE (state = 'STARTING'::text);
+
+
+--
 -- Name: rentals_one_running_per_user; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX rentals_one_running_per_user ON public.rentals USING btree (user_id) WHERE (state = 'RUNNING'::text);
+CREATE UNIQUE INDEX rentals_one_running_per_user ON public.rentals USING btree (user_id) WHERE (state = ANY (ARRAY['STARTING'::text, 'RUNNING'::text]));
 
 
 --
 -- Name: rentals_one_running_per_vehicle; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX rentals_one_running_per_vehicle ON public.rentals USING btree (vehicle_id) WHERE (state = 'RUNNING'::text);
+CREATE UNIQUE INDEX rentals_one_running_per_vehicle ON public.rentals USING btree (vehicle_id) WHERE (state = ANY (ARRAY['STARTING'::text, 'RUNNING'::text]));
 
 
 --

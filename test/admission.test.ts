@@ -165,17 +165,20 @@ describe('admission control', function () {
     let zone: ZoneFixture;
 
     before(async () => {
-      // the vehicle takes 1.5 s to unlock: a start holds the only slot that long, whatever the machine's load
+      // the vehicle takes 1.5 s to unlock, a wait that holds no slot (lib/core/outside.ts)
       server = buildApp({ ...t.ctx, gateway }).callback();
       p = await insertPartner(t.ctx.db);
       zone = await insertZone(t.ctx.db);
     });
 
-    it('a request that would wait past its budget gets a fast 503 + Retry-After in each family’s format; the next one is served', async () => {
+    it('a request that would wait past its budget gets a fast 503 + Retry-After in each family’s format; the next one is served; a wait on a vehicle holds no slot', async () => {
       const user = await insertUser(t.ctx.db, p.id);
       const v = await insertVehicle(t.ctx.db, zone);
       const maas = await insertMaasPartner(t.ctx.db);
-      // the start holds the only slot while the vehicle unlocks
+      // the start holds the only slot while it waits for the vehicle's row lock, which the test holds
+      const blocker = await t.ctx.db.pool.connect();
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM vehicles WHERE id = $1 FOR UPDATE', [v.id]);
       let held = true;
       const holding = request(server)
         .post('/v1/rental/start')
@@ -185,9 +188,10 @@ describe('admission control', function () {
           held = false;
           return r;
         });
-      // once the vehicle is unlocking, the start holds the slot (on a loaded machine 50 ms were not always enough)
-      for (const end = performance.now() + 5000; !gateway.calls.some((c) => c.command === 'unlock' && c.vehicleId === v.id) && performance.now() < end;)
-        await sleep(5);
+      const waitingForLock = async () =>
+        (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))
+          .n > 0;
+      for (const end = performance.now() + 5000; !(await waitingForLock()) && performance.now() < end;) await sleep(5);
       // refused without waiting: the answer comes while the slot is still held (a timed bound here
       // failed under the parallel suite's load: 101 ms against 100)
       const partner = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);
@@ -202,6 +206,14 @@ describe('admission control', function () {
       expect(tomp.body).to.include({ status: 503, type: 'ServiceUnavailable' });
       // an unknown key is refused by authentication, never by admission: it takes no slot
       expect((await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', 'nope')).status).to.equal(401);
+      await blocker.query('COMMIT');
+      blocker.release();
+      // the start goes on, and while its vehicle takes 1.5 s to unlock it holds no slot: a list is served
+      for (const end = performance.now() + 5000; !gateway.calls.some((c) => c.command === 'unlock' && c.vehicleId === v.id) && performance.now() < end;)
+        await sleep(5);
+      const during = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);
+      expect(held, 'served while the vehicle answers').to.equal(true);
+      expect(during.status).to.equal(200);
       expect((await holding).status).to.equal(200);
       const after = await request(server).get(`/v1/vehicles?zoneID=${zone.id}`).set('X-Auth-Token', p.key);
       expect(after.status).to.equal(200);

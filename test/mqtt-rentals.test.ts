@@ -7,7 +7,10 @@
  * - unlock refused → FailedToUnlockVehicle; no answer within the timeout → FailedToUpdateVehicle;
  *   nothing is left behind either way;
  * - lock refused on end → FailedToEndRental, the rental still running;
- * - TOMP one-stop with a silent vehicle → 503 with Retry-After.
+ * - TOMP one-stop with a silent vehicle → 503 with Retry-After;
+ * - TOMP with a vehicle refusing for now (`temporary: true`, a jammed lock) → 503 with Retry-After on
+ *   the booking and on FINISH (the leg stays in use, the retry finishes it); refusing for good → 406
+ *   on the booking.
  */
 import { expect } from 'chai';
 import mqtt, { type MqttClient } from 'mqtt';
@@ -21,7 +24,8 @@ import { startBroker, type TestBroker } from './support/mqtt.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture, type ZoneFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 
-type Answer = 'ok' | 'refuse' | 'silent';
+/** `refuse`: for now (`temporary: true`, a jammed lock); `refuse-for-good`: without `temporary` */
+type Answer = 'ok' | 'refuse' | 'refuse-for-good' | 'silent';
 
 describe('rentals through the MQTT vehicle gateway (real Mosquitto, real vehicle clients)', function () {
   this.timeout(30_000);
@@ -45,7 +49,12 @@ describe('rentals through the MQTT vehicle gateway (real Mosquitto, real vehicle
       const answer = answers[command] ?? 'ok';
       const { responseTopic, correlationData } = packet.properties ?? {};
       if (answer === 'silent' || !responseTopic) return;
-      const body = answer === 'ok' ? { result: 'ok' } : { result: 'refused', reason: 'lock_jammed', temporary: true };
+      const body =
+        answer === 'ok'
+          ? { result: 'ok' }
+          : answer === 'refuse'
+            ? { result: 'refused', reason: 'lock_jammed', temporary: true }
+            : { result: 'refused', reason: 'vehicle_fault' };
       void c.publishAsync(responseTopic, JSON.stringify(body), { qos: QOS, properties: { correlationData } });
     });
     await c.subscribeAsync(commandTopic(id), { qos: QOS });
@@ -136,5 +145,60 @@ describe('rentals through the MQTT vehicle gateway (real Mosquitto, real vehicle
     expect(res.headers['retry-after']).to.be.a('string');
     const b = await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM tomp_bookings WHERE vehicle_id = $1`, [v.id]);
     expect(b.n).to.equal(0);
+  });
+
+  describe('TOMP and temporary vehicle faults', () => {
+    let maas: { id: string; key: string };
+    let tompZone: string;
+    before(async () => {
+      tompZone = await insertTompZone(t.ctx.db);
+      maas = await insertMaasPartner(t.ctx.db);
+    });
+    const book = (v: { id: string; lat: number; lng: number }) =>
+      request(server).post('/edge/tomp/bookings/one-stop').set('X-Access-Token', maas.key).send(oneStopBody(v.id, v));
+    const bookings = async (vehicleId: string) =>
+      (await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM tomp_bookings WHERE vehicle_id = $1`, [vehicleId])).n;
+
+    it('a jammed lock at the unlock: 503 with Retry-After, nothing booked; the retry books', async () => {
+      const v = await insertTompVehicle(t.ctx.db, tompZone);
+      const answers: Partial<Record<string, Answer>> = { unlock: 'refuse' };
+      await connectVehicle(v.id, answers);
+      const res = await book(v);
+      expect(res.status, JSON.stringify(res.body)).to.equal(503);
+      expect(Number(res.headers['retry-after'])).to.be.greaterThan(0);
+      expect(res.body).to.include({ status: 503, type: 'FailedToUnlockVehicle' });
+      expect(await bookings(v.id)).to.equal(0);
+      expect(await rentalsOf(v.id)).to.deep.equal({ rentals: 0, running: 0, trip_starts: 0, status: 'ready' });
+      answers.unlock = 'ok';
+      expect((await book(v)).status).to.equal(201);
+    });
+
+    it('a vehicle refusing the unlock for good: 406, nothing booked', async () => {
+      const v = await insertTompVehicle(t.ctx.db, tompZone);
+      await connectVehicle(v.id, { unlock: 'refuse-for-good' });
+      const res = await book(v);
+      expect(res.status, JSON.stringify(res.body)).to.equal(406);
+      expect(res.headers['retry-after']).to.equal(undefined);
+      expect(await bookings(v.id)).to.equal(0);
+    });
+
+    it('a jammed lock at FINISH: 503 with Retry-After, the leg still in use; the retry finishes it', async () => {
+      const v = await insertTompVehicle(t.ctx.db, tompZone);
+      const answers: Partial<Record<string, Answer>> = { lock: 'refuse' };
+      await connectVehicle(v.id, answers);
+      const booked = await book(v);
+      expect(booked.status, JSON.stringify(booked.body)).to.equal(201);
+      const legId = booked.body.legs[0].id as string;
+      const finish = () => request(server).post(`/edge/tomp/legs/${legId}/events`).set('X-Access-Token', maas.key).send({ event: 'FINISH' });
+      const res = await finish();
+      expect(res.status, JSON.stringify(res.body)).to.equal(503);
+      expect(Number(res.headers['retry-after'])).to.be.greaterThan(0);
+      expect(res.body.type).to.equal('FailedToEndRental');
+      expect(await rentalsOf(v.id)).to.include({ running: 1 });
+      answers.lock = 'ok';
+      const retry = await finish();
+      expect(retry.status, JSON.stringify(retry.body)).to.equal(200);
+      expect(retry.body.state).to.equal('FINISHED');
+    });
   });
 });

@@ -153,7 +153,9 @@ describe('races', function () {
       ).to.have.length(1);
       for (const res of answers.filter((r) => r.status !== 200)) expectError(res, 400, 'RentalAlreadyEnded');
       await expectOneCharge(id);
-      expect(t.ctx.gateway.calls.filter((c) => c.command === 'lock' && c.vehicleId === v.id)).to.have.length(1);
+      // no end holds the row lock across the lock command: each end that passed its check may lock
+      // the vehicle (an idempotent command), one of them ends the rental
+      expect(t.ctx.gateway.calls.filter((c) => c.command === 'lock' && c.vehicleId === v.id)).to.have.length.within(1, 3);
     }
   });
 

@@ -179,9 +179,9 @@ describe('TOMP API errors', () => {
       expect(leg.body.state).to.equal('IN_USE');
     });
 
-    it('503 with Retry-After when the lock fails; the retry finishes the leg', async () => {
+    it('503 with Retry-After when the lock fails for now (jammed); the retry finishes the leg', async () => {
       const { legId, bookingId } = await bookedLeg();
-      t.ctx.gateway.failNext('lock', 'refused');
+      t.ctx.gateway.failNext('lock', 'refused', 1, { temporary: true });
       const res = await legEvent(legId, { event: 'FINISH' });
       expect(res.status).to.equal(503);
       expect(res.body).to.include({ status: 503 });
@@ -192,6 +192,25 @@ describe('TOMP API errors', () => {
       const retry = await legEvent(legId, { event: 'FINISH' });
       expect(retry.status).to.equal(200);
       expect(retry.body.state).to.equal('FINISHED');
+    });
+
+    it('500 when the vehicle refuses the lock for good; the leg stays in use', async () => {
+      const { legId } = await bookedLeg();
+      t.ctx.gateway.failNext('lock', 'refused');
+      const res = await legEvent(legId, { event: 'FINISH' });
+      expect(res.status).to.equal(500);
+      expect(res.body).to.include({ status: 500, type: 'FailedToEndRental' });
+      expect(res.headers['retry-after']).to.equal(undefined);
+      expect((await api.get(`${P}/legs/${legId}`).set('X-Access-Token', key)).body.state).to.equal('NOT_STARTED');
+    });
+
+    it('406 when the vehicle refuses the unlock for good at booking; nothing is booked', async () => {
+      const v = await insertTompVehicle(t.ctx.db, zoneId);
+      t.ctx.gateway.failNext('unlock', 'refused');
+      const res = await book(oneStopBody(v.id, v));
+      expect(res.status).to.equal(406);
+      expect(res.body.type).to.equal('FailedToUnlockVehicle');
+      expect(await t.ctx.db.many(`SELECT id FROM tomp_bookings WHERE vehicle_id = $1`, [v.id])).to.have.length(0);
     });
 
     it('503 with Retry-After when the vehicle does not unlock at booking; nothing is booked', async () => {

@@ -108,14 +108,24 @@ describe('TOMP postponed commit', () => {
     expect((await operate(id, 'COMMIT')).status).to.equal(409);
   });
 
-  it('a COMMIT whose unlock fails is a 503 and keeps the hold; the retry confirms', async () => {
+  it('a COMMIT whose unlock fails for now (jammed) is a 503 and keeps the hold; the retry confirms', async () => {
     const { v, id } = await pending();
-    t.ctx.gateway.failNext('unlock', 'refused');
+    t.ctx.gateway.failNext('unlock', 'refused', 1, { temporary: true });
     const res = await operate(id, 'COMMIT');
     expect(res.status).to.equal(503);
     expect(res.headers['retry-after']).to.be.a('string');
     expect(await vehicleState(v.id)).to.deep.equal({ status: 'booked', mds_state: 'reserved' });
     expect((await operate(id, 'COMMIT')).body.state).to.equal('CONFIRMED');
+  });
+
+  it('a COMMIT whose unlock the vehicle refuses for good is a 406 and releases the hold', async () => {
+    const { v, id } = await pending();
+    t.ctx.gateway.failNext('unlock', 'refused');
+    const res = await operate(id, 'COMMIT');
+    expect(res.status).to.equal(406);
+    expect(res.body.type).to.equal('FailedToUnlockVehicle');
+    expect(await vehicleState(v.id)).to.deep.equal({ status: 'ready', mds_state: 'available' });
+    expect((await operate(id, 'COMMIT')).status).to.equal(409);
   });
 
   it('unsupported operations are 400, unknown bookings 404', async () => {

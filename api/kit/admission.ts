@@ -30,9 +30,16 @@
  *
  * A waiter still waiting at its deadline (the prediction was wrong: a request held its slot far
  * longer than the mean) is refused then; `maxQueue` bounds the memory a flood can take.
+ *
+ * A request that waits on something outside the process (a vehicle's answer, lib/core/outside.ts)
+ * gives its slot up for the wait: 50 starts on vehicles that answer after 2 s hold no slot while
+ * they wait, so the requests behind them are not queued for seconds, and the slot time the
+ * prediction uses is the request's own work, not the vehicle's. When the wait ends the request takes
+ * a slot back ahead of every waiter and is never refused: it was admitted once and has work half done.
  */
 import type { AdmissionLimits } from '../../lib/core/config.js';
 import { metrics } from '../../lib/core/metrics.js';
+import { withStepOut, type StepOut } from '../../lib/core/outside.js';
 
 const SAMPLE_MS = 25;
 /** weight of the newest duration in the mean slot time */
@@ -54,7 +61,8 @@ export class AdmissionRefused extends Error {
 
 interface Waiter {
   admit: () => void;
-  timer: NodeJS.Timeout;
+  /** the deadline; none for a request taking its slot back after a wait outside */
+  timer?: NodeJS.Timeout;
 }
 
 export class Admission {
@@ -80,12 +88,40 @@ export class Admission {
     const admitted = this.enter();
     if (admitted !== true) await admitted;
     const started = performance.now();
+    // waits outside (lib/core/outside.ts) give the slot up; several at once in one request give it up once
+    let outside = 0;
+    let leftAt = 0;
+    let outsideMs = 0;
+    const stepOut: StepOut = async (wait) => {
+      if (outside++ === 0) {
+        leftAt = performance.now();
+        this.leave();
+      }
+      try {
+        return await wait();
+      } finally {
+        if (--outside === 0) {
+          await this.reenter();
+          outsideMs += performance.now() - leftAt;
+        }
+      }
+    };
     try {
-      return await work();
+      return await withStepOut(stepOut, work);
     } finally {
-      this.slotMs += ALPHA * (performance.now() - started - this.slotMs);
+      this.slotMs += ALPHA * (performance.now() - started - outsideMs - this.slotMs);
       this.leave();
     }
+  }
+
+  /** A slot for a request back from a wait outside: at once when one is free, else the next one freed. */
+  private reenter(): true | Promise<void> {
+    if (this.inFlight < this.limits.maxInFlight && this.queue.length === 0) {
+      this.inFlight++;
+      return true;
+    }
+    this.pressure(true);
+    return new Promise<void>((resolve) => this.queue.unshift({ admit: resolve }));
   }
 
   /** The wait a request arriving now is predicted to have, in ms. */

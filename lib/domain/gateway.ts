@@ -8,14 +8,23 @@ import type { VEHICLE_COMMANDS } from '../../schemas/vehicles/messages.js';
 export type GatewayCommand = (typeof VEHICLE_COMMANDS)[number];
 
 export class GatewayError extends Error {
+  /**
+   * A refusal the vehicle called temporary (VehicleReply `temporary`: a jammed lock, a busy
+   * controller): the same command may succeed later. TOMP answers it 503 with Retry-After
+   * (lib/domain/tomp/errors.ts); the partner API's codes do not change.
+   */
+  readonly temporary: boolean;
+
   constructor(
     message: string,
     /** `unreachable`: no answer from the vehicle (timeout, no connectivity); `refused`: it answered no */
     readonly reason: 'unreachable' | 'refused',
     readonly command: GatewayCommand,
+    opts: { temporary?: boolean } = {},
   ) {
     super(message);
     this.name = 'GatewayError';
+    this.temporary = reason === 'refused' && opts.temporary === true;
   }
 }
 
@@ -33,7 +42,7 @@ export interface SimulatedGatewayOptions {
   random?: () => number;
 }
 
-type Fault = { reason: 'unreachable' | 'refused' | 'timeout'; times: number };
+type Fault = { reason: 'unreachable' | 'refused' | 'timeout'; times: number; temporary: boolean };
 
 /** Simulated vehicles. Tests use `failNext` to script faults per command. */
 export class SimulatedGateway implements VehicleGateway {
@@ -42,10 +51,13 @@ export class SimulatedGateway implements VehicleGateway {
 
   constructor(private readonly opts: SimulatedGatewayOptions = {}) {}
 
-  /** The next `times` calls of `command` fail with `reason` (`timeout` waits past the timeout). */
-  failNext(command: GatewayCommand, reason: Fault['reason'] = 'refused', times = 1): void {
+  /**
+   * The next `times` calls of `command` fail with `reason` (`timeout` waits past the timeout);
+   * `temporary`: a refusal the vehicle calls temporary (a jammed lock).
+   */
+  failNext(command: GatewayCommand, reason: Fault['reason'] = 'refused', times = 1, opts: { temporary?: boolean } = {}): void {
     const list = this.faults.get(command) ?? [];
-    list.push({ reason, times });
+    list.push({ reason, times, temporary: opts.temporary === true });
     this.faults.set(command, list);
   }
 
@@ -74,7 +86,9 @@ export class SimulatedGateway implements VehicleGateway {
         await sleep(Math.min(timeoutMs, 50));
         throw new GatewayError(`${command} timed out after ${timeoutMs} ms`, 'unreachable', command);
       }
-      throw new GatewayError(`vehicle ${scripted.reason === 'refused' ? 'refused' : 'did not answer'} ${command}`, scripted.reason, command);
+      throw new GatewayError(`vehicle ${scripted.reason === 'refused' ? 'refused' : 'did not answer'} ${command}`, scripted.reason, command, {
+        temporary: scripted.temporary,
+      });
     }
     if (this.opts.delayMs) await sleep(Math.min(this.opts.delayMs, timeoutMs));
     if (this.opts.delayMs && this.opts.delayMs > timeoutMs) throw new GatewayError(`${command} timed out after ${timeoutMs} ms`, 'unreachable', command);

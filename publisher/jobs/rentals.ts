@@ -1,7 +1,8 @@
 /**
- * Rental housekeeping, scheduled by the publisher every 30–60 s. Both sweeps are idempotent and safe
+ * Rental housekeeping, scheduled by the publisher every 30–60 s. The sweeps are idempotent and safe
  * with several workers at once: the engine's end is a conditional update under the rental's row
- * lock (a rental ends once), and the photo expiry is one UPDATE over SKIP LOCKED rows.
+ * lock (a rental ends once), the photo expiry one UPDATE over SKIP LOCKED rows, and the claims of
+ * starts whose process died are taken by a conditional update (lib/domain/rentals/claims.ts).
  */
 import type { AppContext } from '../../lib/domain/context.js';
 import { sql } from '../../lib/core/sql/typed.js';

@@ -21,17 +21,28 @@ SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 ORDER BY sta
 -- not null: licence_validated, ride_type, currency, vat_rate, started_at, vehicle_start_lng, vehicle_start_lat
 SELECT * FROM rental_records WHERE user_id = $1 AND partner_id = $2 AND state = 'RUNNING';
 
+-- name: RentalExpireClaims
+-- Phase 1 of a start, first statement: the claims (STARTING rentals, migration 000260) of this vehicle
+-- ($1) or this user ($2) that have expired, left by a process that died between the phases, no longer
+-- hold them. Deleted here, under the claim's row lock: a process still alive finds its claim gone at
+-- phase 2 and calls its start off. Returns the vehicles whose claims went, which the engine relocks.
+DELETE FROM rentals
+ WHERE state = 'STARTING' AND claim_expires_at <= $3 AND (vehicle_id = $1 OR user_id = $2)
+RETURNING id, vehicle_id;
+
 -- name: RentalUserForStart
--- FOR SHARE: a concurrent GDPR erasure (which locks the user FOR UPDATE) waits for this start to
--- commit and then sees its running rental. `running` saves a round trip; a running rental that
--- commits after this snapshot is still caught by rentals_one_running_per_user at the insert.
-SELECT u.id, EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = u.id AND r.state = 'RUNNING') AS running
+-- FOR SHARE: a concurrent GDPR erasure (which locks the user FOR UPDATE) waits for this claim to
+-- commit; phase 2 locks the user again and calls the start off when it was erased meanwhile.
+-- `running` (a starting or running rental) saves a round trip; a claim that commits after this
+-- snapshot is still caught by rentals_one_running_per_user at the insert.
+SELECT u.id, EXISTS (SELECT 1 FROM rentals r WHERE r.user_id = u.id AND r.state IN ('STARTING', 'RUNNING')) AS running
   FROM users u WHERE u.id = $1 AND u.partner_id = $2 AND u.deleted_at IS NULL
    FOR SHARE OF u;
 
 -- name: RentalLockVehicleForStart
--- The vehicle row lock serialises every start on one vehicle; the checks below it are decided
+-- The vehicle row lock serialises every claim on one vehicle; the checks below it are decided
 -- against a state nobody else can change until we commit. $2/$3: user position or nulls; $6 the user.
+-- A claim (STARTING) counts as a running rental: the vehicle is taken until it is confirmed or released.
 -- lng, lat: of vehicles.location, a NOT NULL point.
 -- not null: lng, lat
 SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.battery_percent,
@@ -46,7 +57,7 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.batt
        -- a pending TOMP booking holds the vehicle for its own user only ($6)
        EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4 AND b.user_id <> $6) AS held_by_other,
        EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $4 AND b.user_id = $6) AS held_by_user,
-       EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state = 'RUNNING') AS has_running_rental,
+       EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = v.id AND r.state IN ('STARTING', 'RUNNING')) AS has_running_rental,
        (NOT EXISTS (SELECT 1 FROM partner_zones pz WHERE pz.partner_id = $5)
         OR EXISTS (SELECT 1 FROM partner_zones pz WHERE pz.partner_id = $5 AND pz.zone_id = v.zone_id)) AS zone_allowed
   FROM vehicles v
@@ -55,25 +66,82 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.batt
  WHERE v.id = $1
    FOR UPDATE OF v;
 
--- name: RentalInsert
--- The rental and its vehicle riding + unlocked in one statement; a second running rental of the user
--- or the vehicle fails on the partial unique indexes (rentals_one_running_per_user / _per_vehicle).
-WITH ins AS (
-  INSERT INTO rentals (partner_id, user_id, vehicle_id, zone_id, source, beginners_mode, licence_validated, group_id, ride_type,
-                       currency, vat_rate, start_price, price_per_minute, started_at, user_start_location,
-                       vehicle_start_location, start_battery_percent, created_at, updated_at)
-  SELECT $1, $2, v.id, v.zone_id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-         CASE WHEN $14::float8 IS NULL OR $15::float8 IS NULL THEN NULL ELSE ST_SetSRID(ST_MakePoint($14::float8, $15::float8), 4326) END,
-         v.location, v.battery_percent, $13, $13
-    FROM vehicles v WHERE v.id = $3
-  RETURNING id, trip_id, vehicle_id
+-- name: RentalClaim
+-- Phase 1's write: the rental as a claim (STARTING until $16). A second starting or running rental of
+-- the user or the vehicle fails on the partial unique indexes (rentals_one_running_per_user /
+-- _per_vehicle). The vehicle itself is not touched: it stays ready (or booked) in every feed until
+-- phase 2 confirms the rental.
+INSERT INTO rentals (partner_id, user_id, vehicle_id, zone_id, source, state, claim_expires_at, beginners_mode, licence_validated, group_id,
+                     ride_type, currency, vat_rate, start_price, price_per_minute, started_at, user_start_location,
+                     vehicle_start_location, start_battery_percent, created_at, updated_at)
+SELECT $1, $2, v.id, v.zone_id, $4, 'STARTING', $16, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+       CASE WHEN $14::float8 IS NULL OR $15::float8 IS NULL THEN NULL ELSE ST_SetSRID(ST_MakePoint($14::float8, $15::float8), 4326) END,
+       v.location, v.battery_percent, $13, $13
+  FROM vehicles v WHERE v.id = $3
+RETURNING id, trip_id;
+
+-- name: RentalLockClaim
+-- Phase 2, first statement: the claim ($1) and its vehicle under row locks, its user FOR SHARE (an
+-- erasure waits, as at phase 1), and the vehicle checked again: between the phases it may have been
+-- taken out of service or held by another user's TOMP booking. No row: the claim is gone (expired and
+-- deleted by another start or the sweep).
+-- lng, lat: of vehicles.location, a NOT NULL point.
+-- not null: lng, lat
+SELECT r.id, r.vehicle_id, v.zone_id, v.mds_state, v.battery_percent, ST_X(v.location) AS lng, ST_Y(v.location) AS lat,
+       u.deleted_at IS NULL AS user_active,
+       (v.status = 'ready'
+        OR (v.status = 'booked' AND EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2 AND b.user_id = r.user_id)))
+       AND NOT EXISTS (SELECT 1 FROM tomp_bookings b WHERE b.vehicle_id = v.id AND b.state = 'PENDING' AND b.expires_at > $2 AND b.user_id <> r.user_id)
+         AS vehicle_ok
+  FROM rentals r
+  JOIN vehicles v ON v.id = r.vehicle_id
+  JOIN users u ON u.id = r.user_id
+ WHERE r.id = $1 AND r.state = 'STARTING'
+   FOR UPDATE OF r, v
+   FOR SHARE OF u;
+
+-- name: RentalConfirm
+-- Phase 2's write: the claim becomes the running rental, started now ($2, after the vehicle
+-- answered), and its vehicle riding and unlocked, in one statement. Conditional on STARTING: a claim
+-- deleted meanwhile confirms nothing.
+WITH started AS (
+  UPDATE rentals r
+     SET state = 'RUNNING', claim_expires_at = NULL, started_at = $2, updated_at = $2,
+         vehicle_start_location = v.location, start_battery_percent = v.battery_percent
+    FROM vehicles v
+   WHERE r.id = $1 AND r.state = 'STARTING' AND v.id = r.vehicle_id
+  RETURNING r.id, r.vehicle_id
 ), vehicle AS (
-  UPDATE vehicles SET status = 'riding', locked = false WHERE id = (SELECT vehicle_id FROM ins)
+  UPDATE vehicles SET status = 'riding', locked = false WHERE id = (SELECT vehicle_id FROM started)
 )
-SELECT id, trip_id FROM ins;
+SELECT id FROM started;
+
+-- name: RentalVehicleTakenByOther
+-- Before a compensating lock: whether another starting or running rental than $1 holds the vehicle
+-- $2 now (our claim expired and someone else's start took the vehicle), whose rider the lock would
+-- shut out.
+-- EXISTS is never null.
+-- not null: taken
+SELECT EXISTS (SELECT 1 FROM rentals r WHERE r.vehicle_id = $2 AND r.id <> $1 AND r.state IN ('STARTING', 'RUNNING')) AS taken;
+
+-- name: RentalReleaseClaim
+-- A start called off after phase 1: its claim goes, and the vehicle and user are free again. Nothing
+-- else was written for it (no event, no trip, no booking), so nothing else is undone.
+DELETE FROM rentals WHERE id = $1 AND state = 'STARTING' RETURNING id;
+
+-- name: RentalRenewExpiredClaims
+-- The sweep of claims left by processes that died between the phases: takes the expired ones
+-- ($1: now) for another claim period ($2) so that no start takes their vehicle while the sweep
+-- relocks it; a conditional update, so of two sweepers one takes each claim.
+UPDATE rentals SET claim_expires_at = $2, updated_at = $1
+ WHERE id IN (SELECT id FROM rentals WHERE state = 'STARTING' AND claim_expires_at <= $1 ORDER BY claim_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+   AND state = 'STARTING' AND claim_expires_at <= $1
+RETURNING id, vehicle_id;
 
 -- name: RentalLockForEnd
--- Locks the rental and its vehicle. A second concurrent end waits here and then reads the ended row.
+-- Locks the rental and its vehicle, for the end's check (before the lock command) and for its write
+-- (after it). A second concurrent end waits here and then reads the ended row. A claim (STARTING) is
+-- no rental yet: not found.
 -- start_*, lng, lat: of NOT NULL points; ride_distance_m is COALESCE(…, 0) over one aggregate row.
 -- not null: start_lng, start_lat, lng, lat, distance_m
 SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.state, r.started_at,
@@ -87,7 +155,7 @@ SELECT r.id, r.partner_id, r.user_id, r.vehicle_id, r.zone_id, r.trip_id, r.stat
   JOIN vehicles v ON v.id = r.vehicle_id
   JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
   JOIN partners p ON p.id = r.partner_id
- WHERE r.id = $1 AND ($2::uuid IS NULL OR r.partner_id = $2)
+ WHERE r.id = $1 AND ($2::uuid IS NULL OR r.partner_id = $2) AND r.state <> 'STARTING'
    FOR UPDATE OF r, v;
 
 -- name: RentalRideDistance
@@ -123,7 +191,7 @@ WITH ended AS (
                      start_location, end_location, distance_m, duration_s, is_group_ride, ride_type, user_ride_count)
   SELECT e.trip_id, e.id, e.vehicle_id, e.zone_id, $12, $13, e.started_at, e.ended_at, e.vehicle_start_location, e.vehicle_end_location,
          e.distance_m, $14, e.ride_type <> 'solo', e.ride_type,
-         (SELECT count(*) FROM rentals u WHERE u.user_id = e.user_id AND u.state <> 'RUNNING') + 1
+         (SELECT count(*) FROM rentals u WHERE u.user_id = e.user_id AND u.state NOT IN ('STARTING', 'RUNNING')) + 1
     FROM ended e
 )
 SELECT id FROM ended;

@@ -1468,6 +1468,14 @@ export interface Queries {
     };
   };
   /** sql/queries/rentals.sql */
+  RentalExpireClaims: {
+    params: [$1: string | null, $2: string | null, $3: Date | string | null];
+    row: {
+      id: string;
+      vehicle_id: string;
+    };
+  };
+  /** sql/queries/rentals.sql */
   RentalUserForStart: {
     params: [$1: string | null, $2: string | null];
     row: {
@@ -1508,11 +1516,55 @@ export interface Queries {
     };
   };
   /** sql/queries/rentals.sql */
-  RentalInsert: {
-    params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: boolean | null, $6: boolean | null, $7: string | null, $8: string | null, $9: string | null, $10: number | bigint | string | null, $11: number | null, $12: number | null, $13: Date | string | null, $14: number | null, $15: number | null];
+  RentalClaim: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: boolean | null, $6: boolean | null, $7: string | null, $8: string | null, $9: string | null, $10: number | bigint | string | null, $11: number | null, $12: number | null, $13: Date | string | null, $14: number | null, $15: number | null, $16: Date | string | null];
     row: {
       id: string;
       trip_id: string;
+    };
+  };
+  /** sql/queries/rentals.sql */
+  RentalLockClaim: {
+    params: [$1: string | null, $2: Date | string | null];
+    row: {
+      id: string;
+      vehicle_id: string;
+      zone_id: string;
+      mds_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
+      battery_percent: number;
+      lng: number;
+      lat: number;
+      user_active: boolean | null;
+      vehicle_ok: boolean | null;
+    };
+  };
+  /** sql/queries/rentals.sql */
+  RentalConfirm: {
+    params: [$1: string | null, $2: Date | string | null];
+    row: {
+      id: string;
+    };
+  };
+  /** sql/queries/rentals.sql */
+  RentalVehicleTakenByOther: {
+    params: [$1: string | null, $2: string | null];
+    row: {
+      taken: boolean;
+    };
+  };
+  /** sql/queries/rentals.sql */
+  RentalReleaseClaim: {
+    params: [$1: string | null];
+    row: {
+      id: string;
+    };
+  };
+  /** sql/queries/rentals.sql */
+  RentalRenewExpiredClaims: {
+    params: [$1: Date | string | null, $2: Date | string | null, $3: number | bigint | string | null];
+    row: {
+      id: string;
+      vehicle_id: string;
     };
   };
   /** sql/queries/rentals.sql */
@@ -1525,7 +1577,7 @@ export interface Queries {
       vehicle_id: string;
       zone_id: string;
       trip_id: string;
-      state: 'RUNNING' | 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY';
+      state: 'STARTING' | 'RUNNING' | 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY';
       started_at: Date;
       start_price: number | null;
       price_per_minute: number | null;
@@ -1583,7 +1635,7 @@ export interface Queries {
     params: [$1: string | null];
     row: {
       id: string;
-      state: 'RUNNING' | 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY';
+      state: 'STARTING' | 'RUNNING' | 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY';
       ended_at: Date | null;
       zone_id: string;
       photo_decision: 'good-parking' | 'bad-parking' | 'bad-photo' | 'no-decision' | 'unknown' | null;
@@ -2200,7 +2252,7 @@ export interface Queries {
       country: string;
       plan_start_price: number | null;
       plan_price_per_minute: number | null;
-      rental_state: 'RUNNING' | 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY' | null;
+      rental_state: 'STARTING' | 'RUNNING' | 'ENDED' | 'ENDED_WITH_NO_CHARGE' | 'ENDED_INTERNALLY' | null;
       started_at: Date | null;
       ended_at: Date | null;
       start_price: number | null;

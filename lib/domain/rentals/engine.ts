@@ -1,13 +1,38 @@
 /**
  * The rental engine shared by the partner rental API, the TOMP API and the fleet simulator.
  *
- * Every start and end is one transaction holding the vehicle's row lock: the rental row, the vehicle
- * status, the MDS event (recordEvent), the trip row and the gateway command commit together or not
- * at all. The gateway call is the last step inside the transaction, so a refused or unanswered
- * unlock/lock rolls everything back and nothing is left half-started or half-ended. Postgres decides
- * every race: the vehicle row lock serialises starts of one vehicle, the partial unique indexes allow
- * one running rental per user and per vehicle, and the end is a conditional UPDATE … WHERE state =
- * 'RUNNING'.
+ * A vehicle answers over cellular in 0.5–3 s, so no transaction (no row lock, no pool connection)
+ * is open while a command waits for it, and the request gives up its admission slot for the wait
+ * (lib/core/outside.ts). A start is two short transactions around the unlock:
+ *
+ * 1. **Claim.** Under the vehicle's row lock, every check of the requirement's start row (user,
+ *    vehicle, zone, distance, licence, bookings), then the rental inserted as STARTING (migration
+ *    000260): a claim that the partial unique indexes see, so a second start on the vehicle or by the
+ *    user fails at once (VehicleNotAvailable / RentalAlreadyExists), decided by Postgres. The claim
+ *    touches nothing else: its vehicle stays ready in every feed, it has no event and no trip, and
+ *    rental_records (every partner and TOMP read) leaves it out. The `check` hook runs here.
+ * 2. **Unlock** (and the beginners' speed limit), no transaction open.
+ * 3. **Confirm.** The claim and its vehicle locked again and checked again (the vehicle may have
+ *    been taken out of service or held by another user's booking meanwhile, the user erased), then
+ *    the rental RUNNING and the vehicle riding in one conditional update, the trip_start event, and
+ *    the `within` hook (a TOMP booking's confirmation), all in one commit.
+ *
+ * Whatever fails after the claim, the claim is released (deleted: nothing else was written for it),
+ * and when the unlock may have opened the vehicle (it answered ok, or did not answer in time) a
+ * compensating lock goes out first, while the claim still holds the vehicle, so that no other start
+ * can unlock it in between. A refused unlock releases the claim without a lock: the vehicle stayed
+ * shut. A process killed between the phases leaves a claim behind; it expires (claim_expires_at,
+ * twice the gateway timeout plus a margin, so a live process always confirms first): the next start
+ * on its vehicle or by its user deletes it in SQL, and the publisher's rental sweep
+ * (lib/domain/rentals/claims.ts) relocks and deletes the rest. A live process whose claim was taken
+ * from it finds nothing to confirm and calls its start off.
+ *
+ * An end is the same in reverse: a short transaction checks it under the rental's row lock (running,
+ * idle for the auto end, the parking rules), the lock command goes out with no transaction open, and
+ * a second short transaction ends the rental with a conditional UPDATE … WHERE state = 'RUNNING'
+ * (of two concurrent ends one commits; the other, RentalAlreadyEnded). The rental is charged up to the
+ * instant the end was asked for. A refused or unanswered lock leaves it RUNNING (FailedToEndRental),
+ * and a retry is the same end again.
  */
 import type { AppContext } from '../context.js';
 import { DbError, type Tx } from '../../core/db.js';
@@ -20,6 +45,8 @@ import { receiptKey } from './receipts.js';
 import { RentalError, ZONE_NOT_PERMITTING } from './errors.js';
 import { toRentalRecord, type Location, type RentalRecord } from './types.js';
 import { metrics } from '../../core/metrics.js';
+import { awaitOutside } from '../../core/outside.js';
+import { claimExpiry, relock } from './claims.js';
 
 export type { Location, RentalRecord } from './types.js';
 
@@ -34,9 +61,16 @@ export interface StartRentalInput {
   groupId?: string;
   rideType?: 'solo' | 'group-host' | 'group-guest';
   /**
-   * Runs inside the start's transaction, after the rental and its trip_start are written and before
-   * the vehicle is unlocked: what must commit together with the rental (a TOMP booking's
-   * confirmation). Throwing StartAborted calls the start off; everything is rolled back.
+   * Runs in the claim's transaction (phase 1), before any command goes to the vehicle: a check that
+   * can call the start off early (a TOMP booking that is no longer pending). Throwing StartAborted
+   * there calls the start off with nothing sent to the vehicle.
+   */
+  check?: (tx: Tx) => Promise<void>;
+  /**
+   * Runs in the confirming transaction (phase 2), after the vehicle unlocked and the rental and its
+   * trip_start are written: what must commit together with the rental (a TOMP booking's
+   * confirmation). Throwing StartAborted calls the start off: everything is rolled back, the
+   * vehicle is locked again and the claim released.
    */
   within?: (tx: Tx, rental: { id: string; startedAt: Date }) => Promise<void>;
 }
@@ -116,81 +150,138 @@ export async function startRental(ctx: AppContext, input: StartRentalInput): Pro
 }
 
 async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRecord> {
-  // true once the unlock command was sent and may have reached the vehicle (it answered, or timed
-  // out: a vehicle that did not answer in time may still have opened)
+  let claim: Claimed;
+  try {
+    claim = await inTx(ctx, (tx) => claimStart(ctx, tx, input));
+  } catch (err) {
+    throw mapStartError(ctx, err);
+  }
+  // true once the unlock was sent and may have reached the vehicle (it answered ok, or did not
+  // answer in time: a vehicle that did not answer may still have opened)
   let unlocked = false;
   try {
-    return await inTx(ctx, async (tx) => {
-      unlocked = false;
-      const now = ctx.clock.now();
-      const user = await tx.maybeOne(sql('RentalUserForStart'), [input.userId, input.partnerId]);
-      if (!user) throw new RentalError('UserNotFound');
-      const at = input.userStartLocation;
-      const v = await tx.maybeOne(sql('RentalLockVehicleForStart'), [
-        input.vehicleId,
-        at?.longitude ?? null,
-        at?.latitude ?? null,
-        now,
-        input.partnerId,
-        input.userId,
-      ]);
-      if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
-      if (user.running) throw new RentalError('RentalAlreadyExists');
-      if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
-      // the zone rules (zone_rules_at, as published in GBFS): outside the operations areas or in a
-      // no-riding area no ride starts; the error table's row "zone not permitting rentals"
-      if (!v.start_allowed) throw new RentalError('ZoneIsSleeping', { detail: ZONE_NOT_PERMITTING });
-      // a booked vehicle can be started only by the user whose pending TOMP booking holds it
-      const statusOk = v.status === 'ready' || (v.status === 'booked' && v.held_by_user);
-      if (!statusOk || v.has_running_rental || v.held_by_other || v.battery_percent < v.min_battery_percent || v.start_price === null) {
-        throw new RentalError('VehicleNotAvailable');
-      }
-      if (v.licence_verification_required && input.userLicenseValidated !== true) throw new RentalError('UserLicenceVerificationRequired');
-      if (v.user_distance_m !== null && v.user_distance_m > v.unlock_distance_m) throw new RentalError('UserTooFarFromVehicle');
-
-      const ins = await tx.one(sql('RentalInsert'), [
-        input.partnerId,
-        input.userId,
-        input.vehicleId,
-        input.source,
-        input.beginnersMode === true,
-        input.userLicenseValidated === true,
-        input.groupId ?? null,
-        input.rideType ?? 'solo',
-        v.currency,
-        v.vat_rate,
-        v.start_price,
-        v.price_per_minute,
-        now,
-        at?.longitude ?? null,
-        at?.latitude ?? null,
-      ]);
-      await recordEvent(tx, {
-        deviceId: input.vehicleId,
-        zoneId: v.zone_id,
-        eventTypes: ['trip_start'],
-        vehicleState: 'on_trip',
-        ts: now,
-        location: { lat: v.lat, lng: v.lng },
-        batteryPercent: v.battery_percent,
-        tripIds: [ins.trip_id],
-        lockedState: v.mds_state,
-      });
-      if (input.within) await input.within(tx, { id: ins.id, startedAt: now });
+    await awaitOutside(async () => {
+      // a claim of this user that expired on another vehicle was deleted with the claim: that
+      // vehicle may stand open, and is told to lock while ours unlocks
+      const others = claim.expired.filter((v) => v !== input.vehicleId).map((v) => relock(ctx, v, 'expired claim of the user'));
       try {
         await ctx.gateway.unlock(input.vehicleId);
-      } finally {
         unlocked = true;
+      } catch (err) {
+        unlocked = !(err instanceof GatewayError && err.reason === 'refused');
+        throw err;
+      } finally {
+        await Promise.all(others);
       }
-      if (input.beginnersMode) await ctx.gateway.setMaxSpeed(input.vehicleId, v.reduced_speed_kph);
-      return toRentalRecord(await tx.one(sql('RentalGet'), [ins.id, null]));
+      if (input.beginnersMode) await ctx.gateway.setMaxSpeed(input.vehicleId, claim.reducedSpeedKph);
     });
+    return await inTx(ctx, (tx) => confirmStart(ctx, tx, input, claim.id));
   } catch (err) {
-    if (unlocked) {
-      // the vehicle opened (or may have) but the rental did not commit: close it again (best effort)
-      await ctx.gateway.lock(input.vehicleId).catch((e) => ctx.log.error({ err: e, vehicleId: input.vehicleId }, 'relock after failed start failed'));
-    }
+    await callOff(ctx, claim.id, input.vehicleId, unlocked);
     throw mapStartError(ctx, err);
+  }
+}
+
+interface Claimed {
+  id: string;
+  reducedSpeedKph: number;
+  /** the vehicles whose expired claims this start deleted */
+  expired: string[];
+}
+
+/** Phase 1: the checks under the vehicle's row lock, and the claim (a STARTING rental). */
+async function claimStart(ctx: AppContext, tx: Tx, input: StartRentalInput): Promise<Claimed> {
+  const now = ctx.clock.now();
+  const expired = await tx.many(sql('RentalExpireClaims'), [input.vehicleId, input.userId, now]);
+  if (expired.length) ctx.log.warn({ claims: expired, vehicleId: input.vehicleId, userId: input.userId }, 'expired start claims deleted');
+  const user = await tx.maybeOne(sql('RentalUserForStart'), [input.userId, input.partnerId]);
+  if (!user) throw new RentalError('UserNotFound');
+  const at = input.userStartLocation;
+  const v = await tx.maybeOne(sql('RentalLockVehicleForStart'), [
+    input.vehicleId,
+    at?.longitude ?? null,
+    at?.latitude ?? null,
+    now,
+    input.partnerId,
+    input.userId,
+  ]);
+  if (!v || !v.zone_allowed) throw new RentalError('VehicleNotFound');
+  if (user.running) throw new RentalError('RentalAlreadyExists');
+  if (isSleeping({ timezone: v.timezone, sleepWindows: v.sleep_windows, status: v.zone_status }, now)) throw new RentalError('ZoneIsSleeping');
+  // the zone rules (zone_rules_at, as published in GBFS): outside the operations areas or in a
+  // no-riding area no ride starts; the error table's row "zone not permitting rentals"
+  if (!v.start_allowed) throw new RentalError('ZoneIsSleeping', { detail: ZONE_NOT_PERMITTING });
+  // a booked vehicle can be started only by the user whose pending TOMP booking holds it
+  const statusOk = v.status === 'ready' || (v.status === 'booked' && v.held_by_user);
+  if (!statusOk || v.has_running_rental || v.held_by_other || v.battery_percent < v.min_battery_percent || v.start_price === null) {
+    throw new RentalError('VehicleNotAvailable');
+  }
+  if (v.licence_verification_required && input.userLicenseValidated !== true) throw new RentalError('UserLicenceVerificationRequired');
+  if (v.user_distance_m !== null && v.user_distance_m > v.unlock_distance_m) throw new RentalError('UserTooFarFromVehicle');
+  if (input.check) await input.check(tx);
+  const ins = await tx.one(sql('RentalClaim'), [
+    input.partnerId,
+    input.userId,
+    input.vehicleId,
+    input.source,
+    input.beginnersMode === true,
+    input.userLicenseValidated === true,
+    input.groupId ?? null,
+    input.rideType ?? 'solo',
+    v.currency,
+    v.vat_rate,
+    v.start_price,
+    v.price_per_minute,
+    now,
+    at?.longitude ?? null,
+    at?.latitude ?? null,
+    claimExpiry(ctx, now),
+  ]);
+  return { id: ins.id, reducedSpeedKph: v.reduced_speed_kph, expired: expired.map((e) => e.vehicle_id) };
+}
+
+/** Phase 2: the claim checked again under its locks, then the running rental, its trip_start and `within`. */
+async function confirmStart(ctx: AppContext, tx: Tx, input: StartRentalInput, claimId: string): Promise<RentalRecord> {
+  const now = ctx.clock.now();
+  const c = await tx.maybeOne(sql('RentalLockClaim'), [claimId, now]);
+  // the claim expired and another start or the sweep took it: this start has nothing left to confirm
+  if (!c) throw new RentalError('VehicleNotAvailable', { detail: 'the start took longer than its claim on the vehicle' });
+  if (!c.user_active) throw new RentalError('UserNotFound');
+  if (!c.vehicle_ok) throw new RentalError('VehicleNotAvailable');
+  const confirmed = await tx.maybeOne(sql('RentalConfirm'), [claimId, now]);
+  if (!confirmed) throw new RentalError('VehicleNotAvailable');
+  const rental = await tx.one(sql('RentalGet'), [claimId, null]);
+  await recordEvent(tx, {
+    deviceId: c.vehicle_id,
+    zoneId: c.zone_id,
+    eventTypes: ['trip_start'],
+    vehicleState: 'on_trip',
+    ts: now,
+    location: { lat: c.lat, lng: c.lng },
+    batteryPercent: c.battery_percent,
+    tripIds: [rental.trip_id],
+    lockedState: c.mds_state,
+  });
+  if (input.within) await input.within(tx, { id: claimId, startedAt: now });
+  return toRentalRecord(rental);
+}
+
+/**
+ * A start called off after its claim: the compensating lock first when the unlock may have opened
+ * the vehicle (while the claim still keeps every other start off it), then the claim released. A
+ * claim that expired and went to another start meanwhile gets no lock: that vehicle is the other
+ * rider's now. Best effort: a claim that cannot be released (the database is down) expires.
+ */
+async function callOff(ctx: AppContext, claimId: string, vehicleId: string, unlocked: boolean): Promise<void> {
+  try {
+    if (unlocked) {
+      const { taken } = await ctx.db.one(sql('RentalVehicleTakenByOther'), [claimId, vehicleId]).catch(() => ({ taken: false }));
+      if (taken) ctx.log.warn({ vehicleId, claimId }, 'start called off after its claim went to another start: no compensating lock');
+      else await awaitOutside(() => relock(ctx, vehicleId, 'start called off after the unlock'));
+    }
+    await ctx.db.maybeOne(sql('RentalReleaseClaim'), [claimId]);
+  } catch (err) {
+    ctx.log.error({ err, claimId, vehicleId }, 'start claim not released; it expires');
   }
 }
 
@@ -207,20 +298,15 @@ export async function endRental(ctx: AppContext, input: EndRentalInput): Promise
 
 async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord> {
   const endState = input.endState ?? 'ENDED';
-  let record: RentalRecord;
+  // the rental is charged up to when its end was asked for, not to when the vehicle answered
+  const askedAt = ctx.clock.now();
   try {
-    record = await inTx(ctx, async (tx) => {
-      const now = ctx.clock.now();
-      const r = await tx.maybeOne(sql('RentalLockForEnd'), [input.rentalId, input.partnerId ?? null]);
-      if (!r) throw new RentalError('RentalIDDoesNotExist');
-      if (r.state !== 'RUNNING') throw new RentalError('RentalAlreadyEnded');
-      if (input.idleBefore && (r.last_moved_at > input.idleBefore || r.started_at > input.idleBefore)) throw new RentalError('RentalNotIdle');
-      // the operator may end a forgotten rental wherever the vehicle stands
-      if (endState !== 'ENDED_INTERNALLY') {
-        const verdict = await parkingAt(tx, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id);
-        if (!verdict.canEnd) throw new RentalError('FailedToEndRentalNoParking');
-      }
-      const endedAt = now < r.started_at ? r.started_at : now;
+    // the check under the rental's row lock; nothing written, so a refused lock leaves all as it was
+    const vehicleId = await inTx(ctx, async (tx) => (await lockForEnd(tx, input, { endState, idleBefore: input.idleBefore })).vehicle_id);
+    await awaitOutside(() => ctx.gateway.lock(vehicleId));
+    return await inTx(ctx, async (tx) => {
+      const r = await lockForEnd(tx, input);
+      const endedAt = askedAt < r.started_at ? r.started_at : askedAt;
       // minutes are rounded up from the exact duration (a ride of 60.2 s is 2 minutes); the trip
       // record keeps whole seconds, rounded up alike
       const durationMs = endedAt.getTime() - r.started_at.getTime();
@@ -264,11 +350,30 @@ async function end(ctx: AppContext, input: EndRentalInput): Promise<RentalRecord
         tripIds: [r.trip_id],
         lockedState: r.mds_state,
       });
-      await ctx.gateway.lock(r.vehicle_id);
       return toRentalRecord(await tx.one(sql('RentalGet'), [r.id, null]));
     });
   } catch (err) {
     throw mapEndError(ctx, err);
   }
-  return record;
+}
+
+/**
+ * The rental under its row lock (and its vehicle's), running, and with `checks` (before the lock
+ * command): idle since `idleBefore` (the auto end), and where ending is permitted (not for
+ * ENDED_INTERNALLY: the operator may end a forgotten rental wherever the vehicle stands). The end's
+ * write passes no checks: what was decided before the lock stands (the vehicle is locked where it
+ * stood), and only RUNNING is asked again.
+ */
+async function lockForEnd(tx: Tx, input: EndRentalInput, checks?: { endState: EndState; idleBefore: Date | undefined }) {
+  const r = await tx.maybeOne(sql('RentalLockForEnd'), [input.rentalId, input.partnerId ?? null]);
+  if (!r) throw new RentalError('RentalIDDoesNotExist');
+  if (r.state !== 'RUNNING') throw new RentalError('RentalAlreadyEnded');
+  if (!checks) return r;
+  const { idleBefore, endState } = checks;
+  if (idleBefore && (r.last_moved_at > idleBefore || r.started_at > idleBefore)) throw new RentalError('RentalNotIdle');
+  if (endState !== 'ENDED_INTERNALLY') {
+    const verdict = await parkingAt(tx, r.zone_id, { lat: r.lat, lng: r.lng }, r.vehicle_type_id);
+    if (!verdict.canEnd) throw new RentalError('FailedToEndRentalNoParking');
+  }
+  return r;
 }

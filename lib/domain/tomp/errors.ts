@@ -5,7 +5,8 @@
  * of our contract and inventing numbers would mislead partners.
  */
 import { DbError } from '../../core/db.js';
-import { isRentalError, ZONE_NOT_PERMITTING } from '../rentals/errors.js';
+import { GatewayError } from '../gateway.js';
+import { isRentalError, ZONE_NOT_PERMITTING, type RentalError } from '../rentals/errors.js';
 
 export type TompStatus = 400 | 401 | 403 | 404 | 405 | 406 | 409 | 413 | 415 | 428 | 429 | 500 | 503;
 
@@ -60,19 +61,31 @@ const START_REASONS: Partial<Record<string, string>> = {
 };
 
 /**
- * The rental engine's errors (lib/domain/rentals/errors.ts) in TOMP terms. Starting: every "cannot be
- * booked" reason is 406; a vehicle that does not answer the unlock is a temporary 503. Ending: the
- * parking rules are a 409 (the leg stays IN_USE; move the vehicle and retry), a lock that failed a
- * 503 with Retry-After, an already ended rental a 409.
+ * Whether a vehicle command failed for now only: the vehicle did not answer (no connectivity, a
+ * timeout) or refused with `temporary` (a jammed lock, the requirement's example of a 503). A
+ * refusal the vehicle does not call temporary will not go away with a retry.
  */
-function fromRentalError(e: { code: string; detail: string; status: number }, phase: 'start' | 'end'): TompError {
+function vehicleFaultIsTemporary(e: RentalError): boolean {
+  return e.cause instanceof GatewayError && (e.cause.reason === 'unreachable' || e.cause.temporary);
+}
+
+/**
+ * The rental engine's errors (lib/domain/rentals/errors.ts) in TOMP terms. Starting: every "cannot be
+ * booked" reason is 406, a vehicle that refuses the unlock for good included; a vehicle that does not
+ * answer, or refuses for now (a jammed lock), is a 503 with Retry-After. Ending: the parking rules
+ * are a 409 (the leg stays IN_USE; move the vehicle and retry), a lock that failed for now a 503 with
+ * Retry-After, a lock the vehicle refuses for good a 500 (the leg stays IN_USE: a case for
+ * POST /support UNABLE_TO_CLOSE), an already ended rental a 409.
+ */
+function fromRentalError(e: RentalError, phase: 'start' | 'end'): TompError {
   if (e.code === 'ServiceUnavailable') return new TompError(503, 'temporarily unavailable; retry later', { type: e.code, retryAfterSeconds: 5 });
   if (phase === 'start') {
     const reason =
       e.code === 'ZoneIsSleeping' && e.detail === ZONE_NOT_PERMITTING ? 'the zone does not permit rentals where the vehicle stands' : START_REASONS[e.code];
     if (reason) return new TompError(406, e.code === 'RentalAlreadyExists' && e.detail ? `${reason} (${e.detail})` : reason, { type: e.code });
     if (e.code === 'FailedToUnlockVehicle' || e.code === 'FailedToUpdateVehicle') {
-      return new TompError(503, 'the vehicle did not answer the unlock command; retry later', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
+      if (!vehicleFaultIsTemporary(e)) return new TompError(406, 'the vehicle refused to unlock; book another one', { type: e.code });
+      return new TompError(503, 'the vehicle cannot unlock right now; retry later', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
     }
     return new TompError(e.status >= 500 ? 500 : 406, e.status >= 500 ? 'the booking could not be made' : e.detail, { type: e.code });
   }
@@ -82,6 +95,9 @@ function fromRentalError(e: { code: string; detail: string; status: number }, ph
         type: e.code,
       });
     case 'FailedToEndRental':
+      if (e.cause instanceof GatewayError && !vehicleFaultIsTemporary(e)) {
+        return new TompError(500, 'the vehicle refused to lock; the leg is still in use', { type: e.code });
+      }
       return new TompError(503, 'the vehicle did not lock; retry after the given time', { type: e.code, retryAfterSeconds: GATEWAY_RETRY_AFTER_SECONDS });
     case 'RentalAlreadyEnded':
       return new TompError(409, 'the leg is already finished', { type: e.code });

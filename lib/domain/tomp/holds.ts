@@ -133,9 +133,10 @@ type Outcome = { ok: true } | { ok: false; error: TompError };
 /**
  * COMMIT or CANCEL of a PENDING booking. CANCEL and the expiry are decided under the booking's row
  * lock. COMMIT starts the rental through the engine, and the booking is confirmed inside the
- * engine's own transaction (its `within` hook, which takes the booking lock again), so the rental
- * and the confirmation commit together or not at all; a CANCEL or the expiry sweep that got the
- * booking first makes the hook call the start off. A booking that cannot be started any more (zone
+ * engine's confirming transaction (its `within` hook, which takes the booking lock again), so the
+ * rental and the confirmation commit together or not at all; a CANCEL or the expiry sweep that got
+ * the booking first makes the hook call the start off (before the unlock, the engine's `check`
+ * hook; while the vehicle answered, `within`, and the vehicle is locked again). A booking that cannot be started any more (zone
  * asleep, vehicle gone…) is released and answered 406; a vehicle that does not answer keeps the
  * hold (503, retry).
  */
@@ -160,6 +161,13 @@ export async function operateBooking(ctx: AppContext, partnerId: string, booking
     return;
   }
   const b = decided.commit;
+  // NOWAIT: a CANCEL or sweep holding the booking makes the engine retry its transaction
+  // (lock_not_available is retryable) instead of waiting with the vehicle locked
+  const pendingBooking = async (tx: Tx) => {
+    const locked = await tx.maybeOne(sql('TompLockBookingNowait'), [b.id, partnerId]);
+    if (!locked || locked.state !== 'PENDING') throw new StartAborted(notPending(operation));
+    if (isDue(locked, ctx.clock.now())) throw new StartAborted(expired());
+  };
   try {
     await startRental(ctx, {
       partnerId,
@@ -168,14 +176,12 @@ export async function operateBooking(ctx: AppContext, partnerId: string, booking
       userStartLocation: { latitude: b.from_lat, longitude: b.from_lng },
       userLicenseValidated: b.licence_verified,
       source: 'tomp',
+      // before the unlock: a booking cancelled or expired already is not unlocked for
+      check: pendingBooking,
+      // with the rental: a CANCEL or the expiry that came while the vehicle answered calls it off
       within: async (tx, rental) => {
-        // NOWAIT: a CANCEL or sweep holding the booking makes the engine retry its transaction
-        // (lock_not_available is retryable) instead of waiting with the vehicle locked
-        const locked = await tx.maybeOne(sql('TompLockBookingNowait'), [b.id, partnerId]);
-        const now = ctx.clock.now();
-        if (!locked || locked.state !== 'PENDING') throw new StartAborted(notPending(operation));
-        if (isDue(locked, now)) throw new StartAborted(expired());
-        await tx.one(sql('TompConfirmBooking'), [b.id, rental.id, now, rental.startedAt]);
+        await pendingBooking(tx);
+        await tx.one(sql('TompConfirmBooking'), [b.id, rental.id, ctx.clock.now(), rental.startedAt]);
       },
     });
   } catch (err) {
