@@ -316,7 +316,13 @@ export async function run(): Promise<BenchResult> {
   notes.push(`load average (1/5/15 min) at start: ${load()}`);
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'feeds-bench-'));
-  const config = testConfig({ NODE_ENV: 'production', MODE: 'staging', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
+  const config = testConfig({
+    NODE_ENV: 'production',
+    MODE: 'staging',
+    DATABASE_URL: database.url,
+    STORE_URL: `file://${join(dir, 'store')}`,
+    LOG_LEVEL: 'silent',
+  });
   const log = createLogger('silent');
   const ctx: AppContext = {
     config,
@@ -373,7 +379,14 @@ export async function run(): Promise<BenchResult> {
     // Several API processes (DESIGN.md: how the API scales), when bin/api.ts provides API_WORKERS.
     const workers = await startApiWorkers(
       2,
-      { NODE_ENV: 'production', MODE: 'staging', SIGNING_SECRET: config.signingSecret, DATABASE_URL: database.url, STORE_URL: config.storeUrl, LOG_LEVEL: 'silent' },
+      {
+        NODE_ENV: 'production',
+        MODE: 'staging',
+        SIGNING_SECRET: config.signingSecret,
+        DATABASE_URL: database.url,
+        STORE_URL: config.storeUrl,
+        LOG_LEVEL: 'silent',
+      },
       accessToken,
       notes,
     );

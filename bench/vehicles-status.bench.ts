@@ -81,7 +81,13 @@ export async function run(): Promise<BenchResult> {
   notes.push(`load average (1/5/15 min) at start: ${load()}`);
   const database = await cloneDatabase();
   const dir = mkdtempSync(join(tmpdir(), 'vs-bench-'));
-  const config = testConfig({ NODE_ENV: 'production', MODE: 'staging', DATABASE_URL: database.url, STORE_URL: `file://${join(dir, 'store')}`, LOG_LEVEL: 'silent' });
+  const config = testConfig({
+    NODE_ENV: 'production',
+    MODE: 'staging',
+    DATABASE_URL: database.url,
+    STORE_URL: `file://${join(dir, 'store')}`,
+    LOG_LEVEL: 'silent',
+  });
   const log = createLogger('silent');
   const ctx: AppContext = {
     config,
