@@ -80,6 +80,9 @@ export function startIngest(ctx: AppContext, opts: IngestOptions): Ingest {
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> | undefined;
   let stopping = false;
+  // set when a stop ran out of time (SHUTDOWN_TIMEOUT_MS): what is not written yet is left,
+  // unacknowledged, to the broker's session for the next process of this INGEST_ID
+  let abandoned = false;
   // every message that came, refused ones included: the drain of stop() waits until it stands still
   let arrived = 0;
   // one number per connection: a PUBACK is sent only on the connection its message came on
@@ -245,6 +248,7 @@ export function startIngest(ctx: AppContext, opts: IngestOptions): Ingest {
         return;
       } catch (err) {
         metrics.ingestBatchFailures.inc();
+        if (abandoned) throw new Error('the ingest stopped before this batch could be written: the broker keeps it for the session', { cause: err });
         const pause = Math.min(5000, 100 * 2 ** attempt);
         log.warn({ err, reports: reports.length, attempt, retryInMs: pause }, 'ingest batch failed; writing it again');
         await new Promise((r) => setTimeout(r, pause));
@@ -291,12 +295,22 @@ export function startIngest(ctx: AppContext, opts: IngestOptions): Ingest {
         ),
         new Promise<boolean>((r) => setTimeout(() => r(false), 5000).unref()),
       ]);
-      for (let seen = -1; seen !== arrived || writing || pending.length > 0;) {
+      // a Postgres that does not come back within the bound leaves the rest to the session
+      const bound = setTimeout(() => (abandoned = true), ctx.config.shutdownTimeoutMs);
+      for (let seen = -1; !abandoned && (seen !== arrived || writing || pending.length > 0);) {
         seen = arrived;
         // one writer at a time, so that acknowledgements keep their order
-        while (writing || pending.length > 0) await (writing ?? write());
+        while (!abandoned && (writing || pending.length > 0)) await (writing ?? write());
         if (!left) break;
         await new Promise((r) => setTimeout(r, 300));
+      }
+      clearTimeout(bound);
+      if (writing) await writing;
+      if (abandoned || pending.length > 0) {
+        log.warn({ unwritten: pending.length }, 'ingest stopped with reports unwritten: its broker session keeps them for the next process of this INGEST_ID');
+        pending.length = 0;
+        await client.endAsync(true);
+        return;
       }
       await client.endAsync(false, left ? { properties: { sessionExpiryInterval: 0 } } : {});
     },

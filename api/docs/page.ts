@@ -1,7 +1,8 @@
 /**
  * The /docs page and its start script. The script is a separate file (no inline script, so the
  * page runs under `script-src 'self'`). One link per document above Swagger UI's own selector switches
- * between them; `?doc=partner|tomp|feeds|legacy` chooses the one shown first.
+ * between them; `?doc=partner|tomp|feeds|legacy` chooses the one shown first. Documents Swagger UI
+ * does not render (the AsyncAPI document of the vehicle protocol) are linked after them, as JSON.
  */
 
 export interface DocLink {
@@ -12,10 +13,13 @@ export interface DocLink {
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-export function docsPage(docs: DocLink[]): string {
-  const links = docs
-    .map((d) => `<a class="doc-link" data-doc="${esc(d.key)}" href="/docs?doc=${encodeURIComponent(d.key)}">${esc(d.name)}</a> <a class="doc-json" href="${esc(d.url)}">JSON</a>`)
-    .join('\n      ');
+export function docsPage(docs: DocLink[], others: Array<Omit<DocLink, 'key'>> = []): string {
+  const links = [
+    ...docs.map(
+      (d) => `<a class="doc-link" data-doc="${esc(d.key)}" href="/docs?doc=${encodeURIComponent(d.key)}">${esc(d.name)}</a> <a class="doc-json" href="${esc(d.url)}">JSON</a>`,
+    ),
+    ...others.map((d) => `<span class="doc-other">${esc(d.name)}</span> <a class="doc-json" href="${esc(d.url)}">JSON</a>`),
+  ].join('\n      ');
   return `<!doctype html>
 <html lang="en">
   <head>
@@ -32,7 +36,7 @@ export function docsPage(docs: DocLink[]): string {
       ${links}
     </nav>
     <div id="swagger-ui"></div>
-    <noscript>This page needs JavaScript. The documents themselves: ${docs.map((d) => `<a href="${esc(d.url)}">${esc(d.name)}</a>`).join(', ')}.</noscript>
+    <noscript>This page needs JavaScript. The documents themselves: ${[...docs, ...others].map((d) => `<a href="${esc(d.url)}">${esc(d.name)}</a>`).join(', ')}.</noscript>
     <script src="/docs/assets/swagger-ui-bundle.js"></script>
     <script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
     <script src="/docs/init.js"></script>
@@ -73,4 +77,5 @@ export const DOCS_CSS = `
 #documents a { margin-right: 4px; }
 #documents a.doc-json { font-size: 0.8em; margin-right: 16px; color: #666; }
 #documents a[aria-current="page"] { font-weight: bold; }
+#documents .doc-other { color: #333; }
 `;

@@ -1,6 +1,8 @@
 /**
  * The API documentation of the main host: GET /openapi/{partner,tomp,feeds,legacy}.json (the OpenAPI
- * 3.1 documents of api/openapi, built once from the configuration) and GET /docs, a Swagger UI
+ * 3.1 documents of api/openapi, built once from the configuration), GET /asyncapi.json (the AsyncAPI
+ * 3.0 document of the vehicle protocol, which Swagger UI does not render: the page links it as JSON,
+ * docs/vehicles.md is its guide) and GET /docs, a Swagger UI
  * page with a selector for the documents. Swagger UI comes from the bundled swagger-ui-dist
  * package and is served from node_modules under /docs/assets/: the page loads nothing from
  * elsewhere, so it works offline and behind a strict Content-Security-Policy (no inline script).
@@ -11,7 +13,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { AppContext } from '../../lib/domain/context.js';
-import { DOCUMENT_NAMES, DOCUMENT_TITLES, openApiDocuments, type DocumentName } from './documents.js';
+import { ASYNCAPI_TITLE, DOCUMENT_NAMES, DOCUMENT_TITLES, openApiDocuments, vehiclesAsyncApi, type DocumentName } from './documents.js';
 import { docsPage, docsScript, DOCS_CSS } from './page.js';
 
 const SWAGGER_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -55,7 +57,8 @@ export function docsRoutes(ctx: AppContext): Koa.Middleware {
   const docs = openApiDocuments(ctx.config);
   const bodies = Object.fromEntries(DOCUMENT_NAMES.map((n) => [n, JSON.stringify(docs[n], null, 2)])) as Record<DocumentName, string>;
   const list = DOCUMENT_NAMES.map((n) => ({ key: n, name: DOCUMENT_TITLES[n], url: `/openapi/${n}.json` }));
-  const page = docsPage(list);
+  const asyncApi = JSON.stringify(vehiclesAsyncApi(ctx.config), null, 2);
+  const page = docsPage(list, [{ name: ASYNCAPI_TITLE, url: '/asyncapi.json' }]);
   const script = docsScript(list);
   const router = new Router();
 
@@ -70,6 +73,13 @@ export function docsRoutes(ctx: AppContext): Koa.Middleware {
     koa.set('Cache-Control', 'public, max-age=300');
     koa.set('Access-Control-Allow-Origin', '*'); // a public description: other tools may load it
     koa.body = bodies[name];
+  });
+
+  router.get('/asyncapi.json', (koa) => {
+    koa.type = 'application/json; charset=utf-8';
+    koa.set('Cache-Control', 'public, max-age=300');
+    koa.set('Access-Control-Allow-Origin', '*');
+    koa.body = asyncApi;
   });
 
   const html = (koa: Koa.Context) => {

@@ -22,7 +22,7 @@ import { compile, describeErrors } from '../../core/validate.js';
 import type { Logger } from '../../core/log.js';
 import { VehicleReplySchema, type VehicleCommand, type VehicleReply } from '../../../schemas/vehicles/messages.js';
 import { GatewayError, type GatewayCommand, type VehicleGateway } from '../gateway.js';
-import { commandTopic, parseVehicleTopic, QOS, repliesFilter, replyTopic } from './protocol.js';
+import { commandExpirySeconds, commandTopic, parseVehicleTopic, QOS, repliesFilter, replyTopic } from './protocol.js';
 
 export interface MqttGatewayOptions {
   url: string;
@@ -121,7 +121,7 @@ export class MqttGateway implements VehicleGateway {
           properties: {
             responseTopic: replyTopic(vehicleId, this.opts.gatewayId),
             correlationData: correlation,
-            messageExpiryInterval: Math.max(1, Math.ceil(this.opts.timeoutMs / 1000)),
+            messageExpiryInterval: commandExpirySeconds(this.opts.timeoutMs),
             contentType: 'application/json',
           },
         })
