@@ -143,6 +143,42 @@ describe('MQTT vehicle gateway (real Mosquitto, real vehicle clients)', function
     }
   });
 
+  it('a broker that cannot be reached at the start: the gateway starts anyway and its commands fail at once as unreachable; wrong credentials fail the start', async function () {
+    this.timeout(30_000);
+    const { freePort } = await import('./support/faults.js');
+    const down = await MqttGateway.connect({
+      url: `mqtt://127.0.0.1:${await freePort()}`,
+      ...broker.platform,
+      gatewayId: 'down-gw',
+      timeoutMs: TIMEOUT,
+      log: createLogger('silent'),
+    });
+    try {
+      const started = Date.now();
+      const err = await down.unlock('00000000-0000-4000-8000-000000000009').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(GatewayError);
+      expect((err as GatewayError).reason).to.equal('unreachable');
+      expect(Date.now() - started, 'at once, not after the timeout').to.be.lessThan(TIMEOUT);
+    } finally {
+      await down.close();
+    }
+    const wrong = await MqttGateway.connect({
+      url: broker.url,
+      username: 'platform',
+      password: 'not-the-password',
+      gatewayId: 'wrong-gw',
+      timeoutMs: TIMEOUT,
+      log: createLogger('silent'),
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(wrong, 'refused credentials are the operator’s to fix').to.be.instanceOf(Error);
+  });
+
   it('commands to 30 vehicles wait side by side: each vehicle answers only once all 30 have their command', async () => {
     const barrier: Barrier = { size: 30, waiting: [] };
     const ids = await Promise.all(Array.from({ length: 30 }, () => vehicle({ kind: 'ok', barrier })));

@@ -63,11 +63,18 @@ export class MqttGateway implements VehicleGateway {
     // a round trip with it, 0.5–2 ms without)
     noDelay(client);
     client.on('connect', () => noDelay(client));
-    // MQTT.js reconnects by itself; while it does, commands fail fast as unreachable (publish rejects)
+    // MQTT.js reconnects by itself; while it does, commands fail fast as unreachable (send)
     client.on('error', (err) => opts.log.warn({ err, component: 'mqtt-gateway' }, 'vehicle broker connection error'));
   }
 
-  /** Connects, subscribes to this gateway's replies and resolves once both are done. */
+  /**
+   * Connects and subscribes to this gateway's replies (again on every reconnection: the session is
+   * clean). Resolves once the first connection is subscribed, or, when the broker cannot be reached
+   * within the connect timeout, at once with a gateway that keeps trying: a process starting while
+   * its broker is down serves everything else, and its commands fail as unreachable until the
+   * broker is back. A broker that refuses the platform's credentials or its subscription is the
+   * operator's to fix: that rejects.
+   */
   static async connect(opts: MqttGatewayOptions): Promise<MqttGateway> {
     const options: IClientOptions = {
       protocolVersion: 5,
@@ -76,13 +83,34 @@ export class MqttGateway implements VehicleGateway {
       clientId: `gateway-${opts.gatewayId}`,
       reconnectPeriod: 1000,
       connectTimeout: 5000,
+      resubscribe: false,
     };
-    const client = await mqtt.connectAsync(opts.url, options);
+    const client = mqtt.connect(opts.url, options);
     const gateway = new MqttGateway(client, opts);
-    const [granted] = await client.subscribeAsync(repliesFilter(opts.gatewayId), { qos: QOS });
-    if (granted.qos !== QOS) {
+    const first = new Promise<void>((resolve, reject) => {
+      client.on('connect', () => {
+        client.subscribe(repliesFilter(opts.gatewayId), { qos: QOS }, (err, granted) => {
+          const qos = granted?.[0]?.qos;
+          if (!err && qos === QOS) return resolve();
+          const refused = new Error(`the vehicle broker refused the gateway's reply subscription (${err?.message ?? qos})`);
+          opts.log.error({ err: refused, component: 'mqtt-gateway' }, 'gateway without replies: every command will time out');
+          reject(refused);
+        });
+      });
+      client.once('error', (err: Error & { code?: unknown }) => {
+        // a CONNACK's refusal (bad user name or password, not authorised) has a numeric reason code
+        if (typeof err.code === 'number') reject(err);
+      });
+      setTimeout(() => {
+        opts.log.warn({ component: 'mqtt-gateway', url: opts.url }, 'vehicle broker not reachable yet: commands fail as unreachable until it is');
+        resolve();
+      }, options.connectTimeout).unref();
+    });
+    try {
+      await first;
+    } catch (err) {
       await client.endAsync(true);
-      throw new Error(`the vehicle broker refused the gateway's reply subscription (${granted.qos})`);
+      throw err;
     }
     return gateway;
   }
@@ -107,6 +135,9 @@ export class MqttGateway implements VehicleGateway {
 
   private send(vehicleId: string, command: VehicleCommand): Promise<void> {
     const name = command.command;
+    // not connected: fail now, rather than queue a command that the vehicle would get after its
+    // caller was told it failed
+    if (!this.client.connected) return Promise.reject(new GatewayError(`${name} not sent: the vehicle broker is not connected`, 'unreachable', name));
     const correlation = randomBytes(16);
     const key = correlation.toString('hex');
     return new Promise<void>((resolve, reject) => {
