@@ -48,6 +48,7 @@ import { freePort, waitFor } from '../test/support/faults.js';
 import { bulkVehicles, feedZone } from '../test/support/feed-fixtures.js';
 import { startBroker, type TestBroker } from '../test/support/mqtt.js';
 import { insertPartner } from '../test/support/partner-fixtures.js';
+import { percentile } from './breadth-probes.js';
 import { postgresPids, processCpuSeconds } from './cpu.js';
 import { runIfMain } from './main.js';
 import type { BenchResult } from './types.js';
@@ -67,11 +68,8 @@ const API_SECONDS = 30;
 
 const round = (v: number, d = 2) => Math.round(v * 10 ** d) / 10 ** d;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const quantile = (values: number[], q: number) => {
-  if (values.length === 0) return NaN;
-  const v = [...values].sort((a, b) => a - b);
-  return v[Math.min(v.length - 1, Math.floor(q * v.length))];
-};
+/** A percentile of the probes' latencies (bench/breadth-probes.ts: nearest rank); NaN for none. */
+const quantile = (values: number[], q: number) => percentile(values, q * 100) ?? NaN;
 
 interface Vehicle {
   id: string;

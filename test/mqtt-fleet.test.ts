@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '../lib/core/log.js';
 import { sql } from '../lib/core/sql/typed.js';
-import { isValidTransition, type MdsState } from '../lib/domain/fleet/state-machine.js';
 import { startRental } from '../lib/domain/rentals/engine.js';
 import { MqttGateway } from '../lib/domain/vehicles/mqtt-gateway.js';
 import type { AppContext } from '../lib/domain/context.js';
@@ -20,6 +19,7 @@ import { seedDemo } from '../ops/seed/index.js';
 import { startLiveSimulator } from '../ops/sim/live.js';
 import { MqttFleet, setDemoBehaviour } from '../ops/sim/mqtt-fleet.js';
 import { useTestContext } from './support/context.js';
+import { expectLegalEventHistories } from './support/fleet-fixtures.js';
 import { waitFor } from './support/faults.js';
 import { startBroker, type TestBroker } from './support/mqtt.js';
 import { insertPartner, insertUser } from './support/partner-fixtures.js';
@@ -76,16 +76,7 @@ describe('the demo over MQTT: the live simulator, the demo fleet, the gateway an
       );
       expect(ingest.totals.stored).to.be.greaterThan(5);
       expect(ingest.totals.rejected, 'the demo fleet sends nothing the ingest refuses').to.equal(0);
-      const events = await t.ctx.db.many<{ device_id: string; event_types: string[]; vehicle_state: MdsState }>(
-        `SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`,
-      );
-      let device = '';
-      let state: MdsState = 'removed';
-      for (const e of events) {
-        if (e.device_id !== device) [device, state] = [e.device_id, 'removed'];
-        expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types.join(',')} ${e.vehicle_state}`).to.equal(true);
-        state = e.vehicle_state;
-      }
+      await expectLegalEventHistories(t.ctx.db);
     });
 
     it('a demo vehicle told to refuse fails the start with FailedToUnlockVehicle, told to stay silent with FailedToUpdateVehicle', async () => {

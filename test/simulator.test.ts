@@ -8,6 +8,7 @@ import { isValidTransition, isMdsState, TRIP_EVENT_TYPES, type MdsState } from '
 import { Prng } from '../ops/sim/prng.js';
 import type { AppContext } from '../lib/domain/context.js';
 import { useTestContext } from './support/context.js';
+import { expectLegalEventHistories } from './support/fleet-fixtures.js';
 import { cloneDatabase, type TestDatabase } from './support/db.js';
 import request from 'supertest';
 import { buildApp } from '../api/app.js';
@@ -377,16 +378,7 @@ describe('live simulator', function () {
     const { n } = await t.ctx.db.one(`SELECT count(DISTINCT trip_id)::int AS n FROM telemetry WHERE trip_id IS NOT NULL`);
     expect(n).to.be.greaterThan(2);
     expect((await t.ctx.db.one(`SELECT count(*)::int AS n FROM trips`)).n).to.equal(rentals.filter((r) => r.state !== 'RUNNING').length);
-    const events = await t.ctx.db.many<{ device_id: string; event_types: string[]; vehicle_state: MdsState }>(
-      `SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`,
-    );
-    let device = '';
-    let state: MdsState = 'removed';
-    for (const e of events) {
-      if (e.device_id !== device) [device, state] = [e.device_id, 'removed'];
-      expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types.join(',')} ${e.vehicle_state}`).to.equal(true);
-      state = e.vehicle_state;
-    }
+    await expectLegalEventHistories(t.ctx.db);
     // the ride's distance runs from the start through the telemetry to the end (migration 000131)
     expect(await expectPlausibleTrips(t.ctx.db, 'simulator', 10)).to.be.greaterThan(2);
     // telemetry of live rides stays inside the operations area

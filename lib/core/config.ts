@@ -300,18 +300,12 @@ function mqttOf(env: Env): Config['mqtt'] {
     throw new ConfigError(`MQTT_URL must start with mqtt:// or mqtts://, got "${parsed.protocol}"`);
   if (parsed.username || parsed.password)
     throw new ConfigError('MQTT_URL must not hold credentials: set MQTT_USERNAME and MQTT_PASSWORD or MQTT_PASSWORD_FILE');
-  let password = env.MQTT_PASSWORD;
-  if (!password && env.MQTT_PASSWORD_FILE) {
-    try {
-      password = readFileSync(env.MQTT_PASSWORD_FILE, 'utf8').trim();
-    } catch (err) {
-      throw new ConfigError(`MQTT_PASSWORD_FILE=${env.MQTT_PASSWORD_FILE}: ${(err as Error).message}`);
-    }
-  }
+  const password = secretOf(env, 'MQTT_PASSWORD');
   if (!password) throw new ConfigError('MQTT_URL is set: MQTT_PASSWORD or MQTT_PASSWORD_FILE is required');
   return Object.freeze({ url, username: str(env, 'MQTT_USERNAME', 'platform'), password });
 }
 
+/** A secret given as NAME or in the file NAME_FILE names (trimmed); undefined when neither is set. */
 function secretOf(env: Env, name: string): string | undefined {
   const value = env[name];
   if (value) return value;

@@ -2,7 +2,9 @@
  * Minimal fleet fixtures for engineer B's tests: a zone with an operations area, a vehicle type,
  * vehicles. Plain SQL so that the tests do not depend on ops/seed.
  */
+import { expect } from 'chai';
 import type { Queryable } from '../../lib/core/db.js';
+import { isValidTransition, type MdsState } from '../../lib/domain/fleet/state-machine.js';
 import { squareWkt } from './geometry.js';
 
 let counter = 0;
@@ -36,4 +38,18 @@ export async function insertVehicle(q: Queryable, zoneId: string, opts: { mdsSta
     [code, zoneId, opts.mdsState ?? 'removed', opts.lng ?? 13.405, opts.lat ?? 52.52, code],
   );
   return row.id;
+}
+
+/** Every vehicle's events, in time order, walk the MDS 2.0 state machine from `removed`. */
+export async function expectLegalEventHistories(q: Queryable): Promise<void> {
+  const events = await q.many<{ device_id: string; event_types: string[]; vehicle_state: MdsState }>(
+    `SELECT device_id, event_types, vehicle_state FROM events ORDER BY device_id, ts, event_id`,
+  );
+  let device = '';
+  let state: MdsState = 'removed';
+  for (const e of events) {
+    if (e.device_id !== device) [device, state] = [e.device_id, 'removed'];
+    expect(isValidTransition(state, e.event_types, e.vehicle_state), `${state} ${e.event_types.join(',')} ${e.vehicle_state}`).to.equal(true);
+    state = e.vehicle_state;
+  }
 }
