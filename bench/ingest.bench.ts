@@ -29,7 +29,7 @@
  * load, the partner API's p99 with the ingest ≤ 1.5× without. The unlock's cost is BENCH=unlock's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mqtt, { type MqttClient } from 'mqtt';
@@ -197,7 +197,8 @@ async function apiLoad(
   key: string,
   vehicleId: string,
   seconds = API_SECONDS,
-): Promise<{ p50: number; p99: number; requests: number; errors: number }> {
+): Promise<{ p50: number; p99: number; requests: number; errors: number; stealPct: number }> {
+  const s0 = cpuTimes();
   const proc = spawn(
     join(ROOT, 'node_modules', '.bin', 'autocannon'),
     ['-j', '-c', '10', '-R', String(API_RATE), '-d', String(seconds), '-H', `X-Auth-Token=${key}`, `${api.base}/v1/vehicles/id/${vehicleId}`],
@@ -207,7 +208,15 @@ async function apiLoad(
   proc.stdout.on('data', (d) => (out += String(d)));
   await new Promise((r) => proc.once('exit', r));
   const r = JSON.parse(out) as { latency: { p50: number; p99: number }; requests: { total: number }; errors: number; non2xx: number };
-  return { p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total, errors: r.errors + r.non2xx };
+  const s1 = cpuTimes();
+  const stealPct = ((s1.steal - s0.steal) / Math.max(1, s1.total - s0.total)) * 100;
+  return { p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total, errors: r.errors + r.non2xx, stealPct };
+}
+
+/** The machine's CPU time in jiffies (/proc/stat), and the part the hypervisor gave to other guests (steal). */
+function cpuTimes(): { total: number; steal: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  return { total: fields.reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
 }
 
 export async function run(): Promise<BenchResult> {
@@ -311,6 +320,7 @@ export async function run(): Promise<BenchResult> {
     const measured = Math.max(30, SECONDS - warmup - API_SECONDS - 20);
     await sleep(warmup * 1000);
     const c0 = {
+      self: process.cpuUsage(),
       ingest: ingests.map((p) => processCpuSeconds(p.pid!)),
       broker: processCpuSeconds(broker.pid),
       pg: await clusterCpu(db),
@@ -318,6 +328,7 @@ export async function run(): Promise<BenchResult> {
     };
     await sleep(measured * 1000);
     const c1 = {
+      self: process.cpuUsage(c0.self),
       ingest: ingests.map((p) => processCpuSeconds(p.pid!)),
       broker: processCpuSeconds(broker.pid),
       pg: await clusterCpu(db),
@@ -410,6 +421,23 @@ export async function run(): Promise<BenchResult> {
     } finally {
       client.release();
     }
+    // the control: burners taking the CPU the ingest's side took in the measured stretch (the ingest
+    // processes, the broker, Postgres and this process's publishing), and the API's load beside them
+    const sideCores = (ingestCpu + brokerCpu + pgCpu + (c1.self.user + c1.self.system) / 1e6) / measured;
+    const burners = Array.from({ length: Math.ceil(sideCores) }, () =>
+      spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'cpu-burner.ts'), String(sideCores / Math.ceil(sideCores))], {
+        cwd: ROOT,
+        stdio: 'ignore',
+      }),
+    );
+    let withBurner: Awaited<ReturnType<typeof apiLoad>>;
+    try {
+      await sleep(2000);
+      withBurner = await apiLoad(api, partner.key, probes[1].id);
+    } finally {
+      for (const b of burners) b.kill('SIGKILL');
+    }
+
     const floorSubPerReport = subReceived > 0 ? (subCpu / subReceived) * 1e6 : NaN;
     const floorCopyClient = (copyClientCpu / rows) * 1e6;
     const floorCopyPg = (copyPgCpu / rows) * 1e6;
@@ -449,13 +477,20 @@ export async function run(): Promise<BenchResult> {
       api_p99_ratio: round(withIngest.p99 / Math.max(1, without.p99), 2),
       api_p50_without_ingest_ms: without.p50,
       api_p50_with_ingest_ms: withIngest.p50,
-      api_errors: without.errors + withIngest.errors,
+      api_p99_with_cpu_burner_ms: withBurner.p99,
+      api_p99_burner_ratio: round(withBurner.p99 / Math.max(1, without.p99), 2),
+      side_cores: round(sideCores, 2),
+      steal_pct_without_ingest: round(without.stealPct, 0),
+      steal_pct_with_ingest: round(withIngest.stealPct, 0),
+      steal_pct_with_cpu_burner: round(withBurner.stealPct, 0),
+      api_errors: without.errors + withIngest.errors + withBurner.errors,
     };
     notes.push(
       `${VEHICLES.toLocaleString('en-US')} vehicles in ${ZONES} zones, ${RIDING_SHARE * 100} % riding (every ${RIDING_EVERY_S} s), the rest every ${PARKED_EVERY_S} s, over ${CONNECTIONS} connections; ${windowS.toFixed(0)} s`,
       `CPU per report over a measured ${measured.toFixed(0)} s stretch (${window.toLocaleString('en-US')} reports stored in it); Postgres: every process of the cluster`,
       `floor: a bare subscriber (${subReceived.toLocaleString('en-US')} reports in ${floorSeconds.toFixed(0)} s) + a COPY of ${rows.toLocaleString('en-US')} rows of telemetry's shape`,
       `partner API: GET /v1/vehicles/id at ${API_RATE}/s for ${API_SECONDS} s, before the ingest starts and while it runs (${without.requests} and ${withIngest.requests} requests)`,
+      `control: the same load beside ${burners.length} CPU burner(s) taking ${round(sideCores, 2)} cores, what the ingest's side (ingest processes, broker, Postgres, the load generator) took while it ran`,
     );
     return {
       name: 'ingest',
