@@ -9,6 +9,7 @@
  *                  `feeds-publish-hour`, one job per (zone, hour)            pg-boss schedule
  *   every 10 min   history maintenance: partitions ahead, DEFAULT-partition rows, retention
  *                  (`history-maintenance`, publisher/jobs/history.ts)         pg-boss schedule
+ *                  and the purge of expired Idempotency-Key records (publisher/jobs/idempotency.ts)
  *   every 10 min   monthly reports (`feeds-monthly-reports`)                  pg-boss schedule
  *   every 30 s     rental housekeeping (auto-end idle rentals, photo windows), TOMP hold expiry
  *   every 15 s     the GBFS tick: one job per zone with work and per 2.2 scope due, shared by every
@@ -47,6 +48,7 @@ import { expirePendingBookings } from '../lib/domain/tomp/holds.js';
 import { GBFS_QUEUES, startGbfsWorkers } from './feeds/gbfs/queue.js';
 import { GbfsMemory } from './feeds/gbfs/memory.js';
 import { maintainHistory } from './jobs/history.js';
+import { purgeIdempotencyRecords } from './jobs/idempotency.js';
 import { publishDueReports } from './reports.js';
 
 export const QUEUES = {
@@ -162,7 +164,7 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await sweep(QUEUES.tomp, [expirePendingBookings]);
   // what the GBFS builds keep between jobs, for this context's database (memory.ts)
   await startGbfsWorkers(ctx, boss, polling, new GbfsMemory());
-  await sweep(QUEUES.history, [maintainHistory]);
+  await sweep(QUEUES.history, [maintainHistory, purgeIdempotencyRecords]);
   await sweep(QUEUES.reports, [publishDueReports]);
 
   const tick = () => enqueueDue(ctx, boss);

@@ -903,6 +903,27 @@ CREATE TABLE public.hourly_feeds (
 
 
 --
+-- Name: idempotency_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.idempotency_keys (
+    scope text NOT NULL,
+    key text NOT NULL,
+    fingerprint bytea NOT NULL,
+    owner uuid NOT NULL,
+    state text NOT NULL,
+    lease_until timestamp with time zone NOT NULL,
+    status smallint,
+    headers jsonb,
+    body bytea,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT idempotency_keys_check CHECK (((state = 'done'::text) = ((status IS NOT NULL) AND (headers IS NOT NULL) AND (body IS NOT NULL)))),
+    CONSTRAINT idempotency_keys_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text])))
+);
+
+
+--
 -- Name: partner_zones; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1627,6 +1648,14 @@ ALTER TABLE ONLY public.hourly_feeds
 
 
 --
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (scope, key);
+
+
+--
 -- Name: partner_zones partner_zones_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1945,6 +1974,13 @@ CREATE INDEX feed_publications_outstanding ON public.feed_publications USING btr
 --
 
 CREATE INDEX feed_reports_dirty ON public.feed_reports USING btree (month) WHERE dirty;
+
+
+--
+-- Name: idempotency_keys_expires; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX idempotency_keys_expires ON public.idempotency_keys USING btree (expires_at);
 
 
 --

@@ -10,6 +10,7 @@
 import type Koa from 'koa';
 import type Router from '@koa/router';
 import { compile } from '../../lib/core/validate.js';
+import type { Idempotency } from './idempotency.js';
 
 export type EndpointMethod = 'get' | 'put' | 'post' | 'patch' | 'delete';
 export type JsonSchema = Record<string, unknown>;
@@ -85,6 +86,8 @@ export interface Endpoint<App, Code extends string, Auth extends string, Body = 
   responses: Record<number, ResponseSpec>;
   /** the error codes the endpoint itself can answer, by status (the kit's own are added by the document) */
   errors: ReadonlyArray<ErrorTable<Code>>;
+  /** accepts Idempotency-Key: a retry with the key gets the first answer back (./idempotency.ts) */
+  idempotent?: boolean;
   handle: (app: App, ctx: Koa.Context, input: Input<Body>) => Promise<void> | void;
 }
 
@@ -120,6 +123,8 @@ export interface FamilyKit<App, Code extends string, Auth extends string> {
    * whatever the load), and its parameters and body are checked and read before it takes a slot.
    */
   admit?(work: () => Promise<void>): Promise<void>;
+  /** the Idempotency-Key records of the family's `idempotent` rows (./idempotency.ts) */
+  idempotency?: Idempotency;
 }
 
 /** A JSON body the kit reads and validates (any other, a form or a photo, is its handler's). */
@@ -197,6 +202,8 @@ export function mountEndpoints<App, Code extends string, Auth extends string>(
     const params = paramCheck(e.params, 'path', invalidParam);
     const query = paramCheck(e.query, 'query', invalidParam);
     const body = isJsonBody(e.body) ? e.body : undefined;
+    const idempotency = e.idempotent ? kit.idempotency : undefined;
+    if (e.idempotent && !idempotency) throw new Error(`${e.operationId}: idempotent, but the family's kit keeps no Idempotency-Key records`);
     const run: Koa.Middleware = async (ctx) => {
       const input = {
         params: params((ctx as unknown as { params: Record<string, unknown> }).params ?? {}) as Record<string, string>,
@@ -205,11 +212,15 @@ export function mountEndpoints<App, Code extends string, Auth extends string>(
         // without a JSON body): the row's handler takes it as its own type
         body: (body ? await kit.readBody(app, ctx, body) : undefined) as never,
       };
+      // the key is taken once the request is known to be one (authenticated, checked), before it runs
+      if (idempotency && (await idempotency.take(ctx, input.body)) === 'replayed') return;
       if (kit.admit) await kit.admit(async () => e.handle(app, ctx, input));
       else await e.handle(app, ctx, input);
     };
     // through the method helper, so the router's own options (prefix, strict) apply as to any route
     const add = router[e.method].bind(router) as (path: string, ...mw: Koa.Middleware[]) => unknown;
-    add(koaPath(e.path), ...(auth ? [kit.render, auth, run] : [kit.render, run]));
+    // the records' middleware outside the renderer: it keeps the answer as the client gets it
+    const chain = auth ? [kit.render, auth, run] : [kit.render, run];
+    add(koaPath(e.path), ...(idempotency ? [idempotency.middleware, ...chain] : chain));
   }
 }

@@ -5,6 +5,7 @@
  * auth kinds are documented and how its errors are rendered in the document.
  */
 import type { EndpointDeclaration, ParamSpec, ResponseSpec } from '../kit/endpoints.js';
+import { IDEMPOTENCY_KEY_HEADER, KEEP_HOURS, MAX_KEY_LENGTH, REPLAYED_HEADER } from '../kit/idempotency.js';
 import type { Header, MediaType, Operation, Parameter, PathItem, Ref, Response, Schema, SecurityRequirement } from './common.js';
 
 export interface DocFamily<Code extends string, Auth extends string> {
@@ -56,14 +57,40 @@ function response(r: ResponseSpec, schema: (s: object) => Schema): Response {
   return { description: r.description, ...(headers ? { headers } : {}), ...(body ? { content: body } : {}) };
 }
 
+/** The request header of an `idempotent` row (api/kit/idempotency.ts has the rules). */
+const IDEMPOTENCY_PARAMETER: Parameter = {
+  name: IDEMPOTENCY_KEY_HEADER,
+  in: 'header',
+  required: false,
+  description: [
+    `A key of your choice, unique per request you mean (a UUID v4 is a good one), sent again with every retry of that request (draft-ietf-httpapi-idempotency-key-header). For ${KEEP_HOURS} hours a retry with the same key and the same request gets the first answer back (same status and body, with \`${REPLAYED_HEADER}: true\`) instead of executing again.`,
+    'The same key with another request is 422; while the first request is still in progress, 409 with `Retry-After`. An answer of 5xx or 429 is not kept: the retry executes. Keys are per client: another client’s key never collides. Without the header nothing changes.',
+    `The draft's structured-field string (\`"…"\`) or the bare value: 1 to ${MAX_KEY_LENGTH} visible ASCII characters.`,
+  ].join(' '),
+  schema: { type: 'string', minLength: 1, maxLength: MAX_KEY_LENGTH + 2 },
+  example: '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+};
+
+/** The answer header of a replay. */
+const REPLAYED: Header = {
+  description: `\`true\` on the answer to a retry with the ${IDEMPOTENCY_KEY_HEADER} of an earlier request: this is that request's answer, replayed`,
+  schema: { type: 'string', const: 'true' },
+};
+
 function operationOf<Code extends string, Auth extends string>(e: EndpointDeclaration<Code, Auth>, family: DocFamily<Code, Auth>): Operation {
   const parameters = [
     ...Object.entries(e.params ?? {}).map(([n, p]) => parameter(n, 'path', p, family.schema)),
     ...Object.entries(e.query ?? {}).map(([n, p]) => parameter(n, 'query', p, family.schema)),
     ...Object.entries(e.headers ?? {}).map(([n, p]) => parameter(n, 'header', p, family.schema)),
     ...(family.parameters?.(e) ?? []),
+    ...(e.idempotent ? [IDEMPOTENCY_PARAMETER] : []),
   ];
-  const success = Object.fromEntries(Object.entries(e.responses).map(([status, r]) => [status, response(r, family.schema)]));
+  const success = Object.fromEntries(
+    Object.entries(e.responses).map(([status, r]) => {
+      const res = response(r, family.schema);
+      return [status, e.idempotent ? { ...res, headers: { ...res.headers, [REPLAYED_HEADER]: REPLAYED } } : res];
+    }),
+  );
   const responses: Record<string, Response | Ref> = { ...success, ...family.errors(e) };
   for (const [status, r] of Object.entries(responses)) {
     const extra = '$ref' in r ? undefined : family.headers?.(e, Number(status));

@@ -20,6 +20,8 @@ const HEADERS: Partial<Record<number, Record<string, Header>>> = {
   405: { Allow: header('the methods of this endpoint, e.g. `POST`', { type: 'string', maxLength: 64 }, true) },
   503: { 'Retry-After': retryAfter() },
 };
+/** Headers of one code only where its status's other codes lack them. */
+const CODE_HEADERS: Partial<Record<RentalErrorCode, Record<string, Header>>> = { IdempotencyKeyInUse: { 'Retry-After': retryAfter() } };
 
 /** The body of one error, exactly as the renderer writes it. */
 function errorBody(code: RentalErrorCode, status: number = ERRORS[code].status, detail: string = ERRORS[code].detail) {
@@ -70,7 +72,8 @@ function errorResponse(status: number, codes: RentalErrorCode[], extra?: Record<
     const value = extra ? { ...extra.members, errors: [{ ...body.errors[0], meta: extra.meta }] } : body;
     examples[code] = { summary: ERRORS[code].detail, value };
   }
-  const headers = { ...HEADERS[status], ...extra };
+  const headers: Record<string, Header> = { ...HEADERS[status], ...extra };
+  for (const c of codes) Object.assign(headers, CODE_HEADERS[c]);
   return {
     description: `${STATUS_CODES[status]}: ${codes.map((c) => `\`${c}\``).join(', ')}`,
     ...(Object.keys(headers).length ? { headers } : {}),

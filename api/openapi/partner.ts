@@ -21,14 +21,24 @@ const SIGNED_URL_ERRORS: ErrorTable = { 500: ['InternalServerError'], 503: ['Ser
 
 type PartnerRow = EndpointDeclaration<RentalErrorCode, 'apiKey' | 'signedUrl'>;
 
-/** The row's own codes, its parameters' (under their catalogued status), the body reader's and the auth gate's. */
+/** What Idempotency-Key adds to a row that takes it (api/kit/idempotency.ts). */
+const IDEMPOTENCY_ERRORS: ErrorTable = { 400: ['InvalidIdempotencyKey'], 409: ['IdempotencyKeyInUse'], 422: ['IdempotencyKeyReused'] };
+
+/** The row's own codes, its parameters' (under their catalogued status), the body reader's, the idempotency key's and the auth gate's. */
 function errorsOf(e: PartnerRow) {
   const params: ErrorTable = {};
   for (const code of paramCodes(e)) (params[ERRORS[code].status] ??= []).push(code);
   const apiKey = e.auth === 'apiKey';
-  return errorResponses([...(isJsonBody(e.body) ? [BODY_ERRORS] : []), params, ...(e.errors as ErrorTable[]), apiKey ? AUTH_ERRORS : SIGNED_URL_ERRORS], {
-    apiKey,
-  });
+  return errorResponses(
+    [
+      ...(isJsonBody(e.body) ? [BODY_ERRORS] : []),
+      params,
+      ...(e.errors as ErrorTable[]),
+      ...(e.idempotent ? [IDEMPOTENCY_ERRORS] : []),
+      apiKey ? AUTH_ERRORS : SIGNED_URL_ERRORS,
+    ],
+    { apiKey },
+  );
 }
 
 export function partnerDocument(endpoints: readonly PartnerRow[], opts: { publicBaseUrl: string }): OpenApiDocument {

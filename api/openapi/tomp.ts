@@ -24,6 +24,12 @@ const BODY: Record<number, string[]> = {
   400: ['malformed JSON, wrong types, missing fields, coordinates out of range'],
   413: ['body larger than the limit (64 KiB by default)'],
 };
+/** What Idempotency-Key adds to a row that takes it (api/kit/idempotency.ts). */
+const IDEMPOTENCY: Record<number, string[]> = {
+  400: ['Idempotency-Key is not a key (type InvalidIdempotencyKey)'],
+  409: ['a request with this Idempotency-Key is still in progress; retry after Retry-After (type IdempotencyKeyInUse)'],
+  422: ['this Idempotency-Key was used for another request (type IdempotencyKeyReused)'],
+};
 const HEADERS: Partial<Record<number, Record<string, Header>>> = {
   429: { 'Retry-After': retryAfter() },
   503: { 'Retry-After': retryAfter() },
@@ -38,9 +44,12 @@ function errorsOf(e: TompRow, errorSchema: Schema): Record<string, Response> {
   const params = paramCodes(e);
   if (params.length) byStatus.set(400, params);
   for (const table of e.errors) for (const [s, d] of Object.entries(table)) byStatus.set(Number(s), [...(d ?? [])]);
+  if (e.idempotent) for (const [s, d] of Object.entries(IDEMPOTENCY)) byStatus.set(Number(s), [...(byStatus.get(Number(s)) ?? []), ...d]);
   const out: Record<string, Response> = {};
   for (const s of [...byStatus.keys()].sort((a, b) => a - b)) {
-    out[String(s)] = { description: byStatus.get(s)!.join('; '), ...(HEADERS[s] ? { headers: HEADERS[s] } : {}), content: json(errorSchema) };
+    // a 409 of the idempotency key says when to retry
+    const headers = s === 409 && e.idempotent ? { 'Retry-After': retryAfter() } : HEADERS[s];
+    out[String(s)] = { description: byStatus.get(s)!.join('; '), ...(headers ? { headers } : {}), content: json(errorSchema) };
   }
   return out;
 }

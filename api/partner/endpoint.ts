@@ -10,7 +10,8 @@ import type { Endpoint, FamilyKit } from '../kit/endpoints.js';
 import { ERRORS, RentalError, type RentalErrorCode } from '../../lib/domain/rentals/errors.js';
 import { UUID_V4_SCHEMA } from '../../lib/core/uuid.js';
 import { ZONE_ID_SCHEMA } from '../../lib/domain/zones.js';
-import { authenticate } from './auth.js';
+import { authenticate, principalOf } from './auth.js';
+import { Idempotency, IN_USE_RETRY_AFTER_SECONDS, type IdempotencyFamily } from '../kit/idempotency.js';
 import { readJson } from './body.js';
 import { overloaded, renderError } from './errors.js';
 import { admitter, type Admission } from '../kit/admission.js';
@@ -22,10 +23,19 @@ export type PartnerEndpoint<Body = unknown> = Endpoint<AppContext, RentalErrorCo
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a handler's input is contravariant: no body type but `any` admits every row into one table (mountEndpoints takes the same)
 export const endpoint = <Body = undefined>(e: PartnerEndpoint<Body>): PartnerEndpoint<any> => e;
 
+/** Idempotency-Key in the partner family: a key is the partner's (any of its API keys), errors as JSON:API. */
+const idempotencyFamily: IdempotencyFamily = {
+  scopeOf: (ctx) => `partner:${principalOf(ctx).partnerId}`,
+  invalid: (detail) => new RentalError('InvalidIdempotencyKey', { detail }),
+  inUse: () => new RentalError('IdempotencyKeyInUse', { headers: { 'Retry-After': String(IN_USE_RETRY_AFTER_SECONDS) } }),
+  reused: () => new RentalError('IdempotencyKeyReused'),
+};
+
 export function partnerKit(app: AppContext, admission: Admission): FamilyKit<AppContext, RentalErrorCode, PartnerAuth> {
   const apiKey: Koa.Middleware = authenticate(app);
   return {
     admit: admitter(admission, 'partner', overloaded),
+    idempotency: new Idempotency(app.db, app.clock, app.log, idempotencyFamily, { gatewayTimeoutMs: app.config.gateway.timeoutMs }),
     // a signed URL is its own credential: its signature covers the row's purpose (photo, receipt), so the row's handler verifies it
     auth: { apiKey, signedUrl: null },
     render: async (ctx, next) => {

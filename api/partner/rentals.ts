@@ -45,6 +45,7 @@ const signed = {
 export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
   endpoint<StartRentalBody>({
     operationId: 'startRental',
+    idempotent: true,
     method: 'post',
     path: '/v1/rental/start',
     summary: 'Start a rental',
@@ -85,6 +86,7 @@ export const RENTAL_ENDPOINTS: PartnerEndpoint[] = [
   }),
   endpoint<EndRentalBody>({
     operationId: 'endRental',
+    idempotent: true,
     method: 'post',
     path: '/v1/rental/{rentalId}/end',
     summary: 'End a rental',

@@ -101,6 +101,7 @@ function userEndpoints(plural: boolean): PartnerEndpoint[] {
 export const USER_ENDPOINTS: PartnerEndpoint[] = [
   endpoint<RegisterUserBody>({
     operationId: 'registerUser',
+    idempotent: true,
     method: 'post',
     path: '/v1/user/register',
     summary: 'Register a user',

@@ -8,7 +8,8 @@
 import type { AppContext } from '../../lib/domain/context.js';
 import type { Endpoint, FamilyKit } from '../kit/endpoints.js';
 import { TompError } from '../../lib/domain/tomp/errors.js';
-import { tompAuth } from './auth.js';
+import { principalOf, tompAuth } from './auth.js';
+import { Idempotency, IN_USE_RETRY_AFTER_SECONDS, type IdempotencyFamily } from '../kit/idempotency.js';
 import { preferredLanguage, readJson, renderErrors, validated } from './http.js';
 import { admitter, type Admission, type AdmissionRefused } from '../kit/admission.js';
 
@@ -33,10 +34,23 @@ export const endpoint = <Body = undefined>(e: TompEndpoint<Body>): TompEndpoint<
 const overloaded = (refusal: AdmissionRefused) =>
   new TompError(503, 'too many requests in progress; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: refusal.retryAfterSeconds });
 
+/** Idempotency-Key in the TOMP family: a key is the MaaS provider's (any of its access tokens), errors as TOMP error objects. */
+const idempotencyFamily: IdempotencyFamily = {
+  scopeOf: (ctx) => `tomp:${principalOf(ctx).partnerId}`,
+  invalid: (detail) => new TompError(400, detail, { type: 'InvalidIdempotencyKey' }),
+  inUse: () =>
+    new TompError(409, 'a request with this Idempotency-Key is still in progress; retry after Retry-After', {
+      type: 'IdempotencyKeyInUse',
+      retryAfterSeconds: IN_USE_RETRY_AFTER_SECONDS,
+    }),
+  reused: () => new TompError(422, 'this Idempotency-Key was used for another request', { type: 'IdempotencyKeyReused' }),
+};
+
 export function tompKit(app: AppContext, admission: Admission): FamilyKit<AppContext, string, TompAuth> {
   const errors = renderErrors(app.log);
   return {
     admit: admitter(admission, 'tomp', overloaded),
+    idempotency: new Idempotency(app.db, app.clock, app.log, idempotencyFamily, { gatewayTimeoutMs: app.config.gateway.timeoutMs }),
     auth: { accessToken: tompAuth(app) },
     render: async (ctx, next) => {
       await errors(ctx, async () => {

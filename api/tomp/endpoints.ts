@@ -90,6 +90,7 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
   }),
   endpoint<OneStopBookingRequest>({
     operationId: 'oneStopBooking',
+    idempotent: true,
     method: 'post',
     path: '/bookings/one-stop',
     summary: 'Book one vehicle in one call',
@@ -145,6 +146,7 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
   }),
   endpoint<BookingOperation>({
     operationId: 'bookingEvent',
+    idempotent: true,
     method: 'post',
     path: '/bookings/{id}/events',
     summary: 'Commit or cancel a PENDING booking',
@@ -180,6 +182,7 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
   }),
   endpoint<LegEvent>({
     operationId: 'legEvent',
+    idempotent: true,
     method: 'post',
     path: '/legs/{id}/events',
     summary: 'Leg event: START_FINISHING or FINISH',
@@ -201,6 +204,7 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
   }),
   endpoint<SupportRequest>({
     operationId: 'support',
+    idempotent: true,
     method: 'post',
     path: '/support',
     summary: 'Raise a support ticket for a booking',

@@ -709,6 +709,43 @@ export interface Queries {
       dropped_at: Date;
     };
   };
+  /** sql/queries/idempotency.sql */
+  IdempotencyTake: {
+    params: [$1: string | null, $2: string | null, $3: Buffer | null, $4: string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null];
+    row: {
+      owner: string;
+    };
+  };
+  /** sql/queries/idempotency.sql */
+  IdempotencyGet: {
+    params: [$1: string | null, $2: string | null];
+    row: {
+      fingerprint: Buffer;
+      state: 'running' | 'done';
+      status: number | null;
+      headers: Json | null;
+      body: Buffer | null;
+    };
+  };
+  /** sql/queries/idempotency.sql */
+  IdempotencyRecord: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: number | null, $5: JsonParam | null, $6: Buffer | null];
+    row: {
+      key: string;
+    };
+  };
+  /** sql/queries/idempotency.sql */
+  IdempotencyRelease: {
+    params: [$1: string | null, $2: string | null, $3: string | null];
+    row: NoRow;
+  };
+  /** sql/queries/idempotency.sql */
+  IdempotencyPurge: {
+    params: [$1: Date | string | null, $2: number | bigint | string | null];
+    row: {
+      n: number;
+    };
+  };
   /** sql/queries/ingest.sql */
   IngestLockVehicles: {
     params: [$1: readonly (string | null)[] | null];

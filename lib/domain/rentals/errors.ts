@@ -59,6 +59,10 @@ export const ERRORS = {
   NotFound: { status: 404, detail: 'no such endpoint' },
   MethodNotAllowed: { status: 405, detail: 'method not allowed on this endpoint' },
   RequestTooLarge: { status: 413, detail: 'request body too large' },
+  // Idempotency-Key (api/kit/idempotency.ts; decided by us, docs/partner-api.md)
+  InvalidIdempotencyKey: { status: 400, detail: 'invalid Idempotency-Key' },
+  IdempotencyKeyInUse: { status: 409, detail: 'a request with this Idempotency-Key is still in progress; retry after Retry-After' },
+  IdempotencyKeyReused: { status: 422, detail: 'this Idempotency-Key was used for another request' },
   ServiceUnavailable: { status: 503, detail: 'service temporarily unavailable' },
   InternalServerError: { status: 500, detail: 'internal server error' },
   // engine-internal (never reaches a partner): the auto-end sweep found the vehicle moving again

@@ -8,7 +8,7 @@ import { DbError } from '../../core/db.js';
 import { GatewayError } from '../gateway.js';
 import { isRentalError, ZONE_NOT_PERMITTING, type RentalError } from '../rentals/errors.js';
 
-export type TompStatus = 400 | 401 | 403 | 404 | 405 | 406 | 409 | 413 | 415 | 428 | 429 | 500 | 503;
+export type TompStatus = 400 | 401 | 403 | 404 | 405 | 406 | 409 | 413 | 415 | 422 | 428 | 429 | 500 | 503;
 
 const TITLES: Record<TompStatus, string> = {
   400: 'Bad Request',
@@ -20,6 +20,7 @@ const TITLES: Record<TompStatus, string> = {
   409: 'Conflict',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
   428: 'Precondition Required',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
