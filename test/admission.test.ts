@@ -134,14 +134,26 @@ describe('admission control', function () {
       expect(a.running + a.waiting).to.equal(0);
     });
 
-    it('under overload, a late event loop refuses new requests until it catches up', async () => {
+    it('under overload, a loop late at every sample refuses new requests until it catches up; one stall is not overload', async () => {
       const a = new Admission(limits({ maxInFlight: 100, burstMs: 0, overloadWaitMs: 1000, maxLagMs: 20 }));
       expect((await outcome(a, () => Promise.resolve())).ok).to.equal(true); // starts the sampler
-      const until = performance.now() + 150;
-      while (performance.now() < until); // a blocked loop, as a CPU-bound process has
-      // the request comes right after the sample that saw the late loop, with no other sample between
-      // (setImmediate runs in the same turn of the loop as the timers; a sleep(0) here could let a
-      // second, punctual sample in on a loaded machine)
+      const block = (ms: number) => {
+        const until = performance.now() + ms;
+        while (performance.now() < until);
+      };
+      // one stall (a major GC, the core taken away): over when the sample that saw it is read
+      block(150);
+      await new Promise((r) => setImmediate(r));
+      expect(a.overloaded, 'one stall').to.equal(false);
+      expect((await outcome(a, () => Promise.resolve())).ok, 'after one stall').to.equal(true);
+      // a loop late at every sample, as a CPU-bound process's is: each turn blocks past the sampling
+      // interval, and the request comes right after the turn whose sample saw it (setImmediate runs in
+      // the same turn of the loop as the timers; a sleep(0) could let a punctual sample in between)
+      for (let i = 0; i < 12; i++) {
+        block(60);
+        await new Promise((r) => setTimeout(r, 0));
+      }
+      block(60);
       for (let i = 0; i < 1000 && !a.overloaded; i++) await new Promise((r) => setImmediate(r));
       expect((await outcome(a, () => Promise.resolve())).ok, 'late loop, standing pressure').to.equal(false);
       // recovers once a sample finds the loop punctual again; on a machine the parallel suite loads,
