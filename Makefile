@@ -37,7 +37,7 @@ TEST_JOBS ?= 6
 # answers while Postgres is down (503 within 3 s), which the suite's own parallel files would
 # otherwise be part of (at load 11 a few bursts were refused, as they should be when the host is that
 # oversubscribed, and an outage's 503 took 3.6 s on a slow machine)
-TEST_ALONE := test/bursts.test.ts test/faults-postgres-restart.test.ts
+TEST_ALONE := test/bursts.test.ts test/faults-postgres-restart.test.ts test/faults-failover.test.ts
 # the longest files first (mocha hands files to workers in the order given): started last, one of
 # them was the only file still running for the final 8 s of the suite. Measured in the parallel run
 # (longest first); the order is only a schedule, every file still owns its database and ports
@@ -55,7 +55,7 @@ SEED ?= 42
 # no import cycle among the project's modules, type-only imports included; silent unless it finds one
 NO_CYCLES = out=$$(npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.json api lib publisher ingest schemas ops scripts bin 2>&1) || { echo "$$out"; exit 1; }
 
-.PHONY: window help setup deps db build run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status ops bench soak db-stop db-replica clean
+.PHONY: window help setup deps db build run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status ops bench soak db-stop db-ha db-ha-stop db-replica clean
 
 help:
 	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
@@ -79,6 +79,8 @@ help:
 	@echo "make help            this list"
 	@echo "make db              start the embedded Postgres and leave it running (so does make ops)"
 	@echo "make db-stop         stop the embedded Postgres and the embedded MQTT broker"
+	@echo "make db-ha           the HA cluster (etcd, Patroni primary + synchronous standby, HAProxy) under .data/ha:"
+	@echo "                     prints DATABASE_URL and DATABASE_REPLICA_URL (make db-ha-stop, or db-stop, stops it)"
 	@echo "make db-replica      a streaming replica of the embedded Postgres on the next port, for tests and benches:"
 	@echo "                     prints its URL for DATABASE_REPLICA_URL (scripts/pg.sh replica-stop removes it; db-stop too)"
 	@echo "make clean           stop the embedded Postgres and delete .data: the database, the feed files, the signing secret"
@@ -179,6 +181,16 @@ soak: deps
 db-stop:
 	@scripts/pg.sh stop
 	@scripts/mqtt.sh stop
+	@scripts/ha.sh stop 2>/dev/null || true
+
+# the HA cluster as operators run it (scripts/ha.sh, docs/ha-cluster.md): etcd, Patroni with a primary
+# and a synchronous standby, HAProxy; prints DATABASE_URL (read-write) and DATABASE_REPLICA_URL
+# (read-only) to run anything against it: `make db-ha`, then `DATABASE_URL=… DATABASE_REPLICA_URL=… make run`
+db-ha:
+	@scripts/ha.sh start
+
+db-ha-stop:
+	@scripts/ha.sh stop
 
 # a read-only standby of the embedded cluster (pg_basebackup + streaming, .data/pg-replica); an external
 # DATABASE_URL has its own replicas

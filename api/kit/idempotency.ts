@@ -26,7 +26,8 @@
  *   one window: a process that dies between a write's commit and the record of its answer).
  * - The records are in Postgres, written before the answer leaves: they survive a failover to the
  *   synchronous standby as the writes do. A record that cannot be written (the database went away
- *   after the write) does not change the answer; the key then stays running until its lease ends.
+ *   after the write) does not change the answer: it is written again in the background while the
+ *   key's lease lasts (a retry meanwhile gets the 409), so a failover does not lose it.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type Koa from 'koa';
@@ -44,6 +45,8 @@ export const MAX_KEY_LENGTH = 255;
 export const KEEP_HOURS = 24;
 /** Beyond the longest a handler can run (a command and its compensation, each up to GATEWAY_TIMEOUT_MS): a live request's key is never taken from it. */
 const LEASE_MARGIN_MS = 30_000;
+/** How often a record or release the database refused is tried again (Idempotency.persist). */
+const PERSIST_RETRY_MS = 500;
 /** What a 409 asks the client to wait: the first attempt is typically done by then. */
 export const IN_USE_RETRY_AFTER_SECONDS = 1;
 /** The answer's own headers, replayed with it; the rest (rate limit, request id, date) belong to the retry. */
@@ -67,6 +70,8 @@ interface Held {
   scope: string;
   key: string;
   owner: string;
+  /** Date.now() past which the lease may be another request's: the record is not tried after it */
+  leaseEndsAt: number;
 }
 
 /**
@@ -146,7 +151,7 @@ export class Idempotency {
         new Date(now.getTime() + KEEP_HOURS * 3_600_000),
       ]);
       if (taken) {
-        held.set(ctx, { scope, key, owner });
+        held.set(ctx, { scope, key, owner, leaseEndsAt: Date.now() + this.leaseMs });
         return 'run';
       }
       const record = await this.db.maybeOne(sql('IdempotencyGet'), [scope, key]);
@@ -170,25 +175,45 @@ export class Idempotency {
       const value = ctx.response.get(name);
       if (value) headers[name] = String(value);
     }
-    try {
-      await this.db.maybeOne(sql('IdempotencyRecord'), [held.scope, held.key, held.owner, ctx.status, headers, body]);
-    } catch (err) {
-      (requestLogOf(ctx) ?? this.log).warn(
-        { err: (err as Error).message },
-        'the answer of an idempotent request could not be recorded; its key is held until its lease ends',
-      );
-    }
+    await this.persist(ctx, held, 'the answer of an idempotent request', () =>
+      this.db.maybeOne(sql('IdempotencyRecord'), [held.scope, held.key, held.owner, ctx.status, headers, body]),
+    );
   }
 
-  private async release(ctx: Koa.Context, held: Held): Promise<void> {
+  private release(ctx: Koa.Context, held: Held): Promise<void> {
+    return this.persist(ctx, held, 'the key of an idempotent request', () => this.db.query(sql('IdempotencyRelease'), [held.scope, held.key, held.owner]));
+  }
+
+  /**
+   * Writes a record or a release once before the answer leaves; when the database is away (a
+   * failover between the write's commit and this statement: test/faults-failover.test.ts saw it),
+   * the answer leaves anyway and the statement is tried again in the background, every
+   * PERSIST_RETRY_MS while the key's lease lasts. Meanwhile a retry of the key gets the 409 with
+   * Retry-After, and once the new primary takes the record it gets the first answer: the client
+   * that was told "started" is never told "already exists" for its own start. Only the death of
+   * this process in that window leaves the key to its lease (the module comment's one window).
+   */
+  private async persist(ctx: Koa.Context, held: Held, what: string, write: () => Promise<unknown>): Promise<void> {
+    const log = requestLogOf(ctx) ?? this.log;
     try {
-      await this.db.query(sql('IdempotencyRelease'), [held.scope, held.key, held.owner]);
+      await write();
+      return;
     } catch (err) {
-      (requestLogOf(ctx) ?? this.log).warn(
-        { err: (err as Error).message },
-        'the key of an idempotent request could not be given back; it is held until its lease ends',
-      );
+      log.warn({ err: (err as Error).message }, `${what} could not be written; tried again while its lease lasts`);
     }
+    void (async () => {
+      while (Date.now() + PERSIST_RETRY_MS < held.leaseEndsAt) {
+        await new Promise((r) => setTimeout(r, PERSIST_RETRY_MS).unref());
+        try {
+          await write();
+          this.log.info({ key: held.key }, `${what} written on a later try`);
+          return;
+        } catch {
+          // the database is still away: the next try
+        }
+      }
+      this.log.warn({ key: held.key }, `${what} could not be written within its lease; the key is taken again after it`);
+    })();
   }
 }
 

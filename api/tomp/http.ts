@@ -37,7 +37,8 @@ function toTompError(ctx: Koa.Context, err: unknown, log: Logger): TompError {
   }
   if (isOutage(err)) {
     log.warn({ err: err.message }, 'database unavailable');
-    return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS });
+    // the same type as admission's refusal (api/tomp/endpoint.ts): a client retries both alike
+    return new TompError(503, 'temporarily unavailable; retry later', { type: 'ServiceUnavailable', retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS });
   }
   recordFault(ctx, err);
   return new TompError(500, 'internal error');

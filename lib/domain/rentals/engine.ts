@@ -115,8 +115,16 @@ async function inTx<T>(ctx: AppContext, fn: (tx: Tx) => Promise<T>): Promise<T> 
   }
 }
 
-function mapStartError(ctx: AppContext, err: unknown): RentalError | StartAborted {
-  if (err instanceof RentalError || err instanceof StartAborted) return err;
+/**
+ * A database that cannot be reached (a failover, a restart) or a statement cancelled by its timeout
+ * is not the engine's to name: it goes on as the DbError it is, and each API family answers it by
+ * the one rule of api/kit/outage.ts (503 with Retry-After in its own format). Named here, it was a
+ * 503 without Retry-After on the partner API, and a timeout a FailedToStartRental 500.
+ */
+const isDbOutage = (err: unknown): err is DbError => err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout');
+
+function mapStartError(ctx: AppContext, err: unknown): RentalError | StartAborted | DbError {
+  if (err instanceof RentalError || err instanceof StartAborted || isDbOutage(err)) return err;
   if (err instanceof GatewayError) {
     return new RentalError(err.reason === 'refused' ? 'FailedToUnlockVehicle' : 'FailedToUpdateVehicle', { cause: err });
   }
@@ -124,15 +132,13 @@ function mapStartError(ctx: AppContext, err: unknown): RentalError | StartAborte
   if (err instanceof DbError) {
     const code = err.kind === 'conflict' && err.constraint ? CONSTRAINT_CODES[err.constraint] : undefined;
     if (code) return new RentalError(code, { cause: err });
-    if (err.kind === 'unavailable') return new RentalError('ServiceUnavailable', { cause: err });
   }
   ctx.log.error({ err }, 'rental start failed');
   return new RentalError('FailedToStartRental', { cause: err });
 }
 
-function mapEndError(ctx: AppContext, err: unknown): RentalError {
-  if (err instanceof RentalError) return err;
-  if (err instanceof DbError && err.kind === 'unavailable') return new RentalError('ServiceUnavailable', { cause: err });
+function mapEndError(ctx: AppContext, err: unknown): RentalError | DbError {
+  if (err instanceof RentalError || isDbOutage(err)) return err;
   if (!(err instanceof GatewayError)) ctx.log.error({ err }, 'rental end failed');
   return new RentalError('FailedToEndRental', { cause: err });
 }

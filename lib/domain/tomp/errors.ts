@@ -4,7 +4,6 @@
  * engine's ErrorCode) where useful. TOMP's integer `errorcode` is not used: its wiki table is not part
  * of our contract and inventing numbers would mislead partners.
  */
-import { DbError } from '../../core/db.js';
 import { GatewayError } from '../gateway.js';
 import { isRentalError, ZONE_NOT_PERMITTING, type RentalError } from '../rentals/errors.js';
 
@@ -109,11 +108,11 @@ function fromRentalError(e: RentalError, phase: 'start' | 'end'): TompError {
   }
 }
 
-/** Engine and database failures in TOMP terms; anything else is passed on (500 by the renderer). */
+/**
+ * Engine failures in TOMP terms; anything else is passed on: a database outage to the one rule of
+ * api/kit/outage.ts (api/tomp/http.ts renders it: 503 ServiceUnavailable with Retry-After), the rest
+ * to the renderer's 500.
+ */
 export function mapEngineError(err: unknown, phase: 'start' | 'end'): unknown {
-  if (isRentalError(err)) return fromRentalError(err, phase);
-  if (err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout')) {
-    return new TompError(503, 'temporarily unavailable; retry later', { retryAfterSeconds: 5 });
-  }
-  return err;
+  return isRentalError(err) ? fromRentalError(err, phase) : err;
 }
