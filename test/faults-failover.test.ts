@@ -19,11 +19,9 @@
  * requests refused.
  */
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { testConfig } from '../lib/core/config.js';
 import { Db } from '../lib/core/db.js';
@@ -44,12 +42,11 @@ import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixtu
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { entry } from './support/entries.js';
+import { startHaCluster, type HaCluster } from './support/ha.js';
 
-const run = promisify(execFile);
 const ROW = 'faults: primary failover';
 const ANSWER_WITHIN_MS = 3000;
-const HA_ENV = { ...process.env, HA_DIR: join(ROOT, '.data', 'ha-test'), HA_BASE_PORT: process.env.HA_TEST_BASE_PORT ?? '54450' };
-const ha = async (...args: string[]) => (await run(join(ROOT, 'scripts', 'ha.sh'), args, { env: HA_ENV, timeout: 240_000 })).stdout.trim();
+const HA_BASE_PORT = Number(process.env.HA_TEST_BASE_PORT ?? 54450);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Answer {
@@ -68,7 +65,9 @@ interface Answer {
 
 describe('faults: the primary lost under load, the standby promoted', function () {
   this.timeout(300_000);
+  let cluster: HaCluster;
   let urls: { rw: string; ro: string };
+  const ha = (...args: string[]) => cluster.ha(...args);
   let ctx: AppContext;
   let api: ApiProcess;
   let publisher: ChildProcess;
@@ -84,12 +83,8 @@ describe('faults: the primary lost under load, the standby promoted', function (
 
   before(async function () {
     this.timeout(300_000);
-    await ha('destroy');
-    const printed = await ha('start');
-    urls = {
-      rw: /^DATABASE_URL=(.*)$/m.exec(printed)![1],
-      ro: /^DATABASE_REPLICA_URL=(.*)$/m.exec(printed)![1],
-    };
+    cluster = await startHaCluster('ha-test', HA_BASE_PORT);
+    urls = { rw: cluster.rw, ro: cluster.ro };
     await migrate(urls.rw, HOURLY_FEEDS);
     storeDir = mkdtempSync(join(tmpdir(), 'store-failover-'));
     const config = testConfig({ DATABASE_URL: urls.rw, STORE_URL: `file://${storeDir}` });
@@ -151,7 +146,7 @@ describe('faults: the primary lost under load, the standby promoted', function (
     api?.stop();
     publisher?.kill('SIGKILL');
     await ctx?.db.close();
-    await ha('destroy').catch(() => undefined);
+    await cluster?.destroy().catch(() => undefined);
     if (storeDir) rmSync(storeDir, { recursive: true, force: true });
   });
 
@@ -371,7 +366,7 @@ describe('faults: the primary lost under load, the standby promoted', function (
 
   it('the primary frozen (SIGSTOP): the same, and once thawed the old primary is a standby that refuses writes', async () => {
     const { old } = await scenario('freeze-primary');
-    const port = Number(old === 'node0' ? Number(HA_ENV.HA_BASE_PORT) + 10 : Number(HA_ENV.HA_BASE_PORT) + 12);
+    const port = cluster.pgPort(old);
     // once Patroni on the thawed node has seen the leader key is another's, its Postgres is a standby
     await waitFor(
       'the old primary demoted',

@@ -175,6 +175,39 @@ describe('Idempotency-Key', function () {
       expect(await count('users', 'partner_id = $1 AND external_id = $2', [p.id, body.externalId])).to.equal(1);
     });
 
+    it('an answer whose record failed (the primary lost after the commit) is written again: the retry gets 409, then the first answer', async () => {
+      // the first write of an answer fails, as when the primary dies between the start's commit and
+      // the record (a sequence is not rolled back with the failed statement: it fails once)
+      await t.ctx.db.query(`CREATE SEQUENCE idem_fail_once`);
+      await t.ctx.db.query(`CREATE FUNCTION idem_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF NEW.state = 'done' AND nextval('idem_fail_once') = 1 THEN RAISE EXCEPTION 'the primary went away'; END IF; RETURN NEW; END $$`);
+      await t.ctx.db.query(`CREATE TRIGGER idem_fail_once BEFORE UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION idem_fail_once()`);
+      try {
+        const user = await insertUser(t.ctx.db, p.id);
+        const v = await insertVehicle(t.ctx.db, zone);
+        const key = newKey();
+        const body = { userId: user, vehicleId: v.id };
+        const first = await post('/v1/rental/start', body, { key });
+        expect(first.status, JSON.stringify(first.body)).to.equal(200);
+        // the record is tried again in the background: meanwhile the key is in use, never executed again
+        let retry = await post('/v1/rental/start', body, { key });
+        let inUse = 0;
+        for (let i = 0; i < 40 && retry.status !== 200; i++) {
+          expectError(retry, 409, 'IdempotencyKeyInUse');
+          inUse++;
+          await new Promise((r) => setTimeout(r, 100));
+          retry = await post('/v1/rental/start', body, { key });
+        }
+        expect(inUse, 'retries while the record was pending').to.be.greaterThan(0);
+        expect(retry.status).to.equal(200);
+        expect(retry.text).to.equal(first.text);
+        expect(retry.headers['idempotent-replayed']).to.equal('true');
+        expect(await count('rentals', 'user_id = $1', [user])).to.equal(1);
+      } finally {
+        await t.ctx.db.query(`DROP TRIGGER idem_fail_once ON idempotency_keys; DROP FUNCTION idem_fail_once(); DROP SEQUENCE idem_fail_once`);
+      }
+    });
+
     it('a 5xx is not kept: after a vehicle that did not answer, the retry with the key executes', async () => {
       const user = await insertUser(t.ctx.db, p.id);
       const v = await insertVehicle(t.ctx.db, zone);
