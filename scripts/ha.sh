@@ -67,13 +67,16 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Runs a daemon in its own session (Ctrl-C in the caller's terminal does not reach it), as postgres;
-# its pid file holds the daemon's own pid (the shell that writes it execs the daemon).
+# its pid file holds the daemon's own pid (the shell that writes it execs the daemon). As root,
+# setpriv changes the user and execs (runuser would stay as the daemon's parent, and stop itself when
+# its child is stopped: freeze-primary left it stopped for good, its exited child a zombie).
 daemon() {
-  local name="$1" run=()
-  shift
+  local name="$1" program run=()
+  program="$(command -v "$2")"
+  shift 2
   if pid_alive "$HA/$name.pid"; then return; fi
-  [ "$(id -u)" = "0" ] && run=(runuser -u postgres --)
-  setsid "${run[@]}" sh -c 'echo $$ >"$0"; exec "$@"' "$HA/$name.pid" "$@" >>"$HA/$name.log" 2>&1 </dev/null &
+  [ "$(id -u)" = "0" ] && run=(setpriv --reuid=postgres --regid=postgres --init-groups --reset-env)
+  setsid "${run[@]}" sh -c 'echo $$ >"$0"; exec "$@"' "$HA/$name.pid" "$program" "$@" >>"$HA/$name.log" 2>&1 </dev/null &
   for _ in $(seq 1 50); do
     [ -s "$HA/$name.pid" ] && return
     sleep 0.05
