@@ -41,6 +41,9 @@ import { startApiProcess, type ApiProcess } from './support/api-process.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture } from './support/partner-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
 import { spawn, type ChildProcess } from 'node:child_process';
+import mqtt, { type MqttClient } from 'mqtt';
+import { telemetryTopic, QOS } from '../lib/domain/vehicles/protocol.js';
+import { startBroker, type TestBroker } from './support/mqtt.js';
 import { entry } from './support/entries.js';
 import { startHaCluster, type HaCluster } from './support/ha.js';
 
@@ -73,6 +76,14 @@ describe('faults: the primary lost under load, the standby promoted', function (
   let publisher: ChildProcess;
   let publisherOut = '';
   let live: LiveSimulator;
+  let broker: TestBroker;
+  let ingest: ChildProcess;
+  let ingestOut = '';
+  let vehiclesMqtt: MqttClient;
+  /** vehicles reporting over MQTT through the ingest, and the reports the broker acknowledged */
+  const reporting: string[] = [];
+  let reportsAcked = 0;
+  let reportAt = { lat: 0, lng: 0 };
   let liveRunning: Promise<void> | undefined;
   let liveStopping = false;
   let storeDir: string;
@@ -109,6 +120,9 @@ describe('faults: the primary lost under load, the standby promoted', function (
     const tompZone = await insertTompZone(ctx.db);
     for (let i = 0; i < 8; i++) tompVehicles.push(await insertTompVehicle(ctx.db, tompZone, { lng: -3.7038 + i * 0.00004 }));
 
+    reportAt = { lat: zone.lat, lng: zone.lng };
+    for (let i = 0; i < 30; i++) reporting.push((await insertVehicle(ctx.db, zone, { eastM: 200 + i * 3 })).id);
+
     const env = { DATABASE_REPLICA_URL: urls.ro, DATABASE_POOL_SIZE: '10' };
     api = await startApiProcess({ url: urls.rw } as never, storeDir, env);
     publisher = spawn(process.execPath, [entry('publisher')], {
@@ -127,6 +141,27 @@ describe('faults: the primary lost under load, the standby promoted', function (
     });
     publisher.stdout!.on('data', (c) => (publisherOut += c));
     publisher.stderr!.on('data', (c) => (publisherOut += c));
+    // the vehicle ingest (bin/ingest.ts) behind the embedded Mosquitto, as make run starts it
+    broker = await startBroker();
+    ingest = spawn(process.execPath, [entry('ingest')], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        DATABASE_URL: urls.rw,
+        MQTT_URL: broker.url,
+        MQTT_USERNAME: broker.platform.username,
+        MQTT_PASSWORD: broker.platform.password,
+        INGEST_ID: 'failover',
+        INGEST_METRICS_PORT: '0',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    ingest.stdout!.on('data', (c) => (ingestOut += c));
+    ingest.stderr!.on('data', (c) => (ingestOut += c));
+    await waitFor('the ingest running', () => ingestOut.includes('ingest running'), 30_000);
+    vehiclesMqtt = await mqtt.connectAsync(broker.url, { protocolVersion: 5, ...broker.platform, clientId: 'failover-vehicles', reconnectPeriod: 0 });
     // its ticks every 0.5 s, through the failovers as through anything else (a failed tick is the next one's to repeat)
     liveRunning = (async () => {
       while (!liveStopping) {
@@ -143,6 +178,9 @@ describe('faults: the primary lost under load, the standby promoted', function (
     liveStopping = true;
     await liveRunning;
     await live?.stop().catch(() => undefined);
+    await vehiclesMqtt?.endAsync(true).catch(() => undefined);
+    ingest?.kill('SIGKILL');
+    await broker?.close().catch(() => undefined);
     api?.stop();
     publisher?.kill('SIGKILL');
     await ctx?.db.close();
@@ -245,7 +283,23 @@ describe('faults: the primary lost under load, the standby promoted', function (
         answers.push(await call('tomp', 'regions', 'GET', '/operator/regions'));
       }
     };
+    // the vehicles' telemetry: a report of each every 2 s (within the ingest's 60 a minute of one
+    // vehicle), QoS 1: acknowledged by the broker, which keeps it until the ingest has committed it
+    const reporter = async () => {
+      for (let k = 0; !stopping; k++) {
+        const ts = Date.now();
+        await Promise.all(
+          reporting.map((id, i) =>
+            vehiclesMqtt
+              .publishAsync(telemetryTopic(id), JSON.stringify({ ts: ts + i, ...reportAt, battery_percent: 60 }), { qos: QOS })
+              .then(() => reportsAcked++),
+          ),
+        );
+        await sleep(2000);
+      }
+    };
     const workers = [
+      reporter(),
       ...Array.from({ length: 4 }, (_, w) => partnerWorker(pairs.filter((_, i) => i % 4 === w))),
       ...Array.from({ length: 2 }, (_, w) => tompWorker(tompVehicles.filter((_, i) => i % 2 === w))),
     ];
@@ -331,7 +385,16 @@ describe('faults: the primary lost under load, the standby promoted', function (
       expect([replay.status, replay.replayed, replay.body?.data?.[0]?.id], `the replay of the start of ${id}`).to.deep.equal([200, true, id]);
     }
 
+    // every report the broker acknowledged is stored once the ingest has written what it held
+    const stored = async () => (await ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM telemetry WHERE device_id = ANY ($1::uuid[])`, [reporting])).n;
+    await waitFor('the acknowledged reports stored', async () => (await stored()) >= reportsAcked, 60_000, 250).catch(async () => {
+      const lines = ingestOut.split('\n').filter((l) => !l.includes('writing it again'));
+      expect(await stored(), `reports stored of the ${reportsAcked} acknowledged: ${lines.slice(-8).join('\n')}`).to.equal(reportsAcked);
+    });
+    expect(await stored(), 'reports stored once').to.equal(reportsAcked);
+
     // the same processes carry on
+    expect(ingest.exitCode, `the ingest: ${ingestOut.slice(-2000)}`).to.equal(null);
     expect(api.proc.exitCode, `the API process: ${api.out.slice(-2000)}`).to.equal(null);
     expect(publisher.exitCode, `the publisher: ${publisherOut.slice(-2000)}`).to.equal(null);
 
@@ -354,7 +417,7 @@ describe('faults: the primary lost under load, the standby promoted', function (
     console.log(
       `      [failover ${fault}] ${answers.length} requests; first acknowledged write ${Math.round(recovery)} ms after the fault; ` +
         `${refused.length} refused (503 + Retry-After: ${statuses.join(', ')}); ${l.ledger.starts.size} starts, ${l.ledger.ends.size} ends, ` +
-        `${l.ledger.users.size} users, ${l.ledger.bookings.size} bookings acknowledged, all on the new primary; GBFS fresh ${Math.round(gbfsMs / 1000)} s after the fault (ttl ${fresh.ttl} s)`,
+        `${l.ledger.users.size} users, ${l.ledger.bookings.size} bookings and ${reportsAcked} vehicle reports (in all) acknowledged, all on the new primary; GBFS fresh ${Math.round(gbfsMs / 1000)} s after the fault (ttl ${fresh.ttl} s)`,
     );
     expect(gbfsMs, 'GBFS back within its ttl plus the failover time').to.be.below((fresh.ttl + 15) * 1000 + recovery + 5000);
     return { old, promoted };
