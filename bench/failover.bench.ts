@@ -1,7 +1,7 @@
 /**
  * BENCH=failover: three failovers of the primary under the partner bench's load at 0.7 × C, on the HA
  * cluster of scripts/ha.sh (etcd, two Patroni nodes with synchronous replication, HAProxy; its own
- * directory .data/ha-bench and ports from BENCH_HA_BASE_PORT, 54480).
+ * directory .data/ha-bench and ports from BENCH_HA_BASE_PORT, 24480).
  *
  * The real API process (dist/api.mjs) connects through HAProxy's read-write port, its replica pool
  * through the read-only one. C is the API's own saturated throughput for the partner bench's mix
@@ -229,7 +229,7 @@ export async function run(): Promise<BenchResult> {
   let api: Awaited<ReturnType<typeof startApiProcess>> | undefined;
   let db: Db | undefined;
   try {
-    cluster = await startHaCluster('ha-bench', Number(process.env.BENCH_HA_BASE_PORT ?? 54480));
+    cluster = await startHaCluster('ha-bench', Number(process.env.BENCH_HA_BASE_PORT ?? 24480));
     await migrate(cluster.rw, HOURLY_FEEDS);
     db = new Db(cluster.rw, createLogger('silent'), { max: 4 });
     const zone = await insertZone(db, { unlockDistanceM: 500 });

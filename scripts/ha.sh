@@ -17,14 +17,16 @@
 #   scripts/ha.sh stop           stop everything (`make db-ha-stop`); the data stays
 #   scripts/ha.sh destroy        stop and remove .data/ha
 #
-# HA_DIR (default .data/ha) holds everything; HA_BASE_PORT (default 54400) places the ports: etcd +0 (client) and +1 (peer), node N's Postgres
-# +10+2N and its Patroni REST API +11+2N, HAProxy read-write +20, read-only +21, stats +22.
+# HA_DIR (default .data/ha) holds everything. HA_BASE_PORT (default 24400: below Linux's ephemeral
+# range, so that no listen(0) or outgoing connection takes one of them between the check and the
+# bind; 54490 was taken so once) places the ports: etcd +0 (client) and +1 (peer), node N's
+# Postgres +10+2N and its Patroni REST API +11+2N, HAProxy read-write +20, read-only +21, stats +22.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 # HA_DIR: another cluster beside `make db-ha`'s (test/faults-failover.test.ts keeps its own)
 HA="${HA_DIR:-$ROOT/.data/ha}"
-BASE="${HA_BASE_PORT:-54400}"
+BASE="${HA_BASE_PORT:-24400}"
 ETCD_PORT=$((BASE + 0))
 ETCD_PEER=$((BASE + 1))
 RW_PORT=$((BASE + 20))
@@ -226,7 +228,7 @@ start() {
   [ "$(id -u)" = "0" ] && chown postgres:postgres "$HA"
   for p in "$ETCD_PORT" "$ETCD_PEER" "$RW_PORT" "$RO_PORT" "$STATS_PORT" $(pg_port 0) $(pg_port 1) $(rest_port 0) $(rest_port 1); do
     if ! port_free "$p" && ! pid_alive "$HA/etcd.pid"; then
-      log "port $p is taken by another program: set HA_BASE_PORT to another base (default 54400)"
+      log "port $p is taken by another program: set HA_BASE_PORT to another base (default 24400)"
       exit 1
     fi
   done
@@ -361,7 +363,7 @@ case "${1:-}" in
     rm -rf "$HA"
     ;;
   *)
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac
