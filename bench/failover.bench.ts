@@ -213,14 +213,6 @@ async function saturate(port: number, zoneId: string, listed: string[], sessions
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function syncStandby(db: Db): Promise<boolean> {
-  try {
-    return (await db.one<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_replication WHERE sync_state = 'sync'`)).n === 1;
-  } catch {
-    return false;
-  }
-}
-
 export async function run(): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
@@ -265,8 +257,8 @@ export async function run(): Promise<BenchResult> {
     const after: number[] = [];
     let refused = 0;
     for (let f = 0; f < FAILOVERS; f++) {
-      // a calm window with a synchronous standby in place
-      while (!(await syncStandby(db))) await sleep(500);
+      // a calm window with a synchronous standby Patroni may promote
+      await cluster.ha('ready');
       const calmFrom = performance.now();
       await sleep(WINDOW_S * 1000);
       const calmTo = performance.now();

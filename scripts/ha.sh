@@ -8,6 +8,7 @@
 #
 #   scripts/ha.sh start          install the packages if missing, bootstrap once, start what is stopped,
 #                                wait for a primary and a streaming synchronous standby; prints the URLs
+#   scripts/ha.sh ready          wait until there is a primary and a synchronous standby (Patroni's /sync)
 #   scripts/ha.sh urls           DATABASE_URL=… (read-write port) and DATABASE_REPLICA_URL=… (read-only)
 #   scripts/ha.sh status         the members as Patroni sees them (patronictl list)
 #   scripts/ha.sh leader         the name of the member holding the leader key
@@ -54,7 +55,9 @@ install_packages() {
   command -v patroni >/dev/null || need+=(patroni)
   /usr/bin/python3 -c 'import etcd' 2>/dev/null || need+=(python3-etcd)
   command -v etcd >/dev/null || need+=(etcd-server)
-  command -v haproxy >/dev/null && [ -x "$(command -v haproxy)" ] || need+=(haproxy)
+  command -v haproxy >/dev/null || need+=(haproxy)
+  # the health checks of start and leader
+  command -v curl >/dev/null || need+=(curl)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]} from Debian packages (their system services are not used)"
     local SUDO=""
@@ -254,22 +257,28 @@ start() {
   }
   daemon node1 patroni "$HA/node1.yml"
   daemon haproxy haproxy -db -f "$HA/haproxy.cfg"
-  # ready: a primary behind the read-write port, and a standby streaming synchronously
-  local sync=""
-  for _ in $(seq 1 240); do
-    sync="$(psql_rw "select count(*) from pg_stat_replication where sync_state = 'sync'" 2>/dev/null || true)"
-    [ "$sync" = 1 ] && "$BIN/pg_isready" -h 127.0.0.1 -p "$RO_PORT" -q && break
-    sleep 0.5
-  done
-  if [ "$sync" != 1 ]; then
-    log "no synchronous standby after 120 s: see $HA/node1.log"
-    exit 1
-  fi
+  ready
   if ! psql_rw "select 1 from pg_database where datname = '$DB_NAME'" | grep -q 1; then
     psql_rw "create database \"$DB_NAME\""
   fi
   log "primary $(leader_name), synchronous standby streaming; read-write 127.0.0.1:$RW_PORT, read-only 127.0.0.1:$RO_PORT"
   urls
+}
+
+# Ready: a primary behind the read-write port and a synchronous standby, as Patroni sees it (its
+# /sync key, GET /sync answering 200), not only as Postgres does (pg_stat_replication): Patroni
+# promotes only the member its key names, and a primary lost before the key names the standby is
+# recovered in place instead (seen: a kill right after a start or a failover kept the old primary).
+ready() {
+  local i
+  for _ in $(seq 1 240); do
+    for i in "${!NODES[@]}"; do
+      if [ "$(rest "$i" sync)" = 200 ] && psql_rw 'select 1' >/dev/null 2>&1 && "$BIN/pg_isready" -h 127.0.0.1 -p "$RO_PORT" -q; then return 0; fi
+    done
+    sleep 0.5
+  done
+  log "no synchronous standby after 120 s: see $HA/node*.log"
+  exit 1
 }
 
 leader_name() {
@@ -351,6 +360,7 @@ stop() {
 
 case "${1:-}" in
   start) start ;;
+  ready) ready ;;
   urls) urls ;;
   status) as_pg patronictl -c "$HA/node0.yml" list ;;
   leader) leader_name ;;
@@ -363,7 +373,7 @@ case "${1:-}" in
     rm -rf "$HA"
     ;;
   *)
-    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -324,6 +324,9 @@ describe('faults: the primary lost under load, the standby promoted', function (
       const seen = [...new Set(l.answers.map((a) => `${a.family} ${a.what} ${a.status} ${a.code ?? ''}`))];
       throw new Error(`${err.message}: ${seen.join('; ')}`);
     });
+    // a synchronous standby that Patroni may promote (named in its /sync key: after the previous
+    // failover, the old primary is named there some seconds after it rejoined)
+    await ha('ready');
     const old = (await ha('leader')).trim();
     const faultWall = new Date();
     firstFaultWall ??= faultWall;
