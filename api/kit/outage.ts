@@ -6,10 +6,10 @@
  * renders the answer in its own error format (api/partner/errors.ts, api/tomp/http.ts,
  * api/feeds/errors.ts, the OAuth token endpoint in api/feeds/token.ts).
  */
-import { DbError } from '../../lib/core/db.js';
+import { isDbOutage, type DbError } from '../../lib/core/db.js';
 
 export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
 export function isOutage(err: unknown): err is DbError {
-  return err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout');
+  return isDbOutage(err);
 }

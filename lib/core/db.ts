@@ -64,6 +64,15 @@ export class DbError extends Error {
   }
 }
 
+/**
+ * A failure that is the database's, not the request's: unreachable (refused, lost, the pool's wait
+ * past its timeout) or a statement cancelled by its timeout. The one rule every API family answers
+ * with a 503 and Retry-After (api/kit/outage.ts) and the rental engine passes on unnamed.
+ */
+export function isDbOutage(err: unknown): err is DbError {
+  return err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout');
+}
+
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
 /** Maps a driver error to a DbError kind; the one place where SQLSTATEs are interpreted. */

@@ -35,7 +35,7 @@
  * and a retry is the same end again.
  */
 import type { AppContext } from '../context.js';
-import { DbError, type Tx } from '../../core/db.js';
+import { DbError, isDbOutage, type Tx } from '../../core/db.js';
 import { sql } from '../../core/sql/typed.js';
 import { GatewayError } from '../gateway.js';
 import { recordEvent, InvalidTransitionError } from '../fleet/events.js';
@@ -117,12 +117,10 @@ async function inTx<T>(ctx: AppContext, fn: (tx: Tx) => Promise<T>): Promise<T> 
 
 /**
  * A database that cannot be reached (a failover, a restart) or a statement cancelled by its timeout
- * is not the engine's to name: it goes on as the DbError it is, and each API family answers it by
- * the one rule of api/kit/outage.ts (503 with Retry-After in its own format). Named here, it was a
- * 503 without Retry-After on the partner API, and a timeout a FailedToStartRental 500.
+ * (isDbOutage) is not the engine's to name: it goes on as the DbError it is, and each API family
+ * answers it by the one rule of api/kit/outage.ts (503 with Retry-After in its own format). Named
+ * here, it was a 503 without Retry-After on the partner API, and a timeout a FailedToStartRental 500.
  */
-const isDbOutage = (err: unknown): err is DbError => err instanceof DbError && (err.kind === 'unavailable' || err.kind === 'timeout');
-
 function mapStartError(ctx: AppContext, err: unknown): RentalError | StartAborted | DbError {
   if (err instanceof RentalError || err instanceof StartAborted || isDbOutage(err)) return err;
   if (err instanceof GatewayError) {
