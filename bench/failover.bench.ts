@@ -286,10 +286,9 @@ export async function run(): Promise<BenchResult> {
     const rows = await db.many<{ id: string; state: string }>(`SELECT id, state FROM rentals WHERE id = ANY ($1::uuid[])`, [[...ledger.started]]);
     const state = new Map(rows.map((r) => [r.id, r.state]));
     const lost = [...ledger.started].filter((id) => !state.has(id)).length + [...ledger.ended].filter((id) => state.get(id) === 'RUNNING').length;
-    const sorted = [...recoveries].sort((a, b) => a - b);
     const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
-    metrics.first_success_median_ms = Math.round(sorted[Math.floor(sorted.length / 2)]);
-    metrics.first_success_worst_ms = Math.round(sorted[sorted.length - 1]);
+    metrics.first_success_median_ms = Math.round(median(recoveries));
+    metrics.first_success_worst_ms = Math.round(Math.max(...recoveries));
     metrics.requests_refused = refused;
     metrics.acknowledged_writes = ledger.started.size + ledger.ended.size;
     metrics.acknowledged_writes_lost = lost;

@@ -49,9 +49,9 @@ as_pg() {
 }
 
 install_packages() {
+  # PostgreSQL and PostGIS as the embedded cluster has them; then what HA adds
+  "$ROOT/scripts/pg.sh" install
   local need=()
-  [ -x "$BIN/postgres" ] || need+=("postgresql-$PGVER")
-  [ -f "/usr/share/postgresql/$PGVER/extension/postgis.control" ] || need+=("postgresql-$PGVER-postgis-3")
   command -v patroni >/dev/null || need+=(patroni)
   /usr/bin/python3 -c 'import etcd' 2>/dev/null || need+=(python3-etcd)
   command -v etcd >/dev/null || need+=(etcd-server)

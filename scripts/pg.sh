@@ -9,6 +9,8 @@
 #                               this call (or another `with` still running then) started it and no
 #                               other session uses it: what `make run`, `make test` and the ops targets
 #                               use, so Ctrl-C or the end of the command leaves nothing running
+#   scripts/pg.sh install       install PostgreSQL and PostGIS from Debian packages if missing
+#                               (scripts/ha.sh uses it too)
 #   scripts/pg.sh stop          stop the cluster (`make db-stop`), its replica first
 #   scripts/pg.sh status        say whether it runs (and its replica, when there is one)
 #   scripts/pg.sh replica       ensure, then a streaming standby of the cluster (pg_basebackup -R) in
@@ -323,6 +325,7 @@ locked() {
 
 case "${1:-ensure}" in
   ensure) ensure; echo "postgres://postgres@127.0.0.1:$PGPORT/$DB_NAME" ;;
+  install) install_packages ;;
   with) shift; with_cluster "$@" ;;
   stop) stop ;;
   restart) as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -m fast -w -o "-p $PGPORT" restart >/dev/null ;;
@@ -332,5 +335,5 @@ case "${1:-ensure}" in
   url) echo "postgres://postgres@127.0.0.1:$PGPORT/$DB_NAME" ;;
   replica) locked replica; echo "postgres://postgres@127.0.0.1:$(replica_port)/$DB_NAME" ;;
   replica-stop) locked replica_stop ;;
-  *) echo "usage: $0 ensure|with COMMAND…|stop|restart|status|url|replica|replica-stop" >&2; exit 2 ;;
+  *) echo "usage: $0 ensure|install|with COMMAND…|stop|restart|status|url|replica|replica-stop" >&2; exit 2 ;;
 esac

@@ -25,19 +25,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { testConfig } from '../lib/core/config.js';
-import { Db } from '../lib/core/db.js';
-import { createLogger } from '../lib/core/log.js';
-import { systemClock } from '../lib/core/clock.js';
-import { SimulatedGateway } from '../lib/domain/gateway.js';
 import { migrate } from '../lib/core/migrate.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
-import { openStore } from '../lib/core/store/index.js';
 import { ROOT } from '../lib/core/paths.js';
 import type { AppContext } from '../lib/domain/context.js';
 import { seedDemo } from '../ops/seed/index.js';
 import { startLiveSimulator, type LiveSimulator } from '../ops/sim/live.js';
-import { waitFor } from './support/faults.js';
+import { ownDatabaseContext, waitFor } from './support/faults.js';
 import { count } from './support/figures.js';
 import { startApiProcess, type ApiProcess } from './support/api-process.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture } from './support/partner-fixtures.js';
@@ -101,16 +95,7 @@ describe('faults: the primary lost under load, the standby promoted', function (
     urls = { rw: cluster.rw, ro: cluster.ro };
     await migrate(urls.rw, HOURLY_FEEDS);
     storeDir = mkdtempSync(join(tmpdir(), 'store-failover-'));
-    const config = testConfig({ DATABASE_URL: urls.rw, STORE_URL: `file://${storeDir}` });
-    const log = createLogger(config.logLevel);
-    ctx = {
-      config,
-      db: new Db(urls.rw, log, { max: 6 }),
-      store: await openStore(config),
-      log,
-      clock: systemClock,
-      gateway: new SimulatedGateway({ timeoutMs: 200 }),
-    };
+    ctx = await ownDatabaseContext(urls.rw, storeDir, 6);
     // the demo's zones and fleet for the live simulator and the publisher, then the clients' own
     await seedDemo(ctx, { vehiclesPerZone: 10 });
     // the live fleet takes the zones there are at its first tick: the demo's, not the clients' below

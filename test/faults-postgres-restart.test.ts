@@ -13,16 +13,10 @@ import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../api/app.js';
-import { testConfig } from '../lib/core/config.js';
-import { Db } from '../lib/core/db.js';
-import { createLogger } from '../lib/core/log.js';
-import { systemClock } from '../lib/core/clock.js';
-import { SimulatedGateway } from '../lib/domain/gateway.js';
 import { migrate } from '../lib/core/migrate.js';
 import { HOURLY_FEEDS } from '../lib/feeds/publications.js';
-import { openStore } from '../lib/core/store/index.js';
 import type { AppContext } from '../lib/domain/context.js';
-import { startThrowawayPg, waitFor, type ThrowawayPg } from './support/faults.js';
+import { ownDatabaseContext, startThrowawayPg, waitFor, type ThrowawayPg } from './support/faults.js';
 import { count } from './support/figures.js';
 import { insertPartner, insertUser, insertVehicle, insertZone, type PartnerFixture } from './support/partner-fixtures.js';
 
@@ -59,16 +53,7 @@ describe('faults: Postgres restarted under load', function () {
     pg = await startThrowawayPg();
     await migrate(pg.url, HOURLY_FEEDS);
     storeDir = mkdtempSync(join(tmpdir(), 'store-pgfault-'));
-    const config = testConfig({ DATABASE_URL: pg.url, STORE_URL: `file://${storeDir}` });
-    const log = createLogger(config.logLevel);
-    ctx = {
-      config,
-      db: new Db(config.databaseUrl, log, { max: 10 }),
-      store: await openStore(config),
-      log,
-      clock: systemClock,
-      gateway: new SimulatedGateway({ timeoutMs: 200 }),
-    };
+    ctx = await ownDatabaseContext(pg.url, storeDir, 10);
     partner = await insertPartner(ctx.db);
     const zone = await insertZone(ctx.db);
     for (let i = 0; i < PAIRS; i++) pairs.push({ user: await insertUser(ctx.db, partner.id), vehicle: (await insertVehicle(ctx.db, zone, { eastM: i })).id });

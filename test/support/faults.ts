@@ -16,6 +16,13 @@ import { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import { ROOT } from '../../lib/core/paths.js';
 import type { ObjectStore, PutOptions } from '../../lib/core/store/types.js';
+import { systemClock } from '../../lib/core/clock.js';
+import { testConfig } from '../../lib/core/config.js';
+import { Db } from '../../lib/core/db.js';
+import { createLogger } from '../../lib/core/log.js';
+import { openStore } from '../../lib/core/store/index.js';
+import { SimulatedGateway } from '../../lib/domain/gateway.js';
+import type { AppContext } from '../../lib/domain/context.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -316,4 +323,26 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(everyMs);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The app context of a test on a database of its own
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The context of a fault test whose database is its own (a throwaway cluster, the HA cluster of
+ * test/support/ha.ts) rather than a clone of the template: the file store in `storeDir`, a pool of
+ * `poolMax`, and vehicles that answer a command within 200 ms.
+ */
+export async function ownDatabaseContext(databaseUrl: string, storeDir: string, poolMax: number): Promise<AppContext> {
+  const config = testConfig({ DATABASE_URL: databaseUrl, STORE_URL: `file://${storeDir}` });
+  const log = createLogger(config.logLevel);
+  return {
+    config,
+    db: new Db(config.databaseUrl, log, { max: poolMax }),
+    store: await openStore(config),
+    log,
+    clock: systemClock,
+    gateway: new SimulatedGateway({ timeoutMs: 200 }),
+  };
 }
