@@ -14,6 +14,10 @@
  *   every 30 s     rental housekeeping (auto-end idle rentals, photo windows), TOMP hold expiry
  *   every 15 s     the GBFS tick: one job per zone with work and per 2.2 scope due, shared by every
  *                  publisher (publisher/feeds/gbfs/queue.ts)
+ *   every minute   the cities' Policy and Geography documents read (`city-policy`,
+ *                  publisher/policy/read.ts), then what follows from them      pg-boss schedule
+ *   every 10 s     the city's rules in force, their areas, and the speed commands to the vehicles
+ *                  (`city-speed`, publisher/policy/apply.ts and speed.ts)
  * The minute tasks also run once when a publisher with clocks starts (no wait for the backlog).
  * `feeds-publish-hour` also takes the operator console's republishes (lib/publication/queue.ts).
  * A publisher process serves its own Prometheus metrics (listenPublisherMetrics).
@@ -50,6 +54,7 @@ import { GbfsMemory } from './feeds/gbfs/memory.js';
 import { maintainHistory } from './jobs/history.js';
 import { purgeIdempotencyRecords } from './jobs/idempotency.js';
 import { publishDueReports } from './reports.js';
+import { CITY_RULES_SECONDS, cityPolicyRound, cityRulesRound } from './policy/index.js';
 
 export const QUEUES = {
   hour: HOUR_QUEUE,
@@ -61,6 +66,8 @@ export const QUEUES = {
   tomp: 'housekeeping-tomp',
   history: 'history-maintenance',
   reports: 'feeds-monthly-reports',
+  cityPolicy: 'city-policy',
+  citySpeed: 'city-speed',
 } as const;
 
 /**
@@ -125,7 +132,18 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   // databases created with older options
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires; one lock for the cluster's queue creation (ensureQueues)
-  const sweeps = [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports];
+  const sweeps = [
+    QUEUES.tick,
+    QUEUES.gbfs,
+    QUEUES.gbfsZone,
+    QUEUES.gbfsScope,
+    QUEUES.rentals,
+    QUEUES.tomp,
+    QUEUES.history,
+    QUEUES.reports,
+    QUEUES.cityPolicy,
+    QUEUES.citySpeed,
+  ];
   await ensureQueues(ctx.db, boss, [
     HOUR_QUEUE_OPTIONS,
     ...sweeps.map((name) => ({ ...QUEUE_DEFAULTS, name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 }) as const),
@@ -166,6 +184,10 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await startGbfsWorkers(ctx, boss, polling, new GbfsMemory());
   await sweep(QUEUES.history, [maintainHistory, purgeIdempotencyRecords]);
   await sweep(QUEUES.reports, [publishDueReports]);
+  // a read that changed rules applies them at once: the city's change reaches the vehicles in the
+  // same job, not at the next 10 s tick
+  await sweep(QUEUES.cityPolicy, [cityPolicyRound]);
+  await sweep(QUEUES.citySpeed, [cityRulesRound]);
 
   const tick = () => enqueueDue(ctx, boss);
   await work(boss, QUEUES.tick, polling, async () => {
@@ -192,9 +214,10 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     every('*/30 * * * * *', 'rentals', () => sendNow(boss, QUEUES.rentals, 'rentals'));
     every('*/30 * * * * *', 'tomp', () => sendNow(boss, QUEUES.tomp, 'tomp'));
     every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => sendNow(boss, QUEUES.gbfs, 'gbfs'));
+    every(`*/${CITY_RULES_SECONDS} * * * * *`, 'city-speed', () => sendNow(boss, QUEUES.citySpeed, 'city-speed'));
     // one row per queue in pgboss.schedule (every publisher registering it writes the same row), fired
     // once per cluster per slot: the timekeepers of the publishers claim each check in Postgres
-    const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *' } as const;
+    const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *', cityPolicy: '* * * * *' } as const;
     for (const [queue, expr] of Object.entries(minutely) as Array<[keyof typeof minutely, string]>) {
       await boss.schedule(QUEUES[queue], expr, {}, { singletonKey: queue });
     }

@@ -42,6 +42,7 @@ CREATE FUNCTION public.areas_parking_rule() RETURNS trigger
     AS $$
 DECLARE mode text;
 BEGIN
+  IF NEW.source = 'city' THEN RETURN NEW; END IF;
   PERFORM pg_advisory_xact_lock(hashtext('areas_parking_rule:' || NEW.zone_id));
   SELECT parking_mode INTO mode FROM zones WHERE id = NEW.zone_id;
   IF NEW.area_type = 'parking-spot' AND mode <> 'parking-spot' THEN
@@ -457,6 +458,17 @@ END $$;
 
 
 --
+-- Name: zone_area_order(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.zone_area_order(p_source text, p_area_type text) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$
+  SELECT CASE WHEN p_source = 'city' THEN 0 ELSE 100 END + zone_area_precedence(p_area_type)
+$$;
+
+
+--
 -- Name: zone_area_precedence(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -568,9 +580,8 @@ END $$;
 --
 
 CREATE FUNCTION public.zone_rules_at(p_zone text, p_lng double precision, p_lat double precision, p_vehicle_type text, OUT ride_start_allowed boolean, OUT ride_end_allowed boolean, OUT ride_through_allowed boolean, OUT station_parking boolean, OUT area_type text) RETURNS record
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    LANGUAGE sql STABLE PARALLEL SAFE
     AS $$
-BEGIN
   WITH hit AS (
     SELECT a.area_type
       FROM areas a
@@ -578,11 +589,10 @@ BEGIN
      WHERE a.zone_id = p_zone
        AND ST_Intersects(a.geom, ST_SetSRID(ST_MakePoint(p_lng, p_lat), 4326))
        AND (cardinality(a.vehicle_types) = 0 OR p_vehicle_type = ANY (a.vehicle_types) OR vt.form_factor = ANY (a.vehicle_types))
-     ORDER BY zone_area_precedence(a.area_type)
+     ORDER BY zone_area_order(a.source, a.area_type)
      LIMIT 1
   )
   SELECT r.ride_start_allowed, r.ride_end_allowed, r.ride_through_allowed, r.station_parking, hit.area_type
-    INTO ride_start_allowed, ride_end_allowed, ride_through_allowed, station_parking, area_type
     FROM zones z
     LEFT JOIN hit ON true
    CROSS JOIN LATERAL zone_area_rule(z.parking_mode, hit.area_type) ar
@@ -591,8 +601,8 @@ BEGIN
                               CASE WHEN hit.area_type IS NULL THEN g.ride_end_allowed ELSE ar.ride_end_allowed END AS ride_end_allowed,
                               CASE WHEN hit.area_type IS NULL THEN g.ride_through_allowed ELSE ar.ride_through_allowed END AS ride_through_allowed,
                               CASE WHEN hit.area_type IS NULL THEN g.station_parking ELSE ar.station_parking END AS station_parking) r
-   WHERE z.id = p_zone;
-END $$;
+   WHERE z.id = p_zone
+$$;
 
 
 SET default_tablespace = '';
@@ -633,11 +643,87 @@ CREATE TABLE public.areas (
     capacity integer,
     max_speed_kph integer,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    source text DEFAULT 'operator'::text NOT NULL,
+    policy_id uuid,
+    rule_id uuid,
     CONSTRAINT areas_area_type_check CHECK ((area_type = ANY (ARRAY['operations'::text, 'no-parking'::text, 'parking-spot'::text, 'slow-zone'::text, 'no-riding'::text, 'incentive'::text, 'free-floating'::text]))),
     CONSTRAINT areas_capacity_check CHECK (((capacity IS NULL) OR (capacity >= 0))),
     CONSTRAINT areas_check CHECK (((area_type = 'parking-spot'::text) = (capacity IS NOT NULL))),
+    CONSTRAINT areas_city_rule CHECK (((source = 'city'::text) = ((rule_id IS NOT NULL) AND (policy_id IS NOT NULL)))),
     CONSTRAINT areas_geom_check CHECK (public.st_isvalid(geom)),
-    CONSTRAINT areas_max_speed_kph_check CHECK (((max_speed_kph IS NULL) OR (max_speed_kph > 0)))
+    CONSTRAINT areas_max_speed_kph_check CHECK (((max_speed_kph IS NULL) OR (max_speed_kph > 0))),
+    CONSTRAINT areas_source_check CHECK ((source = ANY (ARRAY['operator'::text, 'city'::text])))
+);
+
+
+--
+-- Name: city_policy_sources; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.city_policy_sources (
+    zone_id text NOT NULL,
+    policy_url text NOT NULL,
+    geography_url text NOT NULL,
+    auth_type text DEFAULT 'none'::text NOT NULL,
+    auth_secret_sealed text,
+    oauth_token_url text,
+    oauth_client_id text,
+    oauth_scope text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    policy_etag text,
+    policy_last_modified text,
+    geography_etag text,
+    geography_last_modified text,
+    policies jsonb,
+    geographies jsonb,
+    good_at timestamp with time zone,
+    read_at timestamp with time zone,
+    read_status text,
+    read_error text,
+    reads bigint DEFAULT 0 NOT NULL,
+    failed_reads bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT city_policy_sources_auth_type_check CHECK ((auth_type = ANY (ARRAY['none'::text, 'bearer'::text, 'oauth'::text]))),
+    CONSTRAINT city_policy_sources_check CHECK (((auth_type = 'none'::text) = (auth_secret_sealed IS NULL))),
+    CONSTRAINT city_policy_sources_check1 CHECK (((auth_type = 'oauth'::text) = ((oauth_token_url IS NOT NULL) AND (oauth_client_id IS NOT NULL)))),
+    CONSTRAINT city_policy_sources_read_status_check CHECK ((read_status = ANY (ARRAY['ok'::text, 'not-modified'::text, 'invalid'::text, 'unreachable'::text])))
+);
+
+
+--
+-- Name: city_rules; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.city_rules (
+    zone_id text NOT NULL,
+    policy_id uuid NOT NULL,
+    rule_id uuid NOT NULL,
+    policy_name text NOT NULL,
+    rule_name text NOT NULL,
+    rule_type text NOT NULL,
+    "position" integer NOT NULL,
+    mapping text NOT NULL,
+    note text NOT NULL,
+    max_speed_kph integer,
+    minimum integer,
+    maximum integer,
+    rule_units text,
+    states jsonb DEFAULT '{}'::jsonb NOT NULL,
+    vehicle_types text[] DEFAULT '{}'::text[] NOT NULL,
+    starts_at timestamp with time zone NOT NULL,
+    ends_at timestamp with time zone,
+    days integer[],
+    start_time time without time zone DEFAULT '00:00:00'::time without time zone NOT NULL,
+    end_time time without time zone DEFAULT '23:59:59'::time without time zone NOT NULL,
+    geom public.geometry(MultiPolygon,4326),
+    in_force boolean DEFAULT false NOT NULL,
+    in_force_since timestamp with time zone,
+    CONSTRAINT city_rules_check CHECK (((mapping = ANY (ARRAY['slow-zone'::text, 'no-parking'::text, 'no-riding'::text])) <= (geom IS NOT NULL))),
+    CONSTRAINT city_rules_check1 CHECK (((mapping = 'slow-zone'::text) = (max_speed_kph IS NOT NULL))),
+    CONSTRAINT city_rules_check2 CHECK ((in_force = (in_force_since IS NOT NULL))),
+    CONSTRAINT city_rules_geom_check CHECK (((geom IS NULL) OR public.st_isvalid(geom))),
+    CONSTRAINT city_rules_mapping_check CHECK ((mapping = ANY (ARRAY['slow-zone'::text, 'no-parking'::text, 'no-riding'::text, 'fleet-cap'::text, 'parking-time'::text, 'ignored'::text]))),
+    CONSTRAINT city_rules_max_speed_kph_check CHECK (((max_speed_kph IS NULL) OR (max_speed_kph > 0)))
 );
 
 
@@ -1349,6 +1435,28 @@ CREATE TABLE public.vehicle_current_state (
 
 
 --
+-- Name: vehicle_speed_commands; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.vehicle_speed_commands (
+    vehicle_id uuid NOT NULL,
+    zone_id text NOT NULL,
+    area_id uuid,
+    policy_id uuid,
+    rule_id uuid,
+    wanted_kph integer NOT NULL,
+    wanted_at timestamp with time zone NOT NULL,
+    acked_kph integer,
+    acked_at timestamp with time zone,
+    attempts integer DEFAULT 0 NOT NULL,
+    last_attempt_at timestamp with time zone,
+    last_error text,
+    failures integer DEFAULT 0 NOT NULL,
+    CONSTRAINT vehicle_speed_commands_wanted_kph_check CHECK ((wanted_kph > 0))
+);
+
+
+--
 -- Name: vehicle_types; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1509,6 +1617,22 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.areas
     ADD CONSTRAINT areas_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: city_policy_sources city_policy_sources_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.city_policy_sources
+    ADD CONSTRAINT city_policy_sources_pkey PRIMARY KEY (zone_id);
+
+
+--
+-- Name: city_rules city_rules_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.city_rules
+    ADD CONSTRAINT city_rules_pkey PRIMARY KEY (zone_id, policy_id, rule_id);
 
 
 --
@@ -1816,6 +1940,14 @@ ALTER TABLE ONLY public.vehicle_current_state
 
 
 --
+-- Name: vehicle_speed_commands vehicle_speed_commands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.vehicle_speed_commands
+    ADD CONSTRAINT vehicle_speed_commands_pkey PRIMARY KEY (vehicle_id);
+
+
+--
 -- Name: vehicle_types vehicle_types_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1876,6 +2008,13 @@ ALTER TABLE ONLY public.zones
 --
 
 CREATE INDEX api_keys_partner ON public.api_keys USING btree (partner_id);
+
+
+--
+-- Name: areas_city; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX areas_city ON public.areas USING btree (zone_id) WHERE (source = 'city'::text);
 
 
 --
@@ -2142,6 +2281,20 @@ CREATE INDEX trips_default_zone_id_end_hour_end_time_trip_id_idx ON public.trips
 --
 
 CREATE INDEX users_partner_external ON public.users USING btree (partner_id, external_id) WHERE (deleted_at IS NULL);
+
+
+--
+-- Name: vehicle_speed_commands_pending; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX vehicle_speed_commands_pending ON public.vehicle_speed_commands USING btree (last_attempt_at NULLS FIRST) WHERE (acked_kph IS DISTINCT FROM wanted_kph);
+
+
+--
+-- Name: vehicle_speed_commands_rule; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX vehicle_speed_commands_rule ON public.vehicle_speed_commands USING btree (zone_id, policy_id, rule_id);
 
 
 --
@@ -2496,11 +2649,35 @@ ALTER TABLE ONLY public.api_keys
 
 
 --
+-- Name: areas areas_city_rule_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.areas
+    ADD CONSTRAINT areas_city_rule_fkey FOREIGN KEY (zone_id, policy_id, rule_id) REFERENCES public.city_rules(zone_id, policy_id, rule_id) ON DELETE CASCADE;
+
+
+--
 -- Name: areas areas_zone_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
 ALTER TABLE ONLY public.areas
     ADD CONSTRAINT areas_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id) ON DELETE CASCADE;
+
+
+--
+-- Name: city_policy_sources city_policy_sources_zone_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.city_policy_sources
+    ADD CONSTRAINT city_policy_sources_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id) ON DELETE CASCADE;
+
+
+--
+-- Name: city_rules city_rules_zone_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.city_rules
+    ADD CONSTRAINT city_rules_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.city_policy_sources(zone_id) ON DELETE CASCADE;
 
 
 --
@@ -2749,6 +2926,22 @@ ALTER TABLE ONLY public.users
 
 ALTER TABLE ONLY public.vehicle_current_state
     ADD CONSTRAINT vehicle_current_state_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.vehicles(id) ON DELETE CASCADE;
+
+
+--
+-- Name: vehicle_speed_commands vehicle_speed_commands_vehicle_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.vehicle_speed_commands
+    ADD CONSTRAINT vehicle_speed_commands_vehicle_id_fkey FOREIGN KEY (vehicle_id) REFERENCES public.vehicles(id) ON DELETE CASCADE;
+
+
+--
+-- Name: vehicle_speed_commands vehicle_speed_commands_zone_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.vehicle_speed_commands
+    ADD CONSTRAINT vehicle_speed_commands_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id) ON DELETE CASCADE;
 
 
 --

@@ -119,6 +119,42 @@ export const metrics = {
     ['kind', 'work'],
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
   ),
+  cityPolicyReads: mk.counter(
+    'city_policy_reads_total',
+    "Reads of the cities' Policy and Geography documents this process made (publisher/policy/read.ts), by outcome (ok, not-modified, invalid, unreachable)",
+    ['outcome'],
+  ),
+  cityPolicySpeedCommands: mk.counter(
+    'city_policy_speed_commands_total',
+    'set_speed commands this process sent for city speed rules and normal limits restored (publisher/policy/speed.ts), by outcome (acknowledged, unacknowledged)',
+    ['outcome'],
+  ),
+  cityPolicyRules: mk.gauge('city_policy_rules', "The cities' rules per zone, by what they map to and whether they are in force (compliance view)", [
+    'zone',
+    'mapping',
+    'in_force',
+  ]),
+  cityPolicyUnacknowledged: mk.gauge(
+    'city_policy_speed_unacknowledged',
+    'Vehicles per zone not (yet) at the speed limit a city rule or its end asks for',
+    ['zone'],
+  ),
+  cityPolicyFleetCap: mk.gauge(
+    'city_policy_alert_vehicles',
+    "Per zone and rule of a city's fleet-cap or parking-time alert: the vehicles it counts (in the cap's area and states, or parked past the limit)",
+    ['zone', 'policy_id', 'rule_id', 'mapping'],
+  ),
+  cityPolicyAlertLimit: mk.gauge('city_policy_alert_limit', 'The maximum of a fleet-cap or parking-time alert rule (its units: devices, or the rule_units of time)', [
+    'zone',
+    'policy_id',
+    'rule_id',
+    'mapping',
+  ]),
+  cityPolicyReadAge: mk.gauge(
+    'city_policy_last_read_age_seconds',
+    "Seconds since each zone's city Policy source was last read, by the status of that read (ok, not-modified, invalid, unreachable)",
+    ['zone', 'status'],
+  ),
   jobsRun: mk.counter('jobs_run_total', 'pg-boss jobs this process ran, by queue and outcome (done, failed)', ['queue', 'outcome']),
   replicaLag: mk.gauge(
     'db_replica_replay_lag_bytes',
@@ -217,6 +253,36 @@ export function registerDbCollectors(db: Db): void {
       metrics.rentalsRunning.set((await db.one(sql('MetricsRentalsRunning'))).n);
     }),
   );
+  // the compliance view's figures (lib/domain/policy/sources.ts), one read for the five gauges of a scrape
+  let policyScrape: Promise<void> | undefined;
+  const collectPolicy = () =>
+    (policyScrape ??= safe(async () => {
+      const now = new Date();
+      const [sources, rules] = await Promise.all([db.many(sql('PolicyComplianceSources'), [null]), db.many(sql('PolicyComplianceRules'), [null, now])]);
+      for (const g of [metrics.cityPolicyRules, metrics.cityPolicyUnacknowledged, metrics.cityPolicyFleetCap, metrics.cityPolicyAlertLimit, metrics.cityPolicyReadAge]) g.reset();
+      for (const s of sources) if (s.read_at) metrics.cityPolicyReadAge.set({ zone: s.zone_id, status: s.read_status ?? 'none' }, (now.getTime() - s.read_at.getTime()) / 1000);
+      const counts = new Map<string, number>();
+      const unacked = new Map<string, number>();
+      for (const r of rules) {
+        const key = `${r.zone_id}\0${r.mapping}\0${r.in_force}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        unacked.set(r.zone_id, (unacked.get(r.zone_id) ?? 0) + r.unacknowledged);
+        if (r.figure !== null && r.in_force) {
+          const labels = { zone: r.zone_id, policy_id: r.policy_id, rule_id: r.rule_id, mapping: r.mapping };
+          metrics.cityPolicyFleetCap.set(labels, r.figure);
+          if (r.maximum !== null) metrics.cityPolicyAlertLimit.set(labels, r.maximum);
+        }
+      }
+      for (const [key, n] of counts) {
+        const [zone, mapping, inForce] = key.split('\0');
+        metrics.cityPolicyRules.set({ zone, mapping, in_force: inForce }, n);
+      }
+      for (const [zone, n] of unacked) metrics.cityPolicyUnacknowledged.set({ zone }, n);
+    }).finally(() => {
+      policyScrape = undefined;
+    }));
+  for (const g of [metrics.cityPolicyRules, metrics.cityPolicyUnacknowledged, metrics.cityPolicyFleetCap, metrics.cityPolicyAlertLimit, metrics.cityPolicyReadAge])
+    onScrape(g, collectPolicy);
   onScrape(metrics.queueDepth, () =>
     safe(async () => {
       for (const r of await db.many(sql('MetricsQueueDepth'))) {

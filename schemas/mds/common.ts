@@ -47,6 +47,57 @@ export type FeaturePoint = FromSchema<typeof featurePoint>;
 
 export const VEHICLE_STATES_20 = ['removed', 'available', 'non_operational', 'reserved', 'on_trip', 'non_contactable', 'missing', 'elsewhere'] as const;
 
+/** MDS 2.0 data-types/event-type: every event a Policy rule's `states` may name. */
+export const EVENT_TYPES_20 = [
+  'agency_drop_off',
+  'agency_pick_up',
+  'battery_charged',
+  'battery_low',
+  'changed_geographies',
+  'charging_end',
+  'charging_start',
+  'comms_lost',
+  'comms_restored',
+  'compliance_pick_up',
+  'customer_cancellation',
+  'decommissioned',
+  'driver_cancellation',
+  'fueling_end',
+  'fueling_start',
+  'located',
+  'maintenance',
+  'maintenance_end',
+  'maintenance_pick_up',
+  'not_located',
+  'off_hours',
+  'on_hours',
+  'order_drop_off',
+  'order_pick_up',
+  'passenger_cancellation',
+  'provider_cancellation',
+  'provider_drop_off',
+  'rebalance_pick_up',
+  'recommission',
+  'remote_end',
+  'remote_start',
+  'reservation_cancel',
+  'reservation_start',
+  'reservation_stop',
+  'service_end',
+  'service_start',
+  'system_resume',
+  'system_suspend',
+  'trip_cancel',
+  'trip_end',
+  'trip_enter_jurisdiction',
+  'trip_leave_jurisdiction',
+  'trip_pause',
+  'trip_resume',
+  'trip_start',
+  'trip_stop',
+  'unspecified',
+] as const;
+
 /** MDS 2.0 data-types/vehicle-type: what a record may say (ours map into it: lib/feeds/mds/records.ts). */
 export const VEHICLE_TYPES_20 = [
   'bicycle',
@@ -61,6 +112,13 @@ export const VEHICLE_TYPES_20 = [
   'truck',
   'other',
 ] as const;
+
+/**
+ * Our form factors in MDS 2.0's vehicle_type vocabulary (GBFS 3 form_factor): what our records say
+ * (lib/feeds/mds/records.ts) and which of our vehicles a city Policy rule's `vehicle_types` names
+ * (lib/domain/policy/mapping.ts).
+ */
+export const MDS_VEHICLE_TYPES = { scooter: 'scooter_standing', bicycle: 'bicycle' } as const;
 
 /** MDS 2.0 data-types/propulsion-type. */
 export const PROPULSION_TYPES_20 = [

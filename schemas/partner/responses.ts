@@ -191,8 +191,13 @@ export const ZoneAreasRecord = {
               },
               vehicle_types: { type: 'array', items: vehicleType, description: 'empty: no restriction' },
               geometry: MultiPolygonRecord,
+              source: {
+                enum: ['operator', 'city'],
+                description:
+                  "operator: the operator's zone definition; city: a rule of the city's MDS Policy in force now (docs/city-policy.md), which wins where it overlaps the operator's areas",
+              },
             },
-            required: ['id', 'type', 'area_type', 'geometry'],
+            required: ['id', 'type', 'area_type', 'geometry', 'source'],
             additionalProperties: false,
           },
         },

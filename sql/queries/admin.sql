@@ -70,7 +70,7 @@ ON CONFLICT (id) DO UPDATE SET
 RETURNING id, (xmax = 0) AS inserted;
 
 -- name: AdminDeleteZonesAreas
-DELETE FROM areas WHERE zone_id = ANY ($1::text[]);
+DELETE FROM areas WHERE zone_id = ANY ($1::text[]) AND source = 'operator';
 
 -- name: AdminInsertAreas
 -- Every area of an import in one statement; $5 holds each area's vehicle_types as a JSON array

@@ -35,7 +35,7 @@ SELECT zone_id, vehicle_type_id, start_price, price_per_minute
 
 -- name: GbfsAreas
 -- lat/lon: a point guaranteed inside the area (the centroid of a C-shaped area can lie outside).
--- precedence and the rule_* permissions come from the zone-rules decision (zone_area_precedence,
+-- precedence and the rule_* permissions come from the zone-rules decision (zone_area_order: the city's areas first, then zone_area_precedence,
 -- zone_area_rule, migration 000081) the rental engine enforces.
 -- Never null: the GeoJSON of a NOT NULL geometry; the precedence of a type areas' CHECK allows
 -- (zone_area_precedence lists them all); zone_area_rule's permissions of NOT NULL inputs. lat/lon
@@ -44,7 +44,7 @@ SELECT zone_id, vehicle_type_id, start_price, price_per_minute
 SELECT a.id, a.zone_id, a.name, a.area_type, a.vehicle_types, a.capacity, a.max_speed_kph, a.created_at,
        ST_AsGeoJSON(a.geom, 7)::json AS geometry,
        ST_Y(ST_PointOnSurface(a.geom)) AS lat, ST_X(ST_PointOnSurface(a.geom)) AS lon,
-       zone_area_precedence(a.area_type) AS precedence,
+       zone_area_order(a.source, a.area_type) AS precedence, a.source,
        r.ride_start_allowed AS rule_start, r.ride_end_allowed AS rule_end,
        r.ride_through_allowed AS rule_through, r.station_parking AS rule_station_parking
   FROM areas a

@@ -56,10 +56,12 @@ SELECT z.id, z.name, z.city, z.timezone, z.sleep_windows, z.status, z.parking_mo
 
 -- name: PartnerZoneAreas
 -- $2: include free-floating areas (v2 only).
-SELECT a.id, a.name, a.area_type, a.vehicle_types, ST_AsGeoJSON(a.geom, 7)::json AS geometry
+-- The city's areas (rules of its MDS Policy in force, migration 000300) first: they win where they
+-- overlap the operator's.
+SELECT a.id, a.name, a.area_type, a.vehicle_types, a.source, ST_AsGeoJSON(a.geom, 7)::json AS geometry
   FROM areas a
  WHERE a.zone_id = $1 AND ($2 OR a.area_type <> 'free-floating')
- ORDER BY a.area_type, a.name, a.id;
+ ORDER BY a.source = 'operator', a.area_type, a.name, a.id;
 
 -- name: PartnerAreasOccupancy
 -- The requirement's record: occupancy = parked scooters, capacity = the spot's scooter capacity.

@@ -533,6 +533,7 @@ export interface Queries {
       lat: number | null;
       lon: number | null;
       precedence: number;
+      source: 'operator' | 'city';
       rule_start: boolean;
       rule_end: boolean;
       rule_through: boolean;
@@ -1058,6 +1059,7 @@ export interface Queries {
       name: string;
       area_type: 'operations' | 'no-parking' | 'parking-spot' | 'slow-zone' | 'no-riding' | 'incentive' | 'free-floating';
       vehicle_types: string[];
+      source: 'operator' | 'city';
       geometry: Json | null;
     };
   };
@@ -1139,6 +1141,211 @@ export interface Queries {
     params: [$1: string | null];
     row: {
       version: number;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySourceUpsert: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: string | null, $6: string | null, $7: string | null, $8: string | null, $9: Date | string | null];
+    row: {
+      zone_id: string;
+      inserted: boolean | null;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySourceDelete: {
+    params: [$1: string | null];
+    row: {
+      zone_id: string;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicyZoneExists: {
+    params: [$1: string | null];
+    row: {
+      id: string;
+      timezone: string;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySourcesDue: {
+    params: [$1: Date | string | null, $2: number | null, $3: string | null, $4: boolean | null];
+    row: {
+      zone_id: string;
+      policy_url: string;
+      geography_url: string;
+      auth_type: 'none' | 'bearer' | 'oauth';
+      auth_secret_sealed: string | null;
+      oauth_token_url: string | null;
+      oauth_client_id: string | null;
+      oauth_scope: string | null;
+      policy_etag: string | null;
+      policy_last_modified: string | null;
+      geography_etag: string | null;
+      geography_last_modified: string | null;
+      policies: Json | null;
+      geographies: Json | null;
+      timezone: string;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySourceReadFailed: {
+    params: [$1: string | null, $2: Date | string | null, $3: string | null, $4: string | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicySourceNotModified: {
+    params: [$1: string | null, $2: Date | string | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicySourceGood: {
+    params: [$1: string | null, $2: Date | string | null, $3: JsonParam | null, $4: JsonParam | null, $5: string | null, $6: string | null, $7: string | null, $8: string | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicyVehicleTypes: {
+    params: [];
+    row: {
+      id: string;
+      form_factor: 'scooter' | 'bicycle';
+      propulsion_type: 'electric' | 'electric_assist' | 'human';
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicyRulesReplace: {
+    params: [$1: string | null, $2: JsonParam | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicyRulesSchedule: {
+    params: [];
+    row: {
+      zone_id: string;
+      policy_id: string;
+      rule_id: string;
+      starts_at: Date;
+      ends_at: Date | null;
+      days: number[] | null;
+      start_time: string;
+      end_time: string;
+      in_force: boolean;
+      timezone: string;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicyRulesSetInForce: {
+    params: [$1: Date | string | null, $2: readonly (string | null)[] | null, $3: readonly (string | null)[] | null, $4: readonly (string | null)[] | null, $5: readonly (boolean | null)[] | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicyAreasDeleteStale: {
+    params: [];
+    row: {
+      zone_id: string;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicyAreasInsertInForce: {
+    params: [];
+    row: {
+      zone_id: string;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySpeedPlan: {
+    params: [$1: Date | string | null];
+    row: {
+      wanted: number;
+      released: number;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySpeedDeleteRestored: {
+    params: [];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicySpeedClaim: {
+    params: [$1: Date | string | null, $2: number | null, $3: number | bigint | string | null];
+    row: {
+      vehicle_id: string;
+      zone_id: string;
+      wanted_kph: number;
+      wanted_at: Date;
+      attempts: number;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySpeedAcked: {
+    params: [$1: Date | string | null, $2: readonly (string | null)[] | null, $3: readonly (number | null)[] | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicySpeedFailed: {
+    params: [$1: readonly (string | null)[] | null, $2: readonly (number | null)[] | null, $3: readonly (string | null)[] | null];
+    row: NoRow;
+  };
+  /** sql/queries/policy.sql */
+  PolicyComplianceSources: {
+    params: [$1: string | null];
+    row: {
+      zone_id: string;
+      policy_url: string;
+      geography_url: string;
+      auth_type: 'none' | 'bearer' | 'oauth';
+      read_at: Date | null;
+      read_status: 'ok' | 'not-modified' | 'invalid' | 'unreachable' | null;
+      read_error: string | null;
+      good_at: Date | null;
+      reads: number;
+      failed_reads: number;
+      rules: number;
+      in_force: number;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicyComplianceRules: {
+    params: [$1: string | null, $2: Date | string | null];
+    row: {
+      zone_id: string;
+      policy_id: string;
+      rule_id: string;
+      policy_name: string;
+      rule_name: string;
+      rule_type: string;
+      mapping: 'slow-zone' | 'no-parking' | 'no-riding' | 'fleet-cap' | 'parking-time' | 'ignored';
+      note: string;
+      max_speed_kph: number | null;
+      minimum: number | null;
+      maximum: number | null;
+      rule_units: string | null;
+      starts_at: Date;
+      ends_at: Date | null;
+      in_force: boolean;
+      in_force_since: Date | null;
+      commanded: number;
+      unacknowledged: number;
+      failures: number;
+      figure: number | null;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicySpeedUnacknowledged: {
+    params: [];
+    row: {
+      zone_id: string;
+      policy_id: string | null;
+      rule_id: string | null;
+      vehicles: number;
+      oldest: Date | null;
+      attempts: number | null;
+    };
+  };
+  /** sql/queries/policy.sql */
+  PolicyRulesLock: {
+    params: [];
+    row: {
+      pg_advisory_xact_lock: string | null;
     };
   };
   /** sql/queries/public.sql */

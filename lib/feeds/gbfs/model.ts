@@ -75,7 +75,7 @@ export interface GbfsArea {
   geometry: MultiPolygon;
   lat: number;
   lon: number;
-  /** feature order (zone_area_precedence): lower first, the first listed wins on overlap */
+  /** feature order (zone_area_order: the city's areas, then by type): lower first, the first listed wins on overlap */
   precedence: number;
   /** the permissions inside the area (zone_area_rule) */
   rule: RulePermissions;
@@ -238,7 +238,9 @@ export async function loadZoneData(db: Queryable, opts: LoadOptions): Promise<Ma
     byZone,
     (r): GbfsArea => ({
       id: r.id,
-      name: r.name,
+      // a rider and a city tell the city's areas (its MDS Policy rules in force) from the operator's
+      // by the name; their precedence puts them first (zone_area_order)
+      name: r.source === 'city' ? `${r.name} (city rule)` : r.name,
       areaType: r.area_type,
       vehicleTypes: r.vehicle_types,
       capacity: r.capacity,

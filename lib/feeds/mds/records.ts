@@ -7,15 +7,15 @@
 import type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 import type { EventRow, TelemetryRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
 import { mapperOf, shape } from './shape.js';
+import { MDS_VEHICLE_TYPES } from '../../../schemas/mds/common.js';
 
 // The record types are their schemas' (schemas/mds/v2.ts), the one description of each record.
 export type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 
-/** Our form factors in MDS 2.0's vehicle_type vocabulary (GBFS 3 form_factor); anything else is `other`. */
-const MDS_VEHICLE_TYPES: Readonly<Record<string, MdsVehicle['vehicle_type']>> = { scooter: 'scooter_standing', bicycle: 'bicycle' };
 
+/** Our form factors in MDS 2.0's vehicle_type vocabulary (schemas/mds/common.ts); anything else is `other`. */
 export function mdsVehicleType(formFactor: string): MdsVehicle['vehicle_type'] {
-  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor] : 'other';
+  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor as keyof typeof MDS_VEHICLE_TYPES] : 'other';
 }
 
 // The record shapes (lib/feeds/mds/shape.ts): one declaration each, from which come both the JS
