@@ -44,7 +44,8 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
     method: 'get',
     path: '/operator/regions',
     summary: 'Operating regions',
-    description: 'Only OPERATING regions (the partner’s zones) are returned.',
+    description:
+      'OPERATING regions (the partner’s zones). With `areas=city`, also the areas of the city’s MDS Policy rules in force now, as TOMP area types (NO_PARKING, NO_ACCESS, SPEEDLIMIT), after the zones.',
     tag: 'Operator information',
     auth: 'accessToken',
     query: {
@@ -57,6 +58,11 @@ export const TOMP_ENDPOINTS: readonly TompEndpoint[] = [
         description: `page size, at most ${MAX_PAGE}`,
         schema: { type: 'integer', format: 'int32', minimum: 0, maximum: MAX_PAGE },
         invalid: `limit must be a non-negative integer, at most ${MAX_PAGE}`,
+      },
+      areas: {
+        description: '`city`: add the city’s rule areas in force (docs/city-policy.md); absent: OPERATING regions only',
+        schema: { enum: ['city'] },
+        invalid: 'areas must be `city` or absent',
       },
     },
     responses: { 200: ok('the regions', { type: 'array', items: RegionRecord }) },

@@ -42,14 +42,32 @@ export async function regions(app: AppContext, ctx: Koa.Context, { query }: Inpu
   const limit = (query.limit as number | undefined) ?? MAX_PAGE;
   const zones = principalOf(ctx).zones;
   const rows = await readOnReplica(app.db, (db) => db.many(sql('TompOperatingRegions'), [zones]));
-  ctx.body = rows.slice(offset, offset + limit).map((r) => ({
+  const all: object[] = rows.map((r) => ({
     regionId: r.id,
     name: r.name,
     type: 'OPERATING',
     // no GeoJSON for a boundary without a polygon (ST_Dump yields none)
     serviceArea: r.geojson === null ? null : (JSON.parse(r.geojson) as unknown),
   }));
+  if (query.areas === 'city') {
+    // the city's rules in force are `areas` rows (migration 000300), read as the engine reads them
+    const cityAreas = await readOnReplica(app.db, (db) => db.many(sql('TompCityAreas'), [zones]));
+    for (const a of cityAreas)
+      all.push({
+        regionId: a.id,
+        name: a.name,
+        type: CITY_AREA_TYPES[a.area_type],
+        ...(a.area_type === 'slow-zone' ? { typeUnit: 'KMPH', typeValue: a.max_speed_kph } : {}),
+        areaStartTime: a.starts_at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        ...(a.ends_at ? { areaEndTime: a.ends_at.toISOString().replace(/\.\d{3}Z$/, 'Z') } : {}),
+        serviceArea: JSON.parse(a.geojson) as unknown,
+      });
+  }
+  ctx.body = all.slice(offset, offset + limit);
 }
+
+/** The TOMP area type of a city rule's area (TOMP systemRegion.type, since 1.3.0). */
+const CITY_AREA_TYPES: Record<string, string> = { 'no-parking': 'NO_PARKING', 'no-riding': 'NO_ACCESS', 'slow-zone': 'SPEEDLIMIT' };
 
 /**
  * One metadata object. AUTO_COMMIT partners see AUTO_COMMIT in processIdentifiers.booking; partners

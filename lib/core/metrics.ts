@@ -134,22 +134,19 @@ export const metrics = {
     'mapping',
     'in_force',
   ]),
-  cityPolicyUnacknowledged: mk.gauge(
-    'city_policy_speed_unacknowledged',
-    'Vehicles per zone not (yet) at the speed limit a city rule or its end asks for',
-    ['zone'],
-  ),
+  cityPolicyUnacknowledged: mk.gauge('city_policy_speed_unacknowledged', 'Vehicles per zone not (yet) at the speed limit a city rule or its end asks for', [
+    'zone',
+  ]),
   cityPolicyFleetCap: mk.gauge(
     'city_policy_alert_vehicles',
     "Per zone and rule of a city's fleet-cap or parking-time alert: the vehicles it counts (in the cap's area and states, or parked past the limit)",
     ['zone', 'policy_id', 'rule_id', 'mapping'],
   ),
-  cityPolicyAlertLimit: mk.gauge('city_policy_alert_limit', 'The maximum of a fleet-cap or parking-time alert rule (its units: devices, or the rule_units of time)', [
-    'zone',
-    'policy_id',
-    'rule_id',
-    'mapping',
-  ]),
+  cityPolicyAlertLimit: mk.gauge(
+    'city_policy_alert_limit',
+    'The maximum of a fleet-cap or parking-time alert rule (its units: devices, or the rule_units of time)',
+    ['zone', 'policy_id', 'rule_id', 'mapping'],
+  ),
   cityPolicyReadAge: mk.gauge(
     'city_policy_last_read_age_seconds',
     "Seconds since each zone's city Policy source was last read, by the status of that read (ok, not-modified, invalid, unreachable)",
@@ -259,8 +256,16 @@ export function registerDbCollectors(db: Db): void {
     (policyScrape ??= safe(async () => {
       const now = new Date();
       const [sources, rules] = await Promise.all([db.many(sql('PolicyComplianceSources'), [null]), db.many(sql('PolicyComplianceRules'), [null, now])]);
-      for (const g of [metrics.cityPolicyRules, metrics.cityPolicyUnacknowledged, metrics.cityPolicyFleetCap, metrics.cityPolicyAlertLimit, metrics.cityPolicyReadAge]) g.reset();
-      for (const s of sources) if (s.read_at) metrics.cityPolicyReadAge.set({ zone: s.zone_id, status: s.read_status ?? 'none' }, (now.getTime() - s.read_at.getTime()) / 1000);
+      for (const g of [
+        metrics.cityPolicyRules,
+        metrics.cityPolicyUnacknowledged,
+        metrics.cityPolicyFleetCap,
+        metrics.cityPolicyAlertLimit,
+        metrics.cityPolicyReadAge,
+      ])
+        g.reset();
+      for (const s of sources)
+        if (s.read_at) metrics.cityPolicyReadAge.set({ zone: s.zone_id, status: s.read_status ?? 'none' }, (now.getTime() - s.read_at.getTime()) / 1000);
       const counts = new Map<string, number>();
       const unacked = new Map<string, number>();
       for (const r of rules) {
@@ -281,7 +286,13 @@ export function registerDbCollectors(db: Db): void {
     }).finally(() => {
       policyScrape = undefined;
     }));
-  for (const g of [metrics.cityPolicyRules, metrics.cityPolicyUnacknowledged, metrics.cityPolicyFleetCap, metrics.cityPolicyAlertLimit, metrics.cityPolicyReadAge])
+  for (const g of [
+    metrics.cityPolicyRules,
+    metrics.cityPolicyUnacknowledged,
+    metrics.cityPolicyFleetCap,
+    metrics.cityPolicyAlertLimit,
+    metrics.cityPolicyReadAge,
+  ])
     onScrape(g, collectPolicy);
   onScrape(metrics.queueDepth, () =>
     safe(async () => {

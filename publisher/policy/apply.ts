@@ -24,7 +24,10 @@ export async function applyCityRules(ctx: AppContext, now = ctx.clock.now()): Pr
     await tx.query(sql('PolicyRulesLock'));
     const rules = await tx.many(sql('PolicyRulesSchedule'));
     const flips = rules
-      .map((r) => ({ r, f: inForce({ startsAt: r.starts_at, endsAt: r.ends_at, days: r.days, startTime: r.start_time, endTime: r.end_time }, now, r.timezone) }))
+      .map((r) => ({
+        r,
+        f: inForce({ startsAt: r.starts_at, endsAt: r.ends_at, days: r.days, startTime: r.start_time, endTime: r.end_time }, now, r.timezone),
+      }))
       .filter(({ r, f }) => r.in_force !== f);
     if (flips.length)
       await tx.query(sql('PolicyRulesSetInForce'), [

@@ -49,12 +49,20 @@ export const RegionRecord = {
   type: 'object',
   required: ['regionId', 'name', 'type', 'serviceArea'],
   properties: {
-    regionId: { type: 'string', description: 'the operator’s zone id' },
+    regionId: { type: 'string', description: 'the operator’s zone id; for a city rule’s area (`areas=city`), the area id' },
     name: { type: 'string' },
-    type: { const: 'OPERATING' },
+    type: {
+      enum: ['OPERATING', 'NO_PARKING', 'NO_ACCESS', 'SPEEDLIMIT'],
+      description:
+        'OPERATING: a zone. With `areas=city`, the areas of the city’s MDS Policy rules in force as well (docs/city-policy.md): NO_PARKING (no-parking), NO_ACCESS (no-riding), SPEEDLIMIT (a slow zone, its limit in typeUnit/typeValue)',
+    },
+    typeUnit: { const: 'KMPH', description: 'SPEEDLIMIT only' },
+    typeValue: { type: 'number', description: 'SPEEDLIMIT only: the limit in km/h' },
+    areaStartTime: { type: 'string', format: 'date-time', description: 'a city rule’s area: the start of its policy' },
+    areaEndTime: { type: 'string', format: 'date-time', description: 'a city rule’s area: the end of its policy, when it has one' },
     serviceArea: {
       type: 'object',
-      description: 'GeoJSON Polygon of the zone boundary (its largest polygon when it has several)',
+      description: 'GeoJSON Polygon of the zone boundary or the area (its largest polygon when it has several)',
       required: ['type', 'coordinates'],
       properties: { type: { const: 'Polygon' }, coordinates: { type: 'array', items: { type: 'array', items: { type: 'array', items: { type: 'number' } } } } },
     },

@@ -174,3 +174,15 @@ SELECT b.id, b.partner_id, b.user_id, b.vehicle_id, b.rental_id, b.state, b.expi
 -- a vehicle held by a PENDING booking that has not expired (the engine lets TOMP starts take a
 -- 'booked' vehicle, so a one-stop booking checks this first)
 SELECT EXISTS (SELECT 1 FROM tomp_bookings WHERE vehicle_id = $1 AND state = 'PENDING' AND expires_at > $2) AS held;
+
+-- name: TompCityAreas
+-- The areas of the city's Policy rules in force (migration 000300) in the zones of $1 (null = every
+-- zone), with their policy's window; an area of several polygons is shown as its largest.
+-- not null: geojson, starts_at
+SELECT a.id, a.zone_id, a.name, a.area_type, a.max_speed_kph, r.starts_at, r.ends_at,
+       ST_AsGeoJSON((SELECT d.geom FROM ST_Dump(a.geom) d ORDER BY ST_Area(d.geom::geography) DESC LIMIT 1), 6) AS geojson
+  FROM areas a
+  JOIN city_rules r ON r.zone_id = a.zone_id AND r.policy_id = a.policy_id AND r.rule_id = a.rule_id
+  JOIN zones z ON z.id = a.zone_id
+ WHERE a.source = 'city' AND z.status = 'operating' AND ($1::text[] IS NULL OR a.zone_id = ANY ($1))
+ ORDER BY a.zone_id, zone_area_order(a.source, a.area_type), a.name, a.id;

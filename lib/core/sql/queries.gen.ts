@@ -2539,4 +2539,18 @@ export interface Queries {
       held: boolean;
     };
   };
+  /** sql/queries/tomp.sql */
+  TompCityAreas: {
+    params: [$1: readonly (string | null)[] | null];
+    row: {
+      id: string;
+      zone_id: string;
+      name: string;
+      area_type: 'operations' | 'no-parking' | 'parking-spot' | 'slow-zone' | 'no-riding' | 'incentive' | 'free-floating';
+      max_speed_kph: number | null;
+      starts_at: Date;
+      ends_at: Date | null;
+      geojson: string;
+    };
+  };
 }

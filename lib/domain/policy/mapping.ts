@@ -71,17 +71,23 @@ const MPH_KPH = 1.609344;
 /**
  * The problems that make a pair of documents unusable as a whole (the reader refuses them and keeps
  * the last good ones): a rule naming a geography the geographies document does not hold, the same
- * policy twice. Schema validity is checked before (schemas/mds/policy.ts).
+ * policy or geography id twice (the official Geography examples give no-ride-zone and
+ * municipal-boundary one id: a rule naming it could mean either). Schema validity is checked before (schemas/mds/policy.ts).
  */
 export function documentProblems(policies: readonly Policy[], geographies: readonly Geography[]): string[] {
   const problems: string[] = [];
-  const geos = new Set(geographies.map((g) => g.geography_id));
+  const geos = new Set<string>();
+  for (const g of geographies) {
+    if (geos.has(g.geography_id)) problems.push(`geography ${g.geography_id} appears twice`);
+    geos.add(g.geography_id);
+  }
   const seen = new Set<string>();
   for (const p of policies) {
     if (seen.has(p.policy_id)) problems.push(`policy ${p.policy_id} appears twice`);
     seen.add(p.policy_id);
     for (const r of p.rules) {
-      for (const g of r.geographies) if (!geos.has(g)) problems.push(`policy ${p.policy_id} rule ${r.rule_id} names geography ${g}, which the geographies document does not hold`);
+      for (const g of r.geographies)
+        if (!geos.has(g)) problems.push(`policy ${p.policy_id} rule ${r.rule_id} names geography ${g}, which the geographies document does not hold`);
     }
   }
   return problems;
@@ -137,7 +143,12 @@ export function mapPolicies(input: MappingInput): MappedRule[] {
         endTime: rule.end_time ?? '23:59:59',
         geometries: areaWithoutPolygons ? [] : geometries,
         earlierGeographies: AREA_MAPPINGS.includes(decided.mapping as never)
-          ? earlier.flatMap((e) => e.geographies.map((id) => geoById.get(id)).filter((g): g is Geography => g !== undefined).flatMap(polygonsOf))
+          ? earlier.flatMap((e) =>
+              e.geographies
+                .map((id) => geoById.get(id))
+                .filter((g): g is Geography => g !== undefined)
+                .flatMap(polygonsOf),
+            )
           : [],
       });
     });
@@ -170,10 +181,15 @@ function decide(rule: PolicyRule, policyIgnored: string | undefined, vehicleType
       if (max === null || max <= 0) return ignored('a speed rule without a positive maximum sets no limit');
       const kph = rule.rule_units === 'mph' ? Math.floor(max * MPH_KPH) : max;
       if (kph <= 0) return ignored('its limit is below 1 km/h');
-      return { mapping: 'slow-zone', note: `slow zone: at most ${kph} km/h${rule.rule_units === 'mph' ? ` (${max} mph)` : ''}, sent to the vehicles riding in it${fees}`, maxSpeedKph: kph };
+      return {
+        mapping: 'slow-zone',
+        note: `slow zone: at most ${kph} km/h${rule.rule_units === 'mph' ? ` (${max} mph)` : ''}, sent to the vehicles riding in it${fees}`,
+        maxSpeedKph: kph,
+      };
     }
     case 'count': {
-      if (max === 0 && onTrip) return { mapping: 'no-riding', note: `no riding: no vehicle on a trip may be here; a ride cannot start or end here${fees}`, maxSpeedKph: null };
+      if (max === 0 && onTrip)
+        return { mapping: 'no-riding', note: `no riding: no vehicle on a trip may be here; a ride cannot start or end here${fees}`, maxSpeedKph: null };
       if (max === 0 && ending) return { mapping: 'no-parking', note: `no parking: a rental cannot end here${fees}`, maxSpeedKph: null };
       if (max === null && (min === null || min === 0)) return ignored('a count rule without a minimum or a maximum constrains nothing');
       return {
@@ -261,11 +277,7 @@ const secondsOf = (hhmmss: string) => {
  * days, from start_time to end_time (both included: the default 23:59:59 ends at midnight). An end
  * before the start runs over midnight, and the hours after midnight belong to the day it started.
  */
-export function inForce(
-  rule: Pick<MappedRule, 'startsAt' | 'endsAt' | 'days' | 'startTime' | 'endTime'>,
-  now: Date,
-  timeZone: string,
-): boolean {
+export function inForce(rule: Pick<MappedRule, 'startsAt' | 'endsAt' | 'days' | 'startTime' | 'endTime'>, now: Date, timeZone: string): boolean {
   if (now < rule.startsAt || (rule.endsAt && now >= rule.endsAt)) return false;
   const { day, seconds } = localDayAndSeconds(now, timeZone);
   const onDay = (d: number) => rule.days === null || rule.days.includes((d + 7) % 7);

@@ -51,7 +51,8 @@ export async function savePolicySource(db: Queryable, signingSecret: string, inp
   const policyUrl = httpUrl(input.policyUrl, 'policy URL');
   const geographyUrl = httpUrl(input.geographyUrl, 'geography URL');
   if (!POLICY_AUTH_TYPES.includes(input.auth)) throw new PolicySourceError(`auth must be one of ${POLICY_AUTH_TYPES.join(', ')}`, 'auth');
-  if (input.auth !== 'none' && !input.secret) throw new PolicySourceError(input.auth === 'bearer' ? 'a bearer source needs its token' : 'an OAuth source needs its client secret', 'secret');
+  if (input.auth !== 'none' && !input.secret)
+    throw new PolicySourceError(input.auth === 'bearer' ? 'a bearer source needs its token' : 'an OAuth source needs its client secret', 'secret');
   const tokenUrl = input.auth === 'oauth' ? httpUrl(input.tokenUrl, 'token URL') : null;
   if (input.auth === 'oauth' && !input.clientId) throw new PolicySourceError('an OAuth source needs its client id', 'clientId');
   const sealed = input.auth === 'none' ? null : seal(signingSecret, POLICY_SECRET_PURPOSE, input.secret!);

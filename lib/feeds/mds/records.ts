@@ -12,7 +12,6 @@ import { MDS_VEHICLE_TYPES } from '../../../schemas/mds/common.js';
 // The record types are their schemas' (schemas/mds/v2.ts), the one description of each record.
 export type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 
-
 /** Our form factors in MDS 2.0's vehicle_type vocabulary (schemas/mds/common.ts); anything else is `other`. */
 export function mdsVehicleType(formFactor: string): MdsVehicle['vehicle_type'] {
   return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor as keyof typeof MDS_VEHICLE_TYPES] : 'other';
