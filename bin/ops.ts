@@ -32,6 +32,10 @@ import type { BackfillProgress, PublishStatus, CellState } from '../publisher/op
 import { isUuid } from '../lib/core/uuid.js';
 import type { SeedSummary } from '../ops/seed/index.js';
 import type { SimSummary } from '../ops/sim/index.js';
+import { complianceView, PolicySourceError, removePolicySource, savePolicySource, type PolicyAuthType } from '../lib/domain/policy/sources.js';
+import { formatCompliance, policySecret } from '../ops/admin/policy.js';
+import { readCityPolicies } from '../publisher/policy/read.js';
+import { cityRulesRound } from '../publisher/policy/index.js';
 import { KEY_SCOPES, type KeyScope } from '../lib/domain/credentials/api-keys.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
@@ -599,6 +603,89 @@ devices
             '(scripts/mqtt.sh sync for the embedded broker), or rotate them',
         );
       console.log('the broker holds every active identity with its current password');
+    }),
+  );
+
+const policy = program.command('policy').description("a zone's city MDS Policy and Geography source, and the compliance view (docs/city-policy.md)");
+policy
+  .command('add <zoneId>')
+  .description('register (or replace) the source of a zone; the publisher reads it every minute from then on')
+  .requiredOption('--policy-url <url>', "the city's /policies endpoint or policies.json")
+  .requiredOption('--geography-url <url>', "the city's /geographies endpoint or geographies.json")
+  .option('--auth <type>', 'none, bearer or oauth', 'none')
+  .option('--secret-file <path>', 'a file holding the bearer token or the OAuth client secret (or set POLICY_SOURCE_SECRET)')
+  .option('--token-url <url>', 'oauth: the token endpoint (client credentials)')
+  .option('--client-id <id>', 'oauth: the client id')
+  .option('--scope <scope>', 'oauth: the scope to ask for')
+  .action(
+    withContext(
+      async (
+        ctx,
+        zoneId: string,
+        o: { policyUrl: string; geographyUrl: string; auth: string; secretFile?: string; tokenUrl?: string; clientId?: string; scope?: string },
+      ) => {
+        try {
+          const r = await savePolicySource(
+            ctx.db,
+            ctx.config.signingSecret,
+            {
+              zone: zoneId,
+              policyUrl: o.policyUrl,
+              geographyUrl: o.geographyUrl,
+              auth: o.auth as PolicyAuthType,
+              secret: policySecret(o.secretFile),
+              tokenUrl: o.tokenUrl,
+              clientId: o.clientId,
+              scope: o.scope,
+            },
+            ctx.clock.now(),
+          );
+          console.log(
+            `${r.inserted ? 'registered' : 'replaced'} the city Policy source of zone ${zoneId}: read within a minute (or now: ops policy read ${zoneId})`,
+          );
+        } catch (err) {
+          if (err instanceof PolicySourceError) throw new AdminError(err.message);
+          throw err;
+        }
+      },
+    ),
+  );
+policy
+  .command('remove <zoneId>')
+  .description("remove the zone's source: its city rules and the city's areas go with it")
+  .action(
+    withContext(
+      async (ctx, zoneId: string) => {
+        if (!(await removePolicySource(ctx.db, zoneId))) throw new AdminError(`zone ${zoneId} has no city Policy source`);
+        await cityRulesRound(ctx);
+        console.log(`removed the city Policy source of zone ${zoneId} and its rules`);
+      },
+      { vehicles: true },
+    ),
+  );
+policy
+  .command('read [zoneId]')
+  .description('read the sources now (one zone, or every zone), apply the rules and send the speed commands; exit 1 when a read failed')
+  .action(
+    withContext(
+      async (ctx, zoneId?: string) => {
+        const reads = await readCityPolicies(ctx, { zone: zoneId, force: true });
+        if (!reads.length) throw new AdminError(zoneId ? `zone ${zoneId} has no city Policy source` : 'no zone has a city Policy source');
+        await cityRulesRound(ctx);
+        for (const r of reads) console.log(`${r.zone}: ${r.outcome}${r.rules !== undefined ? `, ${r.rules} rules` : ''}${r.reason ? `: ${r.reason}` : ''}`);
+        if (reads.some((r) => r.outcome === 'invalid' || r.outcome === 'unreachable')) process.exitCode = 1;
+      },
+      { vehicles: true },
+    ),
+  );
+policy
+  .command('status [zoneId]')
+  .description(
+    'the compliance view: per zone its last read, every rule with its state, the vehicles commanded and unacknowledged, alert figures against their limits',
+  )
+  .action(
+    withContext(async (ctx, zoneId?: string) => {
+      console.log(formatCompliance(await complianceView(ctx.db, zoneId ?? null, ctx.clock.now()), ctx.clock.now()));
     }),
   );
 

@@ -19,6 +19,7 @@ import { readCityPolicies } from '../publisher/policy/read.js';
 import { applyCityRules } from '../publisher/policy/apply.js';
 import { enforceSpeeds } from '../publisher/policy/speed.js';
 import { cityRulesRound } from '../publisher/policy/index.js';
+import { formatCompliance } from '../ops/admin/policy.js';
 import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
 import { buildApp } from '../api/app.js';
@@ -451,6 +452,10 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(cap.figure).to.be.a('number');
     const ignored = view.rules.find((r) => r.rule_id === ids.helmet)!;
     expect(ignored.mapping).to.equal('ignored');
+    // the CLI's text of the same view (ops policy status)
+    const text0 = formatCompliance(view, t.ctx.clock.now());
+    expect(text0).to.match(/zone louisville: 7 rules, \d+ in force; last read \d+ s ago \(ok\)/);
+    expect(text0).to.match(/fleet-cap +in force since .* Fleet cap: \d+ vehicles against a cap of 2/);
     registerDbCollectors(t.ctx.db);
     const text = await registry.metrics();
     expect(text).to.match(new RegExp(`city_policy_rules\\{zone="${zone.id}",mapping="slow-zone",in_force="true"\\} 1`));
