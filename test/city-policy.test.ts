@@ -24,6 +24,7 @@ import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
 import { buildApp } from '../api/app.js';
 import { createApiKey } from '../lib/domain/credentials/api-keys.js';
+import { createKey } from '../ops/admin/credentials.js';
 import { PolicyDocumentSchema, GeographyDocumentSchema } from '../schemas/mds/policy.js';
 import { compile } from '../lib/core/validate.js';
 import { registerDbCollectors, registry } from '../lib/core/metrics.js';
@@ -486,5 +487,38 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(await removePolicySource(t.ctx.db, zone.id)).to.equal(true);
     const left = await t.ctx.db.one<{ n: number }>(`SELECT count(*)::int AS n FROM areas WHERE zone_id = $1 AND source = 'city'`, [zone.id]);
     expect(left.n).to.equal(0);
+  });
+
+  it('the console registers, shows and removes a source (ops key), with the feeds error format for bad input', async () => {
+    const ops = (await createKey(t.ctx.db, 'Operations', 'ops')).key;
+    const app = request(server);
+    const put = (zoneId: string, body: object) => app.put(`/console/api/policy/${zoneId}`).set('X-Access-Token', ops).send(body);
+    const good = {
+      policy_url: `${city.url}/policies`,
+      geography_url: `${city.url}/geographies`,
+      auth: 'oauth',
+      secret: 's3cret',
+      token_url: `${city.url}/oauth/token`,
+      client_id: 'operator',
+    };
+    expect((await app.put(`/console/api/policy/${zone.id}`).send(good)).status).to.equal(401);
+    const created = await put(zone.id, good);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    expect((await put(zone.id, good)).status).to.equal(200);
+    const bad = await put(zone.id, { ...good, policy_url: 'ftp://nope' });
+    expect(bad.status).to.equal(400);
+    expect(bad.body).to.include({ error: 'bad_param' });
+    expect(bad.body.error_description).to.match(/policy URL must be an http\(s\) URL/);
+    expect((await put(zone.id, { ...good, auth: 'bearer', secret: undefined })).status).to.equal(400);
+    expect((await put('no-such-zone', good)).status).to.equal(404);
+    const [r] = await readCityPolicies(t.ctx, { force: true });
+    expect(r.outcome, r.reason).to.equal('ok');
+    const view = await app.get(`/console/api/policy?zone=${zone.id}`).set('X-Access-Token', ops);
+    expect(view.status).to.equal(200);
+    expect(view.body.sources[0]).to.include({ zone_id: zone.id, read_status: 'ok', auth_type: 'oauth' });
+    expect(JSON.stringify(view.body)).to.not.include('s3cret');
+    expect(view.body.rules).to.have.length(7);
+    expect((await app.delete(`/console/api/policy/${zone.id}`).set('X-Access-Token', ops)).status).to.equal(204);
+    expect((await app.delete(`/console/api/policy/${zone.id}`).set('X-Access-Token', ops)).status).to.equal(404);
   });
 });

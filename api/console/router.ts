@@ -24,6 +24,7 @@ import { healthFigures } from './health.js';
 import { requestLogOf } from '../kit/request-log.js';
 import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
 import type { Logger } from '../../lib/core/log.js';
+import { complianceView, PolicySourceError, removePolicySource, savePolicySource, type PolicyAuthType } from '../../lib/domain/policy/sources.js';
 
 const CHALLENGE = 'Bearer realm="console"';
 
@@ -160,6 +161,70 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     ]);
     koa.set('Cache-Control', 'no-store');
     koa.body = { partners, keys, feed_clients: clients };
+  });
+
+  // the compliance view of the city's rules (the same as `ops policy status`), one zone or every zone
+  router.get('/policy', async (koa) => {
+    const zone = typeof koa.query.zone === 'string' && koa.query.zone ? koa.query.zone : null;
+    if (zone !== null && !isZoneId(zone)) throw badParam(`zone must be a zone id (${ZONE_ID_SCHEMA.pattern})`);
+    koa.set('Cache-Control', 'no-store');
+    koa.body = await complianceView(app.db, zone, app.clock.now());
+  });
+
+  // register or replace a zone's city Policy source (lib/domain/policy/sources.ts, as `ops policy add`);
+  // the secret is sealed at rest and never answered back
+  router.put('/policy/:zone', async (koa) => {
+    const zone = koa.params.zone;
+    if (!isZoneId(zone)) throw badParam(`zone must be a zone id (${ZONE_ID_SCHEMA.pattern})`);
+    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
+      if (err instanceof BodyRefused) {
+        closeIfBodyUnread(koa);
+        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
+      }
+      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
+      throw err;
+    })) as Record<string, unknown> | undefined;
+    const text = (k: string) => {
+      const v = body?.[k];
+      if (v !== undefined && v !== null && typeof v !== 'string') throw badParam(`${k} must be a string`);
+      return v ?? undefined;
+    };
+    let saved: { inserted: boolean };
+    try {
+      saved = await savePolicySource(
+        app.db,
+        app.config.signingSecret,
+        {
+          zone,
+          policyUrl: text('policy_url') ?? '',
+          geographyUrl: text('geography_url') ?? '',
+          auth: (text('auth') ?? 'none') as PolicyAuthType,
+          secret: text('secret'),
+          tokenUrl: text('token_url'),
+          clientId: text('client_id'),
+          scope: text('scope'),
+        },
+        app.clock.now(),
+      );
+    } catch (err) {
+      if (err instanceof PolicySourceError) throw err.field === 'zone' ? new FeedError(404, 'not_found', err.message) : badParam(err.message);
+      throw err;
+    }
+    const principal = principalOf(koa);
+    audit(requestLogOf(koa) ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone }, 'console city policy source saved');
+    koa.set('Cache-Control', 'no-store');
+    koa.status = saved.inserted ? 201 : 200;
+    koa.body = { zone, saved: saved.inserted ? 'created' : 'replaced' };
+  });
+
+  // remove a zone's source: its rules and the city's areas at once; the vehicles get their normal
+  // limits back at the publisher's next round
+  router.delete('/policy/:zone', async (koa) => {
+    const zone = koa.params.zone;
+    if (!(await removePolicySource(app.db, zone))) throw new FeedError(404, 'not_found', `zone ${zone} has no city Policy source`);
+    const principal = principalOf(koa);
+    audit(requestLogOf(koa) ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone }, 'console city policy source removed');
+    koa.status = 204;
   });
 
   router.all('/{*rest}', () => {

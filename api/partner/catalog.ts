@@ -75,7 +75,15 @@ function zoneAreas(v: 1 | 2): PartnerEndpoint {
           id: zone.id,
           type: 'area',
           attributes: {
-            areas: areas.map((a) => ({ id: a.id, type: 'area', name: a.name, area_type: a.area_type, vehicle_types: a.vehicle_types, geometry: a.geometry, source: a.source })),
+            areas: areas.map((a) => ({
+              id: a.id,
+              type: 'area',
+              name: a.name,
+              area_type: a.area_type,
+              vehicle_types: a.vehicle_types,
+              geometry: a.geometry,
+              source: a.source,
+            })),
           },
         },
       };

@@ -26,7 +26,7 @@ import {
 import type { RowOf } from '../../lib/core/sql/typed.js';
 
 /** How often a source is read: MDS Policy's recommended minimum threshold, one minute. */
-export const POLICY_READ_SECONDS = 60;
+const POLICY_READ_SECONDS = 60;
 /** A city's answer slower than this is a failed read (the next minute tries again). */
 const READ_TIMEOUT_MS = 15_000;
 /** The largest document read (a city's geographies with detailed polygons are a few MB). */

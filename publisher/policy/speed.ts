@@ -15,7 +15,7 @@ import { metrics } from '../../lib/core/metrics.js';
 import { GatewayError } from '../../lib/domain/gateway.js';
 
 /** The first retry of an unacknowledged command; then 2×, 4×, 8×, 16× (sql/queries/policy.sql PolicySpeedClaim). */
-export const SPEED_RETRY_SECONDS = 15;
+const SPEED_RETRY_SECONDS = 15;
 /** Commands claimed per round, and in flight at once. */
 const CLAIM = 2000;
 const IN_FLIGHT = 500;

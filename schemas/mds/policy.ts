@@ -14,7 +14,7 @@ import { timestampMs, uuid, VEHICLE_STATES_20, VEHICLE_TYPES_20, PROPULSION_TYPE
 const uuidArray = { type: 'array', uniqueItems: true, items: uuid } as const;
 const nullableInt = { type: ['integer', 'null'] } as const;
 /** data-types/iso-time, anchored: hh:mm:ss */
-export const ISO_TIME_PATTERN = '^([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d$';
+const ISO_TIME_PATTERN = '^([01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d$';
 export const POLICY_DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 
 const common = {

@@ -13,8 +13,9 @@ SELECT p.id, p.name, p.kind, p.trip_type, p.rate_limit_per_minute, p.created_at,
 -- a zone's boundary and its areas as GeoJSON (the console's Fleet map); null when no such zone
 SELECT z.id, z.name, ST_AsGeoJSON(z.boundary)::json AS boundary,
        coalesce((SELECT json_agg(json_build_object('type', 'Feature', 'geometry', ST_AsGeoJSON(a.geom)::json,
-                                                   'properties', json_build_object('name', a.name, 'area_type', a.area_type, 'capacity', a.capacity, 'max_speed_kph', a.max_speed_kph))
-                                 ORDER BY a.area_type, a.name)
+                                                   'properties', json_build_object('name', a.name, 'area_type', a.area_type, 'capacity', a.capacity, 'max_speed_kph', a.max_speed_kph,
+                                                                                 'source', a.source))
+                                 ORDER BY a.source = 'city', a.area_type, a.name)
                    FROM areas a WHERE a.zone_id = z.id), '[]'::json) AS areas
   FROM zones z WHERE z.id = $1;
 

@@ -145,7 +145,7 @@ WITH inside AS (
     JOIN vehicles v ON v.zone_id = a.zone_id AND v.status = 'riding' AND ST_Intersects(a.geom, v.location)
     JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
     JOIN zones z ON z.id = v.zone_id
-    LEFT JOIN rentals r ON r.vehicle_id = v.id AND r.ended_at IS NULL
+    LEFT JOIN rentals r ON r.vehicle_id = v.id AND r.state = 'RUNNING'
    WHERE a.source = 'city' AND a.area_type = 'slow-zone'
      AND (cardinality(a.vehicle_types) = 0 OR v.vehicle_type_id = ANY (a.vehicle_types) OR vt.form_factor = ANY (a.vehicle_types))
    ORDER BY v.id, a.max_speed_kph, a.id
@@ -168,7 +168,7 @@ WITH inside AS (
     FROM (SELECT v.id, CASE WHEN r.beginners_mode THEN z.reduced_speed_kph ELSE z.max_speed_kph END AS kph
             FROM vehicles v
             JOIN zones z ON z.id = v.zone_id
-            LEFT JOIN rentals r ON r.vehicle_id = v.id AND r.ended_at IS NULL) n
+            LEFT JOIN rentals r ON r.vehicle_id = v.id AND r.state = 'RUNNING') n
    WHERE n.id = c.vehicle_id AND c.area_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inside i WHERE i.vehicle_id = c.vehicle_id)
   RETURNING 1
 )

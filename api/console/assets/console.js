@@ -69,7 +69,7 @@
     const pub = await api('/publishing');
     sessionStorage.setItem('opsKey', key);
     state.zones = [...new Set(pub.rows.map((r) => r.zone))].sort();
-    for (const sel of [$('pub-zone'), $('fleet-zone')]) {
+    for (const sel of [$('pub-zone'), $('fleet-zone'), $('policy-zone')]) {
       sel.replaceChildren(...state.zones.map((z) => el('option', { value: z }, z)));
     }
     $('login').hidden = true;
@@ -86,6 +86,7 @@
     if (view === 'fleet') loadFleet().catch(report('fleet-status'));
     if (view === 'health') loadHealth().catch(report('health-body'));
     if (view === 'credentials') loadCredentials().catch(report('credentials-body'));
+    if (view === 'policy') loadPolicy().catch(report('policy-message'));
   }
 
   const report = (id) => (err) => {
@@ -202,8 +203,17 @@
     state.layers?.remove();
     const boundary = L.geoJSON(f.boundary, { style: { color: '#1d2327', weight: 2, fill: false } });
     const areas = L.geoJSON(f.areas, {
-      style: (feat) => ({ color: AREA_COLORS[feat.properties.area_type] || '#50575e', weight: 1, fillOpacity: 0.2 }),
-    }).bindTooltip((layer) => `${esc(layer.feature.properties.area_type)}: ${esc(layer.feature.properties.name)}`);
+      // the city's areas (its MDS Policy rules in force) drawn dashed, over the operator's
+      style: (feat) => ({
+        color: AREA_COLORS[feat.properties.area_type] || '#50575e',
+        weight: feat.properties.source === 'city' ? 2 : 1,
+        dashArray: feat.properties.source === 'city' ? '6 4' : null,
+        fillOpacity: 0.2,
+      }),
+    }).bindTooltip(
+      (layer) =>
+        `${esc(layer.feature.properties.area_type)}: ${esc(layer.feature.properties.name)}${layer.feature.properties.source === 'city' ? ' (city rule)' : ''}`,
+    );
     const vehicles = f.vehicles.map((v) =>
       L.circleMarker([v.lat, v.lon], {
         radius: 5,
@@ -296,6 +306,67 @@
     );
   }
 
+  // City rules: the compliance view of a zone (the same as `ops policy status`) and its source
+  async function loadPolicy() {
+    const zone = $('policy-zone').value;
+    const v = await api(`/policy?${new URLSearchParams({ zone })}`);
+    const when = (t) => (t ? String(t).slice(0, 19).replace('T', ' ') : '–');
+    const s = v.sources[0];
+    if (s) {
+      $('policy-url').value = s.policy_url;
+      $('geography-url').value = s.geography_url;
+      $('policy-auth').value = s.auth_type;
+    }
+    $('policy-body').replaceChildren(
+      el(
+        'p',
+        {},
+        s
+          ? `last read ${when(s.read_at)} (${s.read_status ?? 'not yet'})${s.read_error ? `: ${s.read_error}` : ''}; last good documents ${when(s.good_at)}; ${s.rules} rules, ${s.in_force} in force`
+          : 'this zone has no city Policy source',
+      ),
+      table(
+        ['policy', 'rule', 'becomes', 'in force since', 'km/h', 'commanded', 'not acknowledged', 'figure', 'limit', 'note'],
+        v.rules.map((r) => [
+          r.policy_name,
+          r.rule_name,
+          r.mapping,
+          r.in_force ? when(r.in_force_since) : 'not in force',
+          r.max_speed_kph,
+          r.commanded,
+          r.unacknowledged,
+          r.figure,
+          r.maximum,
+          r.note,
+        ]),
+      ),
+    );
+  }
+
+  async function savePolicy() {
+    const zone = $('policy-zone').value;
+    const body = {
+      policy_url: $('policy-url').value.trim(),
+      geography_url: $('geography-url').value.trim(),
+      auth: $('policy-auth').value,
+      secret: $('policy-secret').value || undefined,
+      token_url: $('policy-token-url').value.trim() || undefined,
+      client_id: $('policy-client-id').value.trim() || undefined,
+      scope: $('policy-scope').value.trim() || undefined,
+    };
+    await api(`/policy/${encodeURIComponent(zone)}`, { method: 'PUT', body: JSON.stringify(body) });
+    $('policy-secret').value = '';
+    $('policy-message').textContent = `saved: the publisher reads it within a minute`;
+    await loadPolicy();
+  }
+
+  async function removePolicy() {
+    const zone = $('policy-zone').value;
+    await api(`/policy/${encodeURIComponent(zone)}`, { method: 'DELETE' });
+    $('policy-message').textContent = `removed the source of ${zone} with its rules`;
+    await loadPolicy();
+  }
+
   // ---- wiring --------------------------------------------------------------------------------
   $('login').addEventListener('submit', (e) => {
     e.preventDefault();
@@ -310,6 +381,12 @@
     loadPublishing().catch(report('pub-message'));
   });
   $('pub-zone').addEventListener('change', () => loadPublishing().catch(report('pub-message')));
+  $('policy-zone').addEventListener('change', () => loadPolicy().catch(report('policy-message')));
+  $('policy-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    savePolicy().catch(report('policy-message'));
+  });
+  $('policy-remove').addEventListener('click', () => removePolicy().catch(report('policy-message')));
   $('republish').addEventListener('click', () => republish().catch(report('pub-message')));
   $('fleet-zone').addEventListener('change', () => {
     clearTimeout(state.fleetTimer);
