@@ -55,7 +55,7 @@ SEED ?= 42
 # no import cycle among the project's modules, type-only imports included; silent unless it finds one
 NO_CYCLES = out=$$(npx madge --circular --no-spinner --extensions ts --ts-config tsconfig.json api lib publisher ingest schemas ops scripts bin 2>&1) || { echo "$$out"; exit 1; }
 
-.PHONY: window help setup deps db build run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status ops bench soak db-stop db-ha db-ha-stop db-replica clean
+.PHONY: window help setup deps db build run test typecheck sql-types lint format migrate seed simulate backfill republish publish-status policy-status ops bench soak db-stop db-ha db-ha-stop db-replica clean
 
 help:
 	@echo "make run             start everything: API :8080 (PORT), legacy MDS host :8081 (LEGACY_PORT), publisher,"
@@ -73,6 +73,7 @@ help:
 	@echo "make backfill        publish missing/dirty/failed hours: FROM=YYYY-MM-DDTHH TO=YYYY-MM-DDTHH ZONE=$(ZONE) FEEDS=$(FEEDS)"
 	@echo "make republish       rewrite every hour of a window: the same variables as backfill"
 	@echo "make publish-status  hours x feeds and the history catch-up: ZONE=$(ZONE) FROM= TO= (default: the last 24 hours)"
+	@echo "make policy-status   the city rules' compliance view (docs/city-policy.md): ZONE=$(ZONE)"
 	@echo "make ops ARGS=\"…\"    any ops CLI command, e.g. ARGS=\"keys list\" (the same as npm run ops -- keys list)"
 	@echo "make bench           every benchmark, report in bench/results/report.md (BENCH=feeds runs one)"
 	@echo "make soak            the live simulator at 10x with API traffic for SOAK_SECONDS (default 120), then checks"
@@ -170,6 +171,9 @@ ops: deps
 
 publish-status: deps
 	@$(WITH_DB) $(TSX) bin/ops.ts publish-status --zone $(ZONE) $(if $(FROM),--from $(FROM)) $(if $(TO),--to $(TO))
+
+policy-status: deps
+	@$(WITH_DB) $(TSX) bin/ops.ts policy status $(if $(filter-out all,$(ZONE)),$(ZONE))
 
 # build: the benches that run the API or the publisher as processes start them from dist/, as make run does
 bench: build

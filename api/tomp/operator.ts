@@ -8,6 +8,7 @@ import type { AppContext } from '../../lib/domain/context.js';
 import { sql, type ParamsOf } from '../../lib/core/sql/typed.js';
 import type { Input } from '../kit/endpoints.js';
 import { readOnReplica } from '../../lib/core/replica.js';
+import { rfc3339Utc } from '../../lib/core/clock.js';
 import { tariffParts } from './views.js';
 import { principalOf } from './auth.js';
 import type { TompEndpoint } from './endpoint.js';
@@ -58,8 +59,8 @@ export async function regions(app: AppContext, ctx: Koa.Context, { query }: Inpu
         name: a.name,
         type: CITY_AREA_TYPES[a.area_type],
         ...(a.area_type === 'slow-zone' ? { typeUnit: 'KMPH', typeValue: a.max_speed_kph } : {}),
-        areaStartTime: a.starts_at.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        ...(a.ends_at ? { areaEndTime: a.ends_at.toISOString().replace(/\.\d{3}Z$/, 'Z') } : {}),
+        areaStartTime: rfc3339Utc(a.starts_at),
+        ...(a.ends_at ? { areaEndTime: rfc3339Utc(a.ends_at) } : {}),
         serviceArea: JSON.parse(a.geojson) as unknown,
       });
   }

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ComplianceView } from '../../lib/domain/policy/sources.js';
+import { rfc3339Utc } from '../../lib/core/clock.js';
 
 /** The source's secret: from a file (never an argument, which `ps` shows) or POLICY_SOURCE_SECRET. */
 export function policySecret(file: string | undefined): string | undefined {
@@ -13,7 +14,7 @@ export function policySecret(file: string | undefined): string | undefined {
   return process.env.POLICY_SOURCE_SECRET || undefined;
 }
 
-const when = (d: Date | null) => (d ? d.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-');
+const when = (d: Date | null) => (d ? rfc3339Utc(d) : '-');
 
 export function formatCompliance(view: ComplianceView, now: Date): string {
   if (!view.sources.length) return 'no zone has a city Policy source (ops policy add)';
