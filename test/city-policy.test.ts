@@ -228,6 +228,19 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(city.notModified - before).to.equal(2);
   });
 
+  it('follows a paged Policy API (links.next) to the last page', async () => {
+    city.paged = true;
+    city.policies = { ...policies(), last_updated: 1733400000001 };
+    try {
+      const [r] = await readCityPolicies(t.ctx, { force: true });
+      expect(r, JSON.stringify(r)).to.include({ outcome: 'ok', rules: 7 });
+      expect(city.hits['/policies']).to.be.greaterThan(2);
+    } finally {
+      city.paged = false;
+      city.policies = policies();
+    }
+  });
+
   it('refuses an invalid document with a clear reason and keeps the last good rules', async () => {
     const good = city.policies;
     const broken = policies();

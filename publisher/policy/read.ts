@@ -13,6 +13,7 @@ import { sql } from '../../lib/core/sql/typed.js';
 import { compile, describeErrors } from '../../lib/core/validate.js';
 import { unseal } from '../../lib/core/seal.js';
 import { metrics } from '../../lib/core/metrics.js';
+import { DbError } from '../../lib/core/db.js';
 import { documentProblems, mapPolicies, type MappedRule } from '../../lib/domain/policy/mapping.js';
 import { POLICY_SECRET_PURPOSE } from '../../lib/domain/policy/sources.js';
 import {
@@ -60,7 +61,12 @@ const tokens = new Map<string, { token: string; until: number }>();
 
 async function authorization(ctx: AppContext, s: Source): Promise<string | undefined> {
   if (s.auth_type === 'none' || !s.auth_secret_sealed) return undefined;
-  const secret = unseal(ctx.config.signingSecret, POLICY_SECRET_PURPOSE, s.auth_secret_sealed);
+  let secret: string;
+  try {
+    secret = unseal(ctx.config.signingSecret, POLICY_SECRET_PURPOSE, s.auth_secret_sealed);
+  } catch {
+    throw new ReadFailure('unreachable', "the source's secret does not open with this SIGNING_SECRET (it was sealed under another): register the source again");
+  }
   if (s.auth_type === 'bearer') return `Bearer ${secret}`;
   const key = `${s.oauth_token_url}\0${s.oauth_client_id}\0${s.oauth_scope ?? ''}`;
   const held = tokens.get(key);
@@ -96,7 +102,40 @@ interface Fetched {
   lastModified: string | null;
 }
 
-async function fetchDocument(url: string, auth: string | undefined, etag: string | null, lastModified: string | null, what: string): Promise<Fetched> {
+/** Pages a paged Policy or Geography API may answer in (MDS bulk responses, `links.next`), at most. */
+const MAX_PAGES = 100;
+
+/**
+ * A document, and its further pages when the city pages it (`links.next`, as MDS bulk responses do):
+ * their `policies` or `geographies` are appended to the first page's. The validators are the first
+ * page's: a change anywhere changes the city's `last_updated`, so its first page.
+ */
+async function fetchDocument(
+  url: string,
+  auth: string | undefined,
+  etag: string | null,
+  lastModified: string | null,
+  what: string,
+  list: 'policies' | 'geographies',
+): Promise<Fetched> {
+  const first = await fetchPage(url, auth, etag, lastModified, what);
+  let page = first.body as { links?: { next?: unknown }; [k: string]: unknown } | undefined;
+  const seen = new Set([url]);
+  while (page && typeof page === 'object' && typeof page.links?.next === 'string' && Array.isArray((first.body as Record<string, unknown>)[list])) {
+    const next = new URL(page.links.next, url).toString();
+    if (seen.has(next)) throw new ReadFailure('invalid', `${what}: links.next ${next} repeats a page`);
+    if (seen.size >= MAX_PAGES) throw new ReadFailure('invalid', `${what} has more than ${MAX_PAGES} pages`);
+    seen.add(next);
+    page = (await fetchPage(next, auth, null, null, `${what} (page ${seen.size})`)).body as typeof page;
+    const items = page?.[list];
+    if (!Array.isArray(items)) throw new ReadFailure('invalid', `${what}: page ${next} holds no ${list} array`);
+    ((first.body as Record<string, unknown>)[list] as unknown[]).push(...(items as unknown[]));
+  }
+  if (first.body && typeof first.body === 'object') delete (first.body as { links?: unknown }).links;
+  return first;
+}
+
+async function fetchPage(url: string, auth: string | undefined, etag: string | null, lastModified: string | null, what: string): Promise<Fetched> {
   const headers: Record<string, string> = { accept: ACCEPT };
   if (auth) headers.authorization = auth;
   if (etag) headers['if-none-match'] = etag;
@@ -142,8 +181,8 @@ async function readSource(ctx: AppContext, s: Source, now: Date): Promise<ReadRe
     // a document held only with validators (never good) is read in full
     const held = s.policies !== null && s.geographies !== null;
     const [p, g] = await Promise.all([
-      fetchDocument(s.policy_url, auth, held ? s.policy_etag : null, held ? s.policy_last_modified : null, 'the policies document'),
-      fetchDocument(s.geography_url, auth, held ? s.geography_etag : null, held ? s.geography_last_modified : null, 'the geographies document'),
+      fetchDocument(s.policy_url, auth, held ? s.policy_etag : null, held ? s.policy_last_modified : null, 'the policies document', 'policies'),
+      fetchDocument(s.geography_url, auth, held ? s.geography_etag : null, held ? s.geography_last_modified : null, 'the geographies document', 'geographies'),
     ]);
     if (p.body === undefined && g.body === undefined) {
       await ctx.db.query(sql('PolicySourceNotModified'), [s.zone_id, now]);
@@ -182,7 +221,11 @@ async function readSource(ctx: AppContext, s: Source, now: Date): Promise<ReadRe
     log.info({ policies: policyDoc.policies.length, geographies: geographyDoc.geographies.length, rules: rules.length }, 'city policy read');
     return { zone: s.zone_id, outcome: 'ok', rules: rules.length };
   } catch (err) {
-    const failure = err instanceof ReadFailure ? err : new ReadFailure('unreachable', (err as Error).message);
+    // a geometry PostGIS cannot use (SQLSTATE 22…, or PostGIS's XX000) is the document's fault; any
+    // other database error is the platform's: the job fails and the next minute tries again
+    const geometry = err instanceof DbError && (err.code?.startsWith('22') || err.code === 'XX000');
+    if (!(err instanceof ReadFailure) && !geometry) throw err;
+    const failure = err instanceof ReadFailure ? err : new ReadFailure('invalid', `the geographies cannot be used: ${(err as Error).message}`);
     await ctx.db.query(sql('PolicySourceReadFailed'), [s.zone_id, now, failure.outcome, failure.message.slice(0, 1000)]);
     log.warn({ outcome: failure.outcome, reason: failure.message }, 'city policy not read: the last good rules stay');
     return { zone: s.zone_id, outcome: failure.outcome, reason: failure.message };

@@ -161,15 +161,18 @@ WITH inside AS (
     WHERE c.area_id IS DISTINCT FROM EXCLUDED.area_id OR c.wanted_kph <> EXCLUDED.wanted_kph
   RETURNING 1
 ), released AS (
+  -- driven from the commands with a city limit (few), each vehicle by its key
   UPDATE vehicle_speed_commands c
      SET area_id = NULL, wanted_kph = n.kph, wanted_at = $1,
          attempts = CASE WHEN c.wanted_kph = n.kph THEN c.attempts ELSE 0 END,
          last_attempt_at = CASE WHEN c.wanted_kph = n.kph THEN c.last_attempt_at END
-    FROM (SELECT v.id, CASE WHEN r.beginners_mode THEN z.reduced_speed_kph ELSE z.max_speed_kph END AS kph
-            FROM vehicles v
+    FROM (SELECT c2.vehicle_id, CASE WHEN r.beginners_mode THEN z.reduced_speed_kph ELSE z.max_speed_kph END AS kph
+            FROM vehicle_speed_commands c2
+            JOIN vehicles v ON v.id = c2.vehicle_id
             JOIN zones z ON z.id = v.zone_id
-            LEFT JOIN rentals r ON r.vehicle_id = v.id AND r.state = 'RUNNING') n
-   WHERE n.id = c.vehicle_id AND c.area_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inside i WHERE i.vehicle_id = c.vehicle_id)
+            LEFT JOIN rentals r ON r.vehicle_id = v.id AND r.state = 'RUNNING'
+           WHERE c2.area_id IS NOT NULL) n
+   WHERE n.vehicle_id = c.vehicle_id AND c.area_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM inside i WHERE i.vehicle_id = c.vehicle_id)
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM wanted)::int AS wanted, (SELECT count(*) FROM released)::int AS released;

@@ -23,6 +23,8 @@ export interface CityPolicyServer {
   /** a bearer token the documents require, or an OAuth client (id, secret) whose tokens they require */
   bearer?: string;
   oauth?: { clientId: string; secret: string };
+  /** serve /policies one policy a page, each page with `links.next` (MDS bulk responses) */
+  paged?: boolean;
   close(): Promise<void>;
 }
 
@@ -63,7 +65,16 @@ export async function startCityPolicyServer(): Promise<CityPolicyServer> {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
     }
-    const doc = path === '/policies' ? state.policies : path === '/geographies' ? state.geographies : undefined;
+    let doc = path === '/policies' ? state.policies : path === '/geographies' ? state.geographies : undefined;
+    if (path === '/policies' && state.paged && typeof doc === 'object' && doc !== null) {
+      const all = (doc as { policies: unknown[] }).policies;
+      const page = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('page') ?? 1);
+      doc = {
+        ...doc,
+        policies: all.slice(page - 1, page),
+        ...(page < all.length ? { links: { next: `${state.url}/policies?page=${page + 1}` } } : {}),
+      };
+    }
     if (doc === undefined) {
       res.writeHead(404).end();
       return;
