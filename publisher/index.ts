@@ -15,7 +15,10 @@
  *   every 15 s     the GBFS tick: one job per zone with work and per 2.2 scope due, shared by every
  *                  publisher (publisher/feeds/gbfs/queue.ts)
  *   every minute   the cities' Policy and Geography documents read (`city-policy`,
- *                  publisher/policy/read.ts), then what follows from them      pg-boss schedule
+ *                  publisher/policy/read.ts), then what follows from them: a timer per process
+ *                  at second 0, as the sub-minute clocks, because pg-boss fires its schedules up
+ *                  to half a minute late and a city's change must reach the vehicles within one
+ *                  read interval plus the commands (BENCH=policy)
  *   every 10 s     the city's rules in force, their areas, and the speed commands to the vehicles
  *                  (`city-speed`, publisher/policy/apply.ts and speed.ts)
  * The minute tasks also run once when a publisher with clocks starts (no wait for the backlog).
@@ -215,12 +218,14 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
     every('*/30 * * * * *', 'tomp', () => sendNow(boss, QUEUES.tomp, 'tomp'));
     every(`*/${GBFS_RUN_SECONDS} * * * * *`, 'gbfs', () => sendNow(boss, QUEUES.gbfs, 'gbfs'));
     every(`*/${CITY_RULES_SECONDS} * * * * *`, 'city-speed', () => sendNow(boss, QUEUES.citySpeed, 'city-speed'));
+    every('0 * * * * *', 'city-policy', () => sendNow(boss, QUEUES.cityPolicy, 'city-policy'));
     // one row per queue in pgboss.schedule (every publisher registering it writes the same row), fired
     // once per cluster per slot: the timekeepers of the publishers claim each check in Postgres
-    const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *', cityPolicy: '* * * * *' } as const;
+    const minutely = { tick: '* * * * *', history: '*/10 * * * *', reports: '*/10 * * * *' } as const;
     for (const [queue, expr] of Object.entries(minutely) as Array<[keyof typeof minutely, string]>) {
       await boss.schedule(QUEUES[queue], expr, {}, { singletonKey: queue });
     }
+    void sendNow(boss, QUEUES.cityPolicy, 'city-policy').catch((err) => log.warn({ err: (err as Error).message }, 'initial enqueue failed'));
     // at start, without waiting for the first slot: partitions for today exist before the first
     // write, and a backlog starts draining at once
     for (const queue of Object.keys(minutely) as Array<keyof typeof minutely>) {

@@ -18,6 +18,9 @@ import { startPublisher, type Publisher } from '../publisher/index.js';
 import { backfill, publishStatus } from '../publisher/ops.js';
 import { openBrowser, requireChromium, screenshot, type BrowserSession } from './support/browser.js';
 import { useTestContext } from './support/context.js';
+import { startCityPolicyServer } from './support/city-policy-server.js';
+import { readCityPolicies } from '../publisher/policy/read.js';
+import { applyCityRules } from '../publisher/policy/apply.js';
 
 const HOUR = 3_600_000;
 const NOW = new Date('2026-11-18T11:20:00Z');
@@ -169,6 +172,72 @@ describe('the /console page in a browser', function () {
     }
     expect(text).to.contain('ops').and.not.to.contain('demo-ops-key');
     await screenshot(page, 'console-credentials');
+  });
+
+  it('City rules: a source saved through the form, read by the publisher, its rules and their state shown', async () => {
+    const city = await startCityPolicyServer();
+    try {
+      // a rule whose geography is Berlin's own boundary: a slow zone over the demo zone
+      const boundary = await t.ctx.db.one<{ g: { type: string; coordinates: unknown } }>(
+        `SELECT ST_AsGeoJSON(boundary)::json AS g FROM zones WHERE id = 'berlin'`,
+      );
+      const geographyId = '9a1b2c3d-0000-4000-8000-000000000001';
+      city.geographies = {
+        version: '2.0.0',
+        last_updated: 1733400000000,
+        geographies: [
+          {
+            name: 'Berlin',
+            geography_id: geographyId,
+            published_date: 1733000000000,
+            geography_json: { type: 'FeatureCollection', features: [{ type: 'Feature', properties: {}, geometry: boundary.g }] },
+          },
+        ],
+      };
+      city.policies = {
+        version: '2.0.0',
+        last_updated: 1733400000000,
+        policies: [
+          {
+            name: 'Berlin speed',
+            mode_id: 'micromobility',
+            policy_id: '9a1b2c3d-0000-4000-8000-000000000002',
+            description: 'slow riding',
+            start_date: 1733011200000,
+            published_date: 1733000000000,
+            rules: [
+              {
+                name: 'Slow riding',
+                rule_id: '9a1b2c3d-0000-4000-8000-000000000003',
+                rule_type: 'speed',
+                rule_units: 'kph',
+                geographies: [geographyId],
+                states: { on_trip: [] },
+                maximum: 12,
+              },
+            ],
+          },
+        ],
+      };
+      await tab('policy');
+      await page.locator('#policy-zone').selectOption('berlin');
+      await page.locator('#policy-url').fill(`${city.url}/policies`);
+      await page.locator('#geography-url').fill(`${city.url}/geographies`);
+      await page.locator('#policy-form button[type=submit]').click();
+      await page.locator('#policy-message', { hasText: 'saved' }).waitFor({ timeout: 10000 });
+      const [r] = await readCityPolicies(t.ctx, { zone: 'berlin', force: true });
+      expect(r.outcome, r.reason).to.equal('ok');
+      await applyCityRules(t.ctx);
+      await page.locator('#policy-zone').dispatchEvent('change');
+      await page.locator('#policy-body td', { hasText: 'slow-zone' }).waitFor({ timeout: 10000 });
+      const text = (await page.locator('#policy-body').textContent())!;
+      expect(text).to.contain('Slow riding').and.to.contain('last read').and.not.to.contain('not in force');
+      await screenshot(page, 'console-city-rules');
+      await page.locator('#policy-remove').click();
+      await page.locator('#policy-message', { hasText: 'removed' }).waitFor({ timeout: 10000 });
+    } finally {
+      await city.close();
+    }
   });
 
   it('loaded nothing from outside the machine and raised no script error', () => {

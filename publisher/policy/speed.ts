@@ -18,7 +18,7 @@ import { GatewayError } from '../../lib/domain/gateway.js';
 const SPEED_RETRY_SECONDS = 15;
 /** Commands claimed per round, and in flight at once. */
 const CLAIM = 2000;
-const IN_FLIGHT = 500;
+const IN_FLIGHT = 1000;
 
 export interface SpeedResult {
   wanted: number;
