@@ -5,6 +5,7 @@
  * time and place (`incident_ids` in the hourly telemetry file and in vehicles/status).
  */
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import request from 'supertest';
 import { Ajv } from 'ajv';
 import { buildApp } from '../api/app.js';
@@ -13,7 +14,9 @@ import { feedById } from '../lib/feeds/publications.js';
 import { MdsIncidentsSchema } from '../schemas/mds/v21.js';
 import { TOMP_INCIDENT_TYPES } from '../lib/domain/incidents.js';
 import { addIncident, listIncidents, updateIncident } from '../ops/admin/incidents.js';
+import { ROOT } from '../lib/core/paths.js';
 import { useTestContext } from './support/context.js';
+import { entry } from './support/entries.js';
 import { expectMds, tokenFor } from './support/feed-auth.js';
 import { feedEvent, feedTelemetry, feedVehicle, feedZone } from './support/feed-fixtures.js';
 import { insertMaasPartner, insertTompVehicle, insertTompZone, oneStopBody } from './support/tomp-fixtures.js';
@@ -219,6 +222,39 @@ describe('feeds: MDS 2.1 incidents', function () {
       expect(listed.map((r) => r.incident_id)).to.deep.equal([ids.nearMiss, ids.tip, ids.vandalism]);
       expect(listed[0]).to.include({ zone_id: feedZoneId, vehicle_code: code, source: 'ops' });
     });
+  });
+
+  it('ops incidents add / update / list through the CLI, operator mistakes in one line', async () => {
+    const zone = await feedZone(t.ctx.db, { createdAt: at('00:00:00') });
+    const { code } = await feedVehicle(t.ctx.db, zone);
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, [entry('ops'), 'incidents', ...args], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, DATABASE_URL: t.database.url, SIGNING_SECRET: 'x'.repeat(40), LOG_LEVEL: 'silent' },
+      });
+    const added = cli(['add', '--zone', zone, '--vehicle', code, '--type', 'crash', '--time', '2026-11-21T08:41:00Z', '--lat', '52.52', '--lng', '13.4']);
+    expect(added.status, added.stderr).to.equal(0);
+    const id = /^incident ([0-9a-f-]{36}) of device /.exec(added.stdout)?.[1];
+    expect(id, added.stdout).to.be.a('string');
+    expect(added.stdout).to.match(/named by its telemetry point at 2026-11-21T08:41:00.000Z/);
+    const updated = cli(['update', id!, '--final', '--severity', 'minor']);
+    expect(updated.status, updated.stderr).to.equal(0);
+    const listed = cli(['list', '--zone', zone]);
+    expect(listed.status, listed.stderr).to.equal(0);
+    expect(listed.stdout).to.contain(id).and.to.contain('crash');
+    for (const [args, message] of [
+      [['add', '--zone', zone, '--vehicle', code, '--type', 'accident', '--time', '2026-11-21T08:41:00Z'], /^error: incident type accident: use one of /],
+      [['add', '--zone', zone, '--vehicle', code, '--type', 'crash', '--time', 'yesterday'], /^error: --time must be an ISO 8601 date-time/],
+      [['add', '--zone', zone, '--vehicle', code, '--type', 'crash', '--time', '2026-11-21T08:41:00Z', '--lat', 'north'], /must be decimal degrees/],
+      [['update', id!], /^error: nothing to change/],
+    ] as const) {
+      const r = cli([...args]);
+      expect(r.status, r.stderr).to.equal(1);
+      expect(r.stderr.trim().split('\n'), r.stderr).to.have.length(1);
+      expect(r.stderr).to.match(message);
+    }
   });
 
   describe('the endpoint', () => {
