@@ -399,6 +399,9 @@ describe('feeds: MDS 2.1 incidents', function () {
     });
 
     it('an incident linked to a published hour dirties it; republished, the point names it', async () => {
+      const read = () =>
+        request(buildApp(t.ctx).callback()).get(`/v1/partner-apis/mds/${feedZoneId}/telemetry?telemetry_time=2026-11-21T08`).set('Authorization', city);
+      const before = (await read()).body.last_updated.last_updated as number;
       const { code } = await t.ctx.db.one<{ code: string }>(`SELECT code FROM vehicles WHERE zone_id = $1`, [feedZoneId]);
       const late = await addIncident(t.ctx.db, t.ctx.clock.now(), { zone: feedZoneId, vehicle: code, type: 'crash', time: at('08:12:00') });
       expect(late.telemetryTs!.toISOString()).to.equal('2026-11-21T08:10:00.000Z');
@@ -413,6 +416,9 @@ describe('feeds: MDS 2.1 incidents', function () {
         .set('Authorization', city);
       expect(res.body.telemetry[0].incident_ids).to.deep.equal([late.incidentId]);
       expectMds('2.0/telemetry', res.body);
+      // the hour's data changed when the incident was published
+      const published = ((await incidentsOf(feedZoneId, `incident_id=${late.incidentId}`)).body as Body).incidents[0].publication_time as number;
+      expect(res.body.last_updated.last_updated).to.be.greaterThan(before).and.to.be.at.least(published);
     });
 
     it('vehicles/status: a last telemetry point that names incidents carries them, valid against the official 2.0 schema', async () => {
