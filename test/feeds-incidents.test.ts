@@ -239,6 +239,18 @@ describe('feeds: MDS 2.1 incidents', function () {
     const id = /^incident ([0-9a-f-]{36}) of device /.exec(added.stdout)?.[1];
     expect(id, added.stdout).to.be.a('string');
     expect(added.stdout).to.match(/named by its telemetry point at 2026-11-21T08:41:00.000Z/);
+    // a second incident at that instant and another place names the same point, which keeps its place
+    const same = await addIncident(t.ctx.db, t.ctx.clock.now(), {
+      zone,
+      vehicle: code,
+      type: 'near_miss',
+      time: new Date('2026-11-21T08:41:00Z'),
+      lat: 52.5,
+      lng: 13.3,
+    });
+    expect(same.telemetryTs!.toISOString()).to.equal('2026-11-21T08:41:00.000Z');
+    const points = await t.ctx.db.many(`SELECT ST_Y(location) AS lat, ST_X(location) AS lng FROM telemetry WHERE zone_id = $1`, [zone]);
+    expect(points).to.deep.equal([{ lat: 52.52, lng: 13.4 }]);
     const updated = cli(['update', id!, '--final', '--severity', 'minor']);
     expect(updated.status, updated.stderr).to.equal(0);
     const listed = cli(['list', '--zone', zone]);
