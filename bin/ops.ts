@@ -37,6 +37,8 @@ import { formatCompliance, policySecret } from '../ops/admin/policy.js';
 import { readCityPolicies } from '../publisher/policy/read.js';
 import { cityRulesRound } from '../publisher/policy/index.js';
 import { KEY_SCOPES, type KeyScope } from '../lib/domain/credentials/api-keys.js';
+import { addIncident, listIncidents, updateIncident } from '../ops/admin/incidents.js';
+import { INCIDENT_TYPES_21 } from '../schemas/mds/v21.js';
 
 /** hours × feeds, one letter per cell, then the legend, totals and every failure by name */
 function formatStatus(s: PublishStatus): string {
@@ -688,6 +690,74 @@ policy
       console.log(formatCompliance(await complianceView(ctx.db, zoneId ?? null, ctx.clock.now()), ctx.clock.now()));
     }),
   );
+
+const incidents = program
+  .command('incidents')
+  .description('MDS 2.1 incidents served to cities (GET …/mds/{zone}/incidents; TOMP ACCIDENT and BROKEN_DOWN tickets add theirs)');
+const degrees = (v: string) => {
+  if (!/^-?\d{1,3}(\.\d+)?$/.test(v)) throw new InvalidArgumentError('must be decimal degrees (WGS 84)');
+  return Number(v);
+};
+interface IncidentAddOptions {
+  zone: string;
+  vehicle: string;
+  type: string;
+  time: string;
+  lat?: number;
+  lng?: number;
+  trip?: string;
+  description?: string;
+  severity?: string;
+  reportId?: string;
+  reportType?: string;
+  preliminary?: boolean;
+}
+incidents
+  .command('add')
+  .description(
+    'record an incident of a vehicle; with --lat/--lng the vehicle gets a telemetry point there at --time that names the incident, ' +
+      'else the incident names its last known position then (MDS 2.1: an incident’s time and place are those of its telemetry point)',
+  )
+  .requiredOption('--zone <zoneId>', 'the zone (the vehicle must be in it)')
+  .requiredOption('--vehicle <idOrCode>', 'the vehicle: its id or printed code')
+  .requiredOption('--type <type>', `one of ${INCIDENT_TYPES_21.join(', ')}`)
+  .requiredOption('--time <iso>', 'when it happened (ISO 8601, e.g. 2026-11-21T09:30:00Z)')
+  .option('--lat <deg>', 'where: latitude', degrees)
+  .option('--lng <deg>', 'where: longitude', degrees)
+  .option('--trip <tripId>', 'the trip it happened on (default: the rental of the vehicle running at --time)')
+  .option('--description <text>', 'what happened (served to cities)')
+  .option('--severity <text>', 'how severe (free text)')
+  .option('--report-id <id>', 'an external report: police report, service request…')
+  .option('--report-type <text>', 'the kind of that report (police, 311 call…)')
+  .option('--preliminary', 'more details or validation to come')
+  .action(
+    withContext(async (ctx, opts: IncidentAddOptions) => {
+      const r = await addIncident(ctx.db, ctx.clock.now(), { ...opts, time: new Date(opts.time) });
+      const point = r.telemetryTs ? `named by its telemetry point at ${r.telemetryTs.toISOString()}` : 'no telemetry point within 30 minutes names it';
+      console.log(`incident ${r.incidentId} of device ${r.deviceId}${r.tripId ? ` on trip ${r.tripId}` : ''}: ${point}`);
+    }),
+  );
+incidents
+  .command('update')
+  .argument('<incidentId>', 'incident id', uuid)
+  .description('change an incident (its last_updated moves, so cities polling the last-updated window see it again)')
+  .option('--description <text>', 'what happened')
+  .option('--severity <text>', 'how severe')
+  .option('--preliminary', 'more details to come')
+  .option('--final', 'no more updates expected (preliminary false)')
+  .action(
+    withContext(async (ctx, incidentId: string, opts: { description?: string; severity?: string; preliminary?: boolean; final?: boolean }) => {
+      if (opts.preliminary && opts.final) throw new AdminError('--preliminary or --final, not both');
+      await updateIncident(ctx.db, incidentId, { ...opts, preliminary: opts.final ? false : opts.preliminary });
+      console.log(`updated ${incidentId}`);
+    }),
+  );
+incidents
+  .command('list')
+  .description('the newest incidents (TOMP tickets’ and ops’)')
+  .option('--zone <zoneId>', 'only this zone')
+  .option('--limit <n>', 'at most this many', int, 50)
+  .action(withContext(async (ctx, opts: { zone?: string; limit: number }) => console.table(await listIncidents(ctx.db, opts.zone, opts.limit))));
 
 const rental = program.command('rental').description('rentals');
 rental

@@ -242,6 +242,55 @@ $$;
 
 
 --
+-- Name: incident_telemetry_point(uuid, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.incident_telemetry_point(p_device uuid, p_time timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT coalesce(
+    (SELECT t.ts FROM telemetry t WHERE t.device_id = p_device AND t.ts <= p_time AND t.ts >= p_time - interval '30 minutes' ORDER BY t.ts DESC LIMIT 1),
+    (SELECT t.ts FROM telemetry t WHERE t.device_id = p_device AND t.ts > p_time AND t.ts <= p_time + interval '30 minutes' ORDER BY t.ts LIMIT 1))
+$$;
+
+
+--
+-- Name: incidents_follow_ticket(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.incidents_follow_ticket() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF OLD.status IS DISTINCT FROM NEW.status OR OLD.comment IS DISTINCT FROM NEW.comment THEN
+    UPDATE incidents
+       SET preliminary = (NEW.status <> 'RESOLVED'), description = NEW.comment, last_updated = greatest(now(), publication_time)
+     WHERE support_ticket_id = NEW.id;
+  END IF;
+  RETURN NULL;
+END $$;
+
+
+--
+-- Name: incidents_mark_telemetry_dirty(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.incidents_mark_telemetry_dirty() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.telemetry_ts IS NOT DISTINCT FROM NEW.telemetry_ts THEN
+    RETURN NULL;
+  END IF;
+  PERFORM mark_feed_hours_dirty('telemetry', array_agg(zone_id), array_agg(hour))
+     FROM (SELECT DISTINCT z AS zone_id, date_trunc('hour', ts AT TIME ZONE 'UTC') AS hour
+             FROM (VALUES (NEW.zone_id, NEW.telemetry_ts), (CASE WHEN TG_OP = 'UPDATE' THEN OLD.zone_id END, CASE WHEN TG_OP = 'UPDATE' THEN OLD.telemetry_ts END)) v (z, ts)
+            WHERE ts IS NOT NULL) c;
+  RETURN NULL;
+END $$;
+
+
+--
 -- Name: mark_event_hours_dirty(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1006,6 +1055,41 @@ CREATE TABLE public.idempotency_keys (
     expires_at timestamp with time zone NOT NULL,
     CONSTRAINT idempotency_keys_check CHECK (((state = 'done'::text) = ((status IS NOT NULL) AND (headers IS NOT NULL) AND (body IS NOT NULL)))),
     CONSTRAINT idempotency_keys_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text])))
+);
+
+
+--
+-- Name: incidents; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.incidents (
+    incident_id uuid DEFAULT gen_random_uuid() NOT NULL,
+    zone_id text NOT NULL,
+    device_id uuid NOT NULL,
+    trip_id uuid,
+    incident_type text NOT NULL,
+    incident_time timestamp with time zone NOT NULL,
+    location public.geometry(Point,4326),
+    telemetry_ts timestamp with time zone,
+    source text NOT NULL,
+    support_ticket_id uuid,
+    description text,
+    severity text,
+    report_id text,
+    report_type text,
+    contact_info text,
+    preliminary boolean,
+    publication_time timestamp with time zone DEFAULT now() NOT NULL,
+    last_updated timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT incidents_check CHECK (((source = 'tomp'::text) = (support_ticket_id IS NOT NULL))),
+    CONSTRAINT incidents_check1 CHECK ((last_updated >= publication_time)),
+    CONSTRAINT incidents_contact_info_check CHECK ((length(contact_info) <= 500)),
+    CONSTRAINT incidents_description_check CHECK ((length(description) <= 5000)),
+    CONSTRAINT incidents_incident_type_check CHECK ((incident_type = ANY (ARRAY['unplanned_stop'::text, 'remote_takeover'::text, 'tip_over'::text, 'harsh_stopping'::text, 'harsh_starting'::text, 'near_miss'::text, 'vandalism'::text, 'crash'::text]))),
+    CONSTRAINT incidents_report_id_check CHECK ((length(report_id) <= 255)),
+    CONSTRAINT incidents_report_type_check CHECK ((length(report_type) <= 255)),
+    CONSTRAINT incidents_severity_check CHECK ((length(severity) <= 255)),
+    CONSTRAINT incidents_source_check CHECK ((source = ANY (ARRAY['tomp'::text, 'ops'::text])))
 );
 
 
@@ -1780,6 +1864,22 @@ ALTER TABLE ONLY public.idempotency_keys
 
 
 --
+-- Name: incidents incidents_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.incidents
+    ADD CONSTRAINT incidents_pkey PRIMARY KEY (incident_id);
+
+
+--
+-- Name: incidents incidents_support_ticket_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.incidents
+    ADD CONSTRAINT incidents_support_ticket_id_key UNIQUE (support_ticket_id);
+
+
+--
 -- Name: partner_zones partner_zones_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2123,6 +2223,20 @@ CREATE INDEX idempotency_keys_expires ON public.idempotency_keys USING btree (ex
 
 
 --
+-- Name: incidents_telemetry_point; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX incidents_telemetry_point ON public.incidents USING btree (device_id, telemetry_ts) WHERE (telemetry_ts IS NOT NULL);
+
+
+--
+-- Name: incidents_zone_publication; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX incidents_zone_publication ON public.incidents USING btree (zone_id, publication_time, incident_id);
+
+
+--
 -- Name: rentals_claims_expiring; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -2459,6 +2573,13 @@ CREATE TRIGGER events_dirty_insert AFTER INSERT ON public.events REFERENCING NEW
 
 
 --
+-- Name: incidents incidents_telemetry_dirty; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER incidents_telemetry_dirty AFTER INSERT OR UPDATE ON public.incidents FOR EACH ROW EXECUTE FUNCTION public.incidents_mark_telemetry_dirty();
+
+
+--
 -- Name: pricing pricing_gbfs; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -2512,6 +2633,13 @@ CREATE TRIGGER rentals_zone_version AFTER INSERT ON public.rentals REFERENCING N
 --
 
 CREATE TRIGGER rentals_zone_version_update AFTER UPDATE ON public.rentals REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.vehicle_rows_bump();
+
+
+--
+-- Name: support_tickets support_tickets_incident; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER support_tickets_incident AFTER UPDATE ON public.support_tickets FOR EACH ROW EXECUTE FUNCTION public.incidents_follow_ticket();
 
 
 --
@@ -2749,6 +2877,30 @@ ALTER TABLE ONLY public.gbfs_zone_builds
 
 ALTER TABLE ONLY public.gbfs_zone_parts
     ADD CONSTRAINT gbfs_zone_parts_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id) ON DELETE CASCADE;
+
+
+--
+-- Name: incidents incidents_device_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.incidents
+    ADD CONSTRAINT incidents_device_id_fkey FOREIGN KEY (device_id) REFERENCES public.vehicles(id);
+
+
+--
+-- Name: incidents incidents_support_ticket_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.incidents
+    ADD CONSTRAINT incidents_support_ticket_id_fkey FOREIGN KEY (support_ticket_id) REFERENCES public.support_tickets(id);
+
+
+--
+-- Name: incidents incidents_zone_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.incidents
+    ADD CONSTRAINT incidents_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id);
 
 
 --

@@ -86,6 +86,7 @@ function status(state: State, types: string[], tripIds: string[] | null = null):
     telemetry_lng: 13.5,
     telemetry_battery_percent: 54,
     telemetry_trip_id: tripIds?.[0] ?? null,
+    telemetry_incident_ids: null,
     vehicle_battery_percent: 54,
     vehicle_lat: 52.6,
     vehicle_lng: 13.5,
@@ -174,13 +175,19 @@ describe('MDS 2.0 mappers', () => {
     expect(st.last_telemetry.trip_ids).to.deep.equal([TRIP]);
     const free = toMdsTelemetry({ ...status('available', ['trip_end'], null), recorded_ms: T0 + 6000 }, P);
     expect(free.trip_ids).to.equal(null);
+    // MDS 2.1 incident_ids: only on a point an incident names, and the official 2.0 model still admits the record
+    expect(free).to.not.have.property('incident_ids');
+    const incident = 'dddddddd-1111-4222-8333-444455556666';
+    const marked = toMdsVehicleStatus({ ...status('on_trip', ['trip_start'], [TRIP]), telemetry_incident_ids: [incident] }, P);
+    expect(marked.last_telemetry.incident_ids).to.deep.equal([incident]);
+    expectValid('MdsVehicleStatus', marked);
     expectValid('MdsVehicle', veh);
     expectValid('MdsVehicleStatus', st);
     expectValid('MdsTelemetry', st.last_telemetry);
     expectValid('MdsTelemetry', free);
     const vs = specOrSkip(this, 'mds/2.0/micromobility/vehicles_status.json');
     // records only: the official 2.0 vehicles responses carry last_updated/ttl as plain integers
-    expect(vs({ version: '2.0.0', last_updated: T0, ttl: 0, vehicles_status: [st] }), describeSpecErrors(vs)).to.equal(true);
+    expect(vs({ version: '2.0.0', last_updated: T0, ttl: 0, vehicles_status: [st, marked] }), describeSpecErrors(vs)).to.equal(true);
     const vv = specOrSkip(this, 'mds/2.0/micromobility/vehicles.json');
     expect(vv({ version: '2.0.0', last_updated: T0, ttl: 0, vehicles: [veh] }), describeSpecErrors(vv)).to.equal(true);
   });

@@ -75,6 +75,17 @@ export const MDS_2_0: MediaOffer<'2.0'> = {
   contentType: 'application/vnd.mds+json;version=2.0',
 };
 
+/**
+ * MDS 2.1, offered only by the endpoints 2.1 added (/incidents): on that endpoint an absent Accept,
+ * `*\/*` or a version-less MDS type means 2.1, and `version=2.0` is a 406 (docs/feeds-access.md).
+ */
+export const MDS_2_1: MediaOffer<'2.1'> = {
+  version: '2.1',
+  type: 'application/vnd.mds+json',
+  versions: /^2\.1(\.\d+)?$/,
+  contentType: 'application/vnd.mds+json;version=2.1',
+};
+
 export const MDS_1_2: MediaOffer<'1.2'> = {
   version: '1.2',
   type: 'application/vnd.mds+json',

@@ -9,7 +9,9 @@ import { V2_FILES, V3_FILES } from '../../lib/feeds/gbfs/files.js';
 import type { ParamSpec, ResponseSpec } from '../kit/endpoints.js';
 import type { Schema } from '../openapi/common.js';
 import { FEED_REF, GBFS_FILES } from '../openapi/records-feeds.js';
-import { INSURANCE_2_0, MDS_2_0 } from './accept.js';
+import { INSURANCE_2_0, MDS_2_0, MDS_2_1 } from './accept.js';
+import { mdsIncidents } from './incidents.js';
+import { INCIDENT_TYPES_21 } from '../../schemas/mds/v21.js';
 import { timeHour, tokenEndpoint, ZONE_PARAM, type FeedEndpoint, type HourFileSpec } from './endpoint.js';
 import { notYetAvailable202, serveHourFile } from './files.js';
 import { mdsGate } from './gates.js';
@@ -43,6 +45,10 @@ export const PAGE_PARAMS: Record<string, ParamSpec> = {
 export const PAGING =
   `Paged: at most \`limit\` events per page in (timestamp, event_id) order. Follow the next link unchanged until it is null: every event of the window ` +
   'that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those). ';
+const optionalMs = (description: string): ParamSpec => ({
+  description: `${description}, integer milliseconds since the Unix epoch`,
+  schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' },
+});
 const DEVICE = { deviceID: { description: 'the MDS device_id (UUID)', schema: { type: 'string', format: 'uuid', maxLength: 36 } } };
 
 const mdsOk = (description: string, record: Schema): Record<number, ResponseSpec> => ({ 200: { description, content: { [MDS]: record } } });
@@ -246,6 +252,43 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     responses: mdsOk('the telemetry of the hour', FEED_REF.MdsTelemetryFile),
     errors: [{ 400: ['missing or malformed telemetry_time, malformed zone id'], 404: ['unknown zone, future hour, or hour before the zone existed'] }],
     ...mdsHourFile({ feed: 'mds_telemetry', param: 'telemetry_time', endpoint: 'telemetry' }),
+  },
+  {
+    operationId: 'mdsIncidents',
+    method: 'get',
+    path: `${BASE}/incidents`,
+    summary: 'Incidents (MDS 2.1, city role)',
+    description:
+      'MDS 2.1 incidents of the zone’s vehicles: crashes and unplanned stops reported through TOMP support tickets (ACCIDENT → `crash`, BROKEN_DOWN → ' +
+      '`unplanned_stop`) and incidents raised by operator staff. An incident has no time or place of its own (MDS 2.1): they are those of the ' +
+      'telemetry point whose `incident_ids` names it (`/telemetry`, `/vehicles/status` `last_telemetry`). The one MDS 2.1 endpoint of this host: ' +
+      '`Accept: application/vnd.mds+json;version=2.1` (an absent Accept or `*/*` means 2.1 here; `version=2.0` is 406). Every filter is optional; ' +
+      'windows are [start, end). An update (a ticket resolved) moves `last_updated`: poll the last-updated window to follow them. ' +
+      `Paged: at most \`limit\` incidents per page in (publication_time, incident_id) order; follow \`links.next\` unchanged until it is null: every incident ` +
+      'that matched when the first page was asked for comes exactly once.',
+    tag: 'MDS 2.1',
+    auth: 'feedToken',
+    params: { zoneID: ZONE_PARAM },
+    query: {
+      incident_id: { description: 'only this incident', schema: { type: 'string', format: 'uuid', maxLength: 36 } },
+      incident_type: { description: 'only incidents of this type', schema: { type: 'string', enum: [...INCIDENT_TYPES_21] } },
+      publication_start_time: optionalMs('incidents with publication_start_time <= publication_time'),
+      publication_end_time: optionalMs('incidents with publication_time < publication_end_time'),
+      last_updated_start: optionalMs('incidents with last_updated_start <= last_updated'),
+      last_updated_end: optionalMs('incidents with last_updated < last_updated_end'),
+      ...PAGE_PARAMS,
+    },
+    responses: { 200: { description: 'one page of the incidents', content: { [MDS_2_1.contentType]: FEED_REF.MdsIncidents } } },
+    errors: [
+      {
+        400: [
+          'malformed incident_id, an incident_type outside the MDS 2.1 enum, malformed times, a window whose start is not before its end, limit out of range, a cursor that was changed or belongs to another zone, filter or limit, malformed zone id',
+        ],
+        404: ['unknown zone'],
+      },
+    ],
+    feed: { accept: [MDS_2_1.contentType] },
+    handle: mdsIncidents,
   },
   {
     operationId: 'gbfsV3Manifest',

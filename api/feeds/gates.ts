@@ -13,11 +13,14 @@ import type { ZoneInfo } from './zones.js';
 
 export type LegacyVersion = '1.2' | '0.4';
 
-/** MDS 2.0 (main host): the version defaults to 2.0 when the client names none. */
-export async function mdsGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint): Promise<ZoneInfo> {
+/**
+ * MDS 2.0 (main host): the version defaults to 2.0 when the client names none. An endpoint that MDS
+ * 2.1 added (/incidents) passes MDS_2_1 as its one offer, its default as well.
+ */
+export async function mdsGate(deps: FeedDeps, ctx: Koa.Context, endpoint: MdsEndpoint, offer: MediaOffer<'2.0' | '2.1'> = MDS_2_0): Promise<ZoneInfo> {
   const claims = claimsOf(ctx);
-  negotiate(ctx.get('Accept') || undefined, [MDS_2_0], MDS_2_0);
-  authorize(claims, { family: 'mds', version: '2.0', endpoint });
+  negotiate(ctx.get('Accept') || undefined, [offer], offer);
+  authorize(claims, { family: 'mds', version: offer.version, endpoint });
   return resolveZone(deps, claims.zones, pathParam(ctx, 'zoneID'));
 }
 

@@ -67,8 +67,11 @@ function decode(secret: string, raw: string): Cursor {
   }
 }
 
-/** `limit` of the request: a whole number from 1 to EVENTS_PAGE_MAX (default EVENTS_PAGE_DEFAULT). */
-function pageLimit(query: Record<string, string | string[] | undefined>): number {
+/**
+ * `limit` of the request: a whole number from 1 to EVENTS_PAGE_MAX (default EVENTS_PAGE_DEFAULT).
+ * Every paged MDS list reads its page size here (events, incidents: api/feeds/incidents.ts).
+ */
+export function pageLimit(query: Record<string, string | string[] | undefined>): number {
   const raw = single(query, 'limit');
   if (raw === undefined) return EVENTS_PAGE_DEFAULT;
   if (!/^\d{1,6}$/.test(raw) || Number(raw) < 1 || Number(raw) > EVENTS_PAGE_MAX) {
@@ -124,4 +127,28 @@ export async function eventsPage(
   const last = rows[limit - 1];
   const next = encode(secret, { ...cursor, t: last.ts_us, i: last.event_id });
   return { rows, next: `start_time=${cursor.s}&end_time=${cursor.e}&limit=${limit}&cursor=${next}` };
+}
+
+/**
+ * A signed cursor of another paged list (api/feeds/incidents.ts): `value` as base64url JSON and an
+ * HMAC under `purpose`, so a cursor of one list never passes for another's, nor a hand-made one.
+ */
+export function signCursor(secret: string, purpose: string, value: object): string {
+  const payload = Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${payload}.${sign(secret, `${purpose}:${payload}`)}`;
+}
+
+/** The value of a cursor signCursor made for `purpose`; a 400 for anything else. */
+export function openCursor(secret: string, purpose: string, raw: string): unknown {
+  const [payload, sig, extra] = raw.split('.');
+  const bad = () => badParam('invalid cursor', 'cursor must be the value of a links.next of this query, unchanged');
+  if (!payload || !sig || extra !== undefined || raw.length > 1024) throw bad();
+  const expected = Buffer.from(sign(secret, `${purpose}:${payload}`));
+  const got = Buffer.from(sig);
+  if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw bad();
+  try {
+    return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown;
+  } catch {
+    throw bad();
+  }
 }

@@ -174,6 +174,7 @@ export function feedsDocument(main: readonly FeedRow[], opts: Urls): OpenApiDocu
     tags: [
       { name: 'Authentication', description: 'the OAuth 2.0 token endpoint (client credentials) and its RFC 8414 metadata' },
       { name: 'MDS 2.0', description: 'base /v1/partner-apis/mds/{zoneID}' },
+      { name: 'MDS 2.1', description: 'base /v1/partner-apis/mds/{zoneID}: what MDS 2.1 added (incidents), Accept version=2.1' },
       { name: 'GBFS 3.0', description: 'base /v1/partner-apis/gbfs/{zoneID}' },
       { name: 'GBFS 2.2', description: 'base /gbfs/v2' },
       { name: 'Insurance', description: 'base /v1/partner-apis/insurance/{zoneID}' },

@@ -29,6 +29,7 @@ import {
   MdsVehicleSchema,
   MdsVehicleStatusSchema,
 } from '../../schemas/mds/v2.js';
+import { MdsIncidentSchema } from '../../schemas/mds/v21.js';
 import { AuthorizationServerMetadataSchema } from '../../schemas/oauth/metadata.js';
 import type { Schema } from './common.js';
 import { components, oas, schemaRef } from './common.js';
@@ -48,6 +49,7 @@ export const FEED_RECORD_SCHEMAS = {
   Vehicle12: Vehicle12Schema,
   Vehicle04: Vehicle04Schema,
   MdsPublication: MdsPublicationSchema,
+  MdsIncident: MdsIncidentSchema,
 } as const;
 
 const records = components(FEED_RECORD_SCHEMAS);
@@ -141,6 +143,10 @@ const DECLARED = {
     properties: { version: { const: '2.0.0' }, zone_id: { type: 'string' }, publications: { type: 'array', items: recordRef('MdsPublication') } },
   },
   MdsEventsRecent: envelope(mdsHead, 'events', 'MdsEvent', { tail: pageLinks }),
+  MdsIncidents: {
+    ...envelope({ ...vehicleHead, properties: { ...vehicleHead.properties, version: { const: '2.1.0' } } }, 'incidents', 'MdsIncident', { tail: pageLinks }),
+    description: 'MDS 2.1 (schemas/mds/v21.ts MdsIncidentsSchema): the near-realtime head of the vehicle endpoints, the page, links.next',
+  },
   MdsVehiclesStatus: {
     ...envelope(vehicleHead, 'vehicles_status', 'MdsVehicleStatus'),
     description: 'links ({"next": null}) on the list, not on the single-device answer',

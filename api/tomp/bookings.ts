@@ -15,6 +15,7 @@ import { principalOf } from './auth.js';
 import { preferredLanguage } from './http.js';
 import type { Input } from '../kit/endpoints.js';
 import { isUuid } from '../../lib/core/uuid.js';
+import { recordTicketIncident } from '../../lib/domain/incidents.js';
 
 const callerOf = (ctx: Koa.Context): Caller => {
   const p = principalOf(ctx);
@@ -88,15 +89,20 @@ export async function support(app: AppContext, ctx: Koa.Context, { body }: Input
   if (Number.isNaN(time.getTime()) || time.getUTCFullYear() < 1 || time.getUTCFullYear() > 9999) {
     throw new TompError(400, 'invalid request body: time is not a representable date-time');
   }
-  const ticket = await app.db.one(sql('TompInsertSupportTicket'), [
-    booking.id,
-    caller.partnerId,
-    body.supportType,
-    time,
-    body.contactInformationEndUser,
-    body.comment,
-    app.clock.now(),
-  ]);
+  // an ACCIDENT or BROKEN_DOWN ticket is also an MDS 2.1 incident (lib/domain/incidents.ts), written with it
+  const ticket = await app.db.tx(async (tx) => {
+    const row = await tx.one(sql('TompInsertSupportTicket'), [
+      booking.id,
+      caller.partnerId,
+      body.supportType,
+      time,
+      body.contactInformationEndUser,
+      body.comment,
+      app.clock.now(),
+    ]);
+    await recordTicketIncident(tx, row.id, body.supportType);
+    return row;
+  });
   ctx.status = 200;
   ctx.set('Content-Language', preferredLanguage(ctx.get('accept-language')));
   ctx.body = {

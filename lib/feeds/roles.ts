@@ -9,13 +9,23 @@ export const ROLES: readonly Role[] = ['city', 'insurer', 'gbfs', 'data'];
 
 /** A readable thing: an MDS endpoint of a version, an insurance feed, or a GBFS file of a version. */
 export type FeedAccess =
-  | { family: 'mds'; version: '2.0' | '1.2' | '0.4'; endpoint: MdsEndpoint }
+  | { family: 'mds'; version: '2.1' | '2.0' | '1.2' | '0.4'; endpoint: MdsEndpoint }
   | { family: 'insurance'; endpoint: 'trips' }
   | { family: 'gbfs'; version: '2.2' | '3.0'; file: string };
 
-export type MdsEndpoint = 'trips' | 'events' | 'status_changes' | 'vehicles' | 'vehicles_status' | 'telemetry' | 'reports' | 'publications';
+export type MdsEndpoint = 'trips' | 'events' | 'status_changes' | 'vehicles' | 'vehicles_status' | 'telemetry' | 'reports' | 'publications' | 'incidents';
 
-const ALL_MDS: readonly MdsEndpoint[] = ['trips', 'events', 'status_changes', 'vehicles', 'vehicles_status', 'telemetry', 'reports', 'publications'];
+const ALL_MDS: readonly MdsEndpoint[] = [
+  'trips',
+  'events',
+  'status_changes',
+  'vehicles',
+  'vehicles_status',
+  'telemetry',
+  'reports',
+  'publications',
+  'incidents',
+];
 
 interface RoleRule {
   mds: readonly MdsEndpoint[];
@@ -25,7 +35,7 @@ interface RoleRule {
 }
 
 const RULES: Record<Role, RoleRule> = {
-  // cities: every MDS feed of every version (2.0 only: telemetry, monthly reports, the publications index), and GBFS
+  // cities: every MDS feed of every version (2.0 only: telemetry, monthly reports, the publications index; 2.1: incidents), and GBFS
   city: { mds: ALL_MDS, insurance: false, gbfs: 'all' },
   insurer: { mds: [], insurance: true, gbfs: [] },
   // public data consumers: GBFS only

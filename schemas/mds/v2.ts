@@ -6,6 +6,7 @@
  */
 import type { FromSchema } from 'json-schema-to-ts';
 import { location, nonNegativeInt, percent, PROPULSION_TYPES_20, timestampMs, uuid, VEHICLE_STATES_20, VEHICLE_TYPES_20 } from './common.js';
+import { incidentIds } from './v21.js';
 
 /** modes/micromobility/accessibility-attributes */
 const accessibilityAttributes = { type: 'array', uniqueItems: true, items: { enum: ['adaptive'] } } as const;
@@ -80,6 +81,9 @@ export const MdsTelemetrySchema = {
     trip_ids: { anyOf: [{ type: 'array', minItems: 1, uniqueItems: true, items: uuid }, { type: 'null' }] },
     // MDS: the journey's id when the mode uses journeys, else null; micromobility trips have none
     journey_id: { anyOf: [uuid, { type: 'null' }], description: 'always null: we do not use journeys' },
+    // MDS 2.1's one addition to telemetry, on a point that an incident references and on no other
+    // (docs/feeds-access.md "Incidents": why 2.0 answers carry it; the official 2.0 model admits it)
+    incident_ids: { ...incidentIds, description: 'MDS 2.1: the incidents (GET /incidents) this point is the time and place of; absent when none' },
   },
 } as const;
 export type MdsTelemetry = FromSchema<typeof MdsTelemetrySchema>;

@@ -205,8 +205,13 @@ SELECT p.feed, p.version, p.scope, (p.hour AT TIME ZONE 'UTC') AS hour, p.status
 SELECT id, created_at FROM zones WHERE id = ANY ($1::text[]) ORDER BY id;
 
 -- name: PubTelemetryStats
--- Count and watermark of what MdsTelemetryOfHour returns for the same parameters.
-SELECT count(*)::int AS records, (extract(epoch FROM max(t.recorded_at)) * 1000)::int8 AS watermark_ms
+-- Count and watermark of what MdsTelemetryOfHour returns for the same parameters. An incident that
+-- names a point of the hour (migration 000330) changes the point's incident_ids: its publication
+-- time counts as a change of the hour's data too.
+SELECT count(*)::int AS records,
+       (extract(epoch FROM greatest(max(t.recorded_at),
+          (SELECT max(i.publication_time) FROM incidents i
+            WHERE i.zone_id = $1 AND i.telemetry_ts >= ($2::timestamp AT TIME ZONE 'UTC') AND i.telemetry_ts < ($2::timestamp AT TIME ZONE 'UTC') + interval '1 hour'))) * 1000)::int8 AS watermark_ms
   FROM telemetry t
  WHERE t.zone_id = $1 AND t.ts >= ($2::timestamp AT TIME ZONE 'UTC') AND t.ts < ($2::timestamp AT TIME ZONE 'UTC') + interval '1 hour'
    AND (t.trip_id IS NULL OR EXISTS (SELECT 1 FROM trips r WHERE r.trip_id = t.trip_id AND r.end_time >= t.ts AND r.end_time <= $3::timestamptz - make_interval(mins => $4::int)));

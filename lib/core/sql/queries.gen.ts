@@ -747,6 +747,79 @@ export interface Queries {
       n: number;
     };
   };
+  /** sql/queries/incidents.sql */
+  IncidentFromTicket: {
+    params: [$1: string | null, $2: string | null];
+    row: {
+      incident_id: string;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  IncidentVehicle: {
+    params: [$1: string | null, $2: string | null, $3: Date | string | null];
+    row: {
+      device_id: string;
+      zone_id: string;
+      trip_id: string | null;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  IncidentTripOfVehicle: {
+    params: [$1: string | null, $2: string | null];
+    row: {
+      trip_id: string;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  IncidentInsertOps: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: Date | string | null, $6: number | null, $7: number | null, $8: string | null, $9: string | null, $10: string | null, $11: string | null, $12: boolean | null];
+    row: {
+      incident_id: string;
+      telemetry_ts: Date | null;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  IncidentUpdateOps: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: boolean | null];
+    row: {
+      incident_id: string;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  IncidentList: {
+    params: [$1: string | null, $2: number | bigint | string | null];
+    row: {
+      incident_id: string;
+      zone_id: string;
+      vehicle_code: string;
+      incident_type: 'unplanned_stop' | 'remote_takeover' | 'tip_over' | 'harsh_stopping' | 'harsh_starting' | 'near_miss' | 'vandalism' | 'crash';
+      incident_time: Date;
+      source: 'tomp' | 'ops';
+      trip_id: string | null;
+      telemetry_ts: Date | null;
+      preliminary: boolean | null;
+      publication_time: Date;
+      last_updated: Date;
+      description: string | null;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  MdsIncidentsPage: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null, $9: string | null, $10: number | bigint | string | null, $11: number | bigint | string | null];
+    row: {
+      incident_id: string;
+      incident_type: 'unplanned_stop' | 'remote_takeover' | 'tip_over' | 'harsh_stopping' | 'harsh_starting' | 'near_miss' | 'vandalism' | 'crash';
+      publication_ms: number;
+      publication_us: number;
+      last_updated_ms: number;
+      description: string | null;
+      severity: string | null;
+      report_id: string | null;
+      report_type: string | null;
+      contact_info: string | null;
+      preliminary: boolean | null;
+    };
+  };
   /** sql/queries/ingest.sql */
   IngestLockVehicles: {
     params: [$1: readonly (string | null)[] | null];
@@ -908,6 +981,7 @@ export interface Queries {
       telemetry_lng: number;
       telemetry_battery_percent: number | null;
       telemetry_trip_id: string | null;
+      telemetry_incident_ids: string[] | null;
     };
   };
   /** sql/queries/mds.sql */
@@ -922,6 +996,7 @@ export interface Queries {
       telemetry_battery_percent: number | null;
       telemetry_trip_id: string | null;
       recorded_ms: number;
+      telemetry_incident_ids: string[] | null;
     };
   };
   /** sql/queries/metrics.sql */

@@ -54,7 +54,7 @@ export const MDS_EVENT = shape<EventRow>()(({ uuid, text, provider, strings, uui
   battery_percent: optional(int('battery_percent')),
 }));
 
-export const MDS_TELEMETRY = shape<TelemetryRow>()(({ uuid, provider, int, float, object, constant, oneOrNull, optional }) => ({
+export const MDS_TELEMETRY = shape<TelemetryRow>()(({ uuid, uuids, provider, int, float, object, constant, oneOrNull, optional }) => ({
   telemetry_id: uuid('telemetry_id'),
   device_id: uuid('device_id'),
   provider_id: provider(),
@@ -64,6 +64,8 @@ export const MDS_TELEMETRY = shape<TelemetryRow>()(({ uuid, provider, int, float
   journey_id: constant(null),
   trip_ids: oneOrNull('telemetry_trip_id'),
   battery_percent: optional(int('telemetry_battery_percent')),
+  // MDS 2.1: the incidents whose time and place this point is (schemas/mds/v21.ts); absent on every other point
+  incident_ids: optional(uuids('telemetry_incident_ids')),
 }));
 
 export const MDS_VEHICLE = shape<VehicleRow>()(({ uuid, text, provider, int, vocab, oneOrNull, object, constant }) => ({
