@@ -316,7 +316,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     path: '/v1/partner-apis/insurance/{zoneID}/trips',
     summary: 'Insurance trips of one UTC hour',
     description:
-      'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current) or a Bearer token of an insurer feed client (deprecated).',
+      'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current: an insurer’s API key, or an API key of an insurer-role feed client) or a Bearer token of an insurer feed client (deprecated).',
     tag: 'Insurance',
     auth: 'insurer',
     params: { zoneID: ZONE_PARAM },
