@@ -20,6 +20,7 @@ import { GbfsSnapshotIndex, PublicationIndex } from './publications.js';
 import { ObjectCache } from '../kit/object-cache.js';
 import { ApiKeyVerifier } from '../../lib/domain/credentials/api-keys.js';
 import { TokenGuard } from './token-guard.js';
+import { EventPagePositions } from './paging.js';
 import { badParam, forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
 
@@ -40,6 +41,8 @@ export interface FeedDeps {
   insurerKeys: ApiKeyVerifier;
   gbfs: GbfsSnapshotIndex;
   files: ObjectCache | undefined;
+  /** where page[number] pages of event windows start (api/feeds/paging.ts) */
+  pagePositions: EventPagePositions;
   /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
   tokenGuard: TokenGuard;
 }
@@ -55,6 +58,7 @@ export function buildFeedDeps(app: AppContext): FeedDeps {
     insurerKeys: new ApiKeyVerifier(app.db, app.clock),
     gbfs: new GbfsSnapshotIndex(app.db, app.clock),
     files: fileCache(app),
+    pagePositions: new EventPagePositions(),
     tokenGuard: tokenGuardOf(app),
   };
 }

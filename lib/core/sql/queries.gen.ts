@@ -925,6 +925,33 @@ export interface Queries {
     };
   };
   /** sql/queries/mds.sql */
+  MdsEventsPageAt: {
+    params: [$1: string | null, $2: Date | string | null, $3: Date | string | null, $4: number | bigint | string | null, $5: string | null, $6: number | bigint | string | null, $7: number | bigint | string | null, $8: number | bigint | string | null];
+    row: {
+      event_id: string;
+      device_id: string;
+      event_types: string[];
+      vehicle_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
+      ts_ms: number;
+      ts_us: number;
+      lat: number;
+      lng: number;
+      battery_percent: number | null;
+      trip_ids: string[] | null;
+      vehicle_code: string;
+      form_factor: 'scooter' | 'bicycle';
+      propulsion_type: 'electric' | 'electric_assist' | 'human';
+      recorded_ms: number;
+    };
+  };
+  /** sql/queries/mds.sql */
+  MdsEventsCount: {
+    params: [$1: string | null, $2: Date | string | null, $3: Date | string | null, $4: number | bigint | string | null];
+    row: {
+      total: number;
+    };
+  };
+  /** sql/queries/mds.sql */
   MdsVehicles: {
     params: [$1: string | null, $2: string | null];
     row: {
