@@ -198,7 +198,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   });
   router.delete('/feed-clients/:clientId/keys/:keyId', async (koa) => {
     const clientId = clientParam(koa);
-    const keyId = (koa.params).keyId;
+    const keyId = koa.params.keyId;
     if (!isUuid(keyId)) throw badParam('invalid key id', 'the key id is a UUID');
     closeIfBodyUnread(koa);
     const revoked = await revokeFeedKey(app.db, keyId.toLowerCase(), app.clock.now(), clientId);

@@ -131,7 +131,7 @@ type Paging =
   | { style: 'number'; size: number; sizeNames: Array<'limit' | 'page[size]'>; number: number; pin: string | undefined };
 
 /** Reads the paging parameters of a request, refusing unknown page[…] members, mixed styles and bad values. */
-export function pagingOf(query: Query): Paging {
+function pagingOf(query: Query): Paging {
   for (const name of Object.keys(query)) {
     if ((name.startsWith('page[') || name === 'page') && !PAGE_FAMILY.includes(name))
       throw badParam(`unsupported paging parameter ${name}`, `the page parameters are ${PAGE_FAMILY.join(', ')} (or limit and cursor)`);

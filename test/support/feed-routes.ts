@@ -7,7 +7,7 @@ import type { Role } from '../../lib/feeds/roles.js';
 
 export const NOW = Date.parse('2026-11-21T10:30:00Z');
 export const HOUR = '2026-11-21T08';
-export const V12 = 'application/vnd.mds+json;version=1.2';
+const V12 = 'application/vnd.mds+json;version=1.2';
 
 export interface Route {
   name: string;
