@@ -204,6 +204,27 @@ describe('feeds: API keys (X-Access-Token) of feed clients', () => {
     });
   });
 
+  it('a key costs no database statement per request once the set is loaded (Koa path, a cached file)', async () => {
+    const statements: string[] = [];
+    const db = Object.create(t.ctx.db) as typeof t.ctx.db;
+    db.query = ((query: { name?: string } | string, ...args: unknown[]) => {
+      statements.push(typeof query === 'string' ? 'adhoc' : (query.name ?? 'adhoc'));
+      return (t.ctx.db.query as (...a: unknown[]) => unknown).call(db, query, ...args);
+    }) as typeof t.ctx.db.query;
+    const app = request(buildApp({ ...t.ctx, db }).callback());
+    const url = `/v1/partner-apis/mds/munich/trips?end_time=${HOUR}`;
+    const key = keyOf('city-munich');
+    expect((await app.get(url).set('X-Access-Token', key)).status).to.equal(200);
+    expect(statements, 'the first request loads the set').to.include('FeedKeysUsable');
+    statements.length = 0;
+    for (let i = 0; i < 20; i++) expect((await app.get(url).set('X-Access-Token', key)).status).to.equal(200);
+    expect(statements, 'nothing per request: the set, the zone list, the index row and the body are cached').to.deep.equal([]);
+    // a bad key is looked up once, then remembered until the next refresh
+    const bad = 'fk_' + 'x'.repeat(43);
+    for (let i = 0; i < 5; i++) expect((await app.get(url).set('X-Access-Token', bad)).status).to.equal(401);
+    expect(statements).to.deep.equal(['FeedKeyByHash']);
+  });
+
   describe('the hot file path', () => {
     let hot: Server;
     const counter = { koa: 0 };
