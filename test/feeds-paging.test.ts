@@ -303,6 +303,16 @@ describe('feeds: page[size] / page[number] paging (JSON:API, MDS 2.1)', function
     const cursorStyle = await app.get(`${base()}&limit=700`).set('Authorization', city);
     expect(params(cursorStyle.body.links.next).has('cursor')).to.equal(true);
     expect(Object.keys(cursorStyle.body.links)).to.deep.equal(['next']);
+    // a cursor followed with page[size] beside it: the same size is the same traversal, another is refused
+    const cursor = params(cursorStyle.body.links.next).get('cursor')!;
+    const same = await app.get(`${base()}&limit=700&page%5Bsize%5D=700&cursor=${cursor}`).set('Authorization', city);
+    expect(same.status).to.equal(200);
+    expect(params(same.body.links.next).get('page[size]')).to.equal('700');
+    expect((await app.get(`${base()}&page%5Bsize%5D=701&cursor=${cursor}`).set('Authorization', city)).status).to.equal(400);
+    // the brackets as a client may type them, unencoded
+    const raw = await app.get(`${base()}&page[size]=5&page[number]=2`).set('Authorization', city);
+    expect(raw.status).to.equal(200);
+    expect(raw.body.events).to.have.length(5);
   });
 
   it('past the last page: 200 with no events, next null, prev the last page', async () => {
