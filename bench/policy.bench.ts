@@ -181,8 +181,11 @@ export async function run(): Promise<BenchResult> {
     publisher = await startPublisher(ctx, { cron: true, pollingIntervalSeconds: 1 });
 
     /** per zone, seconds from `t0` until every riding vehicle of it acknowledged `kph`; undefined while not */
+    /** the read rounds seen while settling (max read_at), seconds from t0: a missed minute shows */
+    let readsSeen = new Set<number>();
     const settle = async (t0: Date, kph: number, timeoutS: number) => {
       const done = new Map<string, number>();
+      readsSeen = new Set<number>();
       const deadline = Date.now() + timeoutS * 1000;
       while (done.size < zones.length && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 500));
@@ -192,6 +195,8 @@ export async function run(): Promise<BenchResult> {
             WHERE v.status = 'riding' GROUP BY v.zone_id`,
           [kph, t0],
         );
+        const readAt = (await db.one<{ at: Date | null }>('SELECT max(read_at) AS at FROM city_policy_sources')).at;
+        if (readAt) readsSeen.add(round1((readAt.getTime() - t0.getTime()) / 1000));
         for (const r of rows) if (r.pending === 0 && r.last && !done.has(r.zone_id)) done.set(r.zone_id, (r.last.getTime() - t0.getTime()) / 1000);
       }
       return done;
@@ -203,6 +208,7 @@ export async function run(): Promise<BenchResult> {
     const latencies: number[] = [];
     /** per zone and round: from the read that took the change in to the last acknowledgement */
     const afterRead: number[] = [];
+    const roundNotes: string[] = [];
     const commandRounds: number[] = [];
     let lastAck = 0;
     for (let r = 1; r <= ROUNDS; r++) {
@@ -214,6 +220,10 @@ export async function run(): Promise<BenchResult> {
       const values = [...done.values()];
       if (done.size < zones.length) throw new Error(`round ${r}: ${zones.length - done.size} zones never settled`);
       latencies.push(...values);
+      const reads = await db.one<{ first: Date; last: Date }>('SELECT min(good_at) AS first, max(good_at) AS last FROM city_policy_sources');
+      roundNotes.push(
+        `round ${r}: change at :${String(t0.getUTCSeconds()).padStart(2, '0')}, read ${round1((reads.first.getTime() - t0.getTime()) / 1000)}–${round1((reads.last.getTime() - t0.getTime()) / 1000)} s after it, last acknowledgement ${round1(Math.max(...values))} s after it; reads seen at ${[...readsSeen].join(', ')} s`,
+      );
       for (const g of await db.many<{ zone_id: string; good_at: Date }>('SELECT zone_id, good_at FROM city_policy_sources')) {
         const s = done.get(g.zone_id);
         if (s !== undefined) afterRead.push(s - (g.good_at.getTime() - t0.getTime()) / 1000);
@@ -244,6 +254,7 @@ export async function run(): Promise<BenchResult> {
         `${ZONES} zones × ${VEHICLES} vehicles, ${riding} riding, every riding vehicle inside its zone's slow zone: each change is ${riding} set_speed commands over MQTT`,
         'per zone: from the city changing its document to the acknowledgement of its last riding vehicle; the read runs every minute, so a change waits 0–60 s for it; read_to_last_ack: from the read that took the change in (good_at) to the last acknowledgement',
         'the fleet: one MQTT bridge connection answering every vehicle after 150–600 ms (ops/sim/mqtt-fleet.ts)',
+        ...roundNotes,
       ],
     };
   } finally {

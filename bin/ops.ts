@@ -20,6 +20,9 @@ import {
   listFeedClients,
   rotateFeedClient,
   revokeFeedClient,
+  createClientKey,
+  listClientKeys,
+  revokeClientKey,
   AdminError,
 } from '../ops/admin/credentials.js';
 import { importZones, ZoneImportError, type ZonesImported } from '../ops/admin/zones.js';
@@ -462,6 +465,27 @@ clients
   .command('revoke <clientId>')
   .description('revoke a client: its tokens stop working within 60 seconds')
   .action(withContext(async (ctx, clientId: string) => console.log(`revoked ${(await revokeFeedClient(ctx.db, ctx.clock, clientId)).client_id}`)));
+
+const clientKeys = clients.command('keys').description('API keys of feed clients: X-Access-Token on every feed host, with the role and zones of their client');
+clientKeys
+  .command('create <clientId>')
+  .description('create a key for an active feed client; the key is shown once')
+  .option('--label <text>', 'a note', '')
+  .action(
+    withContext(async (ctx, clientId: string, opts: { label: string }) => {
+      const k = await createClientKey(ctx.db, clientId, opts.label);
+      console.log(`key id ${k.id} (client ${k.client_id}, ${k.role}, zones ${k.zones ? k.zones.join(',') : 'all'})\nAPI key (shown once): ${k.key}`);
+    }),
+  );
+clientKeys
+  .command('list [clientId]')
+  .description('list the keys of a feed client, or of every client (prefixes only)')
+  .action(withContext(async (ctx, clientId: string | undefined) => console.table(await listClientKeys(ctx.db, clientId))));
+clientKeys
+  .command('revoke')
+  .argument('<keyId>', 'key id', uuid)
+  .description('revoke a key (refused everywhere within FEED_CREDENTIAL_REFRESH_MS, 30 s); revoking its client stops it too')
+  .action(withContext(async (ctx, keyId: string) => console.log(`revoked ${(await revokeClientKey(ctx.db, ctx.clock, keyId)).id}`)));
 
 const zone = program.command('zone').description('operational zones');
 zone

@@ -865,6 +865,23 @@ CREATE TABLE public.feed_catchup (
 
 
 --
+-- Name: feed_client_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.feed_client_keys (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    client_id text NOT NULL,
+    key_hash bytea NOT NULL,
+    key_prefix text NOT NULL,
+    label text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    last_used_at timestamp with time zone,
+    CONSTRAINT feed_client_keys_key_hash_check CHECK ((octet_length(key_hash) = 32))
+);
+
+
+--
 -- Name: feed_clients; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1768,6 +1785,22 @@ ALTER TABLE ONLY public.feed_catchup
 
 
 --
+-- Name: feed_client_keys feed_client_keys_key_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.feed_client_keys
+    ADD CONSTRAINT feed_client_keys_key_hash_key UNIQUE (key_hash);
+
+
+--
+-- Name: feed_client_keys feed_client_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.feed_client_keys
+    ADD CONSTRAINT feed_client_keys_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: feed_clients feed_clients_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2171,6 +2204,13 @@ CREATE INDEX events_zone_ts_id ON ONLY public.events USING btree (zone_id, ts, e
 --
 
 CREATE INDEX events_default_zone_id_ts_event_id_idx ON public.events_default USING btree (zone_id, ts, event_id);
+
+
+--
+-- Name: feed_client_keys_client; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX feed_client_keys_client ON public.feed_client_keys USING btree (client_id);
 
 
 --
@@ -2845,6 +2885,14 @@ ALTER TABLE public.events
 
 ALTER TABLE ONLY public.feed_catchup
     ADD CONSTRAINT feed_catchup_zone_id_fkey FOREIGN KEY (zone_id) REFERENCES public.zones(id) ON DELETE CASCADE;
+
+
+--
+-- Name: feed_client_keys feed_client_keys_client_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.feed_client_keys
+    ADD CONSTRAINT feed_client_keys_client_id_fkey FOREIGN KEY (client_id) REFERENCES public.feed_clients(client_id) ON DELETE CASCADE;
 
 
 --

@@ -66,6 +66,40 @@ describe('console API: ops key and figures', () => {
     expect(res.text).not.to.contain(partner);
   });
 
+  it('creates a feed client’s API key (shown once), lists its prefix, and revokes it; refuses what does not exist', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const made = await app.post('/console/api/feed-clients/city-console/keys').set('X-Access-Token', ops).send({ label: 'city dashboard' });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    expect(made.headers['cache-control']).to.equal('no-store');
+    expect(made.body).to.include({ client_id: 'city-console', label: 'city dashboard' });
+    expect(made.body.key).to.match(/^fk_[A-Za-z0-9_-]{43}$/);
+    // the key opens the feeds at once, as the client's tokens do
+    const zone = await t.ctx.db.maybeOne<{ id: string }>('SELECT id FROM zones ORDER BY id LIMIT 1');
+    if (zone) expect((await app.get(`/v1/partner-apis/mds/${zone.id}/vehicles`).set('X-Access-Token', made.body.key)).status).to.equal(200);
+    const listed = await app.get('/console/api/credentials').set('X-Access-Token', ops);
+    const row = listed.body.feed_keys.find((k: any) => k.id === made.body.id);
+    expect(row).to.include({ client_id: 'city-console', key_prefix: made.body.key.slice(0, 8), label: 'city dashboard', revoked_at: null });
+    expect(listed.text).not.to.contain(made.body.key);
+    expect(listed.text).not.to.match(/key_hash/);
+
+    expect(
+      (await app.delete(`/console/api/feed-clients/other-client/keys/${made.body.id}`).set('X-Access-Token', ops)).status,
+      'another client’s row',
+    ).to.equal(404);
+    const revoked = await app.delete(`/console/api/feed-clients/city-console/keys/${made.body.id}`).set('X-Access-Token', ops);
+    expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+    expect(revoked.body).to.deep.equal({ id: made.body.id, client_id: 'city-console', revoked: true });
+    expect((await app.delete(`/console/api/feed-clients/city-console/keys/${made.body.id}`).set('X-Access-Token', ops)).status, 'already revoked').to.equal(
+      404,
+    );
+    expect((await app.delete('/console/api/feed-clients/city-console/keys/not-a-uuid').set('X-Access-Token', ops)).body.error).to.equal('bad_param');
+    const none = await app.post('/console/api/feed-clients/no-such-client/keys').set('X-Access-Token', ops).send({});
+    expect(none.status).to.equal(404);
+    expect(none.body.error).to.equal('not_found');
+    expect((await app.post('/console/api/feed-clients/city-console/keys').set('X-Access-Token', ops).send({ label: 7 })).status).to.equal(400);
+    expect((await app.post('/console/api/feed-clients/city-console/keys').set('X-Access-Token', partner).send({})).status, 'not an ops key').to.equal(403);
+  });
+
   it('publishing answers publish-status figures, and 400 bad_param for a malformed hour', async () => {
     const app = request(buildApp(t.ctx).callback());
     const res = await app.get('/console/api/publishing').set('X-Access-Token', ops);

@@ -240,6 +240,33 @@ describe('the /console page in a browser', function () {
     }
   });
 
+  it('Credentials: New key shows a feed client’s key once, which opens the feeds; Revoke revokes it', async () => {
+    const client = DEMO_FEED_CLIENTS[0].clientId;
+    await tab('credentials');
+    const button = page.locator(`button.new-feed-key[data-client="${client}"]`);
+    await button.waitFor({ timeout: 10000 });
+    // the page asks for a label (prompt) and, to revoke, for a confirmation: the operator answers both
+    page.on('dialog', (d) => void (d.type() === 'prompt' ? d.accept('from the console test') : d.accept()));
+    await button.click();
+    const shown = page.locator('#new-feed-key');
+    await shown.waitFor({ timeout: 10000 });
+    const key = (await shown.textContent())!;
+    expect(key).to.match(/^fk_[A-Za-z0-9_-]{43}$/);
+    const row = await t.ctx.db.one<{ id: string; label: string; key_prefix: string }>(
+      `SELECT id, label, key_prefix FROM feed_client_keys WHERE client_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1`,
+      [client],
+    );
+    expect(row).to.include({ label: 'from the console test', key_prefix: key.slice(0, 8) });
+    expect(await page.locator('#credentials-body').textContent()).to.contain(`${key.slice(0, 8)}…`);
+    await screenshot(page, 'console-feed-key');
+    await page.locator(`button.revoke-feed-key[data-key="${row.id}"]`).click();
+    await page.locator('#cred-message', { hasText: 'revoked key' }).waitFor({ timeout: 10000 });
+    expect((await t.ctx.db.one<{ revoked_at: Date | null }>('SELECT revoked_at FROM feed_client_keys WHERE id = $1', [row.id])).revoked_at).to.be.instanceOf(
+      Date,
+    );
+    expect(await page.locator('#credentials-body').textContent(), 'the key itself is gone from the page').not.to.contain(key);
+  });
+
   it('loaded nothing from outside the machine and raised no script error', () => {
     expect(session!.blocked, 'requests to non-loopback addresses').to.deep.equal([]);
     expect(session!.pageErrors).to.deep.equal([]);

@@ -184,3 +184,248 @@ describe('feeds: paged event windows', function () {
     expect(text).to.match(/events_.*zone_id_ts_event_id|events_zone_ts_id/);
   });
 });
+
+describe('feeds: page[size] / page[number] paging (JSON:API, MDS 2.1)', function () {
+  this.timeout(60_000);
+  const t = useTestContext({ now: new Date(NOW) });
+  let zone: string;
+  let device: string;
+  let city: string;
+  const start = NOW - 3 * 3600_000;
+  const end = NOW;
+  const N = 2300;
+
+  const insert = (n: number, firstMs: number) =>
+    t.ctx.db.query(
+      `INSERT INTO events (device_id, zone_id, event_types, vehicle_state, ts, location, battery_percent)
+       SELECT $1, $2, '{comms_restored}', 'available', timestamptz 'epoch' + ($3::int8 * 1000 + (i / 3) * 250) * interval '1 microsecond',
+              ST_SetSRID(ST_MakePoint(13.405, 52.52), 4326), 60
+         FROM generate_series(0, $4::int - 1) i`,
+      [device, zone, firstMs, n],
+    );
+  const windowIds = async () =>
+    (
+      await t.ctx.db.many(`SELECT event_id FROM events WHERE zone_id = $1 AND ts >= $2 AND ts < $3 ORDER BY ts, event_id`, [
+        zone,
+        new Date(start),
+        new Date(end),
+      ])
+    ).map((r) => r.event_id as string);
+
+  before(async () => {
+    zone = await feedZone(t.ctx.db, { createdAt: new Date('2026-11-01T00:00:00Z') });
+    device = (await feedVehicle(t.ctx.db, zone)).id;
+    await insert(N, start + 60_000);
+    city = `Bearer ${await tokenFor(t.ctx, 'numbered-city', 'city')}`;
+  });
+
+  const path = (u: string) => u.replace(/^https?:\/\/[^/]+/, '');
+  const base = () => `/v1/partner-apis/mds/${zone}/events/recent?start_time=${start}&end_time=${end}`;
+  const params = (u: string) => new URL(u, 'http://x').searchParams;
+
+  it('follows next through pages of page[size]: every event once while new ones arrive; first/prev/next/last keep page[number] and page[size]', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const expected = await windowIds();
+    let url = `${base()}&page%5Bsize%5D=1000`;
+    const seen: string[] = [];
+    const pages: any[] = [];
+    for (;;) {
+      const res = await app.get(url).set('Authorization', city);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expectMds('2.0/micromobility/events_recent', res.body);
+      pages.push(res.body);
+      seen.push(...res.body.events.map((e: any) => e.event_id));
+      // new events arrive between pages, before and after the position
+      await insert(4, start + 30_000);
+      await insert(4, end - 60_000);
+      if (res.body.links.next === null) break;
+      url = path(res.body.links.next);
+    }
+    expect(pages.map((p) => p.events.length)).to.deep.equal([1000, 1000, N - 2000]);
+    expect(seen, 'every event of the window as of the first page, once, in order').to.deep.equal(expected);
+    const [p1, p2, p3] = pages;
+    expect(Object.keys(p1.links).sort()).to.deep.equal(['first', 'last', 'next', 'prev']);
+    expect(p1.links.prev).to.equal(null);
+    expect(p3.links.next).to.equal(null);
+    for (const p of pages)
+      for (const rel of ['first', 'prev', 'next', 'last']) {
+        if (p.links[rel] === null) continue;
+        const q = params(p.links[rel]);
+        expect(q.get('page[size]'), rel).to.equal('1000');
+        expect(q.has('limit') || q.has('cursor'), `${rel}: the client's style`).to.equal(false);
+        expect(q.get('page[as_of]'), 'one pin for the traversal').to.equal(params(p1.links.first).get('page[as_of]'));
+        expect(p.links[rel]).to.match(/page%5Bnumber%5D=\d+&page%5Bas_of%5D=/);
+      }
+    expect(params(p1.links.next).get('page[number]')).to.equal('2');
+    expect(params(p2.links.prev).get('page[number]')).to.equal('1');
+    expect(params(p1.links.last).get('page[number]')).to.equal('3');
+    expect(params(p3.links.first).get('page[number]')).to.equal('1');
+  });
+
+  it('page N under one page[as_of] is the same page whenever and from whichever process it is asked, in any order', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const first = await app.get(`${base()}&page%5Bsize%5D=500&page%5Bnumber%5D=1`).set('Authorization', city);
+    const pin = params(first.body.links.first).get('page[as_of]')!;
+    const last = Number(params(first.body.links.last).get('page[number]'));
+    const page = async (a: ReturnType<typeof request>, n: number) => {
+      const res = await a.get(`${base()}&page%5Bsize%5D=500&page%5Bnumber%5D=${n}&page%5Bas_of%5D=${encodeURIComponent(pin)}`).set('Authorization', city);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body.events.map((e: any) => e.event_id) as string[];
+    };
+    const forward: string[][] = [];
+    for (let n = 1; n <= last; n++) forward.push(await page(app, n));
+    // events arrive everywhere in the window, then the pages are asked again backwards, from a new process (no remembered positions)
+    await insert(700, start + 10_000);
+    const other = request(buildApp(t.ctx).callback());
+    for (let n = last; n >= 1; n--) expect(await page(other, n), `page ${n}`).to.deep.equal(forward[n - 1]);
+    expect(forward.flat().length).to.equal(new Set(forward.flat()).size);
+    // a new traversal (no pin) counts the window as it is now
+    const fresh = await app.get(`${base()}&page%5Bsize%5D=500`).set('Authorization', city);
+    expect(Number(params(fresh.body.links.last).get('page[number]'))).to.be.greaterThan(last);
+  });
+
+  it('limit with page[number] keeps limit in the links; limit equal to page[size] keeps both; page[size] up to 5,000', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const withLimit = await app.get(`${base()}&limit=700&page%5Bnumber%5D=2`).set('Authorization', city);
+    expect(withLimit.status).to.equal(200);
+    expect(withLimit.body.events).to.have.length(700);
+    const q = params(withLimit.body.links.next);
+    expect([q.get('limit'), q.has('page[size]'), q.get('page[number]')]).to.deep.equal(['700', false, '3']);
+    const both = await app.get(`${base()}&limit=700&page%5Bsize%5D=700`).set('Authorization', city);
+    expect(both.status).to.equal(200);
+    const qb = params(both.body.links.next);
+    expect([qb.get('limit'), qb.get('page[size]'), qb.get('page[number]')]).to.deep.equal(['700', '700', '2']);
+    const big = await app.get(`${base()}&page%5Bsize%5D=${EVENTS_PAGE_MAX}`).set('Authorization', city);
+    expect(big.status).to.equal(200);
+    expect(big.body.events.length).to.be.greaterThan(1000);
+    expect(big.body.links.next).to.equal(null);
+    // the cursor style is unchanged: limit alone pages with a cursor
+    const cursorStyle = await app.get(`${base()}&limit=700`).set('Authorization', city);
+    expect(params(cursorStyle.body.links.next).has('cursor')).to.equal(true);
+    expect(Object.keys(cursorStyle.body.links)).to.deep.equal(['next']);
+    // a cursor followed with page[size] beside it: the same size is the same traversal, another is refused
+    const cursor = params(cursorStyle.body.links.next).get('cursor')!;
+    const same = await app.get(`${base()}&limit=700&page%5Bsize%5D=700&cursor=${cursor}`).set('Authorization', city);
+    expect(same.status).to.equal(200);
+    expect(params(same.body.links.next).get('page[size]')).to.equal('700');
+    expect((await app.get(`${base()}&page%5Bsize%5D=701&cursor=${cursor}`).set('Authorization', city)).status).to.equal(400);
+    // the brackets as a client may type them, unencoded
+    const raw = await app.get(`${base()}&page[size]=5&page[number]=2`).set('Authorization', city);
+    expect(raw.status).to.equal(200);
+    expect(raw.body.events).to.have.length(5);
+  });
+
+  it('past the last page: 200 with no events, next null, prev the last page', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const res = await app.get(`${base()}&page%5Bsize%5D=1000&page%5Bnumber%5D=99`).set('Authorization', city);
+    expect(res.status).to.equal(200);
+    expect(res.body.events).to.deep.equal([]);
+    expect(res.body.links.next).to.equal(null);
+    expect(params(res.body.links.prev).get('page[number]')).to.equal(params(res.body.links.last).get('page[number]'));
+    expectMds('2.0/micromobility/events_recent', res.body);
+    // an empty window: one empty page, first = last
+    const empty = await app
+      .get(`/v1/partner-apis/mds/${zone}/events/recent?start_time=${end - 10}&end_time=${end}&page%5Bsize%5D=10`)
+      .set('Authorization', city);
+    expect(empty.body.events).to.deep.equal([]);
+    expect(empty.body.links.first).to.equal(empty.body.links.last);
+    expect(empty.body.links.next).to.equal(null);
+  });
+
+  it('mixed styles, different sizes, bad values, other page[…] members, changed or foreign pins → 400 in the MDS error body', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const first = await app.get(`${base()}&page%5Bsize%5D=10`).set('Authorization', city);
+    const pin = params(first.body.links.next).get('page[as_of]')!;
+    const cursorRes = await app.get(`${base()}&limit=10`).set('Authorization', city);
+    const cursor = params(cursorRes.body.links.next).get('cursor')!;
+    const [payload, sig] = pin.split('.');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), k: 1 })).toString('base64url');
+    const cases: Array<[string, string, RegExp]> = [
+      ['cursor with page[number]', `&limit=10&cursor=${cursor}&page%5Bnumber%5D=2`, /mixed paging styles/],
+      ['cursor with page[as_of]', `&limit=10&cursor=${cursor}&page%5Bas_of%5D=${pin}`, /mixed paging styles/],
+      ['limit and page[size] differ', '&limit=10&page%5Bsize%5D=20', /conflicting page sizes/],
+      ['page[size] 0', '&page%5Bsize%5D=0', /invalid page\[size\]/],
+      ['page[size] too large', `&page%5Bsize%5D=${EVENTS_PAGE_MAX + 1}`, /invalid page\[size\]/],
+      ['page[size] not a number', '&page%5Bsize%5D=ten', /invalid page\[size\]/],
+      ['page[number] 0', '&page%5Bnumber%5D=0', /invalid page\[number\]/],
+      ['page[number] negative', '&page%5Bnumber%5D=-1', /invalid page\[number\]/],
+      ['page[number] fractional', '&page%5Bnumber%5D=1.5', /invalid page\[number\]/],
+      ['page[number] repeated', '&page%5Bnumber%5D=1&page%5Bnumber%5D=2', /repeated page\[number\]/],
+      ['page[offset]', '&page%5Boffset%5D=10', /unsupported paging parameter page\[offset\]/],
+      ['page[as_of] forged', `&page%5Bnumber%5D=2&page%5Bas_of%5D=${forged}.${sig}`, /invalid page\[as_of\]/],
+      ['page[as_of] garbage', '&page%5Bnumber%5D=2&page%5Bas_of%5D=abc', /invalid page\[as_of\]/],
+      ['a cursor as page[as_of]', `&page%5Bnumber%5D=2&page%5Bas_of%5D=${cursor}`, /invalid page\[as_of\]/],
+    ];
+    for (const [label, qs, pattern] of cases) {
+      const res = await app.get(`${base()}${qs}`).set('Authorization', city);
+      expect(res.status, label).to.equal(400);
+      expect(res.body, label).to.have.all.keys('error', 'error_description', 'error_details');
+      expect(res.body.error, label).to.equal('bad_param');
+      expect(res.body.error_description, label).to.match(pattern);
+    }
+    const otherWindow = await app
+      .get(`/v1/partner-apis/mds/${zone}/events/recent?start_time=${start + 1}&end_time=${end}&page%5Bnumber%5D=2&page%5Bas_of%5D=${pin}`)
+      .set('Authorization', city);
+    expect(otherWindow.status).to.equal(400);
+    expect(otherWindow.body.error_details[0]).to.match(/another zone or window/);
+  });
+
+  it('legacy POST /events: page[number] pages with first/prev/next/last in the Link header', async () => {
+    const legacy = request(buildLegacyApp(t.ctx).callback());
+    const expected = (await windowIds()).length;
+    let url = `/en/${zone}/events?start_time=${start}&end_time=${end}&page%5Bsize%5D=1500`;
+    let count = 0;
+    let pages = 0;
+    for (;;) {
+      const res = await legacy.post(url).set('Authorization', city).set('Accept', V12);
+      expect(res.status).to.equal(200);
+      expectMds('1.2.0/status_changes', res.body);
+      count += res.body.data.status_changes.length;
+      pages++;
+      const links = Object.fromEntries([...(res.headers.link ?? '').matchAll(/<([^>]+)>; rel="(\w+)"/g)].map((m) => [m[2], m[1]]));
+      expect(links).to.include.keys('first', 'last');
+      expect(params(links.first).get('page[size]')).to.equal('1500');
+      if (pages > 1) expect(links).to.have.property('prev');
+      if (!links.next) break;
+      url = path(links.next);
+    }
+    expect(count).to.equal(expected);
+    expect(pages).to.equal(Math.ceil(expected / 1500));
+  });
+
+  it('the vehicle lists are one page: page[size] and page[number]=1 are accepted, page[number]=2 or a bad value is a 400', async () => {
+    const app = request(buildApp(t.ctx).callback());
+    const legacy = request(buildLegacyApp(t.ctx).callback());
+    for (const p of [`/v1/partner-apis/mds/${zone}/vehicles`, `/v1/partner-apis/mds/${zone}/vehicles/status`]) {
+      const ok = await app.get(`${p}?page%5Bsize%5D=1000&page%5Bnumber%5D=1`).set('Authorization', city);
+      expect(ok.status, p).to.equal(200);
+      expect(ok.body.links).to.deep.equal({ next: null });
+      for (const qs of ['page%5Bnumber%5D=2', 'page%5Bsize%5D=0', 'cursor=abc.def', 'page%5Bfoo%5D=1']) {
+        const res = await app.get(`${p}?${qs}`).set('Authorization', city);
+        expect(res.status, `${p}?${qs}`).to.equal(400);
+        expect(res.body.error).to.equal('bad_param');
+      }
+    }
+    expect((await legacy.get(`/en/${zone}/vehicles?page%5Bsize%5D=50`).set('Authorization', city).set('Accept', V12)).status).to.equal(200);
+    expect((await legacy.get(`/en/${zone}/vehicles?page%5Bnumber%5D=3`).set('Authorization', city).set('Accept', V12)).status).to.equal(400);
+  });
+
+  it('a numbered page whose start this process remembers is an ordered range scan from there: no sort, no offset', async () => {
+    const plan = await t.ctx.db.tx(async (tx) => {
+      await tx.query('SET LOCAL enable_sort = off');
+      return tx.one(`EXPLAIN (FORMAT JSON) ${sql('MdsEventsPageAt').text}`, [
+        zone,
+        new Date(start),
+        new Date(end),
+        start * 1000,
+        '00000000-0000-0000-0000-000000000000',
+        NOW * 1000 * 2,
+        1000,
+        0,
+      ]);
+    });
+    const text = JSON.stringify(plan['QUERY PLAN']);
+    expect(text).to.not.match(/"Node Type":"Sort"/);
+    expect(text).to.match(/events_.*zone_id_ts_event_id|events_zone_ts_id/);
+  });
+});

@@ -441,7 +441,17 @@ describe('OpenAPI documents', function () {
     expect(s.FeedOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicBaseUrl}/v1/partner-apis/token`);
     // GBFS 2.2 is on the main host and takes the legacy host's tokens too
     expect(s.LegacyOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicLegacyUrl}/token`);
-    expect(docs.feeds.paths['/gbfs/v2/{language}/{file}.json'].get!.security).to.deep.equal([{ LegacyOAuth: [] }, { FeedOAuth: [] }]);
+    expect(docs.feeds.paths['/gbfs/v2/{language}/{file}.json'].get!.security).to.deep.equal([{ LegacyOAuth: [] }, { FeedOAuth: [] }, { FeedKey: [] }]);
+    // a feed client's API key on every feed operation of both hosts (the token endpoints and the public metadata aside)
+    expect(s.FeedKey).to.include({ type: 'apiKey', in: 'header', name: 'X-Access-Token' });
+    expect((docs.legacy.components.securitySchemes as any).FeedKey).to.include({ type: 'apiKey', in: 'header', name: 'X-Access-Token' });
+    for (const doc of [docs.feeds, docs.legacy])
+      for (const [path, item] of Object.entries(doc.paths))
+        for (const op of Object.values(item) as Array<{ security?: Array<Record<string, unknown>>; operationId?: string }>) {
+          const names = (op.security ?? []).flatMap((r) => Object.keys(r));
+          if (/token|well-known/.test(path)) continue;
+          expect(names, `${op.operationId} ${path}`).to.satisfy((n: string[]) => n.includes('FeedKey') || n.includes('InsurerKey'));
+        }
     expect(docs.feeds.servers.map((x) => x.url)).to.deep.equal([t.ctx.config.publicBaseUrl]);
     expect(docs.legacy.servers.map((x) => x.url)).to.deep.equal([t.ctx.config.publicLegacyUrl]);
     expect((docs.legacy.components.securitySchemes as any).LegacyOAuth.flows.clientCredentials.tokenUrl).to.equal(`${t.ctx.config.publicLegacyUrl}/token`);

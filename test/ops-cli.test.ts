@@ -9,6 +9,7 @@
  */
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../lib/core/paths.js';
@@ -49,6 +50,38 @@ describe('ops CLI: one-line errors and the embedded database', function () {
       cli(['clients', 'create', 'city-of-atlantis', '--role', 'city', '--zones', 'atlantis']),
       new RegExp(`^error: unknown zone atlantis; known zones: ${known.join(', ') || 'none'}$`),
     );
+  });
+
+  it('clients keys create prints the key once, list shows its prefix only, revoke revokes it; mistakes are one line', async () => {
+    // the seed tests below need a database without anyone else's clients: this one goes again at the end
+    try {
+      expect(cli(['clients', 'create', 'cli-keys-city', '--role', 'city']).status).to.equal(0);
+      const made = cli(['clients', 'keys', 'create', 'cli-keys-city', '--label', 'dashboard']);
+      expect(made.status, made.stderr).to.equal(0);
+      const m = /^key id ([0-9a-f-]{36}) \(client cli-keys-city, city, zones all\)\nAPI key \(shown once\): (fk_[A-Za-z0-9_-]{43})$/.exec(made.stdout.trim());
+      expect(m, made.stdout).to.not.equal(null);
+      const [, id, key] = m!;
+      const stored = await t.ctx.db.one<{ key_hash: Buffer; key_prefix: string; label: string }>(
+        'SELECT key_hash, key_prefix, label FROM feed_client_keys WHERE id = $1',
+        [id],
+      );
+      expect(stored.key_hash.toString('hex')).to.equal(createHash('sha256').update(key).digest('hex'));
+      expect(stored).to.include({ key_prefix: key.slice(0, 8), label: 'dashboard' });
+      const listed = cli(['clients', 'keys', 'list', 'cli-keys-city']);
+      expect(listed.status, listed.stderr).to.equal(0);
+      expect(listed.stdout).to.include(id).and.include(key.slice(0, 8)).and.not.include(key);
+      const revoked = cli(['clients', 'keys', 'revoke', id]);
+      expect(revoked.status, revoked.stderr).to.equal(0);
+      expect(revoked.stdout.trim()).to.equal(`revoked ${id}`);
+      expect((await t.ctx.db.one<{ revoked_at: Date | null }>('SELECT revoked_at FROM feed_client_keys WHERE id = $1', [id])).revoked_at).to.be.instanceOf(
+        Date,
+      );
+      oneLineError(cli(['clients', 'keys', 'revoke', id]), new RegExp(`^error: no active feed client key with id ${id}$`));
+      oneLineError(cli(['clients', 'keys', 'revoke', 'nope']), /^error: .*'nope' is invalid for argument 'keyId'\. must be a uuid/);
+      oneLineError(cli(['clients', 'keys', 'create', 'no-such-client']), /^error: no active feed client no-such-client$/);
+    } finally {
+      await t.ctx.db.query(`DELETE FROM feed_clients WHERE client_id = 'cli-keys-city'`);
+    }
   });
 
   it('an unknown key scope lists the scopes, ops included', () => {

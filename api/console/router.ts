@@ -25,6 +25,8 @@ import { requestLogOf } from '../kit/request-log.js';
 import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
 import type { Logger } from '../../lib/core/log.js';
 import { complianceView, PolicySourceError, removePolicySource, savePolicySource, type PolicyAuthType } from '../../lib/domain/policy/sources.js';
+import { createFeedKey, listFeedKeys, revokeFeedKey } from '../../lib/feeds/keys.js';
+import { isUuid } from '../../lib/core/uuid.js';
 
 const CHALLENGE = 'Bearer realm="console"';
 
@@ -152,15 +154,63 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     koa.body = await healthFigures();
   });
 
-  // partners, keys and feed clients with scope, zones and last use; never a hash or a secret
+  // partners, keys, feed clients and their keys with scope, zones and last use; never a hash or a secret
   router.get('/credentials', async (koa) => {
-    const [partners, keys, clients] = await Promise.all([
+    const [partners, keys, clients, feedKeys] = await Promise.all([
       app.db.many(sql('ConsolePartners')),
       app.db.many(sql('AdminListApiKeys'), [null]),
       app.db.many(sql('AdminListFeedClients')),
+      listFeedKeys(app.db),
     ]);
     koa.set('Cache-Control', 'no-store');
-    koa.body = { partners, keys, feed_clients: clients };
+    koa.body = { partners, keys, feed_clients: clients, feed_keys: feedKeys };
+  });
+
+  // a feed client's API keys (X-Access-Token on every feed host, lib/feeds/keys.ts): created with
+  // the key in the answer, once (only its hash is kept), and revoked; both audited
+  const clientParam = (koa: Koa.Context): string => {
+    const id = (koa.params as Record<string, string>).clientId;
+    if (!/^[A-Za-z0-9._-]{1,128}$/.test(id)) throw badParam('invalid client id');
+    return id;
+  };
+  router.post('/feed-clients/:clientId/keys', async (koa) => {
+    const clientId = clientParam(koa);
+    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
+      if (err instanceof BodyRefused) {
+        closeIfBodyUnread(koa);
+        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
+      }
+      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
+      throw err;
+    })) as { label?: unknown } | undefined;
+    const label = body?.label ?? '';
+    if (typeof label !== 'string' || label.length > 200) throw badParam('label must be a string of at most 200 characters');
+    const client = await app.db.maybeOne(sql('FeedClientById'), [clientId]);
+    if (!client || client.revoked_at) throw new FeedError(404, 'not_found', `no active feed client ${clientId}`);
+    const made = await createFeedKey(app.db, clientId, label);
+    const principal = principalOf(koa);
+    audit(requestLogOf(koa) ?? app.log).info(
+      { keyId: principal.keyId, partner: principal.partnerName, client: clientId, feedKey: made.id },
+      'console feed key created',
+    );
+    koa.set('Cache-Control', 'no-store');
+    koa.status = 201;
+    koa.body = { id: made.id, client_id: clientId, key: made.key, key_prefix: made.prefix, label };
+  });
+  router.delete('/feed-clients/:clientId/keys/:keyId', async (koa) => {
+    const clientId = clientParam(koa);
+    const keyId = koa.params.keyId;
+    if (!isUuid(keyId)) throw badParam('invalid key id', 'the key id is a UUID');
+    closeIfBodyUnread(koa);
+    const revoked = await revokeFeedKey(app.db, keyId.toLowerCase(), app.clock.now(), clientId);
+    if (!revoked) throw new FeedError(404, 'not_found', `no active key ${keyId} of feed client ${clientId}`);
+    const principal = principalOf(koa);
+    audit(requestLogOf(koa) ?? app.log).info(
+      { keyId: principal.keyId, partner: principal.partnerName, client: clientId, feedKey: revoked.id },
+      'console feed key revoked',
+    );
+    koa.set('Cache-Control', 'no-store');
+    koa.body = { id: revoked.id, client_id: revoked.client_id, revoked: true };
   });
 
   // the compliance view of the city's rules (the same as `ops policy status`), one zone or every zone

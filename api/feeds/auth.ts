@@ -1,21 +1,27 @@
 /**
- * Who is asking, and may they read this: bearer tokens (signature and expiry checked locally, then
- * the in-process set of client standings: revoked or unknown clients → 401), role rules from lib/feeds/roles.ts, and the zone scope. Order of
- * answers: 401 no/bad/expired token, 403 feed outside the role, 400 malformed zone id, 404 unknown
- * zone, 403 zone outside the client's scope.
+ * Who is asking, and may they read this: a feed client's credential — a bearer token (signature and
+ * expiry checked locally, then the in-process set of client standings: revoked or unknown clients →
+ * 401) or one of its API keys in X-Access-Token (the in-process set of usable keys,
+ * lib/feeds/keys.ts) — then the role rules from lib/feeds/roles.ts and the zone scope. Both
+ * credentials give the same principal (client, role, zones), so every route of every feed host takes
+ * either. Order of answers: 401 no/bad/expired credential, 403 feed outside the role, 400 malformed
+ * zone id, 404 unknown zone, 403 zone outside the client's scope.
  */
 import { bearerOf } from '../kit/api-key-gate.js';
 import type Koa from 'koa';
 import type { AppContext } from '../../lib/domain/context.js';
 import { RevokedClients } from '../../lib/feeds/clients.js';
-import { FeedTokenVerifier, type FeedTokenClaims } from './access-tokens.js';
+import { FeedKeys } from '../../lib/feeds/keys.js';
+import type { Role } from '../../lib/feeds/roles.js';
+import { FeedTokenVerifier } from './access-tokens.js';
 import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { ZoneDirectory, type ZoneInfo } from './zones.js';
 import { GbfsSnapshotIndex, PublicationIndex } from './publications.js';
 import { ObjectCache } from '../kit/object-cache.js';
 import { ApiKeyVerifier } from '../../lib/domain/credentials/api-keys.js';
 import { TokenGuard } from './token-guard.js';
-import { forbidden, notFound, unauthorized } from './errors.js';
+import { EventPagePositions } from './paging.js';
+import { badParam, forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
 
 /**
@@ -26,6 +32,8 @@ import { zoneParam } from './params.js';
 export interface FeedDeps {
   app: AppContext;
   revoked: RevokedClients;
+  /** the feed clients' API keys (X-Access-Token on every feed route) */
+  keys: FeedKeys;
   zones: ZoneDirectory;
   tokens: FeedTokenVerifier;
   publications: PublicationIndex;
@@ -33,6 +41,8 @@ export interface FeedDeps {
   insurerKeys: ApiKeyVerifier;
   gbfs: GbfsSnapshotIndex;
   files: ObjectCache | undefined;
+  /** where page[number] pages of event windows start (api/feeds/paging.ts) */
+  pagePositions: EventPagePositions;
   /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
   tokenGuard: TokenGuard;
 }
@@ -40,13 +50,15 @@ export interface FeedDeps {
 export function buildFeedDeps(app: AppContext): FeedDeps {
   return {
     app,
-    revoked: new RevokedClients(app.db, app.clock),
+    revoked: new RevokedClients(app.db, app.clock, { refreshMs: app.config.feedCredentialRefreshMs }),
+    keys: new FeedKeys(app.db, app.clock, { refreshMs: app.config.feedCredentialRefreshMs }),
     zones: new ZoneDirectory(app.db),
     tokens: new FeedTokenVerifier(app.config, app.clock),
     publications: new PublicationIndex(app.db, app.clock),
     insurerKeys: new ApiKeyVerifier(app.db, app.clock),
     gbfs: new GbfsSnapshotIndex(app.db, app.clock),
     files: fileCache(app),
+    pagePositions: new EventPagePositions(),
     tokenGuard: tokenGuardOf(app),
   };
 }
@@ -80,23 +92,59 @@ function bearerToken(ctx: Koa.Context): string | undefined {
 }
 
 /**
+ * The feed client a request speaks for, whichever credential it sent: what every feed route reads
+ * (role and zones), never how it was proven.
+ */
+export interface FeedPrincipal {
+  clientId: string;
+  role: Role;
+  /** null: every zone */
+  zones: string[] | null;
+  /** the key's id when the credential was an API key (X-Access-Token) */
+  keyId?: string;
+}
+
+/**
  * What the feeds' auth kinds leave on ctx.state (api/feeds/endpoint.ts `feedKit`): the handler reads
  * it through `claimsOf` (./insurance.ts: `insurerZonesOf`), never by authenticating again.
  */
 export interface FeedAuthState {
-  /** the verified bearer token (feedToken, legacyToken, eitherToken; insurer when sent a token) */
-  feedClaims?: FeedTokenClaims;
+  /** the verified credential (feedToken, legacyToken, eitherToken; insurer when sent a token or a feed client's key) */
+  feedClaims?: FeedPrincipal;
   /** insurer: the zones the credential opens (null: every zone) */
   insurerZones?: string[] | null;
 }
 
 const stateOf = (ctx: Koa.Context) => ctx.state as FeedAuthState;
 
-/** Verifies the bearer token; throws 401 with `WWW-Authenticate: Bearer`. The claims stay on ctx.state (FeedAuthState). */
-export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<FeedTokenClaims> {
+/** The API key of X-Access-Token, or undefined when the header is absent or empty. */
+export function accessKeyOf(ctx: Koa.Context): string | undefined {
+  return ctx.get('X-Access-Token') || undefined;
+}
+
+/**
+ * Verifies the request's credential: `Authorization: Bearer <token>` or `X-Access-Token: <key>`
+ * (both at once is a 400: RFC 6750 §2, one method per request). Throws 401 with
+ * `WWW-Authenticate: Bearer`. The principal stays on ctx.state (FeedAuthState).
+ */
+export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<FeedPrincipal> {
   const header = ctx.get('Authorization');
+  const key = accessKeyOf(ctx);
+  if (key !== undefined) {
+    if (header) throw badParam('two credentials', 'send one credential: Authorization: Bearer <access token> or X-Access-Token: <API key>, not both');
+    const found = await deps.keys.verify(key);
+    if (!found) throw unauthorized('the API key is unknown or revoked, or its client is revoked', true);
+    stateOf(ctx).feedClaims = found;
+    return found;
+  }
   const token = bearerToken(ctx);
-  if (!token) throw unauthorized(header ? 'the Authorization header must be "Bearer <access token>"' : 'an access token is required', Boolean(header));
+  if (!token)
+    throw unauthorized(
+      header
+        ? 'the Authorization header must be "Bearer <access token>"'
+        : 'an access token (Authorization: Bearer) or an API key (X-Access-Token) is required',
+      Boolean(header),
+    );
   const res = await deps.tokens.verify(token);
   if (!res.ok) throw unauthorized(res.reason === 'expired' ? 'the access token has expired' : 'the access token is invalid', true);
   const standing = await deps.revoked.standing(res.claims.clientId);
@@ -107,8 +155,9 @@ export async function authenticate(deps: FeedDeps, ctx: Koa.Context): Promise<Fe
 }
 
 /**
- * The bearer-token kinds (feedToken, legacyToken, eitherToken): one verifier serves both hosts, whose
- * tokens are alike, so the three differ only in what the documents say of them.
+ * The credential kinds of the feed routes (feedToken, legacyToken, eitherToken): one verifier serves
+ * both hosts, whose tokens are alike, and the same keys open both, so the three differ only in what
+ * the documents say of them.
  */
 export function tokenAuth(deps: FeedDeps): Koa.Middleware {
   return async (ctx, next) => {
@@ -118,13 +167,13 @@ export function tokenAuth(deps: FeedDeps): Koa.Middleware {
 }
 
 /** The claims the row's token auth left; a row without it reaching here is a fault of its table, not of the client. */
-export function claimsOf(ctx: Koa.Context): FeedTokenClaims {
+export function claimsOf(ctx: Koa.Context): FeedPrincipal {
   const claims = stateOf(ctx).feedClaims;
   if (!claims) throw new Error('no token was verified for this route: its row must declare a token auth kind');
   return claims;
 }
 
-export function authorize(claims: { role: FeedTokenClaims['role'] }, access: FeedAccess): void {
+export function authorize(claims: { role: Role }, access: FeedAccess): void {
   if (!canRead(claims.role, access)) throw forbidden('this feed is outside the role of the client');
 }
 

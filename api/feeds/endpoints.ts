@@ -31,6 +31,17 @@ const ms = (description: string): ParamSpec => ({
   schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' },
   required: true,
 });
+// as api/feeds/paging.ts decodes a cursor or a pin: base64url payload, a dot, base64url signature, 1024 characters at most
+const SIGNED = { type: 'string', maxLength: 1024, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' } as const;
+const PAGE_SIZE: ParamSpec = {
+  description: `JSON:API (MDS 2.1): events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT}); the same as \`limit\`, and a different value beside it is a 400`,
+  schema: { type: 'integer', format: 'int32', minimum: 1, maximum: EVENTS_PAGE_MAX },
+};
+const PAGE_NUMBER: ParamSpec = {
+  description:
+    'JSON:API (MDS 2.1): the page, from 1, of `page[size]` events in (timestamp, event_id) order; past the last page an empty page. Not with `cursor` (400)',
+  schema: { type: 'integer', format: 'int32', minimum: 1, maximum: 1_000_000 },
+};
 export const PAGE_PARAMS: Record<string, ParamSpec> = {
   limit: {
     description: `events per page, 1 to ${EVENTS_PAGE_MAX} (default ${EVENTS_PAGE_DEFAULT})`,
@@ -38,13 +49,30 @@ export const PAGE_PARAMS: Record<string, ParamSpec> = {
   },
   cursor: {
     description: 'from the previous page’s next link, unchanged (signed: it pins the zone, window, limit and the set of events of the first page)',
-    // as api/feeds/paging.ts decodes it: base64url payload, a dot, base64url signature, 1024 characters at most
-    schema: { type: 'string', maxLength: 1024, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
+    schema: SIGNED,
+  },
+  'page[size]': PAGE_SIZE,
+  'page[number]': PAGE_NUMBER,
+  'page[as_of]': {
+    description:
+      'from a page link (first, prev, next, last), unchanged: it pins the set of events of the window as of its first page (signed: the zone, window, cut-off and event count), so page N is the same page whenever it is asked for. Without it a `page[number]` request counts the window as it is then. Not with `cursor` (400)',
+    schema: SIGNED,
+  },
+};
+/** The vehicle lists are one page: JSON:API clients may send these, and only page 1 exists. */
+export const ONE_PAGE_PARAMS: Record<string, ParamSpec> = {
+  'page[size]': { ...PAGE_SIZE, description: 'accepted for JSON:API clients; the list is one page holding every vehicle whatever the size (links.next null)' },
+  'page[number]': {
+    ...PAGE_NUMBER,
+    description: 'accepted for JSON:API clients; only 1 exists (another number is a 400)',
+    schema: { ...PAGE_NUMBER.schema, maximum: 1 },
   },
 };
 export const PAGING =
-  `Paged: at most \`limit\` events per page in (timestamp, event_id) order. Follow the next link unchanged until it is null: every event of the window ` +
-  'that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those). ';
+  `Paged, two ways. \`limit\`/\`cursor\`: at most \`limit\` events per page in (timestamp, event_id) order; follow the next link unchanged until it is null. ` +
+  '`page[size]`/`page[number]` (JSON:API, as MDS 2.1 recommends): page `page[number]` of `page[size]` events, with first, prev, next and last links that keep `page[number]`, the size parameter the request used and a `page[as_of]` pin. ' +
+  'Either way every event of the window that was recorded when the first page was asked for comes exactly once, however many arrive meanwhile (a new traversal sees those), and under one pin page N is always the same page. ' +
+  'Mixing the styles (`cursor` with `page[number]` or `page[as_of]`), `limit` and `page[size]` with different values, or another `page[…]` parameter is a 400. ';
 const optionalMs = (description: string): ParamSpec => ({
   description: `${description}, integer milliseconds since the Unix epoch`,
   schema: { type: 'string', maxLength: 15, pattern: '^[0-9]{1,15}$' },
@@ -108,8 +136,9 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
+    query: ONE_PAGE_PARAMS,
     responses: mdsOk('the vehicle status records', FEED_REF.MdsVehiclesStatus),
-    errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
+    errors: [{ 400: ['malformed zone id, malformed page[size], page[number] other than 1'], 404: ['unknown zone'] }],
     feed: { accept: [MDS] },
     handle: (deps, ctx) => mdsVehicleStatus(deps, ctx, false),
   },
@@ -136,8 +165,9 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
+    query: ONE_PAGE_PARAMS,
     responses: mdsOk('the vehicles', FEED_REF.MdsVehicles),
-    errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
+    errors: [{ 400: ['malformed zone id, malformed page[size], page[number] other than 1'], 404: ['unknown zone'] }],
     feed: { accept: [MDS] },
     handle: (deps, ctx) => mdsVehicles(deps, ctx, false),
   },
@@ -160,7 +190,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'get',
     path: `${BASE}/events/recent`,
     summary: 'Recent events (at most two weeks back)',
-    description: `${PAGING}The next page is \`links.next\`.`,
+    description: `${PAGING}The page links are \`links.first\`, \`links.prev\`, \`links.next\`, \`links.last\` (\`limit\`/\`cursor\`: \`links.next\` only).`,
     tag: 'MDS 2.0',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },
@@ -169,7 +199,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     errors: [
       {
         400: [
-          'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back, limit out of range, a cursor that was changed or belongs to another zone, window or limit',
+          'missing or malformed start_time/end_time, start not before end, window longer than two weeks or starting more than two weeks back, limit or page[size] out of range or different, page[number] not a whole number from 1, cursor with page[number] or page[as_of], another page[…] parameter, a cursor or page[as_of] that was changed or belongs to another zone or window (a cursor: or limit)',
         ],
         404: ['unknown zone'],
       },
@@ -359,7 +389,7 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
     path: '/v1/partner-apis/insurance/{zoneID}/trips',
     summary: 'Insurance trips of one UTC hour',
     description:
-      'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current) or a Bearer token of an insurer feed client (deprecated).',
+      'The MDS 2.0 trip extended with the insurance fields. Credential: `X-Access-Token` (current: an insurer’s API key, or an API key of an insurer-role feed client) or a Bearer token of an insurer feed client (deprecated).',
     tag: 'Insurance',
     auth: 'insurer',
     params: { zoneID: ZONE_PARAM },

@@ -1,7 +1,7 @@
 /**
  * The hot path of the authenticating hourly-file routes: a request that the in-process caches can
  * answer completely (token verified before, zone list current, publication row and file body fresh,
- * gzip accepted, the client's standing loaded and current) is answered on the raw node:http
+ * gzip accepted, the client's standing or its key loaded and current) is answered on the raw node:http
  * request, before Koa (api/app.ts `withHotPath`), synchronously: no database or store access, no
  * promise hop. Anything else — every error, a cache miss, identity decoding, percent-encoded query
  * strings — goes to Koa untouched and takes the ordinary route. This path only ever gives the answer
@@ -29,6 +29,7 @@ import { canRead, inScope, type FeedAccess } from '../../lib/feeds/roles.js';
 import { acceptsEncoding } from '../kit/conditional.js';
 import { answerOf, hourFile, hourlyObject, type Answer, type ServeRule } from '../kit/serve.js';
 import type { FeedDeps } from './auth.js';
+import { feedKeyId, type FeedKeyPrincipal } from '../../lib/feeds/keys.js';
 import { negotiate, type MediaOffer } from './accept.js';
 import { HOUR_FILE_CACHE_CONTROL } from './files.js';
 import type { ZoneInfo } from './zones.js';
@@ -120,13 +121,19 @@ function queryValue(qs: string, name: string): string | undefined {
  */
 interface Shape {
   url: string;
-  auth: string;
+  auth: string | undefined;
+  /** the X-Access-Token header */
+  key: string | undefined;
   accept: string | undefined;
   acceptEncoding: string;
   route: FastHourRoute;
   zoneId: string;
-  /** the verifier's claims of the token (a valid token's claims never change; its expiry is checked per request) */
-  claims: FeedTokenClaims;
+  /**
+   * The credential: a token's claims (a valid token's claims never change; its expiry and its
+   * client's standing are checked per request), or a key's lookup id and the loaded set's
+   * principal for it (the same object until the set's next refresh: compared per request).
+   */
+  credential: { claims: FeedTokenClaims } | { keyId: string; principal: FeedKeyPrincipal };
   hourStart: number;
   /** the publication index's key of (feed, version, zone, hour) */
   rowKey: string;
@@ -145,11 +152,26 @@ interface Shape {
 function shapeOf(deps: FeedDeps, req: IncomingMessage, url: string, route: FastHourRoute, zoneId: string, qs: string): Shape | undefined {
   const h = req.headers;
   const auth = h.authorization;
-  if (auth === undefined) return undefined;
-  const token = bearerOf(auth);
-  if (!token) return undefined;
-  const claims = deps.tokens.cached(token);
-  if (!claims) return undefined;
+  const key = h['x-access-token'];
+  let credential: Shape['credential'];
+  let claims: { role: FeedKeyPrincipal['role']; zones: string[] | null };
+  if (key !== undefined) {
+    // both at once is the ordinary route's 400; an empty or repeated header its to read
+    if (auth !== undefined || typeof key !== 'string') return undefined;
+    const keyId = feedKeyId(key);
+    const principal = keyId && deps.keys.peek(keyId);
+    if (!keyId || !principal) return undefined;
+    credential = { keyId, principal };
+    claims = principal;
+  } else {
+    if (auth === undefined) return undefined;
+    const token = bearerOf(auth);
+    if (!token) return undefined;
+    const verified = deps.tokens.cached(token);
+    if (!verified) return undefined;
+    credential = { claims: verified };
+    claims = verified;
+  }
 
   let memo = offersByAccept.get(route);
   if (!memo) offersByAccept.set(route, (memo = new Memo()));
@@ -171,11 +193,12 @@ function shapeOf(deps: FeedDeps, req: IncomingMessage, url: string, route: FastH
   return {
     url,
     auth,
+    key,
     accept: h.accept,
     acceptEncoding: ae,
     route,
     zoneId,
-    claims,
+    credential,
     hourStart: hour.start.getTime(),
     rowKey: deps.publications.keyOf(route.feed, offer.version, zoneId, hour.sql),
     rule: { cacheControl: HOUR_FILE_CACHE_CONTROL, contentType: offer.contentType },
@@ -184,12 +207,17 @@ function shapeOf(deps: FeedDeps, req: IncomingMessage, url: string, route: FastH
   };
 }
 
-/** The connection's shape when this request has the same strings; undefined otherwise. */
-function sameShape(shapes: WeakMap<object, Shape>, req: IncomingMessage, url: string): Shape | undefined {
+/**
+ * The connection's shape when this request has the same strings (and, for a key, the loaded set
+ * still gives the same principal: a refresh may have changed its client's role or zones);
+ * undefined otherwise.
+ */
+function sameShape(deps: FeedDeps, shapes: WeakMap<object, Shape>, req: IncomingMessage, url: string): Shape | undefined {
   const s = shapes.get(req.socket);
   if (s === undefined || s.url !== url) return undefined;
   const h = req.headers;
-  return h.authorization === s.auth && h['accept-encoding'] === s.acceptEncoding && h.accept === s.accept ? s : undefined;
+  if (h.authorization !== s.auth || h['x-access-token'] !== s.key || h['accept-encoding'] !== s.acceptEncoding || h.accept !== s.accept) return undefined;
+  return 'keyId' in s.credential && deps.keys.peek(s.credential.keyId) !== s.credential.principal ? undefined : s;
 }
 
 /**
@@ -217,7 +245,9 @@ function answerFromCaches(
   now: number,
   head: boolean,
 ): { answer: Answer; obj: CachedObject } | undefined {
-  if (req.headers['x-access-token'] !== undefined || now >= s.claims.expiresAt * 1000) return undefined;
+  // a key's principal was checked against the loaded set in this tick (shapeOf, sameShape)
+  const token = 'claims' in s.credential ? s.credential.claims : undefined;
+  if (token && now >= token.expiresAt * 1000) return undefined;
   const zone = deps.zones.peek(s.zoneId);
   if (!zone) return undefined;
   if (zone !== s.zone) {
@@ -240,7 +270,7 @@ function answerFromCaches(
   // decoding for the client streams: the ordinary route's to do
   if (answer.body === 'decoded') return undefined;
   // a client the loaded standings do not know as active (or a refresh due) is the ordinary path's to decide
-  return deps.revoked.peek(s.claims.clientId) === 'active' ? { answer, obj } : undefined;
+  return !token || deps.revoked.peek(token.clientId) === 'active' ? { answer, obj } : undefined;
 }
 
 /**
@@ -273,7 +303,7 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
     if (!cache || (method !== 'GET' && method !== 'HEAD')) return fallback(req, res);
     const started = performance.now();
     const url = req.url ?? '';
-    let s = sameShape(shapes, req, url);
+    let s = sameShape(deps, shapes, req, url);
     if (s === undefined) {
       const match = matchFile(files, url);
       if (!match) return fallback(req, res);

@@ -1,10 +1,11 @@
 /**
  * Insurance trips (GET /v1/partner-apis/insurance/{zoneID}/trips?end_time=), from the hourly files.
- * Current credential: an API key in X-Access-Token (scope `insurance`, zones of its partner).
+ * Current credential: an API key in X-Access-Token: an insurer partner's key (scope `insurance`,
+ * zones of its partner) or, as on every feed route, a key of an insurer-role feed client.
  * Deprecated but working: an OAuth bearer token of an insurer-role feed client.
  */
 import type Koa from 'koa';
-import { authenticate, authorize, resolveZone, type FeedAuthState, type FeedDeps } from './auth.js';
+import { accessKeyOf, authenticate, authorize, resolveZone, type FeedAuthState, type FeedDeps } from './auth.js';
 import { INSURANCE_2_0, negotiate } from './accept.js';
 import { forbidden, unauthorized } from './errors.js';
 import { apiOfScope, otherScopeOf } from '../kit/api-key-gate.js';
@@ -12,23 +13,25 @@ import { notYetAvailable202, serveHourFile } from './files.js';
 import { single, timeHourParam, pathParam } from './params.js';
 
 /**
- * The `insurer` auth kind: the key (401 unknown, 403 a key of another API), or else the token and
- * the role's right to the insurance trips (an insurer credential is one that opens them), before the
- * handler negotiates the version. Leaves the zones the credential opens on ctx.state.
+ * The `insurer` auth kind: an insurer partner's key (403 for a live key of another API), or else
+ * the feed routes' credential (a feed client's key or token: ./auth.ts authenticate) and the role's
+ * right to the insurance trips (an insurer credential is one that opens them), before the handler
+ * negotiates the version. Leaves the zones the credential opens on ctx.state.
  */
 export function insurerAuth(deps: FeedDeps): Koa.Middleware {
   return async (ctx, next) => {
     const state = ctx.state as FeedAuthState;
-    const key = ctx.get('X-Access-Token');
-    if (key) {
-      const principal = await deps.insurerKeys.verify(key, 'insurance');
-      if (!principal) {
+    const key = accessKeyOf(ctx);
+    const partner = key !== undefined && !ctx.get('Authorization') ? await deps.insurerKeys.verify(key, 'insurance') : undefined;
+    if (partner) {
+      ctx.state.partnerId = partner.partnerId;
+      state.insurerZones = partner.zones;
+    } else {
+      // neither an insurer's key nor a feed client's: a live key of another API is told which one it is
+      if (key !== undefined && !ctx.get('Authorization') && !(await deps.keys.verify(key))) {
         const other = await otherScopeOf(deps.insurerKeys, key, 'insurance');
         throw other ? forbidden(`this key is not an insurer key; it is a key of ${apiOfScope[other]}`) : unauthorized('the access key is invalid', true);
       }
-      ctx.state.partnerId = principal.partnerId;
-      state.insurerZones = principal.zones;
-    } else {
       const claims = await authenticate(deps, ctx);
       authorize(claims, { family: 'insurance', endpoint: 'trips' });
       state.insurerZones = claims.zones;

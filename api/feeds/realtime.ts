@@ -23,7 +23,7 @@ import { mds20Head } from '../../lib/feeds/mds/envelope.js';
 import { toMdsEvent } from '../../lib/feeds/mds/records.js';
 import { streamVehicleRecords, streamVehicleStatusRecords } from '../../lib/feeds/mds/sources.js';
 import { streamOnReplica } from '../../lib/core/replica.js';
-import { eventsPage } from './paging.js';
+import { absoluteLinks, eventsPage, onePageOnly } from './paging.js';
 import type { FeedDeps } from './auth.js';
 import { MDS_2_0 } from './accept.js';
 import { notFound } from './errors.js';
@@ -32,6 +32,7 @@ import { recentWindow, uuidParam, pathParam } from './params.js';
 import { fromArray, streamFeed } from './stream.js';
 
 const noMorePages = { links: { next: null } };
+
 const vehicleHead = (deps: FeedDeps) => ({ version: '2.0.0', last_updated: deps.app.clock.now().getTime(), ttl: 0 });
 
 /** /vehicles (every vehicle of the zone) or /vehicles/{deviceID} (an array of one). */
@@ -39,6 +40,7 @@ export async function mdsVehicles(deps: FeedDeps, ctx: Koa.Context, single: bool
   const { config, db } = deps.app;
   const zone = await mdsGate(deps, ctx, 'vehicles');
   const device = single ? uuidParam('device_id', pathParam(ctx, 'deviceID')) : undefined;
+  if (!single) onePageOnly(ctx.query);
   await streamFeed(ctx, {
     contentType: MDS_2_0.contentType,
     head: vehicleHead(deps),
@@ -55,6 +57,7 @@ export async function mdsVehicleStatus(deps: FeedDeps, ctx: Koa.Context, single:
   const { config, db, clock } = deps.app;
   const zone = await mdsGate(deps, ctx, 'vehicles_status');
   const device = single ? uuidParam('device_id', pathParam(ctx, 'deviceID')) : undefined;
+  if (!single) onePageOnly(ctx.query);
   await streamFeed(ctx, {
     contentType: MDS_2_0.contentType,
     head: vehicleHead(deps),
@@ -71,12 +74,15 @@ export async function mdsEventsRecent(deps: FeedDeps, ctx: Koa.Context): Promise
   const { config, db, clock } = deps.app;
   const zone = await mdsGate(deps, ctx, 'events');
   const window = recentWindow(ctx.query, clock.now());
-  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window, { replicaWaitMs: config.databaseReplicaWaitMs });
+  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window, {
+    replicaWaitMs: config.databaseReplicaWaitMs,
+    positions: deps.pagePositions,
+  });
   await streamFeed(ctx, {
     contentType: MDS_2_0.contentType,
     head: mds20Head(clock.now().getTime()),
     arrayKey: 'events',
-    tail: { links: { next: page.next === null ? null : `${config.publicBaseUrl}/v1/partner-apis/mds/${zone.id}/events/recent?${page.next}` } },
+    tail: { links: absoluteLinks(page.links, `${config.publicBaseUrl}/v1/partner-apis/mds/${zone.id}/events/recent`) },
     rows: fromArray(page.rows),
     map: (r) => toMdsEvent(r, config),
   });

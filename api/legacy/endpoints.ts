@@ -10,7 +10,7 @@ import type { Schema } from '../openapi/common.js';
 import { FEED_REF } from '../openapi/records-feeds.js';
 import { MDS_0_4, MDS_1_2 } from '../feeds/accept.js';
 import { timeHour, tokenEndpoint, ZONE_PARAM, type FeedEndpoint } from '../feeds/endpoint.js';
-import { PAGE_PARAMS, PAGING } from '../feeds/endpoints.js';
+import { ONE_PAGE_PARAMS, PAGE_PARAMS, PAGING } from '../feeds/endpoints.js';
 import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { legacyGate } from '../feeds/gates.js';
 import { single, timeHourParam } from '../feeds/params.js';
@@ -78,7 +78,7 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     method: 'post',
     path: '/en/{zoneID}/events',
     summary: 'Recent status changes (1.2 / 0.4), at most two weeks back',
-    description: `POST without a body, as the requirement specifies. ${PAGING}The next page (POST it too) is in the \`Link: <url>; rel="next"\` header: the 1.2.0 and 0.4.1 schemas allow no top-level links.${ACCEPT}`,
+    description: `POST without a body, as the requirement specifies. ${PAGING}The page links (POST them too) are in the \`Link\` header, \`<url>; rel="next"\` (and with \`page[number]\` \`rel="first"\`, \`"prev"\`, \`"last"\`): the 1.2.0 and 0.4.1 schemas allow no top-level links.${ACCEPT}`,
     tag: 'Legacy MDS 1.2 / 0.4',
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
@@ -99,7 +99,7 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     errors: [
       {
         400: [
-          'missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back, limit out of range, a changed or foreign cursor',
+          'missing or malformed start_time/end_time, window longer than two weeks or starting more than two weeks back, limit or page[size] out of range or different, page[number] not a whole number from 1, cursor with page[number] or page[as_of], another page[…] parameter, a changed or foreign cursor or page[as_of]',
         ],
         404: ['unknown zone'],
       },
@@ -116,8 +116,9 @@ export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
     tag: 'Legacy MDS 1.2 / 0.4',
     auth: 'legacyToken',
     params: { zoneID: ZONE_PARAM },
+    query: ONE_PAGE_PARAMS,
     responses: ok('the vehicles', FEED_REF.LegacyVehicles),
-    errors: [{ 400: ['malformed zone id'], 404: ['unknown zone'] }],
+    errors: [{ 400: ['malformed zone id, malformed page[size], page[number] other than 1'], 404: ['unknown zone'] }],
     feed: { accept: TYPES },
     handle: legacyVehicles,
   },

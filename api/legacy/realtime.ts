@@ -8,7 +8,7 @@ import { BodyRefused, MAX_JSON_DEPTH, jsonDepthExceeds, readBody } from '../kit/
 import { FeedError, badParam } from '../feeds/errors.js';
 import { toStatusChange04, toStatusChange12, toVehicle04, toVehicle12 } from '../../lib/feeds/mds/legacy.js';
 import { streamLegacyVehicles } from '../../lib/feeds/mds/sources.js';
-import { eventsPage } from '../feeds/paging.js';
+import { absoluteLinks, eventsPage, onePageOnly } from '../feeds/paging.js';
 import { streamOnReplica } from '../../lib/core/replica.js';
 import type { FeedDeps } from '../feeds/auth.js';
 import { recentWindow } from '../feeds/params.js';
@@ -38,10 +38,14 @@ export async function legacyEvents(deps: FeedDeps, ctx: Koa.Context): Promise<vo
   const { zone, offer } = await legacyGate(deps, ctx, 'events');
   await refuseHostileBody(ctx, config.maxBodyBytes);
   const window = recentWindow(ctx.query, clock.now());
-  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window, { replicaWaitMs: config.databaseReplicaWaitMs });
+  const page = await eventsPage(ctx, db, config.signingSecret, zone.id, window, {
+    replicaWaitMs: config.databaseReplicaWaitMs,
+    positions: deps.pagePositions,
+  });
   const v12 = offer.version === '1.2';
-  const next = page.next === null ? null : `${config.publicLegacyUrl}/en/${zone.id}/events?${page.next}`;
-  if (next) ctx.set('Link', `<${next}>; rel="next"`);
+  // the 1.2.0 / 0.4.1 schemas allow no top-level links: the page links are Link headers (RFC 8288)
+  const links = Object.entries(absoluteLinks(page.links, `${config.publicLegacyUrl}/en/${zone.id}/events`)).filter(([, url]) => url !== null);
+  if (links.length) ctx.set('Link', links.map(([rel, url]) => `<${url}>; rel="${rel}"`).join(', '));
   await streamFeed(ctx, {
     contentType: offer.contentType,
     head: { version: VERSION[offer.version] },
@@ -55,6 +59,7 @@ export async function legacyEvents(deps: FeedDeps, ctx: Koa.Context): Promise<vo
 export async function legacyVehicles(deps: FeedDeps, ctx: Koa.Context): Promise<void> {
   const { config, db, clock } = deps.app;
   const { zone, offer } = await legacyGate(deps, ctx, 'vehicles');
+  onePageOnly(ctx.query);
   const v12 = offer.version === '1.2';
   await streamFeed(ctx, {
     contentType: offer.contentType,

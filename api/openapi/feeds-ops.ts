@@ -31,10 +31,10 @@ export const SHARED_RESPONSES: Record<string, Response> = {
     'Retry-After': RETRY_AFTER,
   }),
   NotModified: { description: 'not modified (If-None-Match / If-Modified-Since)' },
-  Unauthorized: error('missing, invalid, expired or revoked access token', {
-    'WWW-Authenticate': header('`Bearer realm="feeds"` (with `error="invalid_token"` when a token was presented)', { type: 'string' }, true),
+  Unauthorized: error('missing, invalid, expired or revoked access token; unknown or revoked API key, or a key of a revoked client', {
+    'WWW-Authenticate': header('`Bearer realm="feeds"` (with `error="invalid_token"` when a token or a key was presented)', { type: 'string' }, true),
   }),
-  Forbidden: error('valid token, but the feed or the zone is outside the client’s role', {
+  Forbidden: error('valid token or key, but the feed or the zone is outside the client’s role or zones', {
     'WWW-Authenticate': header('`Bearer realm="feeds", error="insufficient_scope"`', { type: 'string' }, true),
   }),
   InternalError: error('unexpected error'),
@@ -71,6 +71,8 @@ export const CONDITIONAL: Parameter[] = [
 
 export const FEED_TOKEN: SecurityRequirement[] = [{ FeedOAuth: [] }];
 export const LEGACY_TOKEN: SecurityRequirement[] = [{ LegacyOAuth: [] }];
+/** A feed client's API key (X-Access-Token): accepted on every feed route of both hosts beside its tokens. */
+export const FEED_KEY: SecurityRequirement[] = [{ FeedKey: [] }];
 
 /** The OAuth 2.0 token endpoints' request (both hosts). */
 export const TOKEN_REQUEST = {

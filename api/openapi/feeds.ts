@@ -16,6 +16,7 @@ import {
   CACHE_HEADERS,
   CONDITIONAL,
   E,
+  FEED_KEY,
   FEED_TOKEN,
   INSURANCE_20,
   LEGACY_TOKEN,
@@ -41,9 +42,9 @@ type FeedRow = EndpointDeclaration<string, string> & {
 };
 
 const SECURITY: Record<string, SecurityRequirement[]> = {
-  feedToken: FEED_TOKEN,
-  legacyToken: LEGACY_TOKEN,
-  eitherToken: [...LEGACY_TOKEN, ...FEED_TOKEN],
+  feedToken: [...FEED_TOKEN, ...FEED_KEY],
+  legacyToken: [...LEGACY_TOKEN, ...FEED_KEY],
+  eitherToken: [...LEGACY_TOKEN, ...FEED_TOKEN, ...FEED_KEY],
   insurer: [{ InsurerKey: [] }, ...FEED_TOKEN],
   clientCredentials: [{ ClientBasic: [] }, {}],
   none: [],
@@ -128,7 +129,19 @@ const SCHEMES = (opts: Urls) => ({
     flows: { clientCredentials: { tokenUrl: `${opts.publicLegacyUrl}/token`, scopes: {} } },
   },
   ClientBasic: { type: 'http', scheme: 'basic', description: 'client id and secret, for the token endpoint (RFC 6749 §2.3.1)' },
-  InsurerKey: { type: 'apiKey', in: 'header', name: 'X-Access-Token', description: 'the insurer’s API key' },
+  FeedKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Access-Token',
+    description:
+      'an API key of a feed client (issued by the operator: ops CLI `clients keys create`, or the console), instead of a token: it reads what the client’s tokens read (its role and zones) on every feed route of both hosts, until the key or its client is revoked (refused within 30 s); send one credential, not a key and a token together (400)',
+  },
+  InsurerKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Access-Token',
+    description: 'the insurer’s API key, or an API key of an insurer-role feed client',
+  },
 });
 
 /** What the oauth2 schemes say of the tokens (true of api/feeds/access-tokens.ts). */
@@ -163,7 +176,7 @@ export function feedsDocument(main: readonly FeedRow[], opts: Urls): OpenApiDocu
       description: [
         'Read-only feeds for cities, data consumers and insurers on the main host: MDS 2.0, GBFS 3.0 and 2.2, insurance trips. The legacy MDS 1.2 / 0.4 feeds are on the legacy host and have their own document (/openapi/legacy.json).',
         '',
-        `Get an access token with the OAuth 2.0 client credentials grant: \`POST ${opts.publicBaseUrl}/v1/partner-apis/token\`, then send \`Authorization: Bearer <token>\`. GBFS 2.2 (\`/gbfs/v2\`, on this host) also takes the legacy host's tokens (\`POST ${opts.publicLegacyUrl}/token\`), as the requirement has it. Insurers use an API key in \`X-Access-Token\` (the OAuth method is deprecated but still works). The token endpoint's RFC 8414 metadata is at \`/.well-known/oauth-authorization-server\` (issuer: this host's base URL), so standard OAuth clients configure themselves from the issuer.`,
+        `Get an access token with the OAuth 2.0 client credentials grant: \`POST ${opts.publicBaseUrl}/v1/partner-apis/token\`, then send \`Authorization: Bearer <token>\`; or send an API key of the feed client, issued by the operator, as \`X-Access-Token: <key>\` (every feed route takes either, with the client's role and zones). GBFS 2.2 (\`/gbfs/v2\`, on this host) also takes the legacy host's tokens (\`POST ${opts.publicLegacyUrl}/token\`), as the requirement has it. Insurers use an API key in \`X-Access-Token\` (the OAuth method is deprecated but still works). The token endpoint's RFC 8414 metadata is at \`/.well-known/oauth-authorization-server\` (issuer: this host's base URL), so standard OAuth clients configure themselves from the issuer.`,
         '',
         `Versions are negotiated with Accept: \`${MDS_20}\` (an absent Accept or \`*/*\` means 2.0), \`${INSURANCE_20}\`.`,
         '',
@@ -179,7 +192,7 @@ export function feedsDocument(main: readonly FeedRow[], opts: Urls): OpenApiDocu
       { name: 'GBFS 2.2', description: 'base /gbfs/v2' },
       { name: 'Insurance', description: 'base /v1/partner-apis/insurance/{zoneID}' },
     ],
-    security: FEED_TOKEN,
+    security: [...FEED_TOKEN, ...FEED_KEY],
   });
 }
 
@@ -192,7 +205,7 @@ export function legacyFeedsDocument(legacy: readonly FeedRow[], opts: Urls): Ope
       description: [
         'The provider feeds of MDS 1.2 and 0.4 on the legacy MDS host: trips and status changes by UTC hour, recent status changes, vehicles; for city clients. MDS 2.0, GBFS and insurance trips are on the main host (/openapi/feeds.json).',
         '',
-        `Get an access token with the OAuth 2.0 client credentials grant: \`POST ${opts.publicLegacyUrl}/token\`, then send \`Authorization: Bearer <token>\`. The token endpoint's RFC 8414 metadata is at \`/.well-known/oauth-authorization-server\` (issuer: this host's base URL).`,
+        `Get an access token with the OAuth 2.0 client credentials grant: \`POST ${opts.publicLegacyUrl}/token\`, then send \`Authorization: Bearer <token>\`, or send an API key of the feed client as \`X-Access-Token: <key>\`. The token endpoint's RFC 8414 metadata is at \`/.well-known/oauth-authorization-server\` (issuer: this host's base URL).`,
         '',
         `The version comes from Accept, which must name \`${MDS_12}\` or \`${MDS_04}\` (anything else is 406 listing both).`,
         '',
@@ -204,6 +217,6 @@ export function legacyFeedsDocument(legacy: readonly FeedRow[], opts: Urls): Ope
       { name: 'Authentication', description: 'the OAuth 2.0 token endpoint (client credentials) and its RFC 8414 metadata' },
       { name: 'Legacy MDS 1.2 / 0.4', description: 'base /en/{zoneID}' },
     ],
-    security: LEGACY_TOKEN,
+    security: [...LEGACY_TOKEN, ...FEED_KEY],
   });
 }

@@ -77,7 +77,13 @@ const pageLinks = {
   links: {
     type: 'object',
     required: ['next'],
-    properties: { next: { type: ['string', 'null'], format: 'uri', description: 'the next page of the window (follow it unchanged); null on the last page' } },
+    additionalProperties: false,
+    properties: {
+      next: { type: ['string', 'null'], format: 'uri', description: 'the next page of the window (follow it unchanged); null on the last page' },
+      first: { type: ['string', 'null'], format: 'uri', description: 'page[number] paging: page 1 under the same page[as_of]' },
+      prev: { type: ['string', 'null'], format: 'uri', description: 'page[number] paging: the page before (the last page, past the end); null on page 1' },
+      last: { type: ['string', 'null'], format: 'uri', description: 'page[number] paging: the last page under the same page[as_of]' },
+    },
   },
 };
 /** The official MDS 2.0 head of the vehicle endpoints: plain integers (where the requirement's object form would fail the schema). */

@@ -102,6 +102,11 @@ export interface Config {
   readonly feedCacheBytes: number;
   /** How long a zone's rendered vehicle list is answered from memory (ms); 0 computes every request. */
   readonly vehicleListCacheMs: number;
+  /**
+   * FEED_CREDENTIAL_REFRESH_MS: how old the feed routes' loaded client standings and feed keys may be
+   * (lib/feeds/clients.ts, lib/feeds/keys.ts): a revocation takes effect within it in every process.
+   */
+  readonly feedCredentialRefreshMs: number;
   readonly gateway: { readonly failRate: number; readonly delayMs: number; readonly timeoutMs: number };
   /**
    * The vehicle broker (MQTT 5): with MQTT_URL set, commands go to real vehicles through
@@ -428,6 +433,7 @@ export function loadConfig(env: Env = process.env): Config {
     // off under NODE_ENV=test, whose suites change vehicles behind the API and read them back at once
     // the vehicle list's bound for what changes with time alone; writes invalidate it at once (api/partner/vehicle-list.ts)
     vehicleListCacheMs: int(env, 'VEHICLE_LIST_CACHE_MS', 1000, 0, 10_000),
+    feedCredentialRefreshMs: int(env, 'FEED_CREDENTIAL_REFRESH_MS', 30_000, 100, 300_000),
     gateway: Object.freeze({
       failRate: num(env, 'GATEWAY_FAIL_RATE', 0, 0, 1),
       delayMs: int(env, 'GATEWAY_DELAY_MS', 0, 0),

@@ -1,7 +1,7 @@
 /**
  * Credential administration for the ops CLI: partners and their API keys (partner, TOMP, insurer
- * scopes) and OAuth feed clients. Secrets are returned once, at creation or rotation, and stored
- * only as hashes.
+ * scopes), OAuth feed clients and their API keys (X-Access-Token on the feeds). Secrets are
+ * returned once, at creation or rotation, and stored only as hashes.
  */
 import { DbError, type Db } from '../../lib/core/db.js';
 import { sql } from '../../lib/core/sql/typed.js';
@@ -10,6 +10,7 @@ import { createApiKey, revokeApiKey, type KeyScope } from '../../lib/domain/cred
 import { generateSecret, hashSecret } from '../../lib/domain/credentials/secrets.js';
 import { createFeedClient as insertFeedClient, revokeFeedClient as revokeClient } from '../../lib/feeds/clients.js';
 import { ROLES, type Role } from '../../lib/feeds/roles.js';
+import { createFeedKey, listFeedKeys, revokeFeedKey } from '../../lib/feeds/keys.js';
 
 export type PartnerKind = 'rental' | 'maas' | 'insurer' | 'operator';
 
@@ -93,4 +94,24 @@ export async function rotateFeedClient(db: Db, clientId: string) {
 export async function revokeFeedClient(db: Db, clock: Clock, clientId: string) {
   if (!(await revokeClient(db, clientId, clock.now()))) throw new AdminError(`no active feed client ${clientId}`);
   return { client_id: clientId };
+}
+
+/** A new API key of an active feed client (its role and zones are the client's); the key is returned once. */
+export async function createClientKey(db: Db, clientId: string, label = '') {
+  const client = await db.maybeOne(sql('FeedClientById'), [clientId]);
+  if (!client || client.revoked_at) throw new AdminError(`no active feed client ${clientId}`);
+  const { id, key, prefix } = await createFeedKey(db, clientId, label);
+  return { id, key, prefix, client_id: clientId, role: client.role, zones: client.zones };
+}
+
+/** The keys of one feed client, or of all (prefixes only). */
+export async function listClientKeys(db: Db, clientId?: string) {
+  return listFeedKeys(db, clientId ?? null);
+}
+
+/** Revokes a feed client's key: refused by every API process within FEED_CREDENTIAL_REFRESH_MS (30 s). */
+export async function revokeClientKey(db: Db, clock: Clock, keyId: string, clientId: string | null = null) {
+  const row = await revokeFeedKey(db, keyId, clock.now(), clientId);
+  if (!row) throw new AdminError(`no active feed client key with id ${keyId}${clientId ? ` of client ${clientId}` : ''}`);
+  return row;
 }

@@ -76,6 +76,36 @@ SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
  ORDER BY e.ts, e.event_id
  LIMIT $7;
 
+-- name: MdsEventsPageAt
+-- Page $7 rows long at offset $8 of a zone's window [$2, $3) in (ts, event_id) order, only events
+-- recorded before the cut-off ($6, µs): page[number] paging (api/feeds/paging.ts) when it does not
+-- know where the page starts. $4/$5: a position the page starts after (the window's start and the nil
+-- id when none is known), so the offset counts from there. Same columns as MdsEventsPage.
+-- ts_ms, ts_us, lat, lng, recorded_ms: of events' NOT NULL ts, location, recorded_at.
+-- not null: ts_ms, ts_us, lat, lng, recorded_ms
+SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
+       (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms, (extract(epoch FROM e.ts) * 1000000)::int8 AS ts_us,
+       ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
+       v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
+       (extract(epoch FROM e.recorded_at) * 1000)::int8 AS recorded_ms
+  FROM events e
+  JOIN vehicles v ON v.id = e.device_id
+  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+ WHERE e.zone_id = $1 AND e.ts >= $2 AND e.ts < $3
+   AND (e.ts, e.event_id) > (timestamptz 'epoch' + $4::int8 * interval '1 microsecond', $5::uuid)
+   AND e.recorded_at < timestamptz 'epoch' + $6::int8 * interval '1 microsecond'
+ ORDER BY e.ts, e.event_id
+ LIMIT $7 OFFSET $8;
+
+-- name: MdsEventsCount
+-- The events of a zone's window [$2, $3) recorded before the cut-off ($4, µs): the page count of a
+-- page[number] traversal, read once, at its first page (the pin carries it, api/feeds/paging.ts).
+-- not null: total
+SELECT count(*)::int8 AS total
+  FROM events e
+ WHERE e.zone_id = $1 AND e.ts >= $2 AND e.ts < $3
+   AND e.recorded_at < timestamptz 'epoch' + $4::int8 * interval '1 microsecond';
+
 -- name: MdsVehicles
 -- $2: a device id, or null for every vehicle of the zone.
 SELECT v.id AS device_id, v.code AS vehicle_code, vt.form_factor, vt.propulsion_type, vt.max_speed_kph,

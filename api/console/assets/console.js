@@ -299,9 +299,28 @@
         ]),
       ),
       el('h3', {}, 'feed clients'),
+      el('p', { id: 'cred-message', class: 'message' }),
       table(
-        ['client', 'role', 'zones', 'revoked', 'last use'],
-        c.feed_clients.map((f) => [f.client_id, f.role, (f.zones || ['all']).join(', '), f.revoked_at ? when(f.revoked_at) : '', when(f.last_used_at)]),
+        ['client', 'role', 'zones', 'revoked', 'last use', 'API keys (X-Access-Token)', ''],
+        c.feed_clients.map((f) => [
+          f.client_id,
+          f.role,
+          (f.zones || ['all']).join(', '),
+          f.revoked_at ? when(f.revoked_at) : '',
+          when(f.last_used_at),
+          feedKeysCell(
+            f,
+            (c.feed_keys || []).filter((k) => k.client_id === f.client_id && !k.revoked_at),
+            when,
+          ),
+          f.revoked_at
+            ? ''
+            : el(
+                'button',
+                { class: 'new-feed-key', 'data-client': f.client_id, onclick: () => newFeedKey(f.client_id).catch(report('cred-message')) },
+                'New key',
+              ),
+        ]),
       ),
     );
   }
@@ -343,6 +362,27 @@
     );
   }
 
+  // a client's active keys: prefix, label, last use and a revoke button each
+  function feedKeysCell(client, keys, when) {
+    if (!keys.length) return 'none';
+    return el(
+      'ul',
+      { class: 'feed-keys' },
+      ...keys.map((k) =>
+        el(
+          'li',
+          {},
+          `${k.key_prefix}… ${k.label ? `(${k.label}) ` : ''}last use ${when(k.last_used_at)} `,
+          el(
+            'button',
+            { class: 'revoke-feed-key', 'data-key': k.id, onclick: () => revokeFeedKey(client.client_id, k).catch(report('cred-message')) },
+            'Revoke',
+          ),
+        ),
+      ),
+    );
+  }
+
   async function savePolicy() {
     const zone = $('policy-zone').value;
     const body = {
@@ -365,6 +405,22 @@
     await api(`/policy/${encodeURIComponent(zone)}`, { method: 'DELETE' });
     $('policy-message').textContent = `removed the source of ${zone} with its rules`;
     await loadPolicy();
+  }
+
+  // the key is in the answer once: shown here, then only its prefix
+  async function newFeedKey(clientId) {
+    const label = window.prompt(`A note for the new key of ${clientId} (optional)`, '');
+    if (label === null) return;
+    const k = await api(`/feed-clients/${encodeURIComponent(clientId)}/keys`, { method: 'POST', body: JSON.stringify({ label }) });
+    await loadCredentials();
+    $('cred-message').replaceChildren(`new key of ${clientId} (shown once, copy it now): `, el('code', { id: 'new-feed-key' }, k.key));
+  }
+
+  async function revokeFeedKey(clientId, k) {
+    if (!window.confirm(`Revoke key ${k.key_prefix}… of ${clientId}? It stops working within 30 s.`)) return;
+    await api(`/feed-clients/${encodeURIComponent(clientId)}/keys/${k.id}`, { method: 'DELETE' });
+    await loadCredentials();
+    $('cred-message').textContent = `revoked key ${k.key_prefix}… of ${clientId}`;
   }
 
   // ---- wiring --------------------------------------------------------------------------------

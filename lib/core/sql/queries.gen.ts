@@ -439,6 +439,61 @@ export interface Queries {
       last_updated: Date;
     };
   };
+  /** sql/queries/feeds.sql */
+  FeedKeysUsable: {
+    params: [$1: Date | string | null];
+    row: {
+      id: string;
+      key_hash: Buffer;
+      client_id: string;
+      role: 'city' | 'insurer' | 'gbfs' | 'data';
+      zones: string[] | null;
+    };
+  };
+  /** sql/queries/feeds.sql */
+  FeedKeyByHash: {
+    params: [$1: Buffer | null, $2: Date | string | null];
+    row: {
+      id: string;
+      client_id: string;
+      role: 'city' | 'insurer' | 'gbfs' | 'data';
+      zones: string[] | null;
+      usable: boolean;
+    };
+  };
+  /** sql/queries/feeds.sql */
+  FeedKeysTouch: {
+    params: [$1: readonly (string | null)[] | null, $2: Date | string | null];
+    row: NoRow;
+  };
+  /** sql/queries/feeds.sql */
+  FeedKeyInsert: {
+    params: [$1: string | null, $2: Buffer | null, $3: string | null, $4: string | null];
+    row: {
+      id: string;
+    };
+  };
+  /** sql/queries/feeds.sql */
+  FeedKeyRevoke: {
+    params: [$1: string | null, $2: Date | string | null, $3: string | null];
+    row: {
+      id: string;
+      client_id: string;
+    };
+  };
+  /** sql/queries/feeds.sql */
+  FeedKeysList: {
+    params: [$1: string | null];
+    row: {
+      id: string;
+      client_id: string;
+      key_prefix: string;
+      label: string;
+      created_at: Date;
+      revoked_at: Date | null;
+      last_used_at: Date | null;
+    };
+  };
   /** sql/queries/fleet.sql */
   FleetLockVehicle: {
     params: [$1: string | null];
@@ -941,6 +996,33 @@ export interface Queries {
       form_factor: 'scooter' | 'bicycle';
       propulsion_type: 'electric' | 'electric_assist' | 'human';
       recorded_ms: number;
+    };
+  };
+  /** sql/queries/mds.sql */
+  MdsEventsPageAt: {
+    params: [$1: string | null, $2: Date | string | null, $3: Date | string | null, $4: number | bigint | string | null, $5: string | null, $6: number | bigint | string | null, $7: number | bigint | string | null, $8: number | bigint | string | null];
+    row: {
+      event_id: string;
+      device_id: string;
+      event_types: string[];
+      vehicle_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
+      ts_ms: number;
+      ts_us: number;
+      lat: number;
+      lng: number;
+      battery_percent: number | null;
+      trip_ids: string[] | null;
+      vehicle_code: string;
+      form_factor: 'scooter' | 'bicycle';
+      propulsion_type: 'electric' | 'electric_assist' | 'human';
+      recorded_ms: number;
+    };
+  };
+  /** sql/queries/mds.sql */
+  MdsEventsCount: {
+    params: [$1: string | null, $2: Date | string | null, $3: Date | string | null, $4: number | bigint | string | null];
+    row: {
+      total: number;
     };
   };
   /** sql/queries/mds.sql */
