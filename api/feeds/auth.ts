@@ -17,6 +17,7 @@ import { ApiKeyVerifier } from '../../lib/domain/credentials/api-keys.js';
 import { TokenGuard } from './token-guard.js';
 import { forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
+import { feedSignerOf, type FeedSigner } from './signatures.js';
 
 /**
  * What the feed routes of one host share; built once per app. The caches live here, so each app
@@ -35,6 +36,8 @@ export interface FeedDeps {
   files: ObjectCache | undefined;
   /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
   tokenGuard: TokenGuard;
+  /** signs every answer of the feed hosts (./signatures.ts), one key ring per process */
+  signer: FeedSigner;
 }
 
 export function buildFeedDeps(app: AppContext): FeedDeps {
@@ -48,6 +51,7 @@ export function buildFeedDeps(app: AppContext): FeedDeps {
     gbfs: new GbfsSnapshotIndex(app.db, app.clock),
     files: fileCache(app),
     tokenGuard: tokenGuardOf(app),
+    signer: feedSignerOf(app),
   };
 }
 

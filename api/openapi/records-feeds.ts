@@ -30,6 +30,7 @@ import {
   MdsVehicleStatusSchema,
 } from '../../schemas/mds/v2.js';
 import { AuthorizationServerMetadataSchema } from '../../schemas/oauth/metadata.js';
+import { JwksSchema } from '../../schemas/signatures/jwks.js';
 import type { Schema } from './common.js';
 import { components, oas, schemaRef } from './common.js';
 
@@ -123,6 +124,7 @@ const DECLARED = {
     properties: { access_token: { type: 'string' }, expires_in: { type: 'integer', examples: [900] }, token_type: { const: 'bearer' } },
   },
   AuthorizationServerMetadata: oas(AuthorizationServerMetadataSchema),
+  Jwks: oas(JwksSchema),
   OAuthError: {
     type: 'object',
     required: ['error', 'error_description'],

@@ -1,0 +1,189 @@
+/**
+ * Signs every answer of the feed hosts (MDS 2.0, legacy 1.2/0.4, GBFS 2.2/3.0, insurance, their
+ * tokens, JWKS and errors) with an RFC 9421 HTTP Message Signature over an RFC 9530 Content-Digest,
+ * by the active key of lib/feeds/signing-keys.ts, whose public half the JWKS of both hosts publishes
+ * (api/feeds/jwks.ts). docs/feed-signatures.md is the contract a city verifies against.
+ *
+ *   Content-Digest: sha-256=:<base64 of the sha-256 of the bytes sent>:
+ *   Signature-Input: feed=("@status" "content-type" "content-digest" "etag" "@method";req "@path";req "@query";req);created=…;keyid="<kid>";alg="ed25519";tag="mobility-feeds"
+ *   Signature: feed=:<base64 Ed25519 signature>:
+ *
+ * The covered components are those the answer has, in that order: "@status" always, "content-type"
+ * and "content-digest" when it has content (not a 304, not a HEAD), "etag" when it has one (so a 304
+ * or a HEAD still names the representation it vouches for); and always the request's method, path
+ * and query (RFC 9421 §2.4, `;req`), which bind the answer to the question — the zone, the hour,
+ * the device — so a city can show what was answered to what it asked. `@authority` is left out: a
+ * proxy or load balancer in front may present another Host than the city used. No `expires` and no
+ * `nonce`: the signature is evidence to keep, not a replay guard.
+ *
+ * One place per path: the Koa routes of both hosts through `signedRenderer` (the feeds' kit puts it
+ * outside the error renderer of every row, and around each host's miss), the hourly files' hot path
+ * through `HotSignature`. The digest of a cached body is computed once per cached Buffer (the body
+ * cache hands out the same Buffer until the object changes), and a signature is deterministic
+ * (Ed25519) and its `created` has second resolution: the same answer to the same request line in the
+ * same second with the same key has the same signature, so it is made once per (answer, request
+ * line, second) and reused. A streamed answer (realtime lists, a decoded or uncached file) is
+ * gathered before its headers go out, as its digest must precede it: it costs the memory of the
+ * answer as sent (gzip when the client takes it) for as long as it is written.
+ */
+import type Koa from 'koa';
+import { createHash, sign } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import type { Db } from '../../lib/core/db.js';
+import type { Clock } from '../../lib/core/clock.js';
+import type { Logger } from '../../lib/core/log.js';
+import { SigningKeyRing, type SigningKeys } from '../../lib/feeds/signing-keys.js';
+
+/** The signature's label in Signature-Input and Signature. */
+const SIGNATURE_LABEL = 'feed';
+/** RFC 9421 `tag`: which application's signature this is. */
+const SIGNATURE_TAG = 'mobility-feeds';
+
+/** What of an answer and its request the signature covers. */
+export interface SignedParts {
+  status: number;
+  contentType: string | undefined;
+  contentDigest: string | undefined;
+  etag: string | undefined;
+  method: string;
+  /** the request target as received: path, and the query with its `?` or nothing */
+  url: string;
+}
+
+const digests = new WeakMap<Buffer, string>();
+
+/** RFC 9530 Content-Digest of `bytes`, sha-256; memoized per Buffer (the body cache's bodies). */
+export function contentDigestOf(bytes: Buffer): string {
+  let d = digests.get(bytes);
+  if (d === undefined) {
+    d = `sha-256=:${createHash('sha256').update(bytes).digest('base64')}:`;
+    digests.set(bytes, d);
+  }
+  return d;
+}
+
+interface Made {
+  created: number;
+  kid: string;
+  input: string;
+  signature: string;
+}
+
+/** RFC 9421 §2.5: the signature base of `p` and its @signature-params value. */
+function signatureBase(p: SignedParts, kid: string, created: number): { base: string; params: string } {
+  const q = p.url.indexOf('?');
+  const path = (q < 0 ? p.url : p.url.slice(0, q)) || '/';
+  const query = q < 0 ? '?' : p.url.slice(q);
+  const names: string[] = ['"@status"'];
+  const lines: string[] = [`"@status": ${p.status}`];
+  const field = (name: string, value: string | undefined) => {
+    if (value === undefined) return;
+    names.push(`"${name}"`);
+    lines.push(`"${name}": ${value.trim()}`);
+  };
+  field('content-type', p.contentType);
+  field('content-digest', p.contentDigest);
+  field('etag', p.etag);
+  names.push('"@method";req', '"@path";req', '"@query";req');
+  lines.push(`"@method";req: ${p.method}`, `"@path";req: ${path}`, `"@query";req: ${query}`);
+  const params = `(${names.join(' ')});created=${created};keyid="${kid}";alg="ed25519";tag="${SIGNATURE_TAG}"`;
+  lines.push(`"@signature-params": ${params}`);
+  return { base: lines.join('\n'), params };
+}
+
+/**
+ * Makes the Signature-Input and Signature values of answers, with the keys of one process. `memo`:
+ * an object that stands for the answer's bytes and headers (a cached body, a hot-path answer):
+ * signatures made for it are reused for the same request line within the second.
+ */
+export class FeedSigner {
+  private readonly memos = new WeakMap<object, Map<string, Made>>();
+
+  constructor(
+    readonly ring: SigningKeyRing,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The [Signature-Input, Signature] of `p` with `keys`. */
+  make(keys: SigningKeys, p: SignedParts, memo?: object): readonly [string, string] {
+    const created = Math.floor(this.clock.now().getTime() / 1000);
+    let byUrl: Map<string, Made> | undefined;
+    if (memo) {
+      byUrl = this.memos.get(memo);
+      if (!byUrl) this.memos.set(memo, (byUrl = new Map<string, Made>()));
+      const m = byUrl.get(p.url);
+      if (m && m.created === created && m.kid === keys.kid) return [m.input, m.signature];
+    }
+    const { base, params } = signatureBase(p, keys.kid, created);
+    const made: Made = {
+      created,
+      kid: keys.kid,
+      input: `${SIGNATURE_LABEL}=${params}`,
+      signature: `${SIGNATURE_LABEL}=:${sign(null, Buffer.from(base), keys.privateKey).toString('base64')}:`,
+    };
+    if (byUrl) {
+      // bounded: request lines differ by zone and hour, a few per cached object
+      if (byUrl.size >= 64) byUrl.clear();
+      byUrl.set(p.url, made);
+    }
+    return [made.input, made.signature];
+  }
+}
+
+/** One signer per database (one key ring), shared by the main and the legacy host of a process. */
+const signers = new WeakMap<object, FeedSigner>();
+export function feedSignerOf(app: { db: Db; clock: Clock; log: Logger; config: { signingSecret: string } }): FeedSigner {
+  let s = signers.get(app.db);
+  if (!s) {
+    s = new FeedSigner(new SigningKeyRing(app.db, app.config.signingSecret, app.clock, app.log), app.clock);
+    signers.set(app.db, s);
+  }
+  return s;
+}
+
+/** The answer's bytes when it has content: the body gathered (a stream) or serialized (JSON) as Koa would send it. */
+async function contentOf(ctx: Koa.Context): Promise<{ bytes: Buffer; cached: boolean } | undefined> {
+  const body: unknown = ctx.body;
+  if (body === null || body === undefined || ctx.method === 'HEAD' || ctx.status === 304 || ctx.status === 204) return undefined;
+  if (Buffer.isBuffer(body)) return { bytes: body, cached: true };
+  if (typeof body === 'string') return { bytes: Buffer.from(body), cached: false };
+  if (body instanceof Readable) return { bytes: await buffer(body), cached: false };
+  // Koa's own serialization of an object body (koa/lib/application.js respond)
+  return { bytes: Buffer.from(JSON.stringify(body)), cached: false };
+}
+
+/** Adds Content-Digest, Signature-Input and Signature to the answer Koa is about to send. */
+async function signAnswer(ctx: Koa.Context, signer: FeedSigner): Promise<void> {
+  const content = await contentOf(ctx);
+  // the type is set already (by the handler, or by Koa when the body was set): a Buffer body keeps it
+  if (content && !content.cached) ctx.body = content.bytes;
+  const digest = content && contentDigestOf(content.bytes);
+  if (digest) ctx.set('Content-Digest', digest);
+  const keys = signer.ring.peek() ?? (await signer.ring.current());
+  const [input, signature] = signer.make(
+    keys,
+    {
+      status: ctx.status,
+      contentType: ctx.response.get('Content-Type') || undefined,
+      contentDigest: digest,
+      etag: ctx.response.get('ETag') || undefined,
+      method: ctx.method,
+      url: ctx.req.url ?? '/',
+    },
+    content?.cached ? content.bytes : undefined,
+  );
+  ctx.set('Signature-Input', input);
+  ctx.set('Signature', signature);
+}
+
+/**
+ * `inner` (a feed row's error renderer, or a host's miss), with its answer signed: errors are
+ * rendered inside, so they are signed too. A client gone away is not answered, so not signed.
+ */
+export function signedRenderer(signer: FeedSigner, inner: Koa.Middleware): Koa.Middleware {
+  return async (ctx, next) => {
+    await inner(ctx, next);
+    await signAnswer(ctx, signer);
+  };
+}
