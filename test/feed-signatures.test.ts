@@ -23,6 +23,8 @@ import { createLogger } from '../lib/core/log.js';
 import { useTestContext } from './support/context.js';
 import { entry } from './support/entries.js';
 import { ROOT } from '../lib/core/paths.js';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { insertFeedZone, publishHour, tokenFor } from './support/feed-auth.js';
 import { feedVehicle } from './support/feed-fixtures.js';
 import { gbfsFeedClient, gbfsVehicle, gbfsZone } from './support/gbfs-fixtures.js';
@@ -241,6 +243,50 @@ describe('signed feeds: RFC 9421 signatures verified by an independent library, 
   }
   // the GBFS zone fixture is used above by path
   it('the GBFS zone is the fixture one', () => expect(gbfsZoneId).to.equal('sig-gbfs'));
+
+  it('docs/examples/verify-feed-signature.mjs, the city-side example of docs/feed-signatures.md, verifies answers and refuses a replayed or changed one', async () => {
+    type Example = { fetchVerified: (url: string, headers: Record<string, string>) => Promise<{ status: number; keyid: string; body: Buffer }> };
+    const example = (await import(pathToFileURL(join(ROOT, 'docs/examples/verify-feed-signature.mjs')).href)) as Example;
+    const { port } = main.address() as AddressInfo;
+    const base = `http://127.0.0.1:${port}`;
+    const set = await jwks();
+    for (const [path, auth] of [
+      [`/v1/partner-apis/mds/berlin/trips?end_time=${HOUR}`, city],
+      ['/v1/partner-apis/gbfs/sig-gbfs/system_information.json', gbfsToken],
+      ['/v1/partner-apis/mds/berlin/vehicles/status', city],
+    ] as const) {
+      const a = await example.fetchVerified(`${base}${path}`, { Authorization: auth, 'Accept-Encoding': 'gzip' });
+      expect(a.status).to.equal(200);
+      expect(set.keys.map((k) => k.kid)).to.include(a.keyid);
+    }
+    // a go-between that answers another hour's request with the 08:00 file, or changes a byte: refused
+    let mode: 'replay' | 'flip' = 'replay';
+    const proxy = createServer((req, res) => {
+      const upstream = mode === 'replay' ? req.url!.replace('T07', 'T08') : req.url!;
+      const headers = Object.fromEntries(['authorization', 'accept-encoding'].filter((h) => req.headers[h]).map((h) => [h, String(req.headers[h])]));
+      void fetchRaw(main, upstream, headers).then((r) => {
+        const body = Buffer.from(r.body);
+        if (mode === 'flip' && r.status === 200) body[body.length - 1] ^= 1;
+        const { connection: _c, 'keep-alive': _k, ...kept } = r.headers;
+        res.writeHead(r.status, kept);
+        res.end(body);
+      });
+    }).listen(0, '127.0.0.1');
+    await once(proxy, 'listening');
+    try {
+      const via = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const refusal = (url: string) =>
+        example.fetchVerified(url, { Authorization: city, 'Accept-Encoding': 'gzip' }).then(
+          () => 'verified',
+          (e: Error) => e.message,
+        );
+      expect(await refusal(`${via}/v1/partner-apis/mds/berlin/trips?end_time=2026-11-21T07`)).to.equal('the signature does not verify');
+      mode = 'flip';
+      expect(await refusal(`${via}/v1/partner-apis/mds/berlin/trips?end_time=${HOUR}`)).to.match(/^Content-Digest does not match the body/);
+    } finally {
+      await new Promise((r) => proxy.close(r));
+    }
+  });
 
   it('HEAD and 304 are signed over what they have (status, ETag, the request), without content', async () => {
     const set = await jwks();

@@ -279,9 +279,11 @@ function writeAnswer(
   requestId: string,
   method: string,
   url: string,
+  now: number,
 ): void {
   const block = headerBlock(answer, obj);
-  const [input, signature] = signer.make(keys, { ...block.parts, method, url }, answer);
+  // the answer decides status and headers; the 304 answer is shared by GET and HEAD
+  const { input, signature } = signer.reused(keys, answer, method === 'GET' ? url : `${method} ${url}`, () => ({ ...block.parts, method, url }), now);
   const headers = block.headers;
   // writeHead copies the array into the header block before it returns: the shared array is free again
   headers[1] = requestId;
@@ -322,8 +324,9 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
       shapes.set(req.socket, s);
     }
     let found: { answer: Answer; obj: CachedObject } | undefined;
+    const now = deps.app.clock.now().getTime();
     try {
-      found = answerFromCaches(deps, cache, req, s, deps.app.clock.now().getTime(), method === 'HEAD');
+      found = answerFromCaches(deps, cache, req, s, now, method === 'HEAD');
     } catch {
       found = undefined;
     }
@@ -331,7 +334,7 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
     const keys = deps.signer.ring.peek();
     if (!found || !keys) return fallback(req, res);
     const requestId = requestIdOf(req.headers['x-request-id']);
-    writeAnswer(res, deps.signer, keys, found.answer, found.obj, requestId, method, url);
+    writeAnswer(res, deps.signer, keys, found.answer, found.obj, requestId, method, url, now);
     telemetry.finish(started, method, s.route.pattern, found.answer.status, url, requestId);
   };
 }

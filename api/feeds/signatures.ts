@@ -63,11 +63,14 @@ export function contentDigestOf(bytes: Buffer): string {
   return d;
 }
 
-interface Made {
-  created: number;
-  kid: string;
-  input: string;
-  signature: string;
+/** The two header values of one signature, and what they were made with. */
+export interface Signed {
+  readonly created: number;
+  readonly kid: string;
+  /** Signature-Input */
+  readonly input: string;
+  /** Signature */
+  readonly signature: string;
 }
 
 /** RFC 9421 §2.5: the signature base of `p` and its @signature-params value. */
@@ -93,41 +96,49 @@ function signatureBase(p: SignedParts, kid: string, created: number): { base: st
 }
 
 /**
- * Makes the Signature-Input and Signature values of answers, with the keys of one process. `memo`:
- * an object that stands for the answer's bytes and headers (a cached body, a hot-path answer):
- * signatures made for it are reused for the same request line within the second.
+ * Makes the Signature-Input and Signature values of answers, with the keys of one process.
  */
 export class FeedSigner {
-  private readonly memos = new WeakMap<object, Map<string, Made>>();
+  private readonly memos = new WeakMap<object, Map<string, Signed>>();
 
   constructor(
     readonly ring: SigningKeyRing,
     private readonly clock: Clock,
   ) {}
 
-  /** The [Signature-Input, Signature] of `p` with `keys`. */
-  make(keys: SigningKeys, p: SignedParts, memo?: object): readonly [string, string] {
-    const created = Math.floor(this.clock.now().getTime() / 1000);
-    let byUrl: Map<string, Made> | undefined;
-    if (memo) {
-      byUrl = this.memos.get(memo);
-      if (!byUrl) this.memos.set(memo, (byUrl = new Map<string, Made>()));
-      const m = byUrl.get(p.url);
-      if (m && m.created === created && m.kid === keys.kid) return [m.input, m.signature];
-    }
+  /** The signature of `p` with `keys`, made now. */
+  make(keys: SigningKeys, p: SignedParts): Signed {
+    return this.signed(keys, p, Math.floor(this.clock.now().getTime() / 1000));
+  }
+
+  /**
+   * The signature of the answer `memo` stands for (an object whose bytes and headers do not change)
+   * to the request `line` (whatever else the covered components depend on: method, URL), at `nowMs`
+   * (default: the clock's now): the one made for them in the same second with the same key when
+   * there is one (nothing is built then: the hot path's per-answer cost), else made from `parts()`
+   * and kept.
+   */
+  reused(keys: SigningKeys, memo: object, line: string, parts: () => SignedParts, nowMs = this.clock.now().getTime()): Signed {
+    const created = Math.floor(nowMs / 1000);
+    let byUrl = this.memos.get(memo);
+    if (!byUrl) this.memos.set(memo, (byUrl = new Map<string, Signed>()));
+    const m = byUrl.get(line);
+    if (m !== undefined && m.created === created && m.kid === keys.kid) return m;
+    const made = this.signed(keys, parts(), created);
+    // bounded: request lines differ by zone and hour, a few per cached object
+    if (byUrl.size >= 64) byUrl.clear();
+    byUrl.set(line, made);
+    return made;
+  }
+
+  private signed(keys: SigningKeys, p: SignedParts, created: number): Signed {
     const { base, params } = signatureBase(p, keys.kid, created);
-    const made: Made = {
+    return {
       created,
       kid: keys.kid,
       input: `${SIGNATURE_LABEL}=${params}`,
       signature: `${SIGNATURE_LABEL}=:${sign(null, Buffer.from(base), keys.privateKey).toString('base64')}:`,
     };
-    if (byUrl) {
-      // bounded: request lines differ by zone and hour, a few per cached object
-      if (byUrl.size >= 64) byUrl.clear();
-      byUrl.set(p.url, made);
-    }
-    return [made.input, made.signature];
   }
 }
 
@@ -161,20 +172,20 @@ async function signAnswer(ctx: Koa.Context, signer: FeedSigner): Promise<void> {
   const digest = content && contentDigestOf(content.bytes);
   if (digest) ctx.set('Content-Digest', digest);
   const keys = signer.ring.peek() ?? (await signer.ring.current());
-  const [input, signature] = signer.make(
-    keys,
-    {
-      status: ctx.status,
-      contentType: ctx.response.get('Content-Type') || undefined,
-      contentDigest: digest,
-      etag: ctx.response.get('ETag') || undefined,
-      method: ctx.method,
-      url: ctx.req.url ?? '/',
-    },
-    content?.cached ? content.bytes : undefined,
-  );
-  ctx.set('Signature-Input', input);
-  ctx.set('Signature', signature);
+  const parts = (): SignedParts => ({
+    status: ctx.status,
+    contentType: ctx.response.get('Content-Type') || undefined,
+    contentDigest: digest,
+    etag: ctx.response.get('ETag') || undefined,
+    method: ctx.method,
+    url: ctx.req.url ?? '/',
+  });
+  // a cached body (the same Buffer while the object is cached) is signed once a second per request line and headers covered
+  const s = content?.cached
+    ? signer.reused(keys, content.bytes, `${ctx.method} ${ctx.status} ${ctx.response.get('Content-Type')} ${ctx.response.get('ETag')} ${ctx.req.url}`, parts)
+    : signer.make(keys, parts());
+  ctx.set('Signature-Input', s.input);
+  ctx.set('Signature', s.signature);
 }
 
 /**
