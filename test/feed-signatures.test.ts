@@ -362,6 +362,36 @@ describe('signed feeds: RFC 9421 signatures verified by an independent library, 
     expect(row.private_key).to.equal(null);
   });
 
+  it('SIGNING_SECRET changed: no unsigned answer goes out (503), and one rotation under the new secret signs again, the old key still published', async () => {
+    const before = await jwks();
+    const oldActive = (await listSigningKeys(t.ctx.db, t.ctx.config.signingSecret, t.ctx.clock.now())).find((k) => k.state === 'active')!.kid;
+    const changed = { ...t.ctx, config: { ...t.ctx.config, signingSecret: 'another-secret-of-at-least-32-characters' } };
+    const other = createServer(withHotPath(buildApp(changed))).listen(0, '127.0.0.1');
+    await once(other, 'listening');
+    try {
+      const refused = await fetchRaw(other, '/.well-known/jwks.json');
+      expect(refused.status).to.equal(503);
+      expect(json(refused)).to.deep.equal({
+        error: 'service_unavailable',
+        error_description: 'the service is temporarily unavailable',
+        error_details: ['answers cannot be signed now'],
+      });
+      expect(refused.headers).to.not.have.property('signature');
+      const rot = await rotateSigningKeys(t.ctx.db, changed.config.signingSecret, t.ctx.clock.now());
+      // the next key was sealed under the old secret: replaced, so the new active one is readable
+      expect(before.keys.map((k) => k.kid)).to.not.include(rot.active);
+      expect(rot.retiring).to.equal(oldActive);
+      await feedSignerOf(changed).ring.reload();
+      const r = await fetchRaw(other, '/.well-known/jwks.json');
+      expect(r.status).to.equal(200);
+      const set = json(r) as { keys: Jwk[] };
+      expect(set.keys.map((k) => k.kid)).to.include(oldActive);
+      expect(await verifyWith(set, r)).to.deep.equal({ ok: true, keyid: rot.active });
+    } finally {
+      await new Promise((res) => other.close(res));
+    }
+  });
+
   it('keys are created once, whatever runs at once (the partial unique indexes and the lock decide)', async () => {
     const made = await Promise.all([1, 2, 3].map(() => ensureSigningKeys(t.ctx.db, t.ctx.config.signingSecret, t.ctx.clock.now())));
     expect(made.flat()).to.deep.equal([]);

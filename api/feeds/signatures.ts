@@ -33,7 +33,12 @@ import { buffer } from 'node:stream/consumers';
 import type { Db } from '../../lib/core/db.js';
 import type { Clock } from '../../lib/core/clock.js';
 import type { Logger } from '../../lib/core/log.js';
-import { SigningKeyRing, type SigningKeys } from '../../lib/feeds/signing-keys.js';
+import { SigningKeyError, SigningKeyRing, type SigningKeys } from '../../lib/feeds/signing-keys.js';
+import { isClientAborted } from '../kit/body.js';
+import { recordFault } from '../kit/fault.js';
+import { isOutage } from '../kit/outage.js';
+import { requestLogOf } from '../kit/request-log.js';
+import { FeedError } from './errors.js';
 
 /** The signature's label in Signature-Input and Signature. */
 const SIGNATURE_LABEL = 'feed';
@@ -142,13 +147,13 @@ export class FeedSigner {
   }
 }
 
-/** One signer per database (one key ring), shared by the main and the legacy host of a process. */
+/** One signer per configuration (one key ring), shared by the main and the legacy host of a process. */
 const signers = new WeakMap<object, FeedSigner>();
 export function feedSignerOf(app: { db: Db; clock: Clock; log: Logger; config: { signingSecret: string } }): FeedSigner {
-  let s = signers.get(app.db);
+  let s = signers.get(app.config);
   if (!s) {
     s = new FeedSigner(new SigningKeyRing(app.db, app.config.signingSecret, app.clock, app.log), app.clock);
-    signers.set(app.db, s);
+    signers.set(app.config, s);
   }
   return s;
 }
@@ -195,6 +200,32 @@ async function signAnswer(ctx: Koa.Context, signer: FeedSigner): Promise<void> {
 export function signedRenderer(signer: FeedSigner, inner: Koa.Middleware): Koa.Middleware {
   return async (ctx, next) => {
     await inner(ctx, next);
-    await signAnswer(ctx, signer);
+    try {
+      await signAnswer(ctx, signer);
+    } catch (err) {
+      if (isClientAborted(err)) throw err;
+      unsigned(ctx, err);
+    }
   };
+}
+
+/**
+ * An answer that could not be signed is not sent: no key this process can read (SIGNING_SECRET
+ * changed: 503 until `ops signing-keys rotate` under the new one, docs/feed-signatures.md), or a
+ * stored object that failed while it was gathered (500). The error body goes out unsigned: there is
+ * nothing to sign it with, or nothing of the answer left to vouch for.
+ */
+function unsigned(ctx: Koa.Context, err: unknown): void {
+  const keys = err instanceof SigningKeyError || isOutage(err);
+  if (keys) requestLogOf(ctx)?.error({ err: err.message }, 'feed answer not signed: no signing key');
+  else recordFault(ctx, err);
+  for (const h of ['Content-Encoding', 'Content-Digest', 'ETag', 'Last-Modified', 'Signature-Input', 'Signature']) ctx.remove(h);
+  const e = keys
+    ? new FeedError(503, 'service_unavailable', 'the service is temporarily unavailable', ['answers cannot be signed now'], { 'Retry-After': '30' })
+    : new FeedError(500, 'internal_error', 'internal server error');
+  ctx.status = e.status;
+  for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'application/json';
+  ctx.body = { error: e.code, error_description: e.description, error_details: e.details };
 }

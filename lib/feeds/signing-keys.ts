@@ -76,8 +76,17 @@ function unseal(secret: string, kid: string, sealed: Buffer): Buffer {
     return Buffer.concat([d.update(sealed.subarray(28)), d.final()]);
   } catch {
     throw new SigningKeyError(
-      `feed signing key ${kid} cannot be decrypted with this SIGNING_SECRET (was it changed?): rotate twice with ops signing-keys rotate`,
+      `feed signing key ${kid} cannot be decrypted with this SIGNING_SECRET (was it changed?): run ops signing-keys rotate with the new secret`,
     );
+  }
+}
+
+function opens(secret: string, kid: string, sealed: Buffer): boolean {
+  try {
+    unseal(secret, kid, sealed);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -136,12 +145,16 @@ export async function rotateSigningKeys(db: Db, secret: string, now: Date, overl
   return db.tx(async (tx) => {
     await tx.query(sql('FeedSigningKeysLock'));
     const retired = (await tx.many(sql('FeedSigningKeysRetireExpired'), [now])).map((r) => r.kid);
+    // a next key sealed under another SIGNING_SECRET (the secret was changed) is replaced before it
+    // is promoted: a rotation always leaves an active key this process can sign with
+    const next = await tx.maybeOne(sql('FeedSigningKeyNextSealed'));
+    if (next?.private_key && !opens(secret, next.kid, next.private_key)) await tx.query(sql('FeedSigningKeyDropNext'));
     // a database without keys: the first rotation makes them, then rotates as any other
     await ensureIn(tx, secret, now);
     const retiring = await tx.maybeOne(sql('FeedSigningKeyRetireActive'), [now, retireAfter]);
     const active = await tx.one(sql('FeedSigningKeyPromoteNext'), [now]);
-    const next = await insertKey(tx, secret, 'next', now);
-    return { active: active.kid, retiring: retiring?.kid, retireAfter, next, retired };
+    const following = await insertKey(tx, secret, 'next', now);
+    return { active: active.kid, retiring: retiring?.kid, retireAfter, next: following, retired };
   });
 }
 

@@ -41,3 +41,10 @@ RETURNING kid;
 UPDATE feed_signing_keys SET state = 'active', activated_at = $1
 WHERE state = 'next'
 RETURNING kid;
+
+-- name: FeedSigningKeyNextSealed
+SELECT kid, private_key FROM feed_signing_keys WHERE state = 'next';
+
+-- name: FeedSigningKeyDropNext
+-- a next key sealed under another SIGNING_SECRET: it never signed, and would sign nothing readable
+DELETE FROM feed_signing_keys WHERE state = 'next';

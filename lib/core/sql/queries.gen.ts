@@ -1811,6 +1811,19 @@ export interface Queries {
       kid: string;
     };
   };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyNextSealed: {
+    params: [];
+    row: {
+      kid: string;
+      private_key: Buffer | null;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyDropNext: {
+    params: [];
+    row: NoRow;
+  };
   /** sql/queries/sim.sql */
   SimZones: {
     params: [$1: readonly (string | null)[] | null];
