@@ -288,6 +288,17 @@ describe('signed feeds: RFC 9421 signatures verified by an independent library, 
     }
   });
 
+  it('a cached file decoded for a client without gzip still streams: its decoded digest is known once per cached object', async () => {
+    const set = await jwks();
+    for (let i = 0; i < 2; i++) {
+      const r = await fetchRaw(main, `/v1/partner-apis/mds/berlin/trips?end_time=${HOUR}`, { Authorization: city });
+      expect(r.headers).to.not.have.property('content-encoding');
+      expect(r.headers['transfer-encoding']).to.equal('chunked');
+      expect(digestMatches(r)).to.equal(true);
+      expect((await verifyWith(set, r)).ok).to.equal(true);
+    }
+  });
+
   it('HEAD and 304 are signed over what they have (status, ETag, the request), without content', async () => {
     const set = await jwks();
     const path = `/v1/partner-apis/mds/berlin/trips?end_time=${HOUR}`;

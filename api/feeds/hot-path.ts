@@ -35,7 +35,8 @@ import { negotiate, type MediaOffer } from './accept.js';
 import { HOUR_FILE_CACHE_CONTROL } from './files.js';
 import type { ZoneInfo } from './zones.js';
 import { timeHourParam, type Hour } from './params.js';
-import { contentDigestOf, type FeedSigner, type SignedParts } from './signatures.js';
+import type { FeedSigner, SignedParts } from './signatures.js';
+import { contentDigestOf } from '../kit/content-digest.js';
 import type { SigningKeys } from '../../lib/feeds/signing-keys.js';
 
 export interface FastHourRoute {

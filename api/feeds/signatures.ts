@@ -18,16 +18,18 @@
  *
  * One place per path: the Koa routes of both hosts through `signedRenderer` (the feeds' kit puts it
  * outside the error renderer of every row, and around each host's miss), the hourly files' hot path
- * through `HotSignature`. The digest of a cached body is computed once per cached Buffer (the body
- * cache hands out the same Buffer until the object changes), and a signature is deterministic
- * (Ed25519) and its `created` has second resolution: the same answer to the same request line in the
- * same second with the same key has the same signature, so it is made once per (answer, request
- * line, second) and reused. A streamed answer (realtime lists, a decoded or uncached file) is
- * gathered before its headers go out, as its digest must precede it: it costs the memory of the
- * answer as sent (gzip when the client takes it) for as long as it is written.
+ * in its one writeHead (`FeedSigner.reused`). The digest of a cached body is computed once per cached
+ * Buffer (the body cache hands out the same Buffer until the object changes), that of its decoded
+ * form once too (api/kit/content-digest.ts: a decoded answer still streams); and a signature is
+ * deterministic (Ed25519) and its `created` has second resolution: the same answer to the same
+ * request line in the same second with the same key has the same signature, so it is made once per
+ * (answer, request line, second) and reused. Any other streamed answer (realtime lists and pages, a
+ * file too large for the body cache) is gathered before its headers go out, as its digest must
+ * precede it: it costs the memory of the answer as sent (gzip when the client takes it) for as long
+ * as it is written.
  */
 import type Koa from 'koa';
-import { createHash, sign } from 'node:crypto';
+import { sign } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import type { Db } from '../../lib/core/db.js';
@@ -35,6 +37,7 @@ import type { Clock } from '../../lib/core/clock.js';
 import type { Logger } from '../../lib/core/log.js';
 import { SigningKeyError, SigningKeyRing, type SigningKeys } from '../../lib/feeds/signing-keys.js';
 import { isClientAborted } from '../kit/body.js';
+import { contentDigestOf, declaredDigestOf } from '../kit/content-digest.js';
 import { recordFault } from '../kit/fault.js';
 import { isOutage } from '../kit/outage.js';
 import { requestLogOf } from '../kit/request-log.js';
@@ -54,18 +57,6 @@ export interface SignedParts {
   method: string;
   /** the request target as received: path, and the query with its `?` or nothing */
   url: string;
-}
-
-const digests = new WeakMap<Buffer, string>();
-
-/** RFC 9530 Content-Digest of `bytes`, sha-256; memoized per Buffer (the body cache's bodies). */
-export function contentDigestOf(bytes: Buffer): string {
-  let d = digests.get(bytes);
-  if (d === undefined) {
-    d = `sha-256=:${createHash('sha256').update(bytes).digest('base64')}:`;
-    digests.set(bytes, d);
-  }
-  return d;
 }
 
 /** The two header values of one signature, and what they were made with. */
@@ -158,23 +149,34 @@ export function feedSignerOf(app: { db: Db; clock: Clock; log: Logger; config: {
   return s;
 }
 
-/** The answer's bytes when it has content: the body gathered (a stream) or serialized (JSON) as Koa would send it. */
-async function contentOf(ctx: Koa.Context): Promise<{ bytes: Buffer; cached: boolean } | undefined> {
+/**
+ * The answer's content: its bytes (the body gathered when it streams, serialized as Koa would when it
+ * is JSON) and their digest; or only the digest of a stream whose bytes are known before it runs (a
+ * cached object decoded, api/kit/serve-object.ts), which then streams as before. Undefined without
+ * content (HEAD, 304, 204, no body).
+ */
+async function contentOf(ctx: Koa.Context): Promise<{ digest: string; bytes: Buffer | undefined; cached: boolean } | undefined> {
   const body: unknown = ctx.body;
   if (body === null || body === undefined || ctx.method === 'HEAD' || ctx.status === 304 || ctx.status === 204) return undefined;
-  if (Buffer.isBuffer(body)) return { bytes: body, cached: true };
-  if (typeof body === 'string') return { bytes: Buffer.from(body), cached: false };
-  if (body instanceof Readable) return { bytes: await buffer(body), cached: false };
+  let bytes: Buffer;
+  if (Buffer.isBuffer(body)) return { digest: contentDigestOf(body), bytes: body, cached: true };
+  if (typeof body === 'string') bytes = Buffer.from(body);
+  else if (body instanceof Readable) {
+    const declared = declaredDigestOf(body);
+    if (declared) return { digest: declared, bytes: undefined, cached: false };
+    bytes = await buffer(body);
+  }
   // Koa's own serialization of an object body (koa/lib/application.js respond)
-  return { bytes: Buffer.from(JSON.stringify(body)), cached: false };
+  else bytes = Buffer.from(JSON.stringify(body));
+  // the type is set already (by the handler, or by Koa when the body was set): a Buffer body keeps it
+  ctx.body = bytes;
+  return { digest: contentDigestOf(bytes), bytes, cached: false };
 }
 
 /** Adds Content-Digest, Signature-Input and Signature to the answer Koa is about to send. */
 async function signAnswer(ctx: Koa.Context, signer: FeedSigner): Promise<void> {
   const content = await contentOf(ctx);
-  // the type is set already (by the handler, or by Koa when the body was set): a Buffer body keeps it
-  if (content && !content.cached) ctx.body = content.bytes;
-  const digest = content && contentDigestOf(content.bytes);
+  const digest = content?.digest;
   if (digest) ctx.set('Content-Digest', digest);
   const keys = signer.ring.peek() ?? (await signer.ring.current());
   const parts = (): SignedParts => ({
@@ -186,9 +188,10 @@ async function signAnswer(ctx: Koa.Context, signer: FeedSigner): Promise<void> {
     url: ctx.req.url ?? '/',
   });
   // a cached body (the same Buffer while the object is cached) is signed once a second per request line and headers covered
-  const s = content?.cached
-    ? signer.reused(keys, content.bytes, `${ctx.method} ${ctx.status} ${ctx.response.get('Content-Type')} ${ctx.response.get('ETag')} ${ctx.req.url}`, parts)
-    : signer.make(keys, parts());
+  const s =
+    content?.cached && content.bytes
+      ? signer.reused(keys, content.bytes, `${ctx.method} ${ctx.status} ${ctx.response.get('Content-Type')} ${ctx.response.get('ETag')} ${ctx.req.url}`, parts)
+      : signer.make(keys, parts());
   ctx.set('Signature-Input', s.input);
   ctx.set('Signature', s.signature);
 }
