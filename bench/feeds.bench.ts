@@ -11,6 +11,14 @@
  *     CPU time each single-process server spends per answer (`*_cpu_us_per_req`, from
  *     process.cpuUsage and /proc), which moves far less with the machine's load than req/s.
  *  2. Peak RSS of this process (API in-process).
+ *  3. Signed feeds (issue 40): every answer of the route carries an RFC 9421 signature over an RFC
+ *     9530 Content-Digest (api/feeds/signatures.ts), so `api_vs_nginx` is the signed route's ratio;
+ *     the bench checks one answer with the independent verifier the tests use (`signed_verified`)
+ *     and measures one Ed25519 signature of a feed answer's signature base (`ed25519_sign_us`), the
+ *     cost the route would pay per answer without its per-second reuse, and the hot path's signing
+ *     step itself (`signing_reused_ns` within a second, `signing_made_us` for a new one).
+ *     `signedFileRouteVsNginx()`
+ *     measures only the route and nginx, for another bench to print (BENCH=policy).
  *
  * `/vehicles/status` of a 10,000-vehicle zone (issue 26: median ≤ 100 ms) is measured by
  * bench/vehicles-status.bench.ts alone: an earlier copy here timed the client's gunzip and JSON.parse
@@ -36,8 +44,11 @@ import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { createHash, createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { httpbis, createVerifier } from 'http-message-signatures';
 import { buildApp, withHotPath } from '../api/app.js';
 import { issueFeedToken } from '../api/feeds/access-tokens.js';
+import { feedSignerOf } from '../api/feeds/signatures.js';
 import { systemClock } from '../lib/core/clock.js';
 import { testConfig } from '../lib/core/config.js';
 import type { AppContext } from '../lib/domain/context.js';
@@ -306,7 +317,98 @@ function ensureWrk(notes: string[]): string | undefined {
   return wrkPath ?? undefined;
 }
 
-export async function run(): Promise<BenchResult> {
+/** One answer of the route checked as a city would: Content-Digest of the bytes, signature by a key of the JWKS. */
+async function verifiedAnswer(base: string, route: string, headers: Record<string, string>): Promise<boolean> {
+  const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string; kty: string; crv: string; x: string }> };
+  // node:http, not fetch: the digest is of the gzip bytes as sent, which fetch would decode
+  const { request } = await import('node:http');
+  const res = await new Promise<{ status: number; headers: Record<string, string>; body: Buffer }>((resolve, reject) => {
+    const req = request(`${base}${route}`, { headers }, (r) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => resolve({ status: r.statusCode!, headers: r.headers as Record<string, string>, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const digestOk = res.headers['content-digest'] === `sha-256=:${createHash('sha256').update(res.body).digest('base64')}:`;
+  const ok = await httpbis.verifyMessage(
+    {
+      keyLookup: (p) => {
+        const jwk = jwks.keys.find((k) => k.kid === p.keyid);
+        return Promise.resolve(
+          jwk ? { id: jwk.kid, algs: ['ed25519'], verify: createVerifier(createPublicKey({ key: jwk, format: 'jwk' }), 'ed25519') } : null,
+        );
+      },
+      requiredFields: ['@status', 'content-type', 'content-digest', '@path'],
+    },
+    { status: res.status, headers: res.headers },
+    { method: 'GET', url: `${base}${route}`, headers },
+  );
+  return digestOk && ok === true;
+}
+
+/** µs per Ed25519 signature of a signature base the size of a feed answer's (what a signature costs without reuse). */
+function ed25519SignUs(): number {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const base = Buffer.from(`"@status": 200\n"content-type": application/vnd.mds+json;version=2.0\n"content-digest": sha-256=:${'A'.repeat(43)}=:\n`.repeat(3));
+  for (let i = 0; i < 200; i++) sign(null, base, privateKey);
+  const n = 3000;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) sign(null, base, privateKey);
+  return Math.round(((performance.now() - t0) * 1000) / n);
+}
+
+/**
+ * What the hot path's signing costs per answer, on the bench's own signer and key: a signature
+ * reused within its second (the route's usual case: `signing_reused_ns`), and one made anew (the
+ * first answer of each second and request line: `signing_made_us`).
+ */
+async function signerCostNs(ctx: AppContext, route: string): Promise<{ signing_reused_ns: number; signing_made_us: number }> {
+  const signer = feedSignerOf(ctx);
+  const keys = await signer.ring.current();
+  const parts = () => ({ status: 200, contentType: 'application/json', contentDigest: `sha-256=:${'A'.repeat(43)}=:`, etag: '"x"', method: 'GET', url: route });
+  const answer = {};
+  const now = Date.now();
+  const n = 200_000;
+  let t0 = performance.now();
+  for (let i = 0; i < n; i++) signer.reused(keys, answer, route, parts, now);
+  const reused = ((performance.now() - t0) * 1e6) / n;
+  const m = 2000;
+  t0 = performance.now();
+  for (let i = 0; i < m; i++) signer.reused(keys, answer, route, parts, now + (i + 1) * 1000);
+  const made = ((performance.now() - t0) * 1000) / m;
+  return { signing_reused_ns: Math.round(reused), signing_made_us: Math.round(made) };
+}
+
+export interface FeedsBenchOptions {
+  /** only the route and nginx (one worker), not the bare Node server nor the two-worker targets */
+  routeAndNginxOnly?: boolean;
+}
+
+/**
+ * The signed hourly-file route against nginx, measured as `run` measures it (same file, load,
+ * rounds): for BENCH=policy to print the feed route's ratio with signatures. `ratio` is the median
+ * over the rounds of route ÷ nginx; null when nginx could not be run.
+ */
+export async function signedFileRouteVsNginx(): Promise<{
+  ratio: number | null;
+  signedVerified: boolean;
+  apiRps: number | null;
+  nginxRps: number | null;
+  notes: string[];
+}> {
+  const r = await run({ routeAndNginxOnly: true });
+  return {
+    ratio: r.metrics.api_vs_nginx ?? null,
+    signedVerified: r.metrics.signed_verified === 1,
+    apiRps: r.metrics.api_rps ?? null,
+    nginxRps: r.metrics.nginx_rps ?? null,
+    notes: r.notes,
+  };
+}
+
+export async function run(opts: FeedsBenchOptions = {}): Promise<BenchResult> {
   const notes: string[] = [];
   const metrics: BenchResult['metrics'] = {};
   const load = () =>
@@ -371,29 +473,35 @@ export async function run(): Promise<BenchResult> {
     }
     const route = `/v1/partner-apis/mds/${ZONE}/trips?end_time=${HOUR}`;
     const auth = { Authorization: `Bearer ${accessToken}`, 'Accept-Encoding': 'gzip' };
+    // the answers measured are signed answers (the caches are warm: this one is the hot path's)
+    metrics.signed_verified = (await verifiedAnswer(`http://127.0.0.1:${apiPort}`, route, auth)) ? 1 : 0;
+    metrics.ed25519_sign_us = ed25519SignUs();
+    Object.assign(metrics, await signerCostNs(ctx, route));
     const gzOnly = { 'Accept-Encoding': 'gzip' };
 
     // Every server up first, idle until its turn.
-    const bare = await startBareNode(gz);
-    stops.push(() => new Promise((r) => bare.server.close(() => r())));
+    const bare = opts.routeAndNginxOnly ? undefined : await startBareNode(gz);
+    if (bare) stops.push(() => new Promise((r) => bare.server.close(() => r())));
     // Several API processes (DESIGN.md: how the API scales), when bin/api.ts provides API_WORKERS.
-    const workers = await startApiWorkers(
-      2,
-      {
-        NODE_ENV: 'production',
-        MODE: 'staging',
-        SIGNING_SECRET: config.signingSecret,
-        DATABASE_URL: database.url,
-        STORE_URL: config.storeUrl,
-        LOG_LEVEL: 'silent',
-      },
-      accessToken,
-      notes,
-    );
+    const workers = opts.routeAndNginxOnly
+      ? undefined
+      : await startApiWorkers(
+          2,
+          {
+            NODE_ENV: 'production',
+            MODE: 'staging',
+            SIGNING_SECRET: config.signingSecret,
+            DATABASE_URL: database.url,
+            STORE_URL: config.storeUrl,
+            LOG_LEVEL: 'silent',
+          },
+          accessToken,
+          notes,
+        );
     if (workers) stops.push(workers.stop);
     const bin = ensureNginx(notes);
     const nginx1 = bin ? await startNginx(bin, dir, body, gz, 1) : undefined;
-    const nginx2 = bin ? await startNginx(bin, dir, body, gz, 2) : undefined;
+    const nginx2 = bin && !opts.routeAndNginxOnly ? await startNginx(bin, dir, body, gz, 2) : undefined;
     for (const n of [nginx1, nginx2]) if (n) stops.push(n.stop);
     if (bin && !nginx1) notes.push('nginx did not start: comparison skipped');
 
@@ -401,7 +509,7 @@ export async function run(): Promise<BenchResult> {
     const targets: Array<{ name: string; url: string; headers: Record<string, string>; cpu?: () => number }> = [
       { name: 'api', url: `http://127.0.0.1:${apiPort}${route}`, headers: auth, cpu: selfCpuUs },
       ...(nginx1 ? [{ name: 'nginx', url: `http://127.0.0.1:${nginx1.port}/trips/${HOUR}.json`, headers: gzOnly, cpu: () => procCpuUs(nginx1.pid) }] : []),
-      { name: 'bare_node', url: `http://127.0.0.1:${bare.port}/`, headers: gzOnly, cpu: selfCpuUs },
+      ...(bare ? [{ name: 'bare_node', url: `http://127.0.0.1:${bare.port}/`, headers: gzOnly, cpu: selfCpuUs }] : []),
       ...(workers ? [{ name: 'api_2_workers', url: `http://127.0.0.1:${workers.port}${route}`, headers: auth }] : []),
       ...(nginx2 ? [{ name: 'nginx_2_workers', url: `http://127.0.0.1:${nginx2.port}/trips/${HOUR}.json`, headers: gzOnly }] : []),
     ];
@@ -471,7 +579,10 @@ export async function run(): Promise<BenchResult> {
   return {
     name: 'feeds',
     metrics,
-    goals: [{ metric: 'api_vs_nginx', goal: '>= 0.80', met: metrics.api_vs_nginx == null ? null : metrics.api_vs_nginx >= 0.8 }],
+    goals: [
+      { metric: 'api_vs_nginx', goal: '>= 0.80', met: metrics.api_vs_nginx == null ? null : metrics.api_vs_nginx >= 0.8 },
+      { metric: 'signed_verified', goal: '= 1 (the answers measured are signed, and verify)', met: metrics.signed_verified === 1 },
+    ],
     notes,
   };
 }

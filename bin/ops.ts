@@ -30,6 +30,7 @@ import { readZoneDocuments, type ZoneDocument } from '../ops/admin/zone-file.js'
 import { listPrices, setPrices, type PriceRow } from '../ops/admin/prices.js';
 import { importFeedClients, readClientEntries } from '../ops/admin/client-import.js';
 import { createDevice, listDevices, revokeDevice, rotateDevice, syncBroker, syncFile, type IssuedCredentials } from '../ops/admin/devices.js';
+import { DEFAULT_OVERLAP_DAYS, listFeedSigningKeys, rotateFeedSigningKeys } from '../ops/admin/signing-keys.js';
 import { parseHour } from '../lib/feeds/hours.js';
 import type { BackfillProgress, PublishStatus, CellState } from '../publisher/ops.js';
 import { isUuid } from '../lib/core/uuid.js';
@@ -486,6 +487,19 @@ clientKeys
   .argument('<keyId>', 'key id', uuid)
   .description('revoke a key (refused everywhere within FEED_CREDENTIAL_REFRESH_MS, 30 s); revoking its client stops it too')
   .action(withContext(async (ctx, keyId: string) => console.log(`revoked ${(await revokeClientKey(ctx.db, ctx.clock, keyId)).id}`)));
+
+const signingKeys = program
+  .command('signing-keys')
+  .description('the Ed25519 keys that sign every feed answer (RFC 9421), published at /.well-known/jwks.json (docs/feed-signatures.md)');
+signingKeys
+  .command('rotate')
+  .description('the next key (already in the JWKS) starts signing, the active one retires for the overlap, a new next key is made')
+  .option('--overlap-days <days>', 'how long the retiring key stays in the JWKS', String(DEFAULT_OVERLAP_DAYS))
+  .action(withContext(async (ctx, opts: { overlapDays: string }) => console.log(await rotateFeedSigningKeys(ctx, Number(opts.overlapDays)))));
+signingKeys
+  .command('list')
+  .description('every key with its state (next, active, retiring, retired) and whether the JWKS publishes it')
+  .action(withContext(async (ctx) => console.table(await listFeedSigningKeys(ctx))));
 
 const zone = program.command('zone').description('operational zones');
 zone

@@ -963,6 +963,26 @@ CREATE TABLE public.feed_reports (
 
 
 --
+-- Name: feed_signing_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.feed_signing_keys (
+    kid text NOT NULL,
+    state text NOT NULL,
+    public_jwk jsonb NOT NULL,
+    private_key bytea,
+    created_at timestamp with time zone NOT NULL,
+    activated_at timestamp with time zone,
+    retiring_at timestamp with time zone,
+    retire_after timestamp with time zone,
+    retired_at timestamp with time zone,
+    CONSTRAINT feed_signing_keys_check CHECK (((state = 'retired'::text) = (private_key IS NULL))),
+    CONSTRAINT feed_signing_keys_check1 CHECK (((state <> 'retiring'::text) OR (retire_after IS NOT NULL))),
+    CONSTRAINT feed_signing_keys_state_check CHECK ((state = ANY (ARRAY['next'::text, 'active'::text, 'retiring'::text, 'retired'::text])))
+);
+
+
+--
 -- Name: gbfs_scope_builds; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1833,6 +1853,14 @@ ALTER TABLE ONLY public.feed_reports
 
 
 --
+-- Name: feed_signing_keys feed_signing_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.feed_signing_keys
+    ADD CONSTRAINT feed_signing_keys_pkey PRIMARY KEY (kid);
+
+
+--
 -- Name: gbfs_scope_builds gbfs_scope_builds_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -2253,6 +2281,20 @@ CREATE INDEX feed_publications_outstanding ON public.feed_publications USING btr
 --
 
 CREATE INDEX feed_reports_dirty ON public.feed_reports USING btree (month) WHERE dirty;
+
+
+--
+-- Name: feed_signing_keys_one_active; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX feed_signing_keys_one_active ON public.feed_signing_keys USING btree ((true)) WHERE (state = 'active'::text);
+
+
+--
+-- Name: feed_signing_keys_one_next; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX feed_signing_keys_one_next ON public.feed_signing_keys USING btree ((true)) WHERE (state = 'next'::text);
 
 
 --

@@ -23,6 +23,7 @@ import { TokenGuard } from './token-guard.js';
 import { EventPagePositions } from './paging.js';
 import { badParam, forbidden, notFound, unauthorized } from './errors.js';
 import { zoneParam } from './params.js';
+import { feedSignerOf, type FeedSigner } from './signatures.js';
 
 /**
  * What the feed routes of one host share; built once per app. The caches live here, so each app
@@ -45,6 +46,8 @@ export interface FeedDeps {
   pagePositions: EventPagePositions;
   /** failure throttle and hash gate of the token endpoints, one per process (main + legacy host) */
   tokenGuard: TokenGuard;
+  /** signs every answer of the feed hosts (./signatures.ts), one key ring per process */
+  signer: FeedSigner;
 }
 
 export function buildFeedDeps(app: AppContext): FeedDeps {
@@ -60,6 +63,7 @@ export function buildFeedDeps(app: AppContext): FeedDeps {
     files: fileCache(app),
     pagePositions: new EventPagePositions(),
     tokenGuard: tokenGuardOf(app),
+    signer: feedSignerOf(app),
   };
 }
 

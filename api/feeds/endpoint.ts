@@ -22,6 +22,7 @@ import { insurerAuth } from './insurance.js';
 import { clientCredentials, issueToken } from './token.js';
 import { TOKEN_DESCRIPTION } from '../openapi/feeds-ops.js';
 import type { FastHourFile } from './hot-path.js';
+import { signedRenderer } from './signatures.js';
 import type { FeedSchemaName } from '../openapi/records-feeds.js';
 
 /**
@@ -73,7 +74,8 @@ export function feedKit(deps: FeedDeps): FamilyKit<FeedDeps, string, FeedAuth> {
   const token = tokenAuth(deps);
   return {
     auth: { feedToken: token, legacyToken: token, eitherToken: token, insurer: insurerAuth(deps), clientCredentials: clientCredentials(deps), none: null },
-    render: feedErrors(),
+    // the signature outside the renderer: errors are signed as every other answer
+    render: signedRenderer(deps.signer, feedErrors()),
     // only reached by a row that gives a parameter an `invalid` description (none does today)
     invalidParam: (detail, name, _where, missing) =>
       badParam(missing ? `missing ${name}` : `invalid ${name}`, detail ?? `${name} is ${missing ? 'missing' : 'malformed'}`),

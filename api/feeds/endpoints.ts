@@ -22,6 +22,7 @@ import { publicationsIndex } from './publications-index.js';
 import { mdsEventsRecent, mdsVehicles, mdsVehicleStatus } from './realtime.js';
 import { monthlyReport } from './reports.js';
 import { oauthMetadataEndpoint } from './discovery.js';
+import { jwksEndpoint } from './jwks.js';
 
 const MDS = MDS_2_0.contentType;
 const BASE = '/v1/partner-apis/mds/{zoneID}';
@@ -112,6 +113,7 @@ const INSURANCE_ACCESS = { family: 'insurance', endpoint: 'trips' } as const;
 export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
   tokenEndpoint('feedToken', '/v1/partner-apis/token', 'main host'),
   oauthMetadataEndpoint('feedOAuthMetadata', 'main', '/v1/partner-apis/token'),
+  jwksEndpoint('feedJwks'),
   {
     operationId: 'mdsTrips',
     method: 'get',

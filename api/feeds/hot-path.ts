@@ -15,7 +15,9 @@
  * Per-request cost is what limits a file route answered from memory (docs/benchmarks.md, feeds):
  * what depends only on the request's strings is decided once per keep-alive connection (`Shape`),
  * and the answer's headers once per cached object (the decision's answers are built once per
- * object; `headerBlock` adds the request id's slot, one `writeHead`).
+ * object; `headerBlock` adds the request id's and the signature's slots, one `writeHead`). The
+ * signature is the one the ordinary route would make (api/feeds/signatures.ts), made once per
+ * answer, request line and second.
  */
 import { bearerOf } from '../kit/api-key-gate.js';
 import { NamedCache } from '../../lib/core/cache.js';
@@ -34,6 +36,9 @@ import { negotiate, type MediaOffer } from './accept.js';
 import { HOUR_FILE_CACHE_CONTROL } from './files.js';
 import type { ZoneInfo } from './zones.js';
 import { timeHourParam, type Hour } from './params.js';
+import type { FeedSigner, SignedParts } from './signatures.js';
+import { contentDigestOf } from '../kit/content-digest.js';
+import type { SigningKeys } from '../../lib/feeds/signing-keys.js';
 
 export interface FastHourRoute {
   /** the router's pattern of the route (the metrics label the ordinary path would give) */
@@ -221,14 +226,32 @@ function sameShape(deps: FeedDeps, shapes: WeakMap<object, Shape>, req: Incoming
 }
 
 /**
- * The decided headers behind an X-Request-Id slot (slot 1, filled per request), as one `writeHead`
- * array: built once per answer, and the decision builds its answers once per cached object.
+ * The decided headers behind an X-Request-Id slot (slot 1, filled per request), then the answer's
+ * Content-Digest (of the cached body, once per body) and the Signature-Input and Signature slots
+ * (the last four, filled per request by the signer: api/feeds/signatures.ts), as one `writeHead`
+ * array with what the signature covers: built once per answer, and the decision builds its answers
+ * once per cached object.
  */
-const headerBlocks = new WeakMap<Answer, string[]>();
+interface HeaderBlock {
+  headers: string[];
+  parts: Omit<SignedParts, 'method' | 'url'>;
+}
+const headerBlocks = new WeakMap<Answer, HeaderBlock>();
 
-function headerBlock(answer: Answer): string[] {
+function headerBlock(answer: Answer, obj: CachedObject): HeaderBlock {
   let block = headerBlocks.get(answer);
-  if (!block) headerBlocks.set(answer, (block = ['X-Request-Id', '', ...answer.headers]));
+  if (!block) {
+    const named = (name: string) => {
+      const i = answer.headers.indexOf(name);
+      return i >= 0 && i % 2 === 0 ? answer.headers[i + 1] : undefined;
+    };
+    const digest = answer.body === 'stored' ? contentDigestOf(obj.body) : undefined;
+    block = {
+      headers: ['X-Request-Id', '', ...answer.headers, ...(digest ? ['Content-Digest', digest] : []), 'Signature-Input', '', 'Signature', ''],
+      parts: { status: answer.status, contentType: named('Content-Type'), contentDigest: digest, etag: named('ETag') },
+    };
+    headerBlocks.set(answer, block);
+  }
   return block;
 }
 
@@ -274,13 +297,29 @@ function answerFromCaches(
 }
 
 /**
- * Writes the answer as Koa would after the outermost middleware and serveObject: X-Request-Id
- * first, then the decided headers in their order (one `writeHead`); a 304 and a HEAD end without a body.
+ * Writes the answer as Koa would after the outermost middleware, serveObject and the feeds'
+ * signature: X-Request-Id first, then the decided headers in their order, the digest and the
+ * signature (one `writeHead`); a 304 and a HEAD end without a body.
  */
-function writeAnswer(res: ServerResponse, answer: Answer, obj: CachedObject, requestId: string): void {
-  const headers = headerBlock(answer);
+function writeAnswer(
+  res: ServerResponse,
+  signer: FeedSigner,
+  keys: SigningKeys,
+  answer: Answer,
+  obj: CachedObject,
+  requestId: string,
+  method: string,
+  url: string,
+  now: number,
+): void {
+  const block = headerBlock(answer, obj);
+  // the answer decides status and headers; the 304 answer is shared by GET and HEAD
+  const { input, signature } = signer.reused(keys, answer, method === 'GET' ? url : `${method} ${url}`, () => ({ ...block.parts, method, url }), now);
+  const headers = block.headers;
   // writeHead copies the array into the header block before it returns: the shared array is free again
   headers[1] = requestId;
+  headers[headers.length - 3] = input;
+  headers[headers.length - 1] = signature;
   res.writeHead(answer.status, headers);
   if (answer.body === 'stored') res.end(obj.body);
   else res.end();
@@ -316,14 +355,17 @@ export function hourFileHotPath(deps: FeedDeps, files: readonly FastHourFile[], 
       shapes.set(req.socket, s);
     }
     let found: { answer: Answer; obj: CachedObject } | undefined;
+    const now = deps.app.clock.now().getTime();
     try {
-      found = answerFromCaches(deps, cache, req, s, deps.app.clock.now().getTime(), method === 'HEAD');
+      found = answerFromCaches(deps, cache, req, s, now, method === 'HEAD');
     } catch {
       found = undefined;
     }
-    if (!found) return fallback(req, res);
+    // before the signing keys are loaded, the ordinary route loads them
+    const keys = deps.signer.ring.peek();
+    if (!found || !keys) return fallback(req, res);
     const requestId = requestIdOf(req.headers['x-request-id']);
-    writeAnswer(res, found.answer, found.obj, requestId);
+    writeAnswer(res, deps.signer, keys, found.answer, found.obj, requestId, method, url, now);
     telemetry.finish(started, method, s.route.pattern, found.answer.status, url, requestId);
   };
 }

@@ -15,6 +15,7 @@ import { answerOf, type Answer, type ServeRule } from './serve.js';
 import { acceptsEncoding } from './conditional.js';
 import type { ObjectCache } from './object-cache.js';
 import { requestLogOf } from './request-log.js';
+import { declareDigest, decodedDigestOf } from './content-digest.js';
 
 export interface ServeObjectOptions extends ServeRule {
   /**
@@ -104,6 +105,10 @@ export async function serveObject(ctx: Koa.Context, store: ObjectStore, key: str
     pipeline(Buffer.isBuffer(body) ? Readable.from([body], { objectMode: false }) : body!, createGunzip(), out, (err) => {
       if (err) requestLogOf(ctx)?.warn({ err: err.message, key }, 'decoding stored object failed');
     });
+    // the decoded bytes of a cached object are the same every time: their digest once per object,
+    // so that a signed answer (api/feeds/signatures.ts) can still stream
+    const digest = Buffer.isBuffer(body) ? decodedDigestOf(body) : undefined;
+    if (digest) declareDigest(out, digest);
     // Content-Type is already set, so Koa keeps it for the stream body.
     ctx.body = out;
   }

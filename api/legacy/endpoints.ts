@@ -15,6 +15,7 @@ import { notYetPublished404, serveHourFile } from '../feeds/files.js';
 import { legacyGate } from '../feeds/gates.js';
 import { single, timeHourParam } from '../feeds/params.js';
 import { oauthMetadataEndpoint } from '../feeds/discovery.js';
+import { jwksEndpoint } from '../feeds/jwks.js';
 import { legacyEvents, legacyVehicles } from './realtime.js';
 
 const TYPES = [MDS_1_2.contentType, MDS_0_4.contentType];
@@ -45,6 +46,7 @@ const notFoundHour = 'unknown zone, future hour, hour before the zone existed, o
 export const LEGACY_ENDPOINTS: readonly FeedEndpoint[] = [
   tokenEndpoint('legacyToken', '/token', 'legacy host'),
   oauthMetadataEndpoint('legacyOAuthMetadata', 'legacy', '/token'),
+  jwksEndpoint('legacyJwks'),
   {
     operationId: 'legacyTrips',
     method: 'get',

@@ -17,7 +17,7 @@ import { LEGACY_ENDPOINTS } from './endpoints.js';
 export function legacyRoutes(ctx: AppContext, deps: FeedDeps = buildFeedDeps(ctx)): RouteFamily {
   const router = new Router();
   mountEndpoints(router, LEGACY_ENDPOINTS, deps, feedKit(deps));
-  return { name: 'legacy MDS', routes: router.routes() as unknown as Koa.Middleware, prefixes: ['/'], miss: feedMiss(router) };
+  return { name: 'legacy MDS', routes: router.routes() as unknown as Koa.Middleware, prefixes: ['/'], miss: feedMiss(router, deps.signer) };
 }
 
 /** The hourly-file routes of this host, for the hot path (api/feeds/hot-path.ts): the table's hourly-file rows. */

@@ -27,6 +27,7 @@ import {
   TOKEN_RESPONSES,
   TOKEN_REQUEST,
 } from './feeds-ops.js';
+import { signedPaths, signedResponses } from './feed-signatures.js';
 
 /** What the feeds document needs of a row of a feed table (api/feeds/endpoint.ts FeedEndpoint). */
 type FeedRow = EndpointDeclaration<string, string> & {
@@ -150,7 +151,8 @@ const JWT =
 
 /** A document of one host: its rows' paths and the components and security schemes they use. */
 function hostDocument(rows: readonly FeedRow[], opts: Urls, doc: Pick<OpenApiDocument, 'info' | 'servers' | 'tags' | 'security'>): OpenApiDocument {
-  const paths = finish(rows, pathsOf(rows, FAMILY));
+  // every answer of a feed host is signed (api/feeds/signatures.ts): its headers on every response
+  const paths = signedPaths(finish(rows, pathsOf(rows, FAMILY)));
   const used = new Set(
     Object.values(paths).flatMap((item) => Object.values(item).flatMap((op) => ((op as Operation).security ?? []).flatMap((r) => Object.keys(r)))),
   );
@@ -160,12 +162,16 @@ function hostDocument(rows: readonly FeedRow[], opts: Urls, doc: Pick<OpenApiDoc
     openapi: '3.1.0',
     ...doc,
     paths,
-    components: { ...reachable(paths, { schemas: FEED_SCHEMAS, responses: SHARED_RESPONSES }), securitySchemes: schemes },
+    components: {
+      ...reachable(paths, { schemas: FEED_SCHEMAS, responses: signedResponses(SHARED_RESPONSES) }),
+      securitySchemes: schemes,
+    },
   };
 }
 
 const FILES =
-  'Hourly files (trips, historical events, status changes, insurance trips) carry ETag and Last-Modified and answer conditional requests with 304; they are served gzip to clients that accept it. Every error is `{error, error_description, error_details}`.';
+  'Hourly files (trips, historical events, status changes, insurance trips) carry ETag and Last-Modified and answer conditional requests with 304; they are served gzip to clients that accept it. Every error is `{error, error_description, error_details}`.' +
+  '\n\nEvery answer, errors included, is signed: an RFC 9421 HTTP Message Signature (`Signature-Input`, `Signature`; label `feed`, `alg="ed25519"`) over the status, Content-Type, an RFC 9530 `Content-Digest` of the bytes sent, the ETag and the request\'s method, path and query, by a key of the JWK Set at `/.well-known/jwks.json` (the same on both hosts). Verify it with any RFC 9421 library: docs/feed-signatures.md.';
 
 /** The main host's feeds: token endpoint, MDS 2.0, GBFS 3.0 and 2.2, insurance trips. */
 export function feedsDocument(main: readonly FeedRow[], opts: Urls): OpenApiDocument {
@@ -185,7 +191,7 @@ export function feedsDocument(main: readonly FeedRow[], opts: Urls): OpenApiDocu
     },
     servers: [server(opts.publicBaseUrl, 'the main host of this deployment (PUBLIC_BASE_URL)')],
     tags: [
-      { name: 'Authentication', description: 'the OAuth 2.0 token endpoint (client credentials) and its RFC 8414 metadata' },
+      { name: 'Authentication', description: 'the OAuth 2.0 token endpoint (client credentials), its RFC 8414 metadata, and the JWKS of the feed signatures' },
       { name: 'MDS 2.0', description: 'base /v1/partner-apis/mds/{zoneID}' },
       { name: 'MDS 2.1', description: 'base /v1/partner-apis/mds/{zoneID}: what MDS 2.1 added (incidents), Accept version=2.1' },
       { name: 'GBFS 3.0', description: 'base /v1/partner-apis/gbfs/{zoneID}' },
@@ -214,7 +220,7 @@ export function legacyFeedsDocument(legacy: readonly FeedRow[], opts: Urls): Ope
     },
     servers: [server(opts.publicLegacyUrl, 'the legacy MDS host of this deployment (PUBLIC_LEGACY_URL)')],
     tags: [
-      { name: 'Authentication', description: 'the OAuth 2.0 token endpoint (client credentials) and its RFC 8414 metadata' },
+      { name: 'Authentication', description: 'the OAuth 2.0 token endpoint (client credentials), its RFC 8414 metadata, and the JWKS of the feed signatures' },
       { name: 'Legacy MDS 1.2 / 0.4', description: 'base /en/{zoneID}' },
     ],
     security: [...LEGACY_TOKEN, ...FEED_KEY],

@@ -31,6 +31,7 @@ import {
 } from '../../schemas/mds/v2.js';
 import { MdsIncidentSchema } from '../../schemas/mds/v21.js';
 import { AuthorizationServerMetadataSchema } from '../../schemas/oauth/metadata.js';
+import { JwksSchema } from '../../schemas/signatures/jwks.js';
 import type { Schema } from './common.js';
 import { components, oas, schemaRef } from './common.js';
 
@@ -131,6 +132,7 @@ const DECLARED = {
     properties: { access_token: { type: 'string' }, expires_in: { type: 'integer', examples: [900] }, token_type: { const: 'bearer' } },
   },
   AuthorizationServerMetadata: oas(AuthorizationServerMetadataSchema),
+  Jwks: oas(JwksSchema),
   OAuthError: {
     type: 'object',
     required: ['error', 'error_description'],

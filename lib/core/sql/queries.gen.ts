@@ -2109,6 +2109,85 @@ export interface Queries {
       sha256: string;
     };
   };
+  /** sql/queries/signing.sql */
+  FeedSigningKeysLock: {
+    params: [];
+    row: {
+      pg_advisory_xact_lock: string | null;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeysLoad: {
+    params: [$1: Date | string | null];
+    row: {
+      kid: string;
+      state: 'next' | 'active' | 'retiring' | 'retired';
+      public_jwk: Json;
+      private_key: Buffer | null;
+      retire_after: Date | null;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeysList: {
+    params: [$1: Date | string | null];
+    row: {
+      kid: string;
+      state: 'next' | 'active' | 'retiring' | 'retired';
+      created_at: Date;
+      activated_at: Date | null;
+      retiring_at: Date | null;
+      retire_after: Date | null;
+      retired_at: Date | null;
+      published: boolean | null;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyInsert: {
+    params: [$1: string | null, $2: string | null, $3: JsonParam | null, $4: Buffer | null, $5: Date | string | null];
+    row: NoRow;
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeysStates: {
+    params: [];
+    row: {
+      kid: string;
+      state: 'next' | 'active' | 'retiring' | 'retired';
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeysRetireExpired: {
+    params: [$1: Date | string | null];
+    row: {
+      kid: string;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyRetireActive: {
+    params: [$1: Date | string | null, $2: Date | string | null];
+    row: {
+      kid: string;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyPromoteNext: {
+    params: [$1: Date | string | null];
+    row: {
+      kid: string;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyNextSealed: {
+    params: [];
+    row: {
+      kid: string;
+      private_key: Buffer | null;
+    };
+  };
+  /** sql/queries/signing.sql */
+  FeedSigningKeyDropNext: {
+    params: [];
+    row: NoRow;
+  };
   /** sql/queries/sim.sql */
   SimZones: {
     params: [$1: readonly (string | null)[] | null];
