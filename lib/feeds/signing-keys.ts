@@ -17,7 +17,8 @@
  * clients do, lib/feeds/clients.ts): a rotation signs with the new key in every process within 30 s,
  * and until then the old one still verifies (it is retiring, so published).
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac, createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { sealBytes, unsealBytes } from '../core/seal.js';
 import type { Db, Queryable } from '../core/db.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
@@ -46,20 +47,9 @@ export interface SigningKeys {
 /** The default overlap of a rotation: how long the previous key stays in the JWKS. */
 export const DEFAULT_OVERLAP_MS = 7 * 24 * 3_600_000;
 
-// The signing secret signs tokens and URLs too: a key of our own for this purpose (as
-// api/feeds/access-tokens.ts derives its own), so no other use of the secret can read these keys.
-function sealingKey(secret: string): Buffer {
-  return createHmac('sha256', secret).update('feed-signing-key-at-rest/v1').digest();
-}
-
-/** AES-256-GCM: iv (12) || tag (16) || ciphertext, the kid as associated data (a sealed key cannot be moved to another row). */
-function seal(secret: string, kid: string, plain: Buffer): Buffer {
-  const iv = randomBytes(12);
-  const c = createCipheriv('aes-256-gcm', sealingKey(secret), iv);
-  c.setAAD(Buffer.from(kid));
-  const body = Buffer.concat([c.update(plain), c.final()]);
-  return Buffer.concat([iv, c.getAuthTag(), body]);
-}
+/** The purpose the private keys are sealed for (lib/core/seal.ts), bound to their kid: a sealed key cannot be moved to another row. */
+const SEAL_PURPOSE = 'feed-signing-key';
+const seal = (secret: string, kid: string, plain: Buffer): Buffer => sealBytes(secret, SEAL_PURPOSE, plain, kid);
 
 export class SigningKeyError extends Error {
   constructor(message: string) {
@@ -70,10 +60,7 @@ export class SigningKeyError extends Error {
 
 function unseal(secret: string, kid: string, sealed: Buffer): Buffer {
   try {
-    const d = createDecipheriv('aes-256-gcm', sealingKey(secret), sealed.subarray(0, 12));
-    d.setAAD(Buffer.from(kid));
-    d.setAuthTag(sealed.subarray(12, 28));
-    return Buffer.concat([d.update(sealed.subarray(28)), d.final()]);
+    return unsealBytes(secret, SEAL_PURPOSE, sealed, kid);
   } catch {
     throw new SigningKeyError(
       `feed signing key ${kid} cannot be decrypted with this SIGNING_SECRET (was it changed?): run ops signing-keys rotate with the new secret`,
