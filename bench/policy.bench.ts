@@ -37,6 +37,7 @@ import { insertZone } from '../test/support/partner-fixtures.js';
 import { runIfMain } from './main.js';
 import type { BenchResult } from './types.js';
 import { percentile } from './breadth-probes.js';
+import { signedFileRouteVsNginx } from './feeds.bench.js';
 
 const ZONES = Number(process.env.BENCH_POLICY_ZONES ?? 100);
 const VEHICLES = Number(process.env.BENCH_POLICY_VEHICLES ?? 1000);
@@ -107,6 +108,7 @@ function documents(zoneId: string, lat: number, lng: number, mph: number, versio
 }
 
 export async function run(): Promise<BenchResult> {
+  let result: BenchResult | undefined;
   const database = await cloneDatabase();
   const storeDir = mkdtempSync(join(tmpdir(), 'bench-policy-'));
   const broker = await startBroker();
@@ -234,7 +236,7 @@ export async function run(): Promise<BenchResult> {
     const p50 = percentile(latencies, 50) ?? NaN;
     const p99 = percentile(latencies, 99) ?? NaN;
     const failures = await db.one<{ n: number }>('SELECT coalesce(sum(failures), 0)::int AS n FROM vehicle_speed_commands');
-    return {
+    result = {
       name: 'policy',
       metrics: {
         zones: ZONES,
@@ -267,6 +269,20 @@ export async function run(): Promise<BenchResult> {
     await database.drop().catch(() => undefined);
     rmSync(storeDir, { recursive: true, force: true });
   }
+  if (!result) throw new Error('no result');
+  // the feed route with its signatures (RFC 9421) against nginx, measured alone after the fleet is
+  // stopped: the same measurement as BENCH=feeds (bench/feeds.bench.ts)
+  const feeds = await signedFileRouteVsNginx();
+  result.metrics.signed_file_route_vs_nginx = feeds.ratio === null ? null : Math.round(feeds.ratio * 100) / 100;
+  result.goals.push({
+    metric: 'signed_file_route_vs_nginx',
+    goal: '≥ 0.8 (answers verified as signed)',
+    met: feeds.ratio === null ? null : feeds.ratio >= 0.8 && feeds.signedVerified,
+  });
+  result.notes.push(
+    `signed file route: ${feeds.apiRps ?? '–'} req/s, nginx ${feeds.nginxRps ?? '–'} req/s; ${feeds.signedVerified ? 'every measured answer verified as signed' : 'signatures NOT verified'}`,
+  );
+  return result;
 }
 
 runIfMain(import.meta.url, run);

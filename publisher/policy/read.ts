@@ -26,8 +26,14 @@ import {
 } from '../../schemas/mds/policy.js';
 import type { RowOf } from '../../lib/core/sql/typed.js';
 
-/** How often a source is read: MDS Policy's recommended minimum threshold, one minute. */
-const POLICY_READ_SECONDS = 60;
+/**
+ * Every minute's job reads every source (MDS Policy's recommended minimum threshold, one minute: the
+ * clock is publisher/index.ts's) but one read in the last REREAD_GUARD_SECONDS: a second publisher's
+ * job of the same minute reads nothing again. Not "not read for a minute": a read out of phase (a
+ * publisher starting, `ops policy read`) would then make the next minute's job skip the source, and a
+ * change wait two intervals (BENCH=policy saw 76 s).
+ */
+const REREAD_GUARD_SECONDS = 20;
 /** A city's answer slower than this is a failed read (the next minute tries again). */
 const READ_TIMEOUT_MS = 15_000;
 /** The largest document read (a city's geographies with detailed polygons are a few MB). */
@@ -265,8 +271,7 @@ function ruleRow(r: MappedRule) {
  */
 export async function readCityPolicies(ctx: AppContext, opts: { zone?: string; force?: boolean } = {}): Promise<ReadResult[]> {
   const now = ctx.clock.now();
-  // a little under the interval, so that a minute's job always finds last minute's reads due
-  const due = await ctx.db.many(sql('PolicySourcesDue'), [now, POLICY_READ_SECONDS - 10, opts.zone ?? null, opts.force === true]);
+  const due = await ctx.db.many(sql('PolicySourcesDue'), [now, REREAD_GUARD_SECONDS, opts.zone ?? null, opts.force === true]);
   const results: ReadResult[] = [];
   const queue = [...due];
   const reader = async () => {
