@@ -389,6 +389,41 @@ describe('feeds: MDS 2.1 incidents', function () {
       expect(seen).to.deep.equal(first);
       const again = ((await incidentsOf(zone, 'limit=5000')).body as Body).incidents;
       expect(again).to.have.length(9);
+
+      // page[size] / page[number] (JSON:API, MDS 2.1): pinned by page[as_of], first/prev/next/last links
+      const numbered = async (q: string) => {
+        const res = await app.get(`/v1/partner-apis/mds/${zone}/incidents?${q}`).set('Authorization', city);
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        valid(res.body);
+        return res.body as Body & { links: { first: string; prev: string | null; next: string | null; last: string } };
+      };
+      const p1 = await numbered('incident_type=unplanned_stop&page[size]=4&page[number]=1');
+      expect(p1.incidents.map((i) => i.incident_id)).to.deep.equal(again.slice(0, 4).map((i) => i.incident_id));
+      expect(p1.links.prev).to.equal(null);
+      expect(new URL(p1.links.last).searchParams.get('page[number]')).to.equal('3');
+      expect(new URL(p1.links.next!).searchParams.get('page[size]')).to.equal('4');
+      await raise(3);
+      // under the pin the pages stay as they were: 9 incidents, the last page holds one
+      const p3 = await numbered(path(p1.links.last).split('?')[1]);
+      expect(p3.incidents.map((i) => i.incident_id)).to.deep.equal(again.slice(8).map((i) => i.incident_id));
+      expect(p3.links.next).to.equal(null);
+      expect(p3.links.prev).to.be.a('string');
+      const past = await numbered(`incident_type=unplanned_stop&page[size]=4&page[number]=9`);
+      expect(past.incidents).to.deep.equal([]);
+      // the styles do not mix, the pin is the filters' own, sizes up to 5,000
+      const pin = new URL(p1.links.next!).searchParams.get('page[as_of]')!;
+      for (const q of [
+        `page[number]=2&cursor=x`,
+        `incident_type=crash&page[size]=4&page[number]=2&page[as_of]=${encodeURIComponent(pin)}`,
+        `page[size]=0`,
+        `page[size]=4&limit=5`,
+        `page[bogus]=1`,
+      ]) {
+        const res = await app.get(`/v1/partner-apis/mds/${zone}/incidents?${q}`).set('Authorization', city);
+        expect(res.status, q).to.equal(400);
+        expect(res.body.error).to.equal('bad_param');
+      }
+      expect((await numbered('page[size]=5000')).incidents).to.have.length(12);
     });
   });
 

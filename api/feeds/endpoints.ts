@@ -296,8 +296,9 @@ export const FEED_ENDPOINTS: readonly FeedEndpoint[] = [
       'telemetry point whose `incident_ids` names it (`/telemetry`, `/vehicles/status` `last_telemetry`). The one MDS 2.1 endpoint of this host: ' +
       '`Accept: application/vnd.mds+json;version=2.1` (an absent Accept or `*/*` means 2.1 here; `version=2.0` is 406). Every filter is optional; ' +
       'windows are [start, end). An update (a ticket resolved) moves `last_updated`: poll the last-updated window to follow them. ' +
-      `Paged: at most \`limit\` incidents per page in (publication_time, incident_id) order; follow \`links.next\` unchanged until it is null: every incident ` +
-      'that matched when the first page was asked for comes exactly once.',
+      `Paged as the recent events: \`limit\`/\`cursor\` (follow \`links.next\` unchanged until it is null), or \`page[size]\`/\`page[number]\` ` +
+      '(JSON:API, as MDS 2.1 recommends: first, prev, next and last links with a `page[as_of]` pin), in (publication_time, incident_id) order: ' +
+      'every incident that matched when the first page was asked for comes exactly once.',
     tag: 'MDS 2.1',
     auth: 'feedToken',
     params: { zoneID: ZONE_PARAM },

@@ -21,12 +21,14 @@ import type { FeedDeps } from './auth.js';
 import { MDS_2_1 } from './accept.js';
 import { badParam } from './errors.js';
 import { mdsGate } from './gates.js';
-import { openCursor, pageLimit, signCursor } from './paging.js';
+import { openCursor, pagingOf, signCursor, type Paging } from './paging.js';
 import { single, uuidParam } from './params.js';
 import { fromArray, streamFeed } from './stream.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 const CURSOR_PURPOSE = 'incidents';
+/** what a page[as_of] of the incidents signs: the zone, the filters and the first page's cut-off */
+const PIN_PURPOSE = 'incidents-pin';
 
 /** The 2.1 query parameters that filter, in the order of the next link. */
 const INCIDENT_WINDOW_PARAMS = ['publication_start_time', 'publication_end_time', 'last_updated_start', 'last_updated_end'] as const;
@@ -118,8 +120,10 @@ export async function mdsIncidents(deps: FeedDeps, ctx: Koa.Context): Promise<vo
   const { config, db, clock } = deps.app;
   const zone = await mdsGate(deps, ctx, 'incidents', MDS_2_1);
   const filters = filtersOf(ctx.query);
-  const limit = pageLimit(ctx.query);
-  const raw = single(ctx.query, 'cursor');
+  const paging = pagingOf(ctx.query);
+  if (paging.style === 'number') return numberedPage(deps, ctx, zone.id, filters, paging);
+  const limit = paging.size;
+  const raw = paging.cursor;
   let cursor: Cursor;
   if (raw === undefined) {
     const { now_us } = await db.one(sql('MdsEventsCutoff'));
@@ -162,6 +166,72 @@ export async function mdsIncidents(deps: FeedDeps, ctx: Koa.Context): Promise<vo
     head: { version: '2.1.0', last_updated: clock.now().getTime(), ttl: 0 },
     arrayKey: 'incidents',
     tail: { links: { next } },
+    rows: fromArray(rows),
+    map: toMdsIncident,
+  });
+}
+
+/** The filter parameters of a link, in their order. */
+function filterQuery(f: Filters): URLSearchParams {
+  const q = new URLSearchParams();
+  if (f.incident_id !== null) q.set('incident_id', f.incident_id);
+  if (f.incident_type !== null) q.set('incident_type', f.incident_type);
+  for (const k of INCIDENT_WINDOW_PARAMS) if (f[k] !== null) q.set(k, String(f[k]));
+  return q;
+}
+
+/**
+ * `page[number]` of `page[size]` incidents (JSON:API, as MDS 2.1 recommends), as the recent events page
+ * (api/feeds/paging.ts): the first request pins the cut-off, and every link carries it signed in
+ * `page[as_of]`, so page N under one pin is the same page whenever it is asked; links first, prev,
+ * next and last keep the size parameter the request used.
+ */
+async function numberedPage(deps: FeedDeps, ctx: Koa.Context, zoneId: string, filters: Filters, paging: Extract<Paging, { style: 'number' }>) {
+  const { config, db, clock } = deps.app;
+  let cutoff: number;
+  if (paging.pin === undefined) cutoff = (await db.one(sql('MdsEventsCutoff'))).now_us;
+  else {
+    const p = openCursor(config.signingSecret, PIN_PURPOSE, paging.pin) as { z?: unknown; f?: Filters; c?: unknown };
+    if (p.z !== zoneId || typeof p.f !== 'object' || p.f === null || !sameFilters(p.f, filters) || !Number.isSafeInteger(p.c))
+      throw badParam('invalid page[as_of]', 'page[as_of] belongs to another zone or filter: keep the filters of the links it came with');
+    cutoff = p.c as number;
+  }
+  const f = filters;
+  const args = [
+    zoneId,
+    f.incident_id,
+    f.incident_type,
+    at(f.publication_start_time),
+    at(f.publication_end_time),
+    at(f.last_updated_start),
+    at(f.last_updated_end),
+    cutoff,
+  ] as const;
+  const [{ n: total }, rows] = await Promise.all([
+    db.one(sql('MdsIncidentsCount'), [...args]),
+    db.many(sql('MdsIncidentsPageAt'), [...args, paging.size, (paging.number - 1) * paging.size]),
+  ]);
+  const pages = Math.max(1, Math.ceil(total / paging.size));
+  const pin = signCursor(config.signingSecret, PIN_PURPOSE, { z: zoneId, f: filters, c: cutoff });
+  const link = (n: number) => {
+    const q = filterQuery(f);
+    for (const name of paging.sizeNames) q.set(name, String(paging.size));
+    q.set('page[number]', String(n));
+    q.set('page[as_of]', pin);
+    return `${config.publicBaseUrl}/v1/partner-apis/mds/${zoneId}/incidents?${q.toString()}`;
+  };
+  await streamFeed(ctx, {
+    contentType: MDS_2_1.contentType,
+    head: { version: '2.1.0', last_updated: clock.now().getTime(), ttl: 0 },
+    arrayKey: 'incidents',
+    tail: {
+      links: {
+        first: link(1),
+        prev: paging.number > 1 ? link(Math.min(paging.number - 1, pages)) : null,
+        next: paging.number < pages ? link(paging.number + 1) : null,
+        last: link(pages),
+      },
+    },
     rows: fromArray(rows),
     map: toMdsIncident,
   });

@@ -126,12 +126,16 @@ function sizeParam(query: Query, name: 'limit' | 'page[size]'): number | undefin
 }
 
 /** How the request pages: its style, page size and the size parameters it named (for its links). */
-type Paging =
+export type Paging =
   | { style: 'cursor'; size: number; sizeNames: Array<'limit' | 'page[size]'>; cursor: string | undefined }
   | { style: 'number'; size: number; sizeNames: Array<'limit' | 'page[size]'>; number: number; pin: string | undefined };
 
-/** Reads the paging parameters of a request, refusing unknown page[…] members, mixed styles and bad values. */
-function pagingOf(query: Query): Paging {
+/**
+ * Reads the paging parameters of a request, refusing unknown page[…] members, mixed styles and bad
+ * values: the one reading of every paged MDS list (the recent events here, the incidents:
+ * api/feeds/incidents.ts).
+ */
+export function pagingOf(query: Query): Paging {
   for (const name of Object.keys(query)) {
     if ((name.startsWith('page[') || name === 'page') && !PAGE_FAMILY.includes(name))
       throw badParam(`unsupported paging parameter ${name}`, `the page parameters are ${PAGE_FAMILY.join(', ')} (or limit and cursor)`);
@@ -159,18 +163,6 @@ function pagingOf(query: Query): Paging {
     number = Number(rawNumber);
   }
   return { style: 'number', size, sizeNames: sizeNames.length ? sizeNames : ['page[size]'], number, pin };
-}
-
-/**
- * The page size of a list paged by `limit`/`cursor` only (the incidents: api/feeds/incidents.ts): `limit`
- * or `page[size]` (the same sizes as the events; both must agree), and a clear 400 for `page[number]`,
- * which only the recent events take.
- */
-export function pageLimit(query: Query): number {
-  const paging = pagingOf(query);
-  if (paging.style === 'number' && (single(query, 'page[number]') !== undefined || paging.pin !== undefined))
-    throw badParam('unsupported paging parameter page[number]', 'this list pages with limit (or page[size]) and the cursor of its links.next');
-  return paging.size;
 }
 
 /**

@@ -49,8 +49,8 @@ export const incidentIds = { type: 'array', minItems: 1, uniqueItems: true, item
 
 /**
  * The /incidents answer: the 2.1 response wrapper (`version`), the near-realtime head of the vehicle
- * endpoints (integer `last_updated`, `ttl`), the page and its JSON:API `links.next` (null on the last
- * page), as /events/recent pages.
+ * endpoints (integer `last_updated`, `ttl`), the page and its JSON:API links (`next`, null on the last
+ * page; `first`, `prev`, `last` too when paged by `page[number]`), as /events/recent pages.
  */
 export const MdsIncidentsSchema = {
   type: 'object',
@@ -65,7 +65,13 @@ export const MdsIncidentsSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['next'],
-      properties: { next: { anyOf: [{ type: 'string', maxLength: 4096 }, { type: 'null' }] } },
+      // next always; first, prev and last on a page[number] page (JSON:API)
+      properties: {
+        first: { type: 'string', maxLength: 4096 },
+        prev: { anyOf: [{ type: 'string', maxLength: 4096 }, { type: 'null' }] },
+        next: { anyOf: [{ type: 'string', maxLength: 4096 }, { type: 'null' }] },
+        last: { type: 'string', maxLength: 4096 },
+      },
     },
   },
 } as const;

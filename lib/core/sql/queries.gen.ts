@@ -875,6 +875,30 @@ export interface Queries {
       preliminary: boolean | null;
     };
   };
+  /** sql/queries/incidents.sql */
+  MdsIncidentsCount: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null];
+    row: {
+      n: number;
+    };
+  };
+  /** sql/queries/incidents.sql */
+  MdsIncidentsPageAt: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null, $9: number | bigint | string | null, $10: number | bigint | string | null];
+    row: {
+      incident_id: string;
+      incident_type: 'unplanned_stop' | 'remote_takeover' | 'tip_over' | 'harsh_stopping' | 'harsh_starting' | 'near_miss' | 'vandalism' | 'crash';
+      publication_ms: number;
+      publication_us: number;
+      last_updated_ms: number;
+      description: string | null;
+      severity: string | null;
+      report_id: string | null;
+      report_type: string | null;
+      contact_info: string | null;
+      preliminary: boolean | null;
+    };
+  };
   /** sql/queries/ingest.sql */
   IngestLockVehicles: {
     params: [$1: readonly (string | null)[] | null];
