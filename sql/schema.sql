@@ -629,8 +629,9 @@ END $$;
 --
 
 CREATE FUNCTION public.zone_rules_at(p_zone text, p_lng double precision, p_lat double precision, p_vehicle_type text, OUT ride_start_allowed boolean, OUT ride_end_allowed boolean, OUT ride_through_allowed boolean, OUT station_parking boolean, OUT area_type text) RETURNS record
-    LANGUAGE sql STABLE PARALLEL SAFE
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     AS $$
+BEGIN
   WITH hit AS (
     SELECT a.area_type
       FROM areas a
@@ -642,6 +643,7 @@ CREATE FUNCTION public.zone_rules_at(p_zone text, p_lng double precision, p_lat 
      LIMIT 1
   )
   SELECT r.ride_start_allowed, r.ride_end_allowed, r.ride_through_allowed, r.station_parking, hit.area_type
+    INTO ride_start_allowed, ride_end_allowed, ride_through_allowed, station_parking, area_type
     FROM zones z
     LEFT JOIN hit ON true
    CROSS JOIN LATERAL zone_area_rule(z.parking_mode, hit.area_type) ar
@@ -650,8 +652,8 @@ CREATE FUNCTION public.zone_rules_at(p_zone text, p_lng double precision, p_lat 
                               CASE WHEN hit.area_type IS NULL THEN g.ride_end_allowed ELSE ar.ride_end_allowed END AS ride_end_allowed,
                               CASE WHEN hit.area_type IS NULL THEN g.ride_through_allowed ELSE ar.ride_through_allowed END AS ride_through_allowed,
                               CASE WHEN hit.area_type IS NULL THEN g.station_parking ELSE ar.station_parking END AS station_parking) r
-   WHERE z.id = p_zone
-$$;
+   WHERE z.id = p_zone;
+END $$;
 
 
 SET default_tablespace = '';

@@ -110,10 +110,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE WHEN p_source = 'city' THEN 0 ELSE 100 END + zone_area_precedence(p_area_type)
 $$;
 
+-- zone_rules_at as migration 000220 made it (PL/pgSQL, for its cached plan), deciding by zone_area_order.
 CREATE OR REPLACE FUNCTION zone_rules_at(p_zone text, p_lng float8, p_lat float8, p_vehicle_type text,
                               OUT ride_start_allowed boolean, OUT ride_end_allowed boolean,
                               OUT ride_through_allowed boolean, OUT station_parking boolean, OUT area_type text)
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+BEGIN
   WITH hit AS (
     SELECT a.area_type
       FROM areas a
@@ -125,6 +127,7 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
      LIMIT 1
   )
   SELECT r.ride_start_allowed, r.ride_end_allowed, r.ride_through_allowed, r.station_parking, hit.area_type
+    INTO ride_start_allowed, ride_end_allowed, ride_through_allowed, station_parking, area_type
     FROM zones z
     LEFT JOIN hit ON true
    CROSS JOIN LATERAL zone_area_rule(z.parking_mode, hit.area_type) ar
@@ -133,8 +136,8 @@ LANGUAGE sql STABLE PARALLEL SAFE AS $$
                               CASE WHEN hit.area_type IS NULL THEN g.ride_end_allowed ELSE ar.ride_end_allowed END AS ride_end_allowed,
                               CASE WHEN hit.area_type IS NULL THEN g.ride_through_allowed ELSE ar.ride_through_allowed END AS ride_through_allowed,
                               CASE WHEN hit.area_type IS NULL THEN g.station_parking ELSE ar.station_parking END AS station_parking) r
-   WHERE z.id = p_zone
-$$;
+   WHERE z.id = p_zone;
+END $$;
 
 -- The speed limit each vehicle should have and the one it acknowledged (publisher/policy/speed.ts).
 -- A row exists while a city limit applies to the vehicle or its normal limit is not yet back:

@@ -101,6 +101,9 @@ SELECT i.incident_id, i.incident_type,
  LIMIT $11;
 
 -- name: MdsIncidentsCount
+-- (Its filters are MdsIncidentsPage's, written out again in each query rather than read through a
+-- set-returning function: the column types sql-types derives, the incident_type enum and NOT NULLs,
+-- come from the table's own columns only.)
 -- The incidents of zone $1 a page[number] traversal pages through: the filters of MdsIncidentsPage
 -- ($2–$7), published before the cut-off ($8, µs).
 -- not null: n
