@@ -65,6 +65,18 @@ const hourQuery = (raw: unknown, name: string): Date | undefined => {
   return h;
 };
 
+/** A console request's JSON body, its refusals in the feeds' error body (413 too large, 400 not JSON). */
+async function consoleBody(app: AppContext, koa: Koa.Context): Promise<unknown> {
+  return readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
+    if (err instanceof BodyRefused) {
+      closeIfBodyUnread(koa);
+      throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
+    }
+    if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
+    throw err;
+  });
+}
+
 export function consoleRoutes(app: AppContext): Koa.Middleware {
   const router = new Router({ prefix: '/console/api' });
   router.use(feedErrors(), opsAuth(app));
@@ -91,14 +103,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   // (RepublishQueuedSchema); the publishing table shows the result. The log lines name the key and
   // partner that asked.
   router.post('/republish', async (koa) => {
-    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
-      if (err instanceof BodyRefused) {
-        closeIfBodyUnread(koa);
-        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
-      }
-      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
-      throw err;
-    })) as { zone?: unknown; cells?: unknown } | undefined;
+    const body = (await consoleBody(app, koa)) as { zone?: unknown; cells?: unknown } | undefined;
     const cells: unknown[] | undefined = Array.isArray(body?.cells) ? body.cells : undefined;
     if (typeof body?.zone !== 'string' || !cells || !cells.length || cells.length > 500)
       throw badParam('body must be {"zone": id, "cells": [{"feed": id, "hour": "YYYY-MM-DDTHH"}, …]} with 1–500 cells');
@@ -175,14 +180,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   };
   router.post('/feed-clients/:clientId/keys', async (koa) => {
     const clientId = clientParam(koa);
-    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
-      if (err instanceof BodyRefused) {
-        closeIfBodyUnread(koa);
-        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
-      }
-      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
-      throw err;
-    })) as { label?: unknown } | undefined;
+    const body = (await consoleBody(app, koa)) as { label?: unknown } | undefined;
     const label = body?.label ?? '';
     if (typeof label !== 'string' || label.length > 200) throw badParam('label must be a string of at most 200 characters');
     const client = await app.db.maybeOne(sql('FeedClientById'), [clientId]);
@@ -226,14 +224,7 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
   router.put('/policy/:zone', async (koa) => {
     const zone = koa.params.zone;
     if (!isZoneId(zone)) throw badParam(`zone must be a zone id (${ZONE_ID_SCHEMA.pattern})`);
-    const body = (await readJsonBody(koa, app.config.maxBodyBytes).catch((err) => {
-      if (err instanceof BodyRefused) {
-        closeIfBodyUnread(koa);
-        throw new FeedError(err.reason === 'too_large' ? 413 : 400, 'bad_param', err.message);
-      }
-      if (err instanceof SyntaxError) throw badParam('the body is not valid JSON');
-      throw err;
-    })) as Record<string, unknown> | undefined;
+    const body = (await consoleBody(app, koa)) as Record<string, unknown> | undefined;
     const text = (k: string) => {
       const v = body?.[k];
       if (v !== undefined && v !== null && typeof v !== 'string') throw badParam(`${k} must be a string`);
