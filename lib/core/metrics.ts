@@ -252,18 +252,18 @@ export function registerDbCollectors(db: Db): void {
   );
   // the compliance view's figures (lib/domain/policy/sources.ts), one read for the five gauges of a scrape
   let policyScrape: Promise<void> | undefined;
+  const policyGauges = [
+    metrics.cityPolicyRules,
+    metrics.cityPolicyUnacknowledged,
+    metrics.cityPolicyFleetCap,
+    metrics.cityPolicyAlertLimit,
+    metrics.cityPolicyReadAge,
+  ];
   const collectPolicy = () =>
     (policyScrape ??= safe(async () => {
       const now = new Date();
       const [sources, rules] = await Promise.all([db.many(sql('PolicyComplianceSources'), [null]), db.many(sql('PolicyComplianceRules'), [null, now])]);
-      for (const g of [
-        metrics.cityPolicyRules,
-        metrics.cityPolicyUnacknowledged,
-        metrics.cityPolicyFleetCap,
-        metrics.cityPolicyAlertLimit,
-        metrics.cityPolicyReadAge,
-      ])
-        g.reset();
+      for (const g of policyGauges) g.reset();
       for (const s of sources)
         if (s.read_at) metrics.cityPolicyReadAge.set({ zone: s.zone_id, status: s.read_status ?? 'none' }, (now.getTime() - s.read_at.getTime()) / 1000);
       const counts = new Map<string, number>();
@@ -286,14 +286,7 @@ export function registerDbCollectors(db: Db): void {
     }).finally(() => {
       policyScrape = undefined;
     }));
-  for (const g of [
-    metrics.cityPolicyRules,
-    metrics.cityPolicyUnacknowledged,
-    metrics.cityPolicyFleetCap,
-    metrics.cityPolicyAlertLimit,
-    metrics.cityPolicyReadAge,
-  ])
-    onScrape(g, collectPolicy);
+  for (const g of policyGauges) onScrape(g, collectPolicy);
   onScrape(metrics.queueDepth, () =>
     safe(async () => {
       for (const r of await db.many(sql('MetricsQueueDepth'))) {
