@@ -95,6 +95,7 @@ async function supervise(): Promise<void> {
     for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGTERM');
     const exits = await Promise.all(children.map((c) => c.exited));
     await closed;
+    await demoCity?.close();
     await closeContext(ctx);
     console.log('stopped');
     process.exit(failed || !exits.every(stoppedCleanly) ? 1 : 0);
@@ -121,9 +122,14 @@ async function supervise(): Promise<void> {
   if (applied.length) log.info({ applied }, 'migrations applied');
 
   let seeded = false;
+  let demoCity: { url: string; registered: string[]; close(): Promise<void> } | undefined;
   if (process.env.SEED_DEMO === '1') {
     const { seedDemo } = await import('../ops/seed/index.js');
     const summary = await seedDemo(ctx);
+    // the demo database (seedDemo refuses any other): its zones get the demo city's Policy
+    // (ops/sim/city.ts) unless they have a source of their own
+    const { startDemoCity } = await import('../ops/sim/city.js');
+    demoCity = await startDemoCity(ctx);
     seeded = Boolean((summary as { created?: boolean }).created);
     if (seeded) {
       log.info('demo data seeded; simulating the last 24 hours of operation');
@@ -150,7 +156,7 @@ async function supervise(): Promise<void> {
   servers.push(metricsServer);
 
   const [publisher, ingest] = await Promise.all(children.map((c) => c.ready));
-  if (!stopping) printBanner(config, seeded, children, { api: metricsUrl(metricsServer), publisher, ingest });
+  if (!stopping) printBanner(config, seeded, children, { api: metricsUrl(metricsServer), publisher, ingest }, demoCity);
 }
 
 interface Child {
@@ -306,7 +312,13 @@ function publishDemoHistory(ctx: AppContext, tick: () => Promise<unknown>): { st
   };
 }
 
-function printBanner(config: Config, seeded: boolean, children: Child[], metrics: { api: string; publisher: string; ingest?: string }): void {
+function printBanner(
+  config: Config,
+  seeded: boolean,
+  children: Child[],
+  metrics: { api: string; publisher: string; ingest?: string },
+  demoCity?: { url: string; registered: string[] },
+): void {
   const [publisher, ingest] = children;
   const b = config.publicBaseUrl;
   const l = config.publicLegacyUrl;
@@ -321,7 +333,12 @@ function printBanner(config: Config, seeded: boolean, children: Child[], metrics
   Insurance trips      ${b}/v1/partner-apis/insurance/{zone}/trips   X-Access-Token: demo-insurer-key (or a token of demo-insurer:demo-insurer-secret)
   Legacy MDS host      ${l}/token   ${l}/en/{zone}/...
   API docs             ${b}/docs
-  Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)
+  Operator console     ${b}/console   (key: demo-ops-key; its API ${b}/console/api/...)${
+    demoCity?.registered.length
+      ? `
+  City rules           the demo city's MDS Policy ${demoCity.url}/{zone}/policies for ${demoCity.registered.join(', ')}: read every minute, a 12 km/h slow zone in the centre (console: City rules; make policy-status)`
+      : ''
+  }
   Health               ${b}/healthz  ${b}/readyz
   Metrics              API ${metrics.api}   publisher ${metrics.publisher}${metrics.ingest ? `   ingest ${metrics.ingest}` : ''}   (each process its own; not on the public host${config.metrics.token ? ', the API there with METRICS_TOKEN' : ''})
   Processes            API ${process.pid}; publisher${config.liveSimulator ? ' and fleet simulator' : ''} ${publisher.proc.pid}${ingest ? `; vehicle ingest ${ingest.proc.pid}` : ''} (log lines carry the pid)${
