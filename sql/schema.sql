@@ -2503,13 +2503,6 @@ CREATE INDEX vehicles_location_gist ON public.vehicles USING gist (location);
 
 
 --
--- Name: vehicles_riding_location; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX vehicles_riding_location ON public.vehicles USING gist (location) WHERE (status = 'riding'::text);
-
-
---
 -- Name: vehicles_zone_status; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -160,8 +160,5 @@ CREATE TABLE vehicle_speed_commands (
   -- attempts without an acknowledgement (no answer in time, or refused)
   failures        int NOT NULL DEFAULT 0
 );
--- the riding vehicles inside a city slow zone (PolicySpeedPlan, every 10 s): 5 % of a fleet, not
--- every vehicle the zone's slow zone covers
-CREATE INDEX vehicles_riding_location ON vehicles USING gist (location) WHERE status = 'riding';
 CREATE INDEX vehicle_speed_commands_pending ON vehicle_speed_commands (last_attempt_at NULLS FIRST) WHERE acked_kph IS DISTINCT FROM wanted_kph;
 CREATE INDEX vehicle_speed_commands_rule ON vehicle_speed_commands (zone_id, policy_id, rule_id);

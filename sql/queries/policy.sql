@@ -136,6 +136,10 @@ RETURNING zone_id;
 -- force the lowest such limit (and never above its rental's beginners' limit); one that had a city
 -- limit and is no longer inside one (it left, the rule ended, the ride ended) its normal limit back
 -- (the rental's beginners' limit, else the zone's). A changed limit resets the attempts.
+-- The riding vehicles are found by vehicles_zone_status (zone, 'riding': 5 % of a fleet), not by a
+-- spatial index of their own: every vehicle report moves a location, so every index on vehicles is
+-- written at each of the ingest's updates (issue 41), and a partial GiST of the riding ones would be
+-- written at most of them.
 -- wanted, released: the rows changed.
 -- not null: wanted, released
 WITH inside AS (
