@@ -299,6 +299,21 @@ describe('signed feeds: RFC 9421 signatures verified by an independent library, 
     }
   });
 
+  it('a file served without the body cache streams from the store, signed over the digest its writer recorded', async () => {
+    const set = await jwks();
+    const uncached = createServer(withHotPath(buildApp({ ...t.ctx, config: { ...t.ctx.config, feedCacheBytes: 0 } }))).listen(0, '127.0.0.1');
+    await once(uncached, 'listening');
+    try {
+      const r = await fetchRaw(uncached, `/v1/partner-apis/mds/berlin/trips?end_time=${HOUR}`, { Authorization: city, 'Accept-Encoding': 'gzip' });
+      expect(r.status).to.equal(200);
+      expect(r.headers['content-encoding']).to.equal('gzip');
+      expect(digestMatches(r), 'Content-Digest').to.equal(true);
+      expect((await verifyWith(set, r)).ok).to.equal(true);
+    } finally {
+      await new Promise((resolve) => uncached.close(resolve));
+    }
+  });
+
   it('HEAD and 304 are signed over what they have (status, ETag, the request), without content', async () => {
     const set = await jwks();
     const path = `/v1/partner-apis/mds/berlin/trips?end_time=${HOUR}`;

@@ -23,10 +23,11 @@
  * form once too (api/kit/content-digest.ts: a decoded answer still streams); and a signature is
  * deterministic (Ed25519) and its `created` has second resolution: the same answer to the same
  * request line in the same second with the same key has the same signature, so it is made once per
- * (answer, request line, second) and reused. Any other streamed answer (realtime lists and pages, a
- * file too large for the body cache) is gathered before its headers go out, as its digest must
- * precede it: it costs the memory of the answer as sent (gzip when the client takes it) for as long
- * as it is written.
+ * (answer, request line, second) and reused. A stored file too large for the body cache streams
+ * with the digest its writer recorded (the sink's sha256 of the stored bytes, api/kit/serve-object.ts);
+ * any other streamed answer (realtime lists and pages, such a file decoded) is gathered before its
+ * headers go out, as its digest must precede it: it costs the memory of the answer as sent (gzip
+ * when the client takes it) for as long as it is written.
  */
 import type Koa from 'koa';
 import { sign } from 'node:crypto';

@@ -37,6 +37,17 @@ export function decodedDigestOf(stored: Buffer): string | undefined {
   return d;
 }
 
+/**
+ * The Content-Digest of stored bytes whose sha-256 the writer recorded (the publication sink's `sha256`
+ * metadata, hex: publisher/publication/bytes.ts), so that an object streamed from the store without
+ * passing through the body cache is signed without being read into memory first; undefined for
+ * anything that is not a sha-256 in hex.
+ */
+export function recordedDigestOf(sha256Hex: string | undefined): string | undefined {
+  if (sha256Hex === undefined || !/^[0-9a-f]{64}$/.test(sha256Hex)) return undefined;
+  return `sha-256=:${Buffer.from(sha256Hex, 'hex').toString('base64')}:`;
+}
+
 /** Says what a streamed body's bytes digest to, when it is known before the stream runs. */
 export function declareDigest(body: object, contentDigest: string): void {
   declared.set(body, contentDigest);

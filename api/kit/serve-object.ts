@@ -15,7 +15,7 @@ import { answerOf, type Answer, type ServeRule } from './serve.js';
 import { acceptsEncoding } from './conditional.js';
 import type { ObjectCache } from './object-cache.js';
 import { requestLogOf } from './request-log.js';
-import { declareDigest, decodedDigestOf } from './content-digest.js';
+import { declareDigest, decodedDigestOf, recordedDigestOf } from './content-digest.js';
 
 export interface ServeObjectOptions extends ServeRule {
   /**
@@ -98,8 +98,13 @@ export async function serveObject(ctx: Koa.Context, store: ObjectStore, key: str
   if (answer.body === 'none' && body && !Buffer.isBuffer(body)) body.destroy();
   ctx.status = answer.status;
   setHeaders(ctx, answer.headers);
-  if (answer.body === 'stored') ctx.body = body!;
-  else if (answer.body === 'decoded') {
+  if (answer.body === 'stored') {
+    // an object too large for the body cache streams from the store: its digest is the one its writer
+    // recorded, so a signed answer need not gather it first
+    const recorded = Buffer.isBuffer(body) ? undefined : recordedDigestOf(found.meta.metadata.sha256);
+    if (recorded && body) declareDigest(body, recorded);
+    ctx.body = body!;
+  } else if (answer.body === 'decoded') {
     // pipeline() destroys both sides on error (a corrupt object or a client gone away)
     const out = new PassThrough();
     pipeline(Buffer.isBuffer(body) ? Readable.from([body], { objectMode: false }) : body!, createGunzip(), out, (err) => {

@@ -71,8 +71,11 @@ export async function publishHour(
 ): Promise<string> {
   const key = `${KEY_PART[p.feed].replace('{v}', p.version).replace('{z}', p.zone)}/${p.hour}.json.gz`;
   const json = Buffer.from(JSON.stringify(p.body));
-  const sha = createHash('sha256').update(json).digest('hex');
-  if (p.status !== 'failed') await ctx.store.put(key, gzipSync(json), { contentType: 'application/json', contentEncoding: 'gzip', metadata: { sha256: sha } });
+  const stored = gzipSync(json);
+  // the sink's invariant (publisher/publication/bytes.ts): the sha256 of the stored (gzip) bytes, in
+  // the object's metadata and its index row alike; the signed route trusts it (api/kit/serve-object.ts)
+  const sha = createHash('sha256').update(stored).digest('hex');
+  if (p.status !== 'failed') await ctx.store.put(key, stored, { contentType: 'application/json', contentEncoding: 'gzip', metadata: { sha256: sha } });
   await ctx.db.query(
     `INSERT INTO feed_publications (feed, version, scope, hour, status, object_key, sha256, record_count, bytes, last_updated, published_at, dirty)
      VALUES ($1, $2, $3, $4::timestamp, $5, $6, $7, $8, $9, now(), now(), $10)
