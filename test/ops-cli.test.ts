@@ -214,6 +214,10 @@ describe('ops CLI: one-line errors and the embedded database', function () {
     if (!existsSync(portFile) || new URL(t.database.url).port !== readFileSync(portFile, 'utf8').trim()) this.skip();
     const env: Record<string, string | undefined> = { ...process.env, EMBEDDED_PG_DB: t.database.name, SIGNING_SECRET: 'x'.repeat(40), LOG_LEVEL: 'silent' };
     delete env.DATABASE_URL;
+    // a broker URL of its own: `keys list` commands no vehicle, and without one scripts/ops.sh would
+    // start the checkout's embedded broker and leave it running after make test
+    env.MQTT_URL = 'mqtt://127.0.0.1:1';
+    env.MQTT_PASSWORD = 'unused';
     const r = spawnSync(join(ROOT, 'scripts', 'ops.sh'), ['keys', 'list', '--scope', 'ops'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env });
     expect(r.stderr).not.to.contain('DATABASE_URL is required');
     expect(r.status, r.stderr).to.equal(0);
