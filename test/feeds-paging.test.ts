@@ -177,6 +177,7 @@ describe('feeds: paged event windows', function () {
         '00000000-0000-0000-0000-000000000000',
         NOW * 1000 * 2,
         1001,
+        0,
       ]);
     });
     const text = JSON.stringify(plan['QUERY PLAN']);
@@ -413,7 +414,7 @@ describe('feeds: page[size] / page[number] paging (JSON:API, MDS 2.1)', function
   it('a numbered page whose start this process remembers is an ordered range scan from there: no sort, no offset', async () => {
     const plan = await t.ctx.db.tx(async (tx) => {
       await tx.query('SET LOCAL enable_sort = off');
-      return tx.one(`EXPLAIN (FORMAT JSON) ${sql('MdsEventsPageAt').text}`, [
+      return tx.one(`EXPLAIN (FORMAT JSON) ${sql('MdsEventsPage').text}`, [
         zone,
         new Date(start),
         new Date(end),

@@ -100,6 +100,7 @@ describe('streaming sources', () => {
       '00000000-0000-0000-0000-000000000000',
       Number.MAX_SAFE_INTEGER,
       100,
+      0,
     ]);
     expect(win.map((e) => e.event_types[0])).to.deep.equal(['provider_drop_off', 'decommissioned']);
     const hour = await all(streamEventsOfHour(t.ctx.db, zone, parseHour('2026-11-21T10')!));

@@ -148,27 +148,18 @@ export async function mdsIncidents(deps: FeedDeps, ctx: Koa.Context): Promise<vo
     cursor.i,
     cursor.c,
     limit + 1,
+    0,
   ]);
   let next: string | null = null;
   if (rows.length > limit) {
     rows.length = limit;
     const last = rows[limit - 1];
-    const q = new URLSearchParams();
-    if (f.incident_id !== null) q.set('incident_id', f.incident_id);
-    if (f.incident_type !== null) q.set('incident_type', f.incident_type);
-    for (const k of INCIDENT_WINDOW_PARAMS) if (f[k] !== null) q.set(k, String(f[k]));
+    const q = filterQuery(f);
     q.set('limit', String(limit));
     q.set('cursor', signCursor(config.signingSecret, CURSOR_PURPOSE, { ...cursor, t: last.publication_us, i: last.incident_id }));
     next = `${config.publicBaseUrl}/v1/partner-apis/mds/${zone.id}/incidents?${q.toString()}`;
   }
-  await streamFeed(ctx, {
-    contentType: MDS_2_1.contentType,
-    head: { version: '2.1.0', last_updated: clock.now().getTime(), ttl: 0 },
-    arrayKey: 'incidents',
-    tail: { links: { next } },
-    rows: fromArray(rows),
-    map: toMdsIncident,
-  });
+  await answer(ctx, clock, rows, { next });
 }
 
 /** The filter parameters of a link, in their order. */
@@ -197,7 +188,7 @@ async function numberedPage(deps: FeedDeps, ctx: Koa.Context, zoneId: string, fi
     cutoff = p.c as number;
   }
   const f = filters;
-  const args = [
+  const filtered = [
     zoneId,
     f.incident_id,
     f.incident_type,
@@ -205,11 +196,11 @@ async function numberedPage(deps: FeedDeps, ctx: Koa.Context, zoneId: string, fi
     at(f.publication_end_time),
     at(f.last_updated_start),
     at(f.last_updated_end),
-    cutoff,
   ] as const;
   const [{ n: total }, rows] = await Promise.all([
-    db.one(sql('MdsIncidentsCount'), [...args]),
-    db.many(sql('MdsIncidentsPageAt'), [...args, paging.size, (paging.number - 1) * paging.size]),
+    db.one(sql('MdsIncidentsCount'), [...filtered, cutoff]),
+    // from the nil position, the pages before skipped
+    db.many(sql('MdsIncidentsPage'), [...filtered, 0, NIL_UUID, cutoff, paging.size, (paging.number - 1) * paging.size]),
   ]);
   const pages = Math.max(1, Math.ceil(total / paging.size));
   const pin = signCursor(config.signingSecret, PIN_PURPOSE, { z: zoneId, f: filters, c: cutoff });
@@ -220,18 +211,21 @@ async function numberedPage(deps: FeedDeps, ctx: Koa.Context, zoneId: string, fi
     q.set('page[as_of]', pin);
     return `${config.publicBaseUrl}/v1/partner-apis/mds/${zoneId}/incidents?${q.toString()}`;
   };
+  await answer(ctx, clock, rows, {
+    first: link(1),
+    prev: paging.number > 1 ? link(Math.min(paging.number - 1, pages)) : null,
+    next: paging.number < pages ? link(paging.number + 1) : null,
+    last: link(pages),
+  });
+}
+
+/** One page of incidents as the 2.1 answer: the head of the vehicle endpoints, the records, the links. */
+async function answer(ctx: Koa.Context, clock: { now(): Date }, rows: IncidentRow[], links: Record<string, string | null>): Promise<void> {
   await streamFeed(ctx, {
     contentType: MDS_2_1.contentType,
     head: { version: '2.1.0', last_updated: clock.now().getTime(), ttl: 0 },
     arrayKey: 'incidents',
-    tail: {
-      links: {
-        first: link(1),
-        prev: paging.number > 1 ? link(Math.min(paging.number - 1, pages)) : null,
-        next: paging.number < pages ? link(paging.number + 1) : null,
-        last: link(pages),
-      },
-    },
+    tail: { links },
     rows: fromArray(rows),
     map: toMdsIncident,
   });

@@ -255,7 +255,7 @@ export async function eventsPage(
     }
     // the cut-off is the primary's (its open transactions), and every event it admits was committed
     // before it was read: a replica that has replayed the primary's position read after it has them all
-    const rows = await read((pool) => pool.many(sql('MdsEventsPage'), [zoneId, window.start, window.end, cursor.t, cursor.i, cursor.c, limit + 1]));
+    const rows = await read((pool) => pool.many(sql('MdsEventsPage'), [zoneId, window.start, window.end, cursor.t, cursor.i, cursor.c, limit + 1, 0]));
     if (rows.length <= limit) return { rows, links: { next: null } };
     rows.length = limit;
     const last = rows[limit - 1];
@@ -282,7 +282,7 @@ export async function eventsPage(
   if (offset < pin.k) {
     const from = opts.positions?.get(pinText, size, number);
     rows = await read((pool) =>
-      pool.many(sql('MdsEventsPageAt'), [
+      pool.many(sql('MdsEventsPage'), [
         zoneId,
         window.start,
         window.end,

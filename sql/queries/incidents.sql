@@ -79,7 +79,8 @@ SELECT i.incident_id, i.zone_id, v.code AS vehicle_code, i.incident_type, i.inci
 -- One page of /incidents of zone $1 in (publication_time, incident_id) order, with the 2.1 filters
 -- ($2 incident_id, $3 incident_type, $4/$5 publication window, $6/$7 last-updated window; null: no
 -- filter), after the position ($8 publication_time in µs, $9 incident id), only incidents published
--- before the cut-off ($10, µs), at most $11: a range scan of incidents (zone_id, publication_time, incident_id).
+-- before the cut-off ($10, µs), at most $11, skipping $12 first (0 but for a page[number] page, which
+-- starts at the nil position): a range scan of incidents (zone_id, publication_time, incident_id).
 -- publication_ms, publication_us, last_updated_ms: of NOT NULL columns.
 -- not null: publication_ms, publication_us, last_updated_ms
 SELECT i.incident_id, i.incident_type,
@@ -98,15 +99,14 @@ SELECT i.incident_id, i.incident_type,
    AND (i.publication_time, i.incident_id) > (timestamptz 'epoch' + $8::int8 * interval '1 microsecond', $9::uuid)
    AND i.publication_time < timestamptz 'epoch' + $10::int8 * interval '1 microsecond'
  ORDER BY i.publication_time, i.incident_id
- LIMIT $11;
+ LIMIT $11 OFFSET $12;
 
 -- name: MdsIncidentsCount
--- (Its filters are MdsIncidentsPage's, written out again in each query rather than read through a
--- set-returning function: the column types sql-types derives, the incident_type enum and NOT NULLs,
--- come from the table's own columns only.)
 -- The incidents of zone $1 a page[number] traversal pages through: the filters of MdsIncidentsPage
 -- ($2–$7), published before the cut-off ($8, µs).
 -- not null: n
+-- (The filters written out again rather than read through a set-returning function: the column
+-- types sql-types derives, the incident_type enum and NOT NULLs, come from the table's own columns.)
 SELECT count(*)::int AS n
   FROM incidents i
  WHERE i.zone_id = $1
@@ -117,26 +117,3 @@ SELECT count(*)::int AS n
    AND ($6::timestamptz IS NULL OR i.last_updated >= $6::timestamptz)
    AND ($7::timestamptz IS NULL OR i.last_updated < $7::timestamptz)
    AND i.publication_time < timestamptz 'epoch' + $8::int8 * interval '1 microsecond';
-
--- name: MdsIncidentsPageAt
--- Page ($9 incidents, after $10 of them) of the same incidents in (publication_time, incident_id)
--- order: an OFFSET that grows with the page number, as the recent events' page[number] without a
--- remembered position (api/feeds/paging.ts).
--- publication_ms, publication_us, last_updated_ms: of NOT NULL columns.
--- not null: publication_ms, publication_us, last_updated_ms
-SELECT i.incident_id, i.incident_type,
-       floor(extract(epoch FROM i.publication_time) * 1000)::int8 AS publication_ms,
-       (extract(epoch FROM i.publication_time) * 1000000)::int8 AS publication_us,
-       floor(extract(epoch FROM i.last_updated) * 1000)::int8 AS last_updated_ms,
-       i.description, i.severity, i.report_id, i.report_type, i.contact_info, i.preliminary
-  FROM incidents i
- WHERE i.zone_id = $1
-   AND ($2::uuid IS NULL OR i.incident_id = $2::uuid)
-   AND ($3::text IS NULL OR i.incident_type = $3::text)
-   AND ($4::timestamptz IS NULL OR i.publication_time >= $4::timestamptz)
-   AND ($5::timestamptz IS NULL OR i.publication_time < $5::timestamptz)
-   AND ($6::timestamptz IS NULL OR i.last_updated >= $6::timestamptz)
-   AND ($7::timestamptz IS NULL OR i.last_updated < $7::timestamptz)
-   AND i.publication_time < timestamptz 'epoch' + $8::int8 * interval '1 microsecond'
- ORDER BY i.publication_time, i.incident_id
- LIMIT $9 OFFSET $10;

@@ -58,29 +58,9 @@ SELECT (extract(epoch FROM least(statement_timestamp(),
 
 -- name: MdsEventsPage
 -- One page of a zone's window [$2, $3) in (ts, event_id) order: after the position ($4 ts in µs,
--- $5 event id), only events recorded before the cut-off ($6, µs), at most $7. The row comparison is an
+-- $5 event id), only events recorded before the cut-off ($6, µs), at most $7, skipping $8 first (0
+-- but for a page[number] page whose start is not known: api/feeds/paging.ts). The row comparison is an
 -- index condition on events (zone_id, ts, event_id): each page is an ordered range scan with a LIMIT.
--- ts_ms, ts_us, lat, lng, recorded_ms: of events' NOT NULL ts, location, recorded_at.
--- not null: ts_ms, ts_us, lat, lng, recorded_ms
-SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,
-       (extract(epoch FROM e.ts) * 1000)::int8 AS ts_ms, (extract(epoch FROM e.ts) * 1000000)::int8 AS ts_us,
-       ST_Y(e.location) AS lat, ST_X(e.location) AS lng, e.battery_percent, e.trip_ids::text[] AS trip_ids,
-       v.code AS vehicle_code, vt.form_factor, vt.propulsion_type,
-       (extract(epoch FROM e.recorded_at) * 1000)::int8 AS recorded_ms
-  FROM events e
-  JOIN vehicles v ON v.id = e.device_id
-  JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
- WHERE e.zone_id = $1 AND e.ts >= $2 AND e.ts < $3
-   AND (e.ts, e.event_id) > (timestamptz 'epoch' + $4::int8 * interval '1 microsecond', $5::uuid)
-   AND e.recorded_at < timestamptz 'epoch' + $6::int8 * interval '1 microsecond'
- ORDER BY e.ts, e.event_id
- LIMIT $7;
-
--- name: MdsEventsPageAt
--- Page $7 rows long at offset $8 of a zone's window [$2, $3) in (ts, event_id) order, only events
--- recorded before the cut-off ($6, µs): page[number] paging (api/feeds/paging.ts) when it does not
--- know where the page starts. $4/$5: a position the page starts after (the window's start and the nil
--- id when none is known), so the offset counts from there. Same columns as MdsEventsPage.
 -- ts_ms, ts_us, lat, lng, recorded_ms: of events' NOT NULL ts, location, recorded_at.
 -- not null: ts_ms, ts_us, lat, lng, recorded_ms
 SELECT e.event_id, e.device_id, e.event_types, e.vehicle_state,

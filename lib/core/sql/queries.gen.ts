@@ -860,7 +860,7 @@ export interface Queries {
   };
   /** sql/queries/incidents.sql */
   MdsIncidentsPage: {
-    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null, $9: string | null, $10: number | bigint | string | null, $11: number | bigint | string | null];
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null, $9: string | null, $10: number | bigint | string | null, $11: number | bigint | string | null, $12: number | bigint | string | null];
     row: {
       incident_id: string;
       incident_type: 'unplanned_stop' | 'remote_takeover' | 'tip_over' | 'harsh_stopping' | 'harsh_starting' | 'near_miss' | 'vandalism' | 'crash';
@@ -880,23 +880,6 @@ export interface Queries {
     params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null];
     row: {
       n: number;
-    };
-  };
-  /** sql/queries/incidents.sql */
-  MdsIncidentsPageAt: {
-    params: [$1: string | null, $2: string | null, $3: string | null, $4: Date | string | null, $5: Date | string | null, $6: Date | string | null, $7: Date | string | null, $8: number | bigint | string | null, $9: number | bigint | string | null, $10: number | bigint | string | null];
-    row: {
-      incident_id: string;
-      incident_type: 'unplanned_stop' | 'remote_takeover' | 'tip_over' | 'harsh_stopping' | 'harsh_starting' | 'near_miss' | 'vandalism' | 'crash';
-      publication_ms: number;
-      publication_us: number;
-      last_updated_ms: number;
-      description: string | null;
-      severity: string | null;
-      report_id: string | null;
-      report_type: string | null;
-      contact_info: string | null;
-      preliminary: boolean | null;
     };
   };
   /** sql/queries/ingest.sql */
@@ -1004,26 +987,6 @@ export interface Queries {
   };
   /** sql/queries/mds.sql */
   MdsEventsPage: {
-    params: [$1: string | null, $2: Date | string | null, $3: Date | string | null, $4: number | bigint | string | null, $5: string | null, $6: number | bigint | string | null, $7: number | bigint | string | null];
-    row: {
-      event_id: string;
-      device_id: string;
-      event_types: string[];
-      vehicle_state: 'removed' | 'available' | 'non_operational' | 'reserved' | 'on_trip' | 'non_contactable' | 'missing' | 'elsewhere';
-      ts_ms: number;
-      ts_us: number;
-      lat: number;
-      lng: number;
-      battery_percent: number | null;
-      trip_ids: string[] | null;
-      vehicle_code: string;
-      form_factor: 'scooter' | 'bicycle';
-      propulsion_type: 'electric' | 'electric_assist' | 'human';
-      recorded_ms: number;
-    };
-  };
-  /** sql/queries/mds.sql */
-  MdsEventsPageAt: {
     params: [$1: string | null, $2: Date | string | null, $3: Date | string | null, $4: number | bigint | string | null, $5: string | null, $6: number | bigint | string | null, $7: number | bigint | string | null, $8: number | bigint | string | null];
     row: {
       event_id: string;
