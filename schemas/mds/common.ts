@@ -120,6 +120,11 @@ export const VEHICLE_TYPES_20 = [
  */
 export const MDS_VEHICLE_TYPES = { scooter: 'scooter_standing', bicycle: 'bicycle' } as const;
 
+/** A form factor of ours in MDS 2.0's vehicle_type vocabulary; anything else is `other`. */
+export function mdsVehicleType(formFactor: string): (typeof VEHICLE_TYPES_20)[number] {
+  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor as keyof typeof MDS_VEHICLE_TYPES] : 'other';
+}
+
 /** MDS 2.0 data-types/propulsion-type. */
 export const PROPULSION_TYPES_20 = [
   'human',

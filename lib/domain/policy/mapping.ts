@@ -16,7 +16,7 @@
  * policy that match the same vehicles (`earlierGeographies`, subtracted in PostGIS).
  */
 import type { Geography, Policy, PolicyRule } from '../../../schemas/mds/policy.js';
-import { MDS_VEHICLE_TYPES, type VEHICLE_STATES_20 } from '../../../schemas/mds/common.js';
+import { mdsVehicleType, type VEHICLE_STATES_20 } from '../../../schemas/mds/common.js';
 import { POLICY_DAYS } from '../../../schemas/mds/policy.js';
 
 export const AREA_MAPPINGS = ['slow-zone', 'no-parking', 'no-riding'] as const;
@@ -221,8 +221,7 @@ function vehicleTypesOf(rule: PolicyRule, types: readonly VehicleTypeRow[]): str
   if (!byType && !byPropulsion) return undefined;
   const ids = types
     .filter((t) => {
-      const mds = Object.hasOwn(MDS_VEHICLE_TYPES, t.form_factor) ? MDS_VEHICLE_TYPES[t.form_factor as keyof typeof MDS_VEHICLE_TYPES] : 'other';
-      return (!byType || byType.has(mds)) && (!byPropulsion || byPropulsion.has(t.propulsion_type));
+      return (!byType || byType.has(mdsVehicleType(t.form_factor))) && (!byPropulsion || byPropulsion.has(t.propulsion_type));
     })
     .map((t) => t.id);
   if (ids.length === 0) return null;

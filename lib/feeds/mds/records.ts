@@ -7,15 +7,13 @@
 import type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 import type { EventRow, TelemetryRow, TripRow, VehicleRow, VehicleStatusRow } from './rows.js';
 import { mapperOf, shape } from './shape.js';
-import { MDS_VEHICLE_TYPES } from '../../../schemas/mds/common.js';
+import { MDS_VEHICLE_TYPES, mdsVehicleType } from '../../../schemas/mds/common.js';
 
 // The record types are their schemas' (schemas/mds/v2.ts), the one description of each record.
 export type { MdsEvent, MdsTelemetry, MdsTrip, MdsVehicle, MdsVehicleStatus } from '../../../schemas/mds/v2.js';
 
-/** Our form factors in MDS 2.0's vehicle_type vocabulary (schemas/mds/common.ts); anything else is `other`. */
-export function mdsVehicleType(formFactor: string): MdsVehicle['vehicle_type'] {
-  return Object.hasOwn(MDS_VEHICLE_TYPES, formFactor) ? MDS_VEHICLE_TYPES[formFactor as keyof typeof MDS_VEHICLE_TYPES] : 'other';
-}
+/** Our form factors in MDS 2.0's vehicle_type vocabulary (schemas/mds/common.ts, shared with the city Policy mapping). */
+export { mdsVehicleType };
 
 // The record shapes (lib/feeds/mds/shape.ts): one declaration each, from which come both the JS
 // mappers below and the SQL that builds the realtime lists in Postgres (sources.ts).
