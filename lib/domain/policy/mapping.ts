@@ -18,6 +18,7 @@
 import type { Geography, Policy, PolicyRule } from '../../../schemas/mds/policy.js';
 import { mdsVehicleType, type VEHICLE_STATES_20 } from '../../../schemas/mds/common.js';
 import { POLICY_DAYS } from '../../../schemas/mds/policy.js';
+import { TZDate } from '@date-fns/tz';
 
 export const AREA_MAPPINGS = ['slow-zone', 'no-parking', 'no-riding'] as const;
 export type RuleMapping = (typeof AREA_MAPPINGS)[number] | 'fleet-cap' | 'parking-time' | 'ignored';
@@ -246,26 +247,6 @@ function polygonsOf(g: Geography): string[] {
     .map((geom) => JSON.stringify({ type: geom.type, coordinates: geom.coordinates }));
 }
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
-
-/** The weekday (0 = Sunday) and the seconds since local midnight of `at` in `timeZone`. */
-function localDayAndSeconds(at: Date, timeZone: string): { day: number; seconds: number } {
-  let f = formatters.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', { timeZone, weekday: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
-    formatters.set(timeZone, f);
-  }
-  let day = 0;
-  let seconds = 0;
-  for (const p of f.formatToParts(at)) {
-    if (p.type === 'weekday') day = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat'].indexOf(p.value);
-    else if (p.type === 'hour') seconds += Number(p.value) * 3600;
-    else if (p.type === 'minute') seconds += Number(p.value) * 60;
-    else if (p.type === 'second') seconds += Number(p.value);
-  }
-  return { day, seconds };
-}
-
 const secondsOf = (hhmmss: string) => {
   const [h, m, s] = hhmmss.split(':').map(Number);
   return h * 3600 + m * 60 + s;
@@ -278,7 +259,10 @@ const secondsOf = (hhmmss: string) => {
  */
 export function inForce(rule: Pick<MappedRule, 'startsAt' | 'endsAt' | 'days' | 'startTime' | 'endTime'>, now: Date, timeZone: string): boolean {
   if (now < rule.startsAt || (rule.endsAt && now >= rule.endsAt)) return false;
-  const { day, seconds } = localDayAndSeconds(now, timeZone);
+  // the zone's wall clock, as the GBFS sleep windows read it (lib/feeds/gbfs/time.ts)
+  const local = new TZDate(now.getTime(), timeZone);
+  const day = local.getDay();
+  const seconds = local.getHours() * 3600 + local.getMinutes() * 60 + local.getSeconds();
   const onDay = (d: number) => rule.days === null || rule.days.includes((d + 7) % 7);
   const s = secondsOf(rule.startTime);
   const e = secondsOf(rule.endTime) + 1;
