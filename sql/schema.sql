@@ -513,7 +513,7 @@ END $$;
 CREATE FUNCTION public.zone_area_order(p_source text, p_area_type text) RETURNS integer
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
-  SELECT CASE WHEN p_source = 'city' THEN 0 ELSE 100 END + zone_area_precedence(p_area_type)
+  SELECT zone_area_precedence(p_area_type) * 2 + CASE WHEN p_source = 'city' THEN 0 ELSE 1 END
 $$;
 
 

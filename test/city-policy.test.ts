@@ -11,7 +11,7 @@ import request from 'supertest';
 import { useTestContext } from './support/context.js';
 import { startCityPolicyServer, officialGeography, type CityPolicyServer } from './support/city-policy-server.js';
 import { mdsModelValidator } from './support/specs.js';
-import { gbfsFeedClient, gbfsZone, gbfsVehicle, officialGbfs, readSnapshot, type ZoneFixture } from './support/gbfs-fixtures.js';
+import { gbfsArea, gbfsFeedClient, gbfsZone, gbfsVehicle, officialGbfs, readSnapshot, square, type ZoneFixture } from './support/gbfs-fixtures.js';
 import { expectError, insertPartner, insertUser, type PartnerFixture } from './support/partner-fixtures.js';
 import { savePolicySource, complianceView, removePolicySource } from '../lib/domain/policy/sources.js';
 import { inForce, mapPolicies } from '../lib/domain/policy/mapping.js';
@@ -402,6 +402,56 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(names2.filter((n) => n.endsWith('(city rule)'))).to.have.length(3);
     const validate2 = officialGbfs('2.2', 'geofencing_zones');
     expect(validate2(v2), JSON.stringify(validate2.errors?.slice(0, 3))).to.equal(true);
+  });
+
+  it('where a city slow zone overlaps the zone file’s areas, the stricter type decides: no ban lifted, no parking spot closed', async () => {
+    at(SATURDAY_NOON);
+    await applyCityRules(t.ctx);
+    const p = await inside(ids.speed, [ids.noRide, ids.noPark]);
+    const rulesAt = (lat: number, lng: number) =>
+      t.ctx.db.one<{ ride_end_allowed: boolean; ride_through_allowed: boolean; area_type: string }>(
+        `SELECT ride_end_allowed, ride_through_allowed, area_type FROM zone_rules_at($1, $2, $3, 'gbfs-scooter')`,
+        [zone.id, lng, lat],
+      );
+    expect(await rulesAt(p.lat, p.lng), 'the city slow zone alone decides').to.deep.include({ area_type: 'slow-zone', ride_end_allowed: true });
+    const added: string[] = [];
+    try {
+      // an operator no-parking area under the city's slow zone still refuses the end, through the engine
+      added.push(await gbfsArea(t.ctx.db, zone.id, 'no-parking', square(p.lat, p.lng, 0.0002)));
+      expect(await rulesAt(p.lat, p.lng)).to.deep.include({ area_type: 'no-parking', ride_end_allowed: false });
+      const v = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng);
+      const user = await insertUser(t.ctx.db, partner.id);
+      const start = await request(server).post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user, vehicleId: v.id });
+      expect(start.status, JSON.stringify(start.body)).to.equal(200);
+      expectError(
+        await request(server).post(`/v1/rental/${start.body.data[0].id}/end`).set('X-Auth-Token', partner.key).send({}),
+        405,
+        'FailedToEndRentalNoParking',
+      );
+      await t.ctx.db.query('UPDATE vehicles SET location = ST_SetSRID(ST_MakePoint(-85.8, 38.27), 4326) WHERE id = $1', [v.id]);
+      expect((await request(server).post(`/v1/rental/${start.body.data[0].id}/end`).set('X-Auth-Token', partner.key).send({})).status).to.equal(200);
+      // … and an operator no-riding area under it still bans riding through
+      const q = { lat: p.lat + 0.0006, lng: p.lng };
+      expect((await rulesAt(q.lat, q.lng)).area_type).to.equal('slow-zone');
+      added.push(await gbfsArea(t.ctx.db, zone.id, 'no-riding', square(q.lat, q.lng, 0.0002)));
+      expect(await rulesAt(q.lat, q.lng)).to.deep.include({ area_type: 'no-riding', ride_through_allowed: false, ride_end_allowed: false });
+      // in a parking-spot zone, a spot under the city's slow zone takes ends (it refused them once:
+      // the slow zone decided, and a slow zone ends rides only in free-floating zones)
+      await t.ctx.db.query(`DELETE FROM areas WHERE id = ANY ($1::uuid[])`, [added.splice(0)]);
+      await t.ctx.db.query(`UPDATE zones SET parking_mode = 'parking-spot' WHERE id = $1`, [zone.id]);
+      expect(await rulesAt(p.lat, p.lng), 'the slow zone outside every spot').to.deep.include({ area_type: 'slow-zone', ride_end_allowed: false });
+      added.push(await gbfsArea(t.ctx.db, zone.id, 'parking-spot', square(p.lat, p.lng, 0.0002), { capacity: 10 }));
+      expect(await rulesAt(p.lat, p.lng)).to.deep.include({ area_type: 'parking-spot', ride_end_allowed: true });
+      const w = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng);
+      const user2 = await insertUser(t.ctx.db, partner.id);
+      const start2 = await request(server).post('/v1/rental/start').set('X-Auth-Token', partner.key).send({ userId: user2, vehicleId: w.id });
+      expect(start2.status, JSON.stringify(start2.body)).to.equal(200);
+      const end2 = await request(server).post(`/v1/rental/${start2.body.data[0].id}/end`).set('X-Auth-Token', partner.key).send({});
+      expect(end2.status, JSON.stringify(end2.body)).to.equal(200);
+    } finally {
+      await t.ctx.db.query(`DELETE FROM areas WHERE id = ANY ($1::uuid[])`, [added]);
+      await t.ctx.db.query(`UPDATE zones SET parking_mode = 'free-floating' WHERE id = $1`, [zone.id]);
+    }
   });
 
   it('set_speed to every vehicle riding inside a slow zone, its normal limit back when it leaves, retried when unacknowledged', async () => {

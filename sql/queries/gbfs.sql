@@ -35,7 +35,7 @@ SELECT zone_id, vehicle_type_id, start_price, price_per_minute
 
 -- name: GbfsAreas
 -- lat/lon: a point guaranteed inside the area (the centroid of a C-shaped area can lie outside).
--- precedence and the rule_* permissions come from the zone-rules decision (zone_area_order: the city's areas first, then zone_area_precedence,
+-- precedence and the rule_* permissions come from the zone-rules decision (zone_area_order, migration 000340: by type, zone_area_precedence, the city's first within a type;
 -- zone_area_rule, migration 000081) the rental engine enforces.
 -- Never null: the GeoJSON of a NOT NULL geometry; the precedence of a type areas' CHECK allows
 -- (zone_area_precedence lists them all); zone_area_rule's permissions of NOT NULL inputs. lat/lon
