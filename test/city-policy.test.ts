@@ -456,6 +456,9 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
 
   it('set_speed to every vehicle riding inside a slow zone, its normal limit back when it leaves, retried when unacknowledged', async () => {
     at(SATURDAY_NOON);
+    // the rides of the tests above started in the slow zone: their vehicles get their normal limit back first
+    await cityRulesRound(t.ctx);
+    await cityRulesRound(t.ctx);
     t.ctx.gateway.reset();
     const p = await inside(ids.speed, [ids.noRide, ids.noPark]);
     const riding = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng, { status: 'riding' });
@@ -506,6 +509,86 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     await cityRulesRound(t.ctx);
     // 20 mph = 32 km/h, above the zone's normal 20 km/h: the vehicle is asked for its normal limit
     expect(t.ctx.gateway.calls).to.deep.equal([{ command: 'set_speed', vehicleId: staying.id, arg: 20 }]);
+  });
+
+  it('a ride that starts in a slow zone gets its limit with the unlock; a beginners’ ride gives the normal limit back after it', async () => {
+    at(SATURDAY_NOON);
+    // the city's 10 mph (16 km/h) again
+    city.policies = policies();
+    expect((await readCityPolicies(t.ctx, { force: true }))[0].outcome).to.equal('ok');
+    await cityRulesRound(t.ctx);
+    const p = await inside(ids.speed, [ids.noRide, ids.noPark]);
+    const command = (vehicleId: string) =>
+      t.ctx.db.maybeOne<{ area_id: string | null; wanted_kph: number; acked_kph: number | null; failures: number }>(
+        'SELECT area_id, wanted_kph, acked_kph, failures FROM vehicle_speed_commands WHERE vehicle_id = $1',
+        [vehicleId],
+      );
+    const start = async (vehicleId: string, body: Record<string, unknown> = {}) => {
+      const user = await insertUser(t.ctx.db, partner.id);
+      const res = await request(server)
+        .post('/v1/rental/start')
+        .set('X-Auth-Token', partner.key)
+        .send({ userId: user, vehicleId, ...body });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body.data[0].id as string;
+    };
+    const end = async (rentalId: string) => {
+      const res = await request(server).post(`/v1/rental/${rentalId}/end`).set('X-Auth-Token', partner.key).send({});
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    };
+    const sentTo = (vehicleId: string) =>
+      t.ctx.gateway.calls.filter((c) => c.vehicleId === vehicleId).map((c) => (c.arg === undefined ? c.command : `${c.command} ${c.arg}`));
+
+    // the city's 16 km/h right after the unlock, recorded for the speed round, which sends nothing more
+    t.ctx.gateway.reset();
+    const v = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng);
+    const rental = await start(v.id);
+    expect(sentTo(v.id)).to.deep.equal(['unlock', 'set_speed 16']);
+    expect(await command(v.id))
+      .to.deep.include({ wanted_kph: 16, acked_kph: 16, failures: 0 })
+      .and.have.property('area_id')
+      .that.is.a('string');
+    await cityRulesRound(t.ctx);
+    expect(sentTo(v.id)).to.have.length(2);
+    // the ride ends: the round gives the zone's normal 20 km/h back, then tracks nothing
+    await end(rental);
+    t.ctx.gateway.reset();
+    await cityRulesRound(t.ctx);
+    expect(sentTo(v.id)).to.deep.equal(['set_speed 20']);
+    await cityRulesRound(t.ctx);
+    expect(await command(v.id)).to.equal(undefined);
+
+    // a vehicle that does not acknowledge the city's limit still starts; the round retries it, counted
+    t.ctx.gateway.reset();
+    const w = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng);
+    t.ctx.gateway.failNext('set_speed', 'refused', 1);
+    const rental2 = await start(w.id);
+    expect(await command(w.id)).to.deep.include({ wanted_kph: 16, acked_kph: null, failures: 1 });
+    t.ctx.gateway.reset();
+    t.ctx.clock.advance(16_000);
+    await enforceSpeeds(t.ctx);
+    expect(sentTo(w.id)).to.deep.equal(['set_speed 16']);
+    expect(await command(w.id)).to.deep.include({ acked_kph: 16 });
+    await end(rental2);
+
+    // beginners' mode outside every city area: the reduced 15 km/h after the unlock, the normal 20 back after the ride
+    t.ctx.gateway.reset();
+    const x = await gbfsVehicle(t.ctx.db, zone.id, 38.27, -85.8);
+    const rental3 = await start(x.id, { beginnersMode: true });
+    expect(sentTo(x.id)).to.deep.equal(['unlock', 'set_speed 15']);
+    await end(rental3);
+    expect(await command(x.id)).to.deep.include({ area_id: null, wanted_kph: 20 });
+    t.ctx.gateway.reset();
+    await cityRulesRound(t.ctx);
+    expect(sentTo(x.id)).to.deep.equal(['set_speed 20']);
+    await cityRulesRound(t.ctx);
+    expect(await command(x.id)).to.equal(undefined);
+    // … and in the city's slow zone the lower of the two: 15
+    t.ctx.gateway.reset();
+    const y = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng);
+    const rental4 = await start(y.id, { beginnersMode: true });
+    expect(sentTo(y.id)).to.deep.equal(['unlock', 'set_speed 15']);
+    await end(rental4);
   });
 
   it('the compliance view: reads, rules with their state, alert figures against their caps, and /metrics', async () => {

@@ -50,8 +50,11 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.batt
        CASE WHEN $2::float8 IS NULL OR $3::float8 IS NULL THEN NULL
             ELSE ST_Distance(v.location::geography, ST_SetSRID(ST_MakePoint($2::float8, $3::float8), 4326)::geography) END AS user_distance_m,
        z.timezone, z.sleep_windows, z.status AS zone_status, z.min_battery_percent, z.unlock_distance_m,
-       z.licence_verification_required, z.reduced_speed_kph, z.currency, z.vat_rate,
+       z.licence_verification_required, z.reduced_speed_kph, z.max_speed_kph, z.currency, z.vat_rate,
        p.start_price, p.price_per_minute,
+       -- the city's slow zone in force where the vehicle stands (the lowest limit, as the speed round
+       -- of publisher/policy/speed.ts decides it): the start gives the vehicle that limit
+       cs.id AS city_area_id, cs.policy_id AS city_policy_id, cs.rule_id AS city_rule_id, cs.max_speed_kph AS city_max_speed_kph,
        -- the one zone-rules decision (migration 000081) at the vehicle's position
        (zone_rules_at(v.zone_id, ST_X(v.location), ST_Y(v.location), v.vehicle_type_id)).ride_start_allowed AS start_allowed,
        -- a pending TOMP booking holds the vehicle for its own user only ($6)
@@ -63,6 +66,13 @@ SELECT v.id, v.code, v.zone_id, v.vehicle_type_id, v.status, v.mds_state, v.batt
   FROM vehicles v
   JOIN zones z ON z.id = v.zone_id
   LEFT JOIN pricing p ON p.zone_id = v.zone_id AND p.vehicle_type_id = v.vehicle_type_id
+  LEFT JOIN LATERAL (
+    SELECT a.id, a.policy_id, a.rule_id, a.max_speed_kph
+      FROM areas a JOIN vehicle_types vt ON vt.id = v.vehicle_type_id
+     WHERE a.zone_id = v.zone_id AND a.source = 'city' AND a.area_type = 'slow-zone' AND ST_Intersects(a.geom, v.location)
+       AND (cardinality(a.vehicle_types) = 0 OR v.vehicle_type_id = ANY (a.vehicle_types) OR vt.form_factor = ANY (a.vehicle_types))
+     ORDER BY a.max_speed_kph, a.id
+     LIMIT 1) cs ON true
  WHERE v.id = $1
    FOR UPDATE OF v;
 
@@ -193,6 +203,15 @@ WITH ended AS (
          e.distance_m, $14, e.ride_type <> 'solo', e.ride_type,
          (SELECT count(*) FROM rentals u WHERE u.user_id = e.user_id AND u.state NOT IN ('STARTING', 'RUNNING')) + 1
     FROM ended e
+), speed AS (
+  -- a ride in beginners' mode gives its vehicle the zone's normal limit back ($3): a command the
+  -- speed round sends (publisher/policy/speed.ts), so the next rider is not slowed. A city's limit of
+  -- the ride (area_id set) is the round's own to release.
+  INSERT INTO vehicle_speed_commands AS c (vehicle_id, zone_id, wanted_kph, wanted_at)
+  SELECT e.vehicle_id, e.zone_id, z.max_speed_kph, $3 FROM ended e JOIN zones z ON z.id = e.zone_id WHERE e.beginners_mode
+  ON CONFLICT (vehicle_id) DO UPDATE
+    SET wanted_kph = EXCLUDED.wanted_kph, wanted_at = EXCLUDED.wanted_at, attempts = 0, last_attempt_at = NULL, failures = 0, last_error = NULL
+    WHERE c.area_id IS NULL AND c.wanted_kph <> EXCLUDED.wanted_kph
 )
 SELECT id FROM ended;
 
@@ -250,3 +269,19 @@ WITH due AS (
 UPDATE rentals r SET photo_decision = 'bad-parking', photo_decided_at = $1, updated_at = $1
   FROM due WHERE r.id = due.id AND r.photo_decision IS NULL
 RETURNING r.id;
+
+-- name: RentalSpeedAtStart
+-- The limit a start gave its vehicle (lib/domain/rentals/engine.ts), from then on the speed round's
+-- to keep (publisher/policy/speed.ts, vehicle_speed_commands of migration 000300): the city's slow
+-- zone it started in ($3 area, $4 policy, $5 rule; the round gives the normal limit back when the
+-- vehicle leaves it or the ride ends), or, with $3 NULL, its beginners' limit (a restore still due
+-- from an earlier ride is replaced; RentalEnd asks for the normal limit back after the ride).
+-- $8: the vehicle acknowledged; else the round retries it, counted.
+INSERT INTO vehicle_speed_commands AS c (vehicle_id, zone_id, area_id, policy_id, rule_id, wanted_kph, wanted_at,
+                                         acked_kph, acked_at, attempts, last_attempt_at, failures, last_error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $8 THEN $6::int END, CASE WHEN $8 THEN $7::timestamptz END, 1, $7,
+        CASE WHEN $8 THEN 0 ELSE 1 END, $9)
+ON CONFLICT (vehicle_id) DO UPDATE
+  SET zone_id = EXCLUDED.zone_id, area_id = EXCLUDED.area_id, policy_id = EXCLUDED.policy_id, rule_id = EXCLUDED.rule_id,
+      wanted_kph = EXCLUDED.wanted_kph, wanted_at = EXCLUDED.wanted_at, acked_kph = EXCLUDED.acked_kph, acked_at = EXCLUDED.acked_at,
+      attempts = EXCLUDED.attempts, last_attempt_at = EXCLUDED.last_attempt_at, failures = EXCLUDED.failures, last_error = EXCLUDED.last_error;

@@ -1892,10 +1892,15 @@ export interface Queries {
       unlock_distance_m: number;
       licence_verification_required: boolean;
       reduced_speed_kph: number;
+      max_speed_kph: number;
       currency: string;
       vat_rate: number;
       start_price: number | null;
       price_per_minute: number | null;
+      city_area_id: string | null;
+      city_policy_id: string | null;
+      city_rule_id: string | null;
+      city_max_speed_kph: number | null;
       start_allowed: boolean | null;
       held_by_other: boolean;
       held_by_user: boolean;
@@ -2046,6 +2051,11 @@ export interface Queries {
     row: {
       id: string;
     };
+  };
+  /** sql/queries/rentals.sql */
+  RentalSpeedAtStart: {
+    params: [$1: string | null, $2: string | null, $3: string | null, $4: string | null, $5: string | null, $6: number | null, $7: Date | string | null, $8: boolean | null, $9: string | null];
+    row: NoRow;
   };
   /** sql/queries/replica.sql */
   ReplicaPrimaryWalPosition: {

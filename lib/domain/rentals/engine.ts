@@ -11,7 +11,14 @@
  *    user fails at once (VehicleNotAvailable / RentalAlreadyExists), decided by Postgres. The claim
  *    touches nothing else: its vehicle stays ready in every feed, it has no event and no trip, and
  *    rental_records (every partner and TOMP read) leaves it out. The `check` hook runs here.
- * 2. **Unlock** (and the beginners' speed limit), no transaction open.
+ * 2. **Unlock**, no transaction open, then the ride's speed limit where it has one: the city's slow
+ *    zone it starts in (migration 000300's areas; lowered further in beginners' mode) or the
+ *    beginners' limit. The limit is recorded in vehicle_speed_commands at the confirm, so the city's
+ *    speed round (publisher/policy/speed.ts) keeps it from there: it retries a city limit the vehicle
+ *    did not acknowledge and gives the normal limit back when the vehicle leaves the area or the ride
+ *    ends (RentalEnd asks for it after a beginners' ride). A beginners' limit that fails fails the
+ *    start; a city limit that fails is the round's to retry (the ride may start: the city's rule is
+ *    obeyed within one round, as for a rule that comes into force mid-ride).
  * 3. **Confirm.** The claim and its vehicle locked again and checked again (the vehicle may have
  *    been taken out of service or held by another user's booking meanwhile, the user erased), then
  *    the rental RUNNING and the vehicle riding in one conditional update, the trip_start event, and
@@ -163,6 +170,7 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
   // true once the unlock was sent and may have reached the vehicle (it answered ok, or did not
   // answer in time: a vehicle that did not answer may still have opened)
   let unlocked = false;
+  let speed: RideSpeed | undefined;
   try {
     await awaitOutside(async () => {
       // a claim of this user that expired on another vehicle was deleted with the claim: that
@@ -177,18 +185,54 @@ async function start(ctx: AppContext, input: StartRentalInput): Promise<RentalRe
       } finally {
         await Promise.all(others);
       }
-      if (input.beginnersMode) await ctx.gateway.setMaxSpeed(input.vehicleId, claim.reducedSpeedKph);
+      speed = await rideSpeed(ctx, input, claim);
     });
-    return await inTx(ctx, (tx) => confirmStart(ctx, tx, input, claim.id));
+    return await inTx(ctx, (tx) => confirmStart(ctx, tx, input, claim.id, speed));
   } catch (err) {
     await callOff(ctx, claim.id, input.vehicleId, unlocked);
     throw mapStartError(ctx, err);
   }
 }
 
+/** The speed limit a ride starts with, and whether the vehicle acknowledged it. */
+interface RideSpeed {
+  kph: number;
+  /** the city's slow zone whose limit it is; none for a beginners' limit alone */
+  city: { areaId: string; policyId: string; ruleId: string } | null;
+  acknowledged: boolean;
+  error: string | null;
+}
+
+/** Sends the ride's limit (the city's where the vehicle stands, the beginners' one), after the unlock. */
+async function rideSpeed(ctx: AppContext, input: StartRentalInput, claim: Claimed): Promise<RideSpeed | undefined> {
+  const city = claim.city;
+  if (!city && !input.beginnersMode) return undefined;
+  // the speed round's rule (sql/queries/policy.sql PolicySpeedPlan): the city's limit, never above
+  // the ride's own (beginners' or the zone's normal limit)
+  const own = input.beginnersMode ? claim.reducedSpeedKph : claim.maxSpeedKph;
+  const kph = city ? Math.min(city.kph, own) : own;
+  const target = city ? { areaId: city.areaId, policyId: city.policyId, ruleId: city.ruleId } : null;
+  try {
+    await ctx.gateway.setMaxSpeed(input.vehicleId, kph);
+    if (city) metrics.cityPolicySpeedCommands.inc({ outcome: 'acknowledged' });
+    return { kph, city: target, acknowledged: true, error: null };
+  } catch (err) {
+    if (!city) throw err;
+    metrics.cityPolicySpeedCommands.inc({ outcome: 'unacknowledged' });
+    const reason = err instanceof GatewayError ? err.reason : 'error';
+    ctx.log.warn({ err, vehicleId: input.vehicleId, kph }, "the city's speed limit was not acknowledged at the start; the speed round retries it");
+    // a beginners' ride in a city slow zone: its own limit must hold, as without the city
+    if (input.beginnersMode) throw err;
+    return { kph, city: target, acknowledged: false, error: `${reason}: ${(err as Error).message}`.slice(0, 300) };
+  }
+}
+
 interface Claimed {
   id: string;
   reducedSpeedKph: number;
+  maxSpeedKph: number;
+  /** the city's slow zone in force where the vehicle stands */
+  city: { areaId: string; policyId: string; ruleId: string; kph: number } | null;
   /** the vehicles whose expired claims this start deleted */
   expired: string[];
 }
@@ -241,11 +285,15 @@ async function claimStart(ctx: AppContext, tx: Tx, input: StartRentalInput): Pro
     at?.latitude ?? null,
     claimExpiry(ctx, now),
   ]);
-  return { id: ins.id, reducedSpeedKph: v.reduced_speed_kph, expired: expired.map((e) => e.vehicle_id) };
+  const city =
+    v.city_area_id !== null && v.city_policy_id !== null && v.city_rule_id !== null && v.city_max_speed_kph !== null
+      ? { areaId: v.city_area_id, policyId: v.city_policy_id, ruleId: v.city_rule_id, kph: v.city_max_speed_kph }
+      : null;
+  return { id: ins.id, reducedSpeedKph: v.reduced_speed_kph, maxSpeedKph: v.max_speed_kph, city, expired: expired.map((e) => e.vehicle_id) };
 }
 
 /** Phase 2: the claim checked again under its locks, then the running rental, its trip_start and `within`. */
-async function confirmStart(ctx: AppContext, tx: Tx, input: StartRentalInput, claimId: string): Promise<RentalRecord> {
+async function confirmStart(ctx: AppContext, tx: Tx, input: StartRentalInput, claimId: string, speed: RideSpeed | undefined): Promise<RentalRecord> {
   const now = ctx.clock.now();
   const c = await tx.maybeOne(sql('RentalLockClaim'), [claimId, now]);
   // the claim expired and another start or the sweep took it: this start has nothing left to confirm
@@ -266,6 +314,19 @@ async function confirmStart(ctx: AppContext, tx: Tx, input: StartRentalInput, cl
     tripIds: [rental.trip_id],
     lockedState: c.mds_state,
   });
+  if (speed) {
+    await tx.query(sql('RentalSpeedAtStart'), [
+      c.vehicle_id,
+      c.zone_id,
+      speed.city?.areaId ?? null,
+      speed.city?.policyId ?? null,
+      speed.city?.ruleId ?? null,
+      speed.kph,
+      now,
+      speed.acknowledged,
+      speed.error,
+    ]);
+  }
   if (input.within) await input.within(tx, { id: claimId, startedAt: now });
   return toRentalRecord(rental);
 }
