@@ -58,6 +58,7 @@ import { maintainHistory } from './jobs/history.js';
 import { purgeIdempotencyRecords } from './jobs/idempotency.js';
 import { publishDueReports } from './reports.js';
 import { CITY_RULES_SECONDS, cityPolicyRound, cityRulesRound } from './policy/index.js';
+import { CITY_POLICY_QUEUE, CITY_POLICY_QUEUE_OPTIONS, cityPolicyJobOf } from '../lib/publication/policy-queue.js';
 
 export const QUEUES = {
   hour: HOUR_QUEUE,
@@ -69,7 +70,7 @@ export const QUEUES = {
   tomp: 'housekeeping-tomp',
   history: 'history-maintenance',
   reports: 'feeds-monthly-reports',
-  cityPolicy: 'city-policy',
+  cityPolicy: CITY_POLICY_QUEUE,
   citySpeed: 'city-speed',
 } as const;
 
@@ -135,20 +136,10 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   // databases created with older options
   // the sweeps are idempotent and safe to run concurrently, so 'short' too: a crashed worker's job
   // must not pause them until it expires; one lock for the cluster's queue creation (ensureQueues)
-  const sweeps = [
-    QUEUES.tick,
-    QUEUES.gbfs,
-    QUEUES.gbfsZone,
-    QUEUES.gbfsScope,
-    QUEUES.rentals,
-    QUEUES.tomp,
-    QUEUES.history,
-    QUEUES.reports,
-    QUEUES.cityPolicy,
-    QUEUES.citySpeed,
-  ];
+  const sweeps = [QUEUES.tick, QUEUES.gbfs, QUEUES.gbfsZone, QUEUES.gbfsScope, QUEUES.rentals, QUEUES.tomp, QUEUES.history, QUEUES.reports, QUEUES.citySpeed];
   await ensureQueues(ctx.db, boss, [
     HOUR_QUEUE_OPTIONS,
+    CITY_POLICY_QUEUE_OPTIONS,
     ...sweeps.map((name) => ({ ...QUEUE_DEFAULTS, name, policy: 'short', retryLimit: 0, expireInSeconds: 5 * 60 }) as const),
   ]);
 
@@ -189,7 +180,9 @@ export async function startPublisher(ctx: AppContext, opts: PublisherOptions = {
   await sweep(QUEUES.reports, [publishDueReports]);
   // a read that changed rules applies them at once: the city's change reaches the vehicles in the
   // same job, not at the next 10 s tick
-  await sweep(QUEUES.cityPolicy, [cityPolicyRound]);
+  await work(boss, QUEUES.cityPolicy, polling, async (jobs) => {
+    for (const job of jobs) await cityPolicyRound(ctx, cityPolicyJobOf(job.data));
+  });
   await sweep(QUEUES.citySpeed, [cityRulesRound]);
 
   const tick = () => enqueueDue(ctx, boss);

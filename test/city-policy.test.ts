@@ -18,7 +18,8 @@ import { inForce, mapPolicies } from '../lib/domain/policy/mapping.js';
 import { readCityPolicies } from '../publisher/policy/read.js';
 import { applyCityRules } from '../publisher/policy/apply.js';
 import { enforceSpeeds } from '../publisher/policy/speed.js';
-import { cityRulesRound } from '../publisher/policy/index.js';
+import { cityPolicyRound, cityRulesRound } from '../publisher/policy/index.js';
+import { cityPolicyJobOf } from '../lib/publication/policy-queue.js';
 import { formatCompliance } from '../ops/admin/policy.js';
 import { publishGbfsSnapshots } from '../publisher/feeds/gbfs/index.js';
 import { gbfsSnapshotRef } from '../lib/feeds/gbfs/files.js';
@@ -664,6 +665,24 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(view.body.sources[0]).to.include({ zone_id: zone.id, read_status: 'ok', auth_type: 'oauth' });
     expect(JSON.stringify(view.body)).to.not.include('s3cret');
     expect(view.body.rules).to.have.length(7);
+    // "Read now": queued for the publishers (once per zone while it waits), which read it whatever its last read
+    const readNow = (zoneId: string) => app.post(`/console/api/policy/${zoneId}/read`).set('X-Access-Token', ops);
+    expect((await app.post(`/console/api/policy/${zone.id}/read`)).status).to.equal(401);
+    const queued = await readNow(zone.id);
+    expect(queued.status, JSON.stringify(queued.body)).to.equal(202);
+    expect(queued.body).to.deep.equal({ zone: zone.id, queued: true });
+    expect((await readNow(zone.id)).body).to.deep.equal({ zone: zone.id, queued: false });
+    const missing = await readNow('no-such-zone');
+    expect(missing.status).to.equal(404);
+    expect(missing.body).to.include({ error: 'not_found' });
+    const job = await t.ctx.db.one<{ data: unknown }>(`SELECT data FROM pgboss.job WHERE name = 'city-policy' AND singleton_key = $1`, [`read:${zone.id}`]);
+    const reads = async () => (await t.ctx.db.one<{ reads: string }>('SELECT reads FROM city_policy_sources WHERE zone_id = $1', [zone.id])).reads;
+    const before = await reads();
+    // what the publisher's worker runs for it (the source was read a moment ago: only a forced read reads it again)
+    await cityPolicyRound(t.ctx, cityPolicyJobOf(job.data));
+    expect(Number(await reads())).to.equal(Number(before) + 1);
+    await cityPolicyRound(t.ctx, cityPolicyJobOf({}));
+    expect(Number(await reads())).to.equal(Number(before) + 1);
     expect((await app.delete(`/console/api/policy/${zone.id}`).set('X-Access-Token', ops)).status).to.equal(204);
     expect((await app.delete(`/console/api/policy/${zone.id}`).set('X-Access-Token', ops)).status).to.equal(404);
   });

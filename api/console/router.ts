@@ -25,6 +25,7 @@ import { requestLogOf } from '../kit/request-log.js';
 import { STATUS_TTL } from '../../lib/feeds/gbfs/files.js';
 import type { Logger } from '../../lib/core/log.js';
 import { complianceView, PolicySourceError, removePolicySource, savePolicySource, type PolicyAuthType } from '../../lib/domain/policy/sources.js';
+import { queuePolicyRead } from '../../lib/publication/policy-queue.js';
 import { createFeedKey, listFeedKeys, revokeFeedKey } from '../../lib/feeds/keys.js';
 import { isUuid } from '../../lib/core/uuid.js';
 
@@ -256,6 +257,22 @@ export function consoleRoutes(app: AppContext): Koa.Middleware {
     koa.set('Cache-Control', 'no-store');
     koa.status = saved.inserted ? 201 : 200;
     koa.body = { zone, saved: saved.inserted ? 'created' : 'replaced' };
+  });
+
+  // read a zone's source now (as `ops policy read`): queued for the publishers, which read it, apply
+  // its rules and send the speed commands (lib/publication/policy-queue.ts); 202 at once, the view shows
+  // the read when it is done
+  router.post('/policy/:zone/read', async (koa) => {
+    const zone = koa.params.zone;
+    if (!isZoneId(zone)) throw badParam(`zone must be a zone id (${ZONE_ID_SCHEMA.pattern})`);
+    if (!(await app.db.maybeOne(sql('PolicySourceExists'), [zone]))) throw new FeedError(404, 'not_found', `zone ${zone} has no city Policy source`);
+    const job = await queuePolicyRead(app, zone);
+    const principal = principalOf(koa);
+    audit(requestLogOf(koa) ?? app.log).info({ keyId: principal.keyId, partner: principal.partnerName, zone, job }, 'console city policy read queued');
+    koa.set('Cache-Control', 'no-store');
+    koa.status = 202;
+    // null: a read of this zone was already waiting, which this one joins
+    koa.body = { zone, queued: job !== null };
   });
 
   // remove a zone's source: its rules and the city's areas at once; the vehicles get their normal

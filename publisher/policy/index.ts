@@ -4,6 +4,7 @@
  * so a changed document reaches the vehicles within one read interval plus the commands.
  */
 import type { AppContext } from '../../lib/domain/context.js';
+import type { CityPolicyJob } from '../../lib/publication/policy-queue.js';
 import { readCityPolicies } from './read.js';
 import { applyCityRules } from './apply.js';
 import { enforceSpeeds } from './speed.js';
@@ -16,7 +17,8 @@ export async function cityRulesRound(ctx: AppContext): Promise<void> {
   await enforceSpeeds(ctx);
 }
 
-export async function cityPolicyRound(ctx: AppContext): Promise<void> {
-  const reads = await readCityPolicies(ctx);
+/** The sources due (or, from the console, one zone's now: lib/publication/policy-queue.ts), then the rules round when a read changed something. */
+export async function cityPolicyRound(ctx: AppContext, job: CityPolicyJob = {}): Promise<void> {
+  const reads = await readCityPolicies(ctx, job);
   if (reads.some((r) => r.outcome === 'ok')) await cityRulesRound(ctx);
 }

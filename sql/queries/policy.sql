@@ -17,6 +17,9 @@ RETURNING zone_id, (xmax = 0) AS inserted;
 -- The zone's city rules go with it (city_rules, then their areas: ON DELETE CASCADE).
 DELETE FROM city_policy_sources WHERE zone_id = $1 RETURNING zone_id;
 
+-- name: PolicySourceExists
+SELECT zone_id FROM city_policy_sources WHERE zone_id = $1;
+
 -- name: PolicyZoneExists
 SELECT id, timezone FROM zones WHERE id = $1;
 

@@ -400,6 +400,15 @@
     await loadPolicy();
   }
 
+  // queued for the publishers (as `ops policy read`): the view shows the read once a publisher made it
+  async function readPolicy() {
+    const zone = $('policy-zone').value;
+    const r = await api(`/policy/${encodeURIComponent(zone)}/read`, { method: 'POST' });
+    $('policy-message').textContent = r.queued ? `read of ${zone} queued: a publisher reads it now` : `a read of ${zone} is already queued`;
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await loadPolicy();
+  }
+
   async function removePolicy() {
     const zone = $('policy-zone').value;
     await api(`/policy/${encodeURIComponent(zone)}`, { method: 'DELETE' });
@@ -442,6 +451,7 @@
     e.preventDefault();
     savePolicy().catch(report('policy-message'));
   });
+  $('policy-read').addEventListener('click', () => readPolicy().catch(report('policy-message')));
   $('policy-remove').addEventListener('click', () => removePolicy().catch(report('policy-message')));
   $('republish').addEventListener('click', () => republish().catch(report('pub-message')));
   $('fleet-zone').addEventListener('change', () => {

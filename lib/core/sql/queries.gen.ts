@@ -1303,6 +1303,13 @@ export interface Queries {
     };
   };
   /** sql/queries/policy.sql */
+  PolicySourceExists: {
+    params: [$1: string | null];
+    row: {
+      zone_id: string;
+    };
+  };
+  /** sql/queries/policy.sql */
   PolicyZoneExists: {
     params: [$1: string | null];
     row: {
