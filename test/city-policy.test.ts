@@ -537,6 +537,14 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
       const res = await request(server).post(`/v1/rental/${rentalId}/end`).set('X-Auth-Token', partner.key).send({});
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
     };
+    /** after its ride the round gives the vehicle the zone's normal 20 km/h back, then tracks nothing */
+    const normalLimitBack = async (vehicleId: string) => {
+      t.ctx.gateway.reset();
+      await cityRulesRound(t.ctx);
+      expect(sentTo(vehicleId)).to.deep.equal(['set_speed 20']);
+      await cityRulesRound(t.ctx);
+      expect(await command(vehicleId)).to.equal(undefined);
+    };
     const sentTo = (vehicleId: string) =>
       t.ctx.gateway.calls.filter((c) => c.vehicleId === vehicleId).map((c) => (c.arg === undefined ? c.command : `${c.command} ${c.arg}`));
 
@@ -551,13 +559,8 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
       .that.is.a('string');
     await cityRulesRound(t.ctx);
     expect(sentTo(v.id)).to.have.length(2);
-    // the ride ends: the round gives the zone's normal 20 km/h back, then tracks nothing
     await end(rental);
-    t.ctx.gateway.reset();
-    await cityRulesRound(t.ctx);
-    expect(sentTo(v.id)).to.deep.equal(['set_speed 20']);
-    await cityRulesRound(t.ctx);
-    expect(await command(v.id)).to.equal(undefined);
+    await normalLimitBack(v.id);
 
     // a vehicle that does not acknowledge the city's limit still starts; the round retries it, counted
     t.ctx.gateway.reset();
@@ -579,11 +582,7 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(sentTo(x.id)).to.deep.equal(['unlock', 'set_speed 15']);
     await end(rental3);
     expect(await command(x.id)).to.deep.include({ area_id: null, wanted_kph: 20 });
-    t.ctx.gateway.reset();
-    await cityRulesRound(t.ctx);
-    expect(sentTo(x.id)).to.deep.equal(['set_speed 20']);
-    await cityRulesRound(t.ctx);
-    expect(await command(x.id)).to.equal(undefined);
+    await normalLimitBack(x.id);
     // … and in the city's slow zone the lower of the two: 15
     t.ctx.gateway.reset();
     const y = await gbfsVehicle(t.ctx.db, zone.id, p.lat, p.lng);
