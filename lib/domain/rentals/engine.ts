@@ -219,10 +219,10 @@ async function rideSpeed(ctx: AppContext, input: StartRentalInput, claim: Claime
   } catch (err) {
     if (!city) throw err;
     metrics.cityPolicySpeedCommands.inc({ outcome: 'unacknowledged' });
-    const reason = err instanceof GatewayError ? err.reason : 'error';
-    ctx.log.warn({ err, vehicleId: input.vehicleId, kph }, "the city's speed limit was not acknowledged at the start; the speed round retries it");
     // a beginners' ride in a city slow zone: its own limit must hold, as without the city
     if (input.beginnersMode) throw err;
+    const reason = err instanceof GatewayError ? err.reason : 'error';
+    ctx.log.warn({ err, vehicleId: input.vehicleId, kph }, "the city's speed limit was not acknowledged at the start; the speed round retries it");
     return { kph, city: target, acknowledged: false, error: `${reason}: ${(err as Error).message}`.slice(0, 300) };
   }
 }
