@@ -389,7 +389,7 @@ describe('city Policy: read, mapped, in force, obeyed', function () {
     expect(types).to.include.members(['OPERATING', 'NO_PARKING', 'NO_ACCESS', 'SPEEDLIMIT']);
     expect(withCity.body.find((r: { type: string }) => r.type === 'SPEEDLIMIT')).to.include({ typeUnit: 'KMPH', typeValue: 16 });
 
-    // GBFS: the geofencing files list the city's areas first, by name, and stay valid
+    // GBFS: the geofencing files list the city's areas by name, its no-riding one first (the strictest type, the city's before the zone file's), and stay valid
     await publishGbfsSnapshots(t.ctx, { only: 'all' });
     const v3 = await readSnapshot(t.ctx, gbfsSnapshotRef('3.0', zone.id, 'geofencing_zones', 'city').objectKey);
     const names3 = (v3.data.geofencing_zones.features as Array<{ properties: { name: Array<{ text: string }> } }>).map((f) => f.properties.name[0].text);
